@@ -1,0 +1,30 @@
+# DetectBench Web: `make run` (everything, embedded) and `make test` (the whole suite on PostgreSQL + Redis).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+TEST_ENV := DJANGO_SETTINGS_MODULE=detectbench_web.settings.test
+
+.PHONY: install run test bench services clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	./scripts/run.sh
+
+services:
+	./scripts/ensure_services.sh
+
+test: install services
+	$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
+
+bench: install services
+	$(TEST_ENV) $(PY) -m pytest tests/perf -m perf -s $(PYTEST_ARGS)
+
+clean:
+	rm -rf var/db.sqlite3* var/celery-broker var/staticfiles var/log

@@ -1,0 +1,38 @@
+import json
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from annotation.models import Item
+from annotation.services import item_import, item_update
+
+SAMPLE_DIR = Path(settings.BASE_DIR) / "sample_data"
+SAMPLE_SOURCE = "sample"
+
+
+class Command(BaseCommand):
+    help = "Load the original sample puzzles shipped in sample_data/ (idempotent)."
+
+    @transaction.atomic
+    def handle(self, *args, **options):
+        for split in ("train", "test"):
+            path = SAMPLE_DIR / f"{split}.jsonl"
+            with path.open("rb") as stream:
+                report = item_import(stream=stream, file_name=str(path.relative_to(settings.BASE_DIR)),
+                                     source=SAMPLE_SOURCE, split=split)
+            self.stdout.write(f"{path.name}: {report.summary()}")
+        translations_path = SAMPLE_DIR / "translations_zh.json"
+        if translations_path.exists():
+            translations = json.loads(translations_path.read_text(encoding="utf-8"))
+            changed = 0
+            for external_id, zh in translations.items():
+                item = Item.objects.filter(source=SAMPLE_SOURCE, external_id=external_id).first()
+                if item is None or item.translations.get("zh-hans") == zh:
+                    continue
+                item_update(item_id=item.pk, base_version=item.version,
+                            changes={"translations": {**item.translations, "zh-hans": zh}},
+                            note="Chinese translation from sample_data")
+                changed += 1
+            self.stdout.write(f"translations: {changed} updated")

@@ -1,0 +1,10 @@
+"""Celery application: settings come from Django settings under the CELERY_ namespace."""
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "detectbench_web.settings")
+
+app = Celery("detectbench_web")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

@@ -1,0 +1,25 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from . import views
+from .roles import IsResearcher, IsAnnotator
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("healthz", views.healthz, name="healthz"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("admin/", admin.site.urls),
+    path("annotation/", include("annotation.urls")),
+    path("s/", include("studies.urls_public")),
+    path("studies/", include("studies.urls")),
+    path("evaluation/", include("evaluation.urls")),
+    path("api/annotation/", include("annotation.api_urls")),
+    path("api/studies/", include("studies.api_urls")),
+    path("api/evaluation/", include("evaluation.api_urls")),
+    path("api/schema/", SpectacularAPIView.as_view(permission_classes=[IsAnnotator]), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema", permission_classes=[IsAnnotator]), name="swagger-ui"),
+]

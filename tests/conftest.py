@@ -1,0 +1,145 @@
+"""Shared fixtures: real PostgreSQL (pytest-django), real Redis, a real Celery worker, role users."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group
+
+REPO_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(os.environ.get("DETECTBENCH_DATA", REPO_DIR.parent / "shared" / "detectbench" / "v1.3"))
+
+
+@pytest.fixture(scope="session")
+def detectbench_dir() -> Path:
+    if not (DATA_DIR / "test.jsonl").exists():
+        pytest.skip(f"real DetectBench data not found at {DATA_DIR} (set DETECTBENCH_DATA)")
+    return DATA_DIR
+
+
+def _make_user(django_user_model, username: str, group: str | None, **extra):
+    user = django_user_model.objects.create_user(username=username, password="pw-" + username, **extra)
+    if group:
+        user.groups.add(Group.objects.get_or_create(name=group)[0])
+    return user
+
+
+@pytest.fixture
+def annotator(db, django_user_model):
+    return _make_user(django_user_model, "ann1", "annotators")
+
+
+@pytest.fixture
+def annotator2(db, django_user_model):
+    return _make_user(django_user_model, "ann2", "annotators")
+
+
+@pytest.fixture
+def researcher(db, django_user_model):
+    return _make_user(django_user_model, "res1", "researchers", is_staff=True)
+
+
+@pytest.fixture
+def plain_user(db, django_user_model):
+    """An account with no role (neither annotator nor researcher)."""
+    return _make_user(django_user_model, "nobody", None)
+
+
+@pytest.fixture
+def annotator_client(client, annotator):
+    client.force_login(annotator)
+    return client
+
+
+@pytest.fixture
+def researcher_client(client, researcher):
+    client.force_login(researcher)
+    return client
+
+
+def database_url_for_subprocess() -> str:
+    """The URL of the database the tests are using right now (the test database)."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    user = s.get("USER") or "postgres"
+    password = f":{s['PASSWORD']}" if s.get("PASSWORD") else ""
+    return f"postgres://{user}{password}@{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """Environment for a child process (worker, server) that must see the test database."""
+    env = os.environ.copy()
+    env.update(
+        DJANGO_SETTINGS_MODULE="detectbench_web.settings.test",
+        DATABASE_URL=database_url_for_subprocess(),
+        PYTHONPATH=str(REPO_DIR),
+    )
+    env.update(extra)
+    return env
+
+
+class WorkerProcess:
+    def __init__(self, name: str, proc: subprocess.Popen, log: Path):
+        self.name, self.proc, self.log = name, proc, log
+
+    def stop(self, sig: int | None = None) -> None:
+        if self.proc.poll() is None:
+            if sig is None:
+                self.proc.terminate()
+            else:
+                self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def start_celery_worker(tmp_path: Path, *, concurrency: int = 2, pool: str = "prefork",
+                        extra_args: tuple[str, ...] = (), env: dict | None = None) -> WorkerProcess:
+    """Start a real `celery worker` process against the real Redis and the test database; wait until it answers."""
+    from detectbench_web.celery import app
+
+    name = f"test-{uuid.uuid4().hex[:8]}@%h"
+    log = tmp_path / f"worker-{uuid.uuid4().hex[:6]}.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "detectbench_web", "worker", "--loglevel", "INFO",
+         "--pool", pool, "--concurrency", str(concurrency), "--hostname", name,
+         "--without-gossip", "--without-mingle", *extra_args],
+        cwd=REPO_DIR, env=env or subprocess_env(), stdout=log.open("wb"), stderr=subprocess.STDOUT,
+    )
+    worker = WorkerProcess(name, proc, log)
+    deadline = time.monotonic() + 45
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"celery worker exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        if "ready." in log.read_text(errors="replace"):
+            return worker
+        time.sleep(0.2)
+    worker.stop()
+    raise RuntimeError(f"celery worker did not become ready:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture
+def celery_worker(transactional_db, tmp_path):
+    """A real Celery worker process; tests using it see committed data only (transactional_db)."""
+    worker = start_celery_worker(tmp_path)
+    yield worker
+    worker.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _clean_test_broker():
+    """Start every session with an empty broker database so stale messages are never consumed."""
+    import redis
+    from django.conf import settings
+
+    if settings.CELERY_BROKER_URL.startswith("redis://"):
+        redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+    yield
