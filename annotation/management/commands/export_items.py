@@ -1,5 +1,3 @@
-import sys
-
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.selectors import item_list
@@ -23,6 +21,16 @@ class Command(BaseCommand):
                 count = items_export(items=items, out=fh, fmt=format)
             self.stderr.write(f"wrote {count} items to {out}")
         else:
-            count = items_export(items=items, out=sys.stdout, fmt=format)
+            count = items_export(items=items, out=_Raw(self.stdout), fmt=format)
         if count == 0:
             raise CommandError("no items matched")
+
+
+class _Raw:
+    """Write to the command's stdout without the newline Django appends."""
+
+    def __init__(self, wrapper):
+        self.wrapper = wrapper
+
+    def write(self, text: str) -> None:
+        self.wrapper.write(text, ending="")

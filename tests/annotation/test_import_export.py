@@ -1,0 +1,184 @@
+"""Import and export of the official DetectBench JSONL, on the real data and on bad input."""
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation.models import Item, ItemRevision
+from annotation.services import ImportRejected, item_import_text
+from tests.conftest import REPO_DIR, subprocess_env
+
+pytestmark = pytest.mark.django_db
+
+
+def _import(path: Path, *args: str) -> str:
+    out = io.StringIO()
+    call_command("import_items", str(path), *args, stdout=out, stderr=out)
+    return out.getvalue()
+
+
+def _export(*args: str) -> str:
+    out = io.StringIO()
+    call_command("export_items", *args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+GOOD = {
+    "id": 1, "context": "The butler had mud on his boots.", "question": "Who was in the garden?",
+    "options": ["The butler", "The cook"], "answer": 0,
+    "clue_graph": {"evidence": "mud on his boots -> he walked outside", "multi_hop_reasoning": "he walked outside -> The butler."},
+}
+
+
+def test_real_test_split_imports_idempotently_and_exports_field_for_field(detectbench_dir, tmp_path):
+    path = detectbench_dir / "test.jsonl"
+    first = _import(path, "--split", "test")
+    assert "created 1196, updated 0, unchanged 0, rejected 0" in first
+    assert Item.objects.filter(split="test").count() == 1196
+    assert ItemRevision.objects.count() == 1196
+
+    second = _import(path, "--split", "test")
+    assert "created 0, updated 0, unchanged 1196, rejected 0" in second
+    assert ItemRevision.objects.count() == 1196  # no revision when nothing changed
+
+    out = tmp_path / "export.jsonl"
+    call_command("export_items", "--split", "test", "--out", str(out), stderr=io.StringIO())
+    original = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    exported = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(exported) == len(original) == 1196
+    for a, b in zip(original, exported):
+        assert a == b
+        assert type(a["id"]) is type(b["id"])
+
+
+def test_real_train_split_gives_367(detectbench_dir):
+    assert "created 367" in _import(detectbench_dir / "train.jsonl", "--split", "train")
+    assert Item.objects.filter(split="train").count() == 367
+
+
+def test_derived_fields_on_real_items(detectbench_dir):
+    _import(detectbench_dir / "test.jsonl", "--split", "test")
+    item = Item.objects.get(external_id="10")
+    assert item.question_type == "what"
+    assert 150 < item.context_words < 400
+    assert item.context_tokens > item.context_words
+    assert item.evidence_count >= 2 and item.reasoning_steps >= 1
+    types = set(Item.objects.values_list("question_type", flat=True))
+    assert {"how", "what", "which", "who", "why", "other"} <= types
+
+
+def test_changed_record_is_updated_with_a_revision(tmp_path):
+    path = tmp_path / "items.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n", encoding="utf-8")
+    assert "created 1" in _import(path, "--split", "dev", "--source", "mine")
+    changed = dict(GOOD, question="Who walked in the garden?")
+    path.write_text(json.dumps(changed) + "\n", encoding="utf-8")
+    assert "updated 1" in _import(path, "--split", "dev", "--source", "mine")
+    item = Item.objects.get(source="mine", external_id="1")
+    assert item.version == 2 and item.question == "Who walked in the garden?"
+    revisions = list(item.revisions.order_by("number"))
+    assert [r.number for r in revisions] == [1, 2]
+    assert revisions[1].changed_fields == ["question"]
+    assert revisions[0].snapshot["question"] == "Who was in the garden?"
+
+
+def _line(**override) -> str:
+    record = json.loads(json.dumps(GOOD))
+    for key, value in override.items():
+        if value is ...:
+            record.pop(key)
+        else:
+            record[key] = value
+    return json.dumps(record)
+
+
+BAD_INPUTS = {
+    "truncated_json": (lambda: _line()[:-7], None, "invalid JSON"),
+    "missing_field": (lambda: _line(question=...), "question", "missing field"),
+    "answer_out_of_range": (lambda: _line(answer=4), "answer", "out of range"),
+    "empty_options": (lambda: _line(options=[]), "options", "at least 2"),
+    "non_string_context": (lambda: _line(context=42), "context", "must be a string"),
+    "ten_megabyte_line": (lambda: _line(context="x" * 10_000_000), None, "over the"),
+    "duplicate_id": (lambda: _line(id=100), "id", "duplicate id"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_names_file_line_and_field_and_imports_nothing(tmp_path, case):
+    make, field, message = BAD_INPUTS[case]
+    good_first = _line(id=100)
+    path = tmp_path / f"{case}.jsonl"
+    path.write_text(good_first + "\n" + make() + "\n", encoding="utf-8")
+    before = Item.objects.count()
+    with pytest.raises(CommandError) as excinfo:
+        _import(path, "--split", "test", "--source", "bad")
+    text = str(excinfo.value)
+    where = f"{path}:2" if case != "duplicate_id" else f"{path}:2: id"
+    assert where in text
+    if field:
+        assert f": {field}:" in text
+    assert message in text
+    assert Item.objects.count() == before  # the good first line was not imported either
+
+
+def test_invalid_utf8_is_refused_with_file_and_line(tmp_path):
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(_line().encode() + b"\n" + _line(id=2, context="CAFE").replace("CAFE", "caf\xe9").encode("latin-1") + b"\n")
+    with pytest.raises(CommandError, match=rf"{path}:2: invalid UTF-8"):
+        _import(path, "--split", "test")
+    assert Item.objects.count() == 0
+
+
+def test_skip_invalid_imports_good_lines_and_lists_bad_ones(tmp_path):
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join([_line(id=1), _line(id=2, answer=9), _line(id=3)]) + "\n", encoding="utf-8")
+    out = io.StringIO()
+    call_command("import_items", str(path), "--split", "test", "--skip-invalid", stdout=out, stderr=out)
+    assert "created 2, updated 0, unchanged 0, rejected 1" in out.getvalue()
+    assert f"skipped {path}:2: answer:" in out.getvalue()
+    assert sorted(Item.objects.values_list("external_id", flat=True)) == ["1", "3"]
+
+
+def test_dry_run_writes_nothing(tmp_path):
+    path = tmp_path / "dry.jsonl"
+    path.write_text(_line() + "\n", encoding="utf-8")
+    assert "dry run: would have created 1" in _import(path, "--split", "test", "--dry-run")
+    assert Item.objects.count() == 0 and ItemRevision.objects.count() == 0
+
+
+def test_string_ids_and_extra_fields_round_trip():
+    record = dict(GOOD, id="case-007", difficulty="hard")
+    item_import_text(text=json.dumps(record) + "\n", file_name="x.jsonl", source="s", split="dev")
+    exported = json.loads(_export("--source", "s"))
+    assert exported == record
+
+
+def test_service_rejection_lists_every_error():
+    text = "\n".join([_line(id=1, answer=-1), "{", _line(id=3, options="abc")])
+    with pytest.raises(ImportRejected) as excinfo:
+        item_import_text(text=text, file_name="f.jsonl", source="s", split="dev")
+    assert [(e.line, e.field) for e in excinfo.value.errors] == [(1, "answer"), (2, None), (3, "options")]
+
+
+def test_csv_export_has_one_row_per_item():
+    item_import_text(text=_line(id=1) + "\n" + _line(id=2) + "\n", file_name="f.jsonl", source="s", split="dev")
+    out = _export("--source", "s", "--format", "csv")
+    assert out.splitlines()[0] == "id,context,question,options,answer,evidence,multi_hop_reasoning"
+    assert len(out.strip().splitlines()) == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_command_exits_non_zero_on_bad_input(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(_line(answer=7) + "\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "manage.py", "import_items", str(path), "--split", "test"],
+                          cwd=REPO_DIR, env=subprocess_env(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert f"{path}:1: answer: index 7 is out of range" in proc.stderr
+    assert Item.objects.count() == 0
