@@ -75,7 +75,9 @@ DEFAULT_EVIDENCE_HEADER = "After correlating these clues:"
 DEFAULT_REASONING_HEADER = "After correlating the clues we get:"
 
 #: Anchors whose best fuzzy score is below this are reported as unanchored.
-ANCHOR_MIN_SCORE = 0.5
+#: Measured on v1.3: spans scoring 0.4-0.5 are mostly the right clause found
+#: through a paraphrase; below 0.4 they are mostly fragments (a name, "the park").
+ANCHOR_MIN_SCORE = 0.4
 #: Two clue/step texts whose token similarity reaches this count as the same
 #: node of the graph (the data paraphrases its own nodes a little).
 REFERENCE_MIN_SIMILARITY = 0.75
@@ -229,7 +231,9 @@ def _split_inputs(left: str) -> tuple[str, ...]:
     depth = 0
     in_quote = False
     start = 0
-    i = 0
+    # A whole line wrapped in quotes ('"A + B -> C"') leaves an unmatched
+    # opening quote here: it does not protect the `+`.
+    i = 1 if left.startswith('"') and left.count('"') % 2 == 1 else 0
     while i < len(left):
         ch = left[i]
         if ch in "([{（【":
@@ -277,14 +281,14 @@ def parse_evidence(evidence: str | None) -> tuple[tuple[Clue, ...], str | None, 
     steps: list[Step] = []
     unparsed: list[tuple[str, int, str]] = []
     header: str | None = None
-    pending_header: str | None = None
+    pending: tuple[int, str] | None = None  # a later header, waiting for its step
     for line_no, line in _lines(evidence):
         prefix, body = _split_prefix(line)
         if _is_header(line):
             if header is None and clues:
                 header = line
-            elif header is not None and pending_header is None:
-                pending_header = line
+            elif header is not None and pending is None:
+                pending = (line_no, line)
             else:
                 unparsed.append(("evidence", line_no, line))
             continue
@@ -295,11 +299,12 @@ def parse_evidence(evidence: str | None) -> tuple[tuple[Clue, ...], str | None, 
             text, _, implication = body.partition(ARROW)
             clues.append(Clue(len(clues), text.strip(), implication.strip(), line_no, prefix))
         else:
-            steps.extend(_parse_step_line(body, line_no, prefix, pending_header))
-            pending_header = None
-    if pending_header is not None:
-        unparsed.append(("evidence", -1, pending_header))
-    return tuple(clues), header, tuple(steps), _fix_line_numbers(unparsed, evidence)
+            steps.extend(_parse_step_line(body, line_no, prefix, pending[1] if pending else None))
+            pending = None
+    if pending is not None:
+        unparsed.append(("evidence", *pending))
+    unparsed.sort(key=lambda u: u[1])
+    return tuple(clues), header, tuple(steps), tuple(unparsed)
 
 
 def parse_reasoning(reasoning: str | None) -> tuple[tuple[Step, ...], str | None, tuple[tuple[str, int, str], ...]]:
@@ -307,39 +312,26 @@ def parse_reasoning(reasoning: str | None) -> tuple[tuple[Step, ...], str | None
     steps: list[Step] = []
     unparsed: list[tuple[str, int, str]] = []
     header: str | None = None
-    pending_header: str | None = None
+    pending: tuple[int, str] | None = None  # a later header, waiting for its step
     for position, (line_no, line) in enumerate(_lines(reasoning)):
         prefix, body = _split_prefix(line)
         if _is_header(line):
             if position == 0:
                 header = line
-            elif pending_header is None:
-                pending_header = line
+            elif pending is None:
+                pending = (line_no, line)
             else:
                 unparsed.append(("reasoning", line_no, line))
             continue
         if ARROW not in body:
             unparsed.append(("reasoning", line_no, line))
             continue
-        steps.extend(_parse_step_line(body, line_no, prefix, pending_header))
-        pending_header = None
-    if pending_header is not None:
-        unparsed.append(("reasoning", -1, pending_header))
-    return tuple(steps), header, _fix_line_numbers(unparsed, reasoning)
-
-
-def _fix_line_numbers(unparsed: list[tuple[str, int, str]], text: str | None) -> tuple[tuple[str, int, str], ...]:
-    """Give a trailing, unused header (recorded with line -1) its real line number."""
-    if not any(n == -1 for _, n, _ in unparsed):
-        return tuple(unparsed)
-    lines = _lines(text)
-    fixed = []
-    for section, line_no, line in unparsed:
-        if line_no == -1:
-            line_no = max((n for n, t in lines if t == line), default=0)
-        fixed.append((section, line_no, line))
-    fixed.sort(key=lambda u: u[1])
-    return tuple(fixed)
+        steps.extend(_parse_step_line(body, line_no, prefix, pending[1] if pending else None))
+        pending = None
+    if pending is not None:
+        unparsed.append(("reasoning", *pending))
+    unparsed.sort(key=lambda u: u[1])
+    return tuple(steps), header, tuple(unparsed)
 
 
 def parse_clue_graph(evidence: str | None, reasoning: str | None) -> ClueGraph:
@@ -490,9 +482,9 @@ _STOPWORDS = frozenset(
     """a an the of to in on at by for with from and or but is are was were be been being
     it its this that these those he she they them his her their him i you we us our your
     as so if then than there here has have had do does did not no into up out about
-    which who whom what when where while also very just all any some""".split()
+    which who whom what when where while also very just all any some s t d ll re ve m""".split()
 )
-_SUFFIXES = ("ingly", "edly", "ing", "ed", "ly", "es", "s")
+_SUFFIXES = ("ingly", "edly", "ing", "ed", "ly", "s")
 
 
 def normalize_text(text: str) -> str:
@@ -502,10 +494,20 @@ def normalize_text(text: str) -> str:
 
 @functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            break
+    """A crude stemmer: drop one inflection suffix and a final e, keep 6 characters.
+
+    Enough to match translation variants (melted/melt, sizes/size,
+    horizontally/horizontal, noticed/notice) without a dependency.
+    """
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    else:
+        for suffix in _SUFFIXES:
+            if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+                word = word[: -len(suffix)]
+                break
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
     return word[:6]
 
 
@@ -513,9 +515,26 @@ def _tokens(text: str) -> list[str]:
     return [_stem(m.group(0).lower()) for m in _TOKEN.finditer(text)]
 
 
-def _content(words: list[str]) -> list[str]:
-    content = [w for w in words if w not in _STOPWORDS]
-    return content or words
+_NUMBER = re.compile(r"\d+(?:[.,/:]\d+)*")
+_NEGATION = re.compile(r"\b(?:not|no|never|none|neither|nor|cannot)\b|n't", re.IGNORECASE)
+
+
+def _same_node(a: str, b: str) -> bool:
+    """Whether two node texts name the same statement (normalised or fuzzily equal).
+
+    Fuzzy equality needs the same numbers and the same polarity: "x is 11/12
+    of y" is not "x is less than y", "1984 is not ..." is not "6984 is ...".
+    """
+    na, nb = normalize_text(a).strip(_TRIM), normalize_text(b).strip(_TRIM)
+    if not na or not nb:
+        return False
+    if na == nb:
+        return True
+    if sorted(_NUMBER.findall(na)) != sorted(_NUMBER.findall(nb)):
+        return False
+    if bool(_NEGATION.search(na)) != bool(_NEGATION.search(nb)):
+        return False
+    return _similarity(a, b) >= REFERENCE_MIN_SIMILARITY
 
 
 def _similarity(a: str, b: str) -> float:
@@ -552,6 +571,7 @@ class _ContextIndex:
         sentence_of: list[int] = []
         sentence = 0
         start = 0
+        previous = -1
         for i in range(len(spans)):
             gap = context[spans[i][1]: spans[i + 1][0]] if i + 1 < len(spans) else "."
             # "3.5" and "1,000" have no space in the gap: not a boundary.
@@ -564,13 +584,22 @@ class _ContextIndex:
                 start = i + 1
                 if ends_sentence:
                     sentence += 1
+        # Candidate windows: runs of 1-3 clauses inside a sentence, and runs of
+        # 1-3 whole sentences.
+        sentences: list[list[tuple[int, int]]] = []
+        for clause, k in zip(clauses, sentence_of):
+            if not sentences or k != previous:
+                sentences.append([])
+            sentences[-1].append(clause)
+            previous = k
         windows: set[tuple[int, int]] = set()
-        for a in range(len(clauses)):
-            for b in range(a, min(a + 3, len(clauses))):
-                windows.add((clauses[a][0], clauses[b][1]))
-        for s in set(sentence_of):
-            members = [c for c, k in zip(clauses, sentence_of) if k == s]
-            windows.add((members[0][0], members[-1][1]))
+        for members in sentences:
+            for a in range(len(members)):
+                for b in range(a, min(a + 3, len(members))):
+                    windows.add((members[a][0], members[b][1]))
+        for a in range(len(sentences)):
+            for b in range(a, min(a + 3, len(sentences))):
+                windows.add((sentences[a][0][0], sentences[b][-1][1]))
         self.windows = sorted(windows)
         # Normalised context with a map back to original offsets.
         chars: list[str] = []
@@ -595,11 +624,18 @@ def _index(context: str) -> _ContextIndex:
     return _ContextIndex(context)
 
 
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+
+
+def _wordish(ch: str) -> bool:
+    return ch.isalnum() and not _CJK_CHAR.match(ch)
+
+
 def _boundary_ok(text: str, start: int, end: int) -> bool:
-    """A match must not cut a word at either end."""
-    if start > 0 and text[start - 1].isalnum() and text[start].isalnum():
+    """A match must not cut a word at either end (CJK text has no word boundaries)."""
+    if start > 0 and _wordish(text[start - 1]) and _wordish(text[start]):
         return False
-    if end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
+    if end < len(text) and _wordish(text[end - 1]) and _wordish(text[end]):
         return False
     return True
 
@@ -628,8 +664,20 @@ def _exact(needle: str, index: _ContextIndex) -> tuple[int, int] | None:
     return index.offsets[start], index.offsets[end] + 1
 
 
-def _f1(overlap: int, a: int, b: int) -> float:
-    return 2.0 * overlap / (a + b) if overlap else 0.0
+#: Share of the order-free word overlap in the anchor score (the rest rewards
+#: the same word order); translations reorder a lot, so order counts little.
+_BAG_WEIGHT = 0.8
+#: Recall weight of the anchor score: covering the clue matters more than a tight span.
+_BETA2 = 4.0
+
+
+def _f_beta(overlap: float, needle_length: int, span_length: int) -> float:
+    """F-beta (beta=2) of a span: precision over the span, recall over the needle."""
+    if overlap <= 0 or needle_length <= 0 or span_length <= 0:
+        return 0.0
+    precision = overlap / span_length
+    recall = overlap / needle_length
+    return (1 + _BETA2) * precision * recall / (_BETA2 * precision + recall)
 
 
 def _fuzzy(needle: str, index: _ContextIndex) -> tuple[int, int, float] | None:
@@ -667,7 +715,7 @@ def _fuzzy(needle: str, index: _ContextIndex) -> tuple[int, int, float] | None:
                 if hit[i]:
                     found[index_stems[i]] += 1
         overlap = sum(min(c, wanted[k]) for k, c in found.items())
-        best.append((_f1(overlap, n, length), a, b))
+        best.append((_f_beta(overlap, n, length), a, b))
     if not best:
         return None
     best.sort(key=lambda t: (-t[0], t[2] - t[1]))
@@ -675,14 +723,16 @@ def _fuzzy(needle: str, index: _ContextIndex) -> tuple[int, int, float] | None:
     ranked = []
     for bag, a, b in best[:5]:
         window = [index_stems[i] for i in range(a, b) if counted[i]]
-        order = SequenceMatcher(None, content_stems, window, autojunk=False).ratio()
-        ranked.append(((bag + order) / 2.0, -(b - a), a, b))
+        matcher = SequenceMatcher(None, content_stems, window, autojunk=False)
+        in_order = sum(block.size for block in matcher.get_matching_blocks())
+        ranked.append((_BAG_WEIGHT * bag + (1 - _BAG_WEIGHT) * _f_beta(in_order, n, len(window)), -(b - a), a, b))
     score, _, a, b = max(ranked)
     # Give back a leading article etc. that the clue also has ("the boat ...").
     needle_words = set(words)
     while a > 0 and index_stop[a - 1] and index.words[a - 1] in needle_words and _same_clause(index, a - 1, a):
         a -= 1
-    return index.spans[a][0], index.spans[b - 1][1], min(1.0, max(0.0, score))
+    # 1.0 is reserved for exact matches.
+    return index.spans[a][0], index.spans[b - 1][1], min(0.99, max(0.0, score))
 
 
 def _same_clause(index: _ContextIndex, i: int, j: int) -> bool:
@@ -715,9 +765,12 @@ def locate_span(needle: str, context: str) -> Anchor | None:
     every run of 1-3 consecutive clauses, clauses ending at , ; : and sentence
     punctuation), each trimmed to its first and last word shared with the
     needle.  Each is scored on lowercased, lightly stemmed word tokens without
-    stop words: the mean of the bag-of-words F1 and the SequenceMatcher ratio
-    (word order).  The best candidate is returned with that score
-    (``exact=False``), or None when no word is shared.  ``clue_index`` is -1.
+    stop words (every CJK character is a token): 0.8 x the bag-of-words
+    F-beta (beta=2: recall of the clue's words counts more than precision)
+    plus 0.2 x the same F-beta over the words matched in order
+    (SequenceMatcher blocks).  The best candidate is returned with that score,
+    capped at 0.99 (``exact=False``), or None when no word is shared.
+    ``clue_index`` is -1.
     """
     return _locate(needle, _index(context or ""), -1)
 
@@ -764,7 +817,7 @@ class _Nodes:
             return False
         if key in self.exact:
             return True
-        return any(_similarity(text, known) >= REFERENCE_MIN_SIMILARITY for known in self.texts)
+        return any(_same_node(text, known) for known in self.texts)
 
 
 def _is_restatement(step: Step, clues: Sequence[Clue]) -> bool:
@@ -787,12 +840,21 @@ def _step_key(step: Step) -> tuple[frozenset[str], str]:
 
 
 def _check_steps(
-    steps: Sequence[Step], clues: Sequence[Clue], known: _Nodes, section: str, issues: list[Issue]
+    steps: Sequence[Step],
+    clues: Sequence[Clue],
+    known: _Nodes,
+    section: str,
+    issues: list[Issue],
+    *,
+    earlier: Sequence[Step] = (),
 ) -> None:
+    """Check one section's steps; ``earlier`` are steps it may legitimately repeat."""
     derived = _Nodes()
     seen: dict[tuple[frozenset[str], str], int] = {}
+    earlier_keys = {_step_key(step) for step in earlier}
     for step in steps:
-        restated = _is_restatement(step, clues)
+        key = _step_key(step)
+        restated = _is_restatement(step, clues) or key in earlier_keys
         for given in step.inputs:
             if given not in known and given not in derived:
                 issues.append(
@@ -803,7 +865,6 @@ def _check_steps(
                         section=section,
                     )
                 )
-        key = _step_key(step)
         if key in seen:
             issues.append(
                 Issue("repeated_step", f"step repeats line {seen[key]}: {step.output!r}", step.line_no, section=section)
@@ -858,7 +919,7 @@ def check_graph(graph: ClueGraph, context: str, *, min_score: float = ANCHOR_MIN
         known.add(clue.text)
         known.add(clue.implication)
     _check_steps(graph.evidence_steps, graph.clues, known, "evidence", issues)
-    _check_steps(graph.steps, graph.clues, known, "reasoning", issues)
+    _check_steps(graph.steps, graph.clues, known, "reasoning", issues, earlier=graph.evidence_steps)
 
     all_steps = graph.all_steps
     if all_steps:
