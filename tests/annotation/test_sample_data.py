@@ -1,0 +1,39 @@
+"""The original sample puzzles shipped in sample_data/ load cleanly and are well-formed."""
+import io
+
+import pytest
+from django.core.management import call_command
+
+from annotation import clue_graph
+from annotation.models import Item
+
+pytestmark = pytest.mark.django_db
+
+
+def _load() -> str:
+    out = io.StringIO()
+    call_command("load_sample_data", stdout=out)
+    return out.getvalue()
+
+
+def test_sample_data_loads_idempotently_with_translations():
+    first = _load()
+    assert "train.jsonl: created 6" in first and "test.jsonl: created 24" in first
+    assert "translations: 15 updated" in first
+    second = _load()
+    assert "unchanged 6" in second and "unchanged 24" in second and "translations: 0 updated" in second
+    assert Item.objects.filter(source="sample").count() == 30
+    translated = Item.objects.get(source="sample", external_id="9001").translations["zh-hans"]
+    assert set(translated) == {"context", "question", "options"} and len(translated["options"]) == 4
+
+
+def test_sample_clues_are_verbatim_and_answers_balanced():
+    _load()
+    positions = [0, 0, 0, 0]
+    for item in Item.objects.filter(source="sample"):
+        graph = clue_graph.parse_clue_graph(item.evidence, item.reasoning)
+        assert graph.clues and graph.steps, item
+        for anchor in clue_graph.anchor_clues(graph.clues, item.context):
+            assert anchor is not None and anchor.exact, (item, anchor)
+        positions[item.answer_index] += 1
+    assert max(positions) - min(positions) <= 2  # unlike the real data, not skewed to the first option
