@@ -1,4 +1,11 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from . import apis
 
 app_name = "studies_api"
-urlpatterns: list = []
+urlpatterns = [
+    path("", apis.StudyListApi.as_view(), name="study_list"),
+    path("<slug:slug>/", apis.StudyDetailApi.as_view(), name="study_detail"),
+    path("<slug:slug>/attempts/", apis.AttemptListApi.as_view(), name="attempt_list"),
+    path("<slug:slug>/export/", apis.StudyExportApi.as_view(), name="study_export"),
+]

@@ -1,1 +1,235 @@
-from django.db import models  # noqa: F401
+"""Timed human studies: a study's item pool, participants' attempts, item leases and responses."""
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import F, Q
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from annotation.models import Item
+
+DEFAULT_TIME_LIMIT = 3 * 60 * 60
+
+
+def new_token() -> str:
+    """An unguessable attempt token (256 bits)."""
+    return secrets.token_urlsafe(32)
+
+
+class StudyStatus(models.TextChoices):
+    DRAFT = "draft", _("Draft")
+    OPEN = "open", _("Open")
+    CLOSED = "closed", _("Closed")
+
+
+class Study(models.Model):
+    """A timed study: each participant answers `per_participant` distinct items, each item gets `raters` answers."""
+
+    slug = models.SlugField(unique=True)
+    title = models.CharField(max_length=200)
+    status = models.CharField(max_length=10, choices=StudyStatus.choices, default=StudyStatus.DRAFT)
+    per_participant = models.PositiveSmallIntegerField(default=15)
+    raters = models.PositiveSmallIntegerField(default=3, help_text="Answers wanted per item.")
+    time_limit_seconds = models.PositiveIntegerField(default=DEFAULT_TIME_LIMIT, help_text="For the whole attempt.")
+    question_time_limit_seconds = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Optional limit per question; empty = none."
+    )
+    grace_seconds = models.PositiveSmallIntegerField(
+        default=5, help_text="Answers this many seconds after a deadline are accepted and flagged late."
+    )
+    language = models.CharField(
+        max_length=10, blank=True, choices=[("", _("Original (English)")), ("zh-hans", "简体中文")],
+        help_text="Language of the items shown (an item's translation) and of the participant pages.",
+    )
+    consent_text = models.TextField(blank=True)
+    instructions = models.TextField(blank=True)
+    practice_item = models.ForeignKey(Item, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    bonus_per_correct = models.DecimalField(max_digits=7, decimal_places=2, default=0)
+    bonus_currency = models.CharField(max_length=8, default="GBP")
+    completion_code = models.CharField(max_length=64, blank=True)
+    completion_url = models.URLField(blank=True, help_text="Redirect after the last answer (Prolific style).")
+    seed = models.IntegerField(default=0, help_text="Seeds the item sample and every participant's order.")
+    pool_split = models.CharField(max_length=40, blank=True)
+    pool_sample = models.PositiveIntegerField(null=True, blank=True)
+    items = models.ManyToManyField(Item, through="StudyItem", related_name="studies")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "studies"
+        constraints = [
+            models.CheckConstraint(condition=Q(per_participant__gte=1), name="study_per_participant_positive"),
+            models.CheckConstraint(condition=Q(raters__gte=1), name="study_raters_positive"),
+            models.CheckConstraint(condition=Q(time_limit_seconds__gte=10), name="study_time_limit_min"),
+            models.CheckConstraint(condition=Q(bonus_per_correct__gte=0), name="study_bonus_not_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def clean(self) -> None:
+        if self.language and self.language not in dict(settings.LANGUAGES):
+            raise ValidationError({"language": "Unknown language."})
+
+
+class StudyItem(models.Model):
+    """An item of a study's pool with its quota and load (answers + running leases), guarded by the database."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="pool")
+    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveIntegerField()
+    quota = models.PositiveSmallIntegerField()
+    load = models.PositiveSmallIntegerField(default=0, help_text="Answered responses + active leases.")
+
+    class Meta:
+        ordering = ["study_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "item"], name="study_item_unique"),
+            models.UniqueConstraint(fields=["study", "position"], name="study_item_unique_position"),
+            models.CheckConstraint(condition=Q(load__lte=F("quota")), name="study_item_load_within_quota"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study_id}:{self.item_id} {self.load}/{self.quota}"
+
+
+class AttemptStatus(models.TextChoices):
+    JOINED = "joined", _("Joined")        # consented, not started: holds no items
+    STARTED = "started", _("Started")
+    FINISHED = "finished", _("Finished")
+    EXPIRED = "expired", _("Expired")
+    RETURNED = "returned", _("Returned")
+    FULL = "full", _("Study full")
+
+
+class Attempt(models.Model):
+    """One participant's attempt at a study (participants have no account)."""
+
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="attempts")
+    token = models.CharField(max_length=64, unique=True, default=new_token, editable=False)
+    external_participant_id = models.CharField(max_length=100, blank=True, help_text="PROLIFIC_PID")
+    external_study_id = models.CharField(max_length=100, blank=True, help_text="STUDY_ID")
+    external_session_id = models.CharField(max_length=100, blank=True, help_text="SESSION_ID")
+    status = models.CharField(max_length=10, choices=AttemptStatus.choices, default=AttemptStatus.JOINED)
+    joined_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    deadline = models.DateTimeField(null=True, blank=True, help_text="Absolute; owned by the server.")
+    ended_at = models.DateTimeField(null=True, blank=True)
+    user_agent = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["study_id", "joined_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "external_participant_id"], condition=~Q(external_participant_id=""),
+                name="attempt_unique_external_participant",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["joined", "full"]) | Q(deadline__isnull=False, started_at__isnull=False),
+                name="attempt_started_has_deadline",
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "deadline"], name="attempt_status_deadline")]
+
+    def __str__(self) -> str:
+        return f"{self.study_id}/{self.pk} {self.status}"
+
+    def seconds_left(self, now=None) -> int:
+        if self.deadline is None:
+            return self.study.time_limit_seconds
+        return max(0, int((self.deadline - (now or timezone.now())).total_seconds()))
+
+    def grace_deadline(self):
+        return self.deadline + timedelta(seconds=self.study.grace_seconds)
+
+
+class LeaseStatus(models.TextChoices):
+    ACTIVE = "active", _("Active")
+    ANSWERED = "answered", _("Answered")
+    RELEASED = "released", _("Released")       # attempt expired or returned before the answer
+    TIMED_OUT = "timed_out", _("Timed out")    # the per-question limit passed
+
+
+class Lease(models.Model):
+    """An item handed to an attempt until its deadline; position = the order the participant sees."""
+
+    attempt = models.ForeignKey(Attempt, on_delete=models.PROTECT, related_name="leases")
+    study_item = models.ForeignKey(StudyItem, on_delete=models.PROTECT, related_name="leases")
+    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=10, choices=LeaseStatus.choices, default=LeaseStatus.ACTIVE)
+    expires_at = models.DateTimeField()
+    shown_at = models.DateTimeField(null=True, blank=True, help_text="First time the question was shown.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["attempt_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["attempt", "item"], name="lease_unique_attempt_item"),
+            models.UniqueConstraint(fields=["attempt", "position"], name="lease_unique_attempt_position"),
+        ]
+        indexes = [models.Index(fields=["status", "expires_at"], name="lease_status_expires")]
+
+    def __str__(self) -> str:
+        return f"lease {self.attempt_id}:{self.item_id} {self.status}"
+
+
+class Response(models.Model):
+    """A participant's answer to one item (one per attempt and item)."""
+
+    attempt = models.ForeignKey(Attempt, on_delete=models.PROTECT, related_name="responses")
+    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
+    lease = models.OneToOneField(Lease, on_delete=models.PROTECT, related_name="response")
+    chosen_option = models.PositiveSmallIntegerField()
+    confidence = models.PositiveSmallIntegerField(null=True, blank=True)
+    highlights = models.JSONField(default=list, blank=True, help_text='[{"start", "end", "text"}] in the shown context.')
+    language = models.CharField(max_length=10, blank=True)
+    is_correct = models.BooleanField()
+    shown_at = models.DateTimeField()
+    answered_at = models.DateTimeField()
+    is_late = models.BooleanField(default=False, help_text="Accepted within the grace period after a deadline.")
+
+    class Meta:
+        ordering = ["attempt_id", "answered_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["attempt", "item"], name="response_unique_attempt_item"),
+            models.CheckConstraint(
+                condition=Q(confidence__isnull=True) | Q(confidence__gte=1, confidence__lte=5),
+                name="response_confidence_1_5",
+            ),
+            models.CheckConstraint(condition=Q(answered_at__gte=F("shown_at")), name="response_answered_after_shown"),
+        ]
+
+    def __str__(self) -> str:
+        return f"response {self.attempt_id}:{self.item_id}"
+
+    @property
+    def seconds(self) -> float:
+        return (self.answered_at - self.shown_at).total_seconds()
+
+
+class RefusedAnswer(models.Model):
+    """An answer the server refused (late, already answered, attempt closed), kept for the record."""
+
+    class Reason(models.TextChoices):
+        LATE = "late", "After the deadline"
+        QUESTION_TIMEOUT = "question_timeout", "After the question's time limit"
+        ALREADY_ANSWERED = "already_answered", "Already answered"
+        CLOSED = "closed", "Attempt not running"
+
+    attempt = models.ForeignKey(Attempt, on_delete=models.PROTECT, related_name="refused_answers")
+    item = models.ForeignKey(Item, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    reason = models.CharField(max_length=20, choices=Reason.choices)
+    received_at = models.DateTimeField(default=timezone.now)
+    payload = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["attempt_id", "received_at"]

@@ -1,4 +1,15 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from . import views
 
 app_name = "studies"
-urlpatterns: list = []
+urlpatterns = [
+    path("", views.study_list_view, name="study_list"),
+    path("new/", views.study_create_view, name="study_create"),
+    path("<slug:slug>/", views.study_monitor_view, name="study_monitor"),
+    path("<slug:slug>/edit/", views.study_edit_view, name="study_edit"),
+    path("<slug:slug>/results/", views.study_results_view, name="study_results"),
+    path("<slug:slug>/export.<str:fmt>", views.study_export_view, name="study_export"),
+    path("<slug:slug>/attempts/<int:attempt_id>/extend/", views.attempt_extend_view, name="attempt_extend"),
+    path("<slug:slug>/attempts/<int:attempt_id>/expire/", views.attempt_expire_view, name="attempt_expire"),
+]

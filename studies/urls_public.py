@@ -1,4 +1,14 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from . import views_public
 
 app_name = "studies_public"
-urlpatterns: list = []
+urlpatterns = [
+    path("a/<str:token>/", views_public.attempt_view, name="attempt"),
+    path("a/<str:token>/start/", views_public.attempt_start_view, name="start"),
+    path("a/<str:token>/answer/", views_public.answer_view, name="answer"),
+    path("a/<str:token>/practice/", views_public.practice_view, name="practice"),
+    path("a/<str:token>/return/", views_public.attempt_return_view, name="return"),
+    path("<slug:slug>/", views_public.study_landing, name="landing"),
+    path("<slug:slug>/join/", views_public.study_join_view, name="join"),
+]

@@ -1,0 +1,91 @@
+"""What a participant sees of an item, and validation of what they send back: pure Python, no Django.
+
+Only context, question and options ever leave the server for a participant: never the
+answer index, the evidence or the reasoning.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+MAX_HIGHLIGHTS = 40
+
+
+@dataclass(frozen=True)
+class ShownItem:
+    context: str
+    question: str
+    options: tuple[str, ...]
+
+
+def shown_item(*, context: str, question: str, options: Sequence[str], translations: Mapping | None,
+               language: str) -> ShownItem:
+    """The item in the study's language: the translation when complete, else the original."""
+    translated = (translations or {}).get(language) if language else None
+    if (
+        isinstance(translated, Mapping)
+        and translated.get("context") and translated.get("question")
+        and isinstance(translated.get("options"), list) and len(translated["options"]) == len(options)
+    ):
+        return ShownItem(translated["context"], translated["question"], tuple(translated["options"]))
+    return ShownItem(context, question, tuple(options))
+
+
+class AnswerInvalid(ValueError):
+    """The submitted answer is malformed; `errors` maps field -> message."""
+
+    def __init__(self, errors: dict[str, str]):
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = errors
+
+
+def clean_answer(*, context: str, n_options: int, chosen_option: Any, confidence: Any,
+                 highlights: Any) -> tuple[int, int | None, list[dict]]:
+    """Validate an answer against the shown item; return (option, confidence, highlights) or raise AnswerInvalid."""
+    errors: dict[str, str] = {}
+    option = _as_int(chosen_option)
+    if option is None or not 0 <= option < n_options:
+        errors["chosen_option"] = "Choose one of the options."
+    conf = None
+    if confidence not in (None, ""):
+        conf = _as_int(confidence)
+        if conf is None or not 1 <= conf <= 5:
+            errors["confidence"] = "Confidence must be between 1 and 5."
+    spans: list[dict] = []
+    if highlights in (None, ""):
+        highlights = []
+    if not isinstance(highlights, list) or len(highlights) > MAX_HIGHLIGHTS:
+        errors["highlights"] = f"Highlights must be a list of at most {MAX_HIGHLIGHTS} passages."
+    else:
+        seen = set()
+        for h in highlights:
+            if not isinstance(h, Mapping):
+                errors["highlights"] = "Each highlight needs start, end and text."
+                break
+            start, end, text = _as_int(h.get("start")), _as_int(h.get("end")), h.get("text")
+            if start is None or end is None or not isinstance(text, str):
+                errors["highlights"] = "Each highlight needs start, end and text."
+                break
+            if not 0 <= start < end <= len(context):
+                errors["highlights"] = "A highlight lies outside the context."
+                break
+            if context[start:end] != text:
+                errors["highlights"] = "A highlight does not match the context."
+                break
+            if (start, end) not in seen:
+                seen.add((start, end))
+                spans.append({"start": start, "end": end, "text": text})
+        spans.sort(key=lambda s: (s["start"], s["end"]))
+    if errors:
+        raise AnswerInvalid(errors)
+    return option, conf, spans
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return None

@@ -1,0 +1,269 @@
+"""Reads for studies: the participant's attempt, the live monitor, results and exports."""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Iterator
+
+from django.db.models import Count, F, Q, QuerySet
+from django.utils import timezone
+
+from annotation.clue_graph import gold_key_information
+from annotation.keyinfo import keyinfo_score
+
+from . import stats
+from .models import Attempt, AttemptStatus, Lease, LeaseStatus, RefusedAnswer, Response, Study, StudyItem
+
+
+def attempt_by_token(token: str) -> Attempt | None:
+    return Attempt.objects.select_related("study").filter(token=token).first()
+
+
+def study_public(slug: str) -> Study | None:
+    return Study.objects.filter(slug=slug).first()
+
+
+def study_has_room(study: Study) -> bool:
+    """Whether a new attempt could still be filled (enough distinct items with spare quota)."""
+    return StudyItem.objects.filter(study=study, load__lt=F("quota")).count() >= study.per_participant
+
+
+def attempt_counts(attempt: Attempt) -> dict:
+    """Answered / correct counts of one attempt (for the completion page)."""
+    return attempt.responses.aggregate(answered=Count("id"), correct=Count("id", filter=Q(is_correct=True)))
+
+
+def study_list() -> QuerySet[Study]:
+    return Study.objects.annotate(
+        n_items=Count("pool", distinct=True),
+        n_attempts=Count("attempts", distinct=True),
+    ).order_by("-created_at")
+
+
+# --------------------------------------------------------------------------- monitor
+
+@dataclass
+class MonitorRow:
+    attempt: Attempt
+    answered: int
+    total: int
+    seconds_left: int | None
+
+
+def study_monitor(study: Study) -> dict:
+    """Live view: every attempt with answered k/n and time left; per-item load; totals by status."""
+    now = timezone.now()
+    attempts = list(
+        study.attempts.annotate(
+            n_answered=Count("leases", filter=Q(leases__status=LeaseStatus.ANSWERED)),
+            n_leases=Count("leases"),
+        ).order_by("-joined_at")
+    )
+    rows = [
+        MonitorRow(a, a.n_answered, a.n_leases or study.per_participant,
+                   a.seconds_left(now) if a.status == AttemptStatus.STARTED else None)
+        for a in attempts
+    ]
+    by_status: dict[str, int] = defaultdict(int)
+    for a in attempts:
+        by_status[a.status] += 1
+    pool = list(
+        StudyItem.objects.filter(study=study).select_related("item").only(
+            "id", "position", "quota", "load", "item__id", "item__external_id", "item__source"
+        ).annotate(n_answered=Count("leases", filter=Q(leases__status=LeaseStatus.ANSWERED)))
+        .order_by("position")
+    )
+    answered_total = sum(p.n_answered for p in pool)
+    return {
+        "rows": rows, "by_status": dict(by_status), "pool": pool, "now": now,
+        "answers": answered_total, "answers_wanted": len(pool) * study.raters,
+        "complete_items": sum(1 for p in pool if p.n_answered >= p.quota),
+    }
+
+
+# --------------------------------------------------------------------------- results
+
+@dataclass
+class ItemResult:
+    study_item: StudyItem
+    chosen: list[int]
+    accuracy: float | None
+    majority: int | None
+    majority_correct: bool | None
+    keyinfo: float | None
+    median_seconds: float | None
+
+
+@dataclass
+class ParticipantResult:
+    attempt: Attempt
+    answered: int
+    correct: int
+    accuracy: float | None
+    bonus: Decimal
+    keyinfo: float | None
+    median_seconds: float | None
+
+
+@dataclass
+class StudyResults:
+    table3: stats.AccuracySummary
+    participants: list[ParticipantResult]
+    items: list[ItemResult]
+    kappa: float | None
+    kappa_items: int
+    keyinfo: float | None
+    median_seconds: float | None
+    seconds: list[float] = field(default_factory=list)
+    time_svg: str = ""
+    n_responses: int = 0
+    n_late: int = 0
+    n_refused: int = 0
+    majority_accuracy: float | None = None
+    first_option_share: float | None = None
+
+
+def study_results(study: Study) -> StudyResults:
+    """Paper Table 3, per-item accuracy and majority, Fleiss' kappa, human KeyInfo, time, bonus."""
+    responses = list(
+        Response.objects.filter(attempt__study=study)
+        .select_related("item", "attempt")
+        .only("id", "chosen_option", "is_correct", "highlights", "shown_at", "answered_at", "is_late",
+              "attempt__id", "attempt__status", "attempt__external_participant_id", "attempt__token",
+              "item__id", "item__evidence", "item__options", "item__answer_index")
+        .order_by("attempt_id", "answered_at")
+    )
+    gold_cache: dict[int, list[str]] = {}
+    keyinfo_of: dict[int, float] = {}
+    for r in responses:
+        if r.item_id not in gold_cache:
+            gold_cache[r.item_id] = gold_key_information(r.item.evidence)
+        keyinfo_of[r.pk] = keyinfo_score([h["text"] for h in r.highlights], gold_cache[r.item_id])
+
+    by_attempt: dict[int, list[Response]] = defaultdict(list)
+    by_item: dict[int, list[Response]] = defaultdict(list)
+    for r in responses:
+        by_attempt[r.attempt_id].append(r)
+        by_item[r.item_id].append(r)
+
+    participants = []
+    for attempt in study.attempts.exclude(status__in=[AttemptStatus.JOINED, AttemptStatus.FULL]).order_by("joined_at"):
+        rs = by_attempt.get(attempt.pk, [])
+        correct = sum(r.is_correct for r in rs)
+        participants.append(ParticipantResult(
+            attempt=attempt, answered=len(rs), correct=correct,
+            accuracy=correct / len(rs) if rs else None,
+            bonus=study.bonus_per_correct * correct,
+            keyinfo=_mean([keyinfo_of[r.pk] for r in rs]),
+            median_seconds=stats.median([r.seconds for r in rs]),
+        ))
+    table3 = stats.accuracy_summary([(p.correct, p.answered) for p in participants])
+
+    items = []
+    kappa_rows = []
+    max_options = 2
+    for si in StudyItem.objects.filter(study=study).select_related("item").only(
+            "id", "position", "quota", "load", "item__id", "item__source", "item__external_id",
+            "item__answer_index", "item__options").order_by("position"):
+        rs = by_item.get(si.item_id, [])
+        chosen = [r.chosen_option for r in rs]
+        maj = stats.majority(chosen)
+        max_options = max(max_options, len(si.item.options))
+        if len(chosen) == study.raters and study.raters >= 2:
+            kappa_rows.append(chosen)
+        items.append(ItemResult(
+            study_item=si, chosen=chosen,
+            accuracy=sum(r.is_correct for r in rs) / len(rs) if rs else None,
+            majority=maj, majority_correct=None if maj is None else maj == si.item.answer_index,
+            keyinfo=_mean([keyinfo_of[r.pk] for r in rs]),
+            median_seconds=stats.median([r.seconds for r in rs]),
+        ))
+    kappa = stats.fleiss_kappa(stats.category_table(kappa_rows, max_options)) if kappa_rows else None
+    seconds = [r.seconds for r in responses]
+    with_majority = [i for i in items if i.majority_correct is not None]
+    return StudyResults(
+        table3=table3, participants=participants, items=items, kappa=kappa, kappa_items=len(kappa_rows),
+        keyinfo=_mean(list(keyinfo_of.values())), median_seconds=stats.median(seconds), seconds=seconds,
+        time_svg=stats.histogram_svg(seconds, label="seconds per question"),
+        n_responses=len(responses), n_late=sum(r.is_late for r in responses),
+        n_refused=RefusedAnswer.objects.filter(attempt__study=study).count(),
+        majority_accuracy=_mean([1.0 if i.majority_correct else 0.0 for i in with_majority]),
+        first_option_share=_mean([1.0 if r.chosen_option == 0 else 0.0 for r in responses]),
+    )
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+# --------------------------------------------------------------------------- exports
+
+EXPORT_FIELDS = [
+    "record", "study", "attempt_id", "participant_id", "external_study_id", "session_id", "attempt_status",
+    "attempt_started_at", "attempt_deadline", "attempt_ended_at", "position", "item_id", "item_source",
+    "item_external_id", "lease_status", "chosen_option", "correct_option", "is_correct", "confidence", "highlights",
+    "language", "shown_at", "answered_at", "seconds", "is_late", "refused_reason", "received_at",
+]
+
+
+def study_export_rows(study: Study) -> Iterator[dict]:
+    """One row per lease (answered or not, including unfinished attempts), then one per refused answer."""
+    leases = (
+        Lease.objects.filter(attempt__study=study)
+        .select_related("attempt", "item", "response")
+        .only("id", "position", "status", "shown_at", "item__id", "item__source", "item__external_id",
+              "item__answer_index", "attempt__id", "attempt__external_participant_id", "attempt__external_study_id",
+              "attempt__external_session_id", "attempt__status", "attempt__started_at", "attempt__deadline",
+              "attempt__ended_at", "response__id", "response__chosen_option", "response__is_correct",
+              "response__confidence", "response__highlights", "response__language", "response__shown_at",
+              "response__answered_at", "response__is_late")
+        .order_by("attempt_id", "position")
+    )
+    for lease in leases:
+        a, item = lease.attempt, lease.item
+        r = getattr(lease, "response", None)
+        yield {
+            **_attempt_fields(study, a),
+            "record": "response" if r else "lease",
+            "position": lease.position + 1, "item_id": item.pk, "item_source": item.source,
+            "item_external_id": item.external_id, "lease_status": lease.status,
+            "chosen_option": r.chosen_option if r else None, "correct_option": item.answer_index,
+            "is_correct": r.is_correct if r else None, "confidence": r.confidence if r else None,
+            "highlights": r.highlights if r else [], "language": r.language if r else study.language,
+            "shown_at": _iso(r.shown_at if r else lease.shown_at), "answered_at": _iso(r.answered_at) if r else None,
+            "seconds": round(r.seconds, 3) if r else None, "is_late": r.is_late if r else None,
+            "refused_reason": None, "received_at": None,
+        }
+    for refused in RefusedAnswer.objects.filter(attempt__study=study).select_related("attempt", "item").order_by("pk"):
+        item = refused.item
+        yield {
+            **{name: None for name in EXPORT_FIELDS},
+            **_attempt_fields(study, refused.attempt),
+            "record": "refused", "item_id": item.pk if item else None,
+            "item_source": item.source if item else None, "item_external_id": item.external_id if item else None,
+            "chosen_option": refused.payload.get("chosen_option"), "highlights": refused.payload.get("highlights") or [],
+            "confidence": refused.payload.get("confidence"),
+            "refused_reason": refused.reason, "received_at": _iso(refused.received_at),
+        }
+
+
+def study_attempts_export(study: Study) -> list[dict]:
+    """Every attempt (also those that never started or found the study full), for the JSON export."""
+    return [
+        {**_attempt_fields(study, a), "joined_at": _iso(a.joined_at)}
+        for a in study.attempts.order_by("joined_at")
+    ]
+
+
+def _attempt_fields(study: Study, a: Attempt) -> dict:
+    return {
+        "study": study.slug, "attempt_id": a.pk, "participant_id": a.external_participant_id,
+        "external_study_id": a.external_study_id, "session_id": a.external_session_id,
+        "attempt_status": a.status, "attempt_started_at": _iso(a.started_at),
+        "attempt_deadline": _iso(a.deadline), "attempt_ended_at": _iso(a.ended_at),
+    }
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value else None

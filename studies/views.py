@@ -1,0 +1,135 @@
+"""Researcher pages: study setup, live monitor, results and exports."""
+from __future__ import annotations
+
+import csv
+import json
+
+from django.contrib import messages
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from detectbench_web.roles import researcher_required
+
+from . import selectors, services
+from .forms import ExtendForm, StudyForm
+from .models import Attempt, Study
+
+SETTING_FIELDS = [name for name in StudyForm.Meta.fields if name != "slug"]
+
+
+@researcher_required
+def study_list_view(request):
+    return render(request, "studies/study_list.html", {"studies": selectors.study_list()})
+
+
+@researcher_required
+def study_create_view(request):
+    form = StudyForm(request.POST or None, initial={"pool_split": "test", "pool_sample": 250})
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        item_ids = data["item_ids"] or services.sample_pool(
+            split=data["pool_split"], sample=data["pool_sample"], seed=data["seed"])
+        if not item_ids:
+            form.add_error("pool_split", "This split has no items.")
+        else:
+            fields = {name: data[name] for name in SETTING_FIELDS}
+            study = services.study_create(slug=data["slug"], item_ids=item_ids, user=request.user, **fields)
+            messages.success(request, f"Study {study.slug} created with {len(item_ids)} items.")
+            return redirect("studies:study_monitor", slug=study.slug)
+    return render(request, "studies/study_form.html", {"form": form, "study": None})
+
+
+@researcher_required
+def study_edit_view(request, slug: str):
+    study = get_object_or_404(Study, slug=slug)
+    form = StudyForm(request.POST or None, instance=study)
+    form.fields["slug"].disabled = True
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        fields = {name: data[name] for name in SETTING_FIELDS}
+        item_ids = data["item_ids"]
+        if item_ids is None and (data["pool_split"], data["pool_sample"], data["seed"]) != (
+                form.initial["pool_split"], form.initial["pool_sample"], form.initial["seed"]):
+            item_ids = services.sample_pool(split=data["pool_split"], sample=data["pool_sample"], seed=data["seed"])
+        try:
+            services.study_update(study_id=study.pk, item_ids=item_ids, **fields)
+        except ValueError as error:
+            form.add_error(None, str(error))
+        else:
+            messages.success(request, "Study saved.")
+            return redirect("studies:study_monitor", slug=study.slug)
+    return render(request, "studies/study_form.html", {"form": form, "study": study})
+
+
+@researcher_required
+def study_monitor_view(request, slug: str):
+    study = get_object_or_404(Study, slug=slug)
+    context = {"study": study, "monitor": selectors.study_monitor(study), "extend_form": ExtendForm()}
+    template = "studies/study_monitor.html#live" if request.htmx else "studies/study_monitor.html"
+    return render(request, template, context)
+
+
+@researcher_required
+@require_POST
+def attempt_extend_view(request, slug: str, attempt_id: int):
+    attempt = get_object_or_404(Attempt, pk=attempt_id, study__slug=slug)
+    form = ExtendForm(request.POST)
+    if form.is_valid():
+        try:
+            services.attempt_extend(attempt_id=attempt.pk, seconds=form.cleaned_data["minutes"] * 60)
+            messages.success(request, f"Attempt {attempt.pk} extended by {form.cleaned_data['minutes']} minutes.")
+        except ValueError as error:
+            messages.error(request, str(error))
+    return redirect("studies:study_monitor", slug=slug)
+
+
+@researcher_required
+@require_POST
+def attempt_expire_view(request, slug: str, attempt_id: int):
+    attempt = get_object_or_404(Attempt, pk=attempt_id, study__slug=slug)
+    services.attempt_expire(attempt_id=attempt.pk)
+    messages.success(request, f"Attempt {attempt.pk} expired; its unanswered items are back in the pool.")
+    return redirect("studies:study_monitor", slug=slug)
+
+
+@researcher_required
+def study_results_view(request, slug: str):
+    study = get_object_or_404(Study, slug=slug)
+    return render(request, "studies/study_results.html", {"study": study, "results": selectors.study_results(study)})
+
+
+class _Echo:
+    def write(self, value):
+        return value
+
+
+@researcher_required
+def study_export_view(request, slug: str, fmt: str):
+    """Every lease, answer, highlight, timing and flag, including unfinished attempts and refused answers."""
+    study = get_object_or_404(Study, slug=slug)
+    if fmt not in ("csv", "json"):
+        raise Http404("Export formats: csv, json.")
+    if fmt == "json":
+        payload = {
+            "study": {"slug": study.slug, "title": study.title, "per_participant": study.per_participant,
+                      "raters": study.raters, "time_limit_seconds": study.time_limit_seconds,
+                      "language": study.language, "seed": study.seed},
+            "attempts": selectors.study_attempts_export(study),
+            "rows": list(selectors.study_export_rows(study)),
+        }
+        response = HttpResponse(json.dumps(payload, cls=DjangoJSONEncoder, ensure_ascii=False, indent=1),
+                                content_type="application/json")
+    else:
+        writer = csv.DictWriter(_Echo(), fieldnames=selectors.EXPORT_FIELDS)
+
+        def lines():
+            yield writer.writeheader()
+            for row in selectors.study_export_rows(study):
+                row = {**row, "highlights": json.dumps(row["highlights"], ensure_ascii=False)}
+                yield writer.writerow(row)
+
+        response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="study-{study.slug}.{fmt}"'
+    return response
