@@ -1,0 +1,225 @@
+"""Study bots: drive a running server over real HTTP exactly as a participant's browser would.
+
+join (GET the public link, POST consent) -> Start -> for each question: load the page, select
+a passage of the story as a highlight, pick an option, submit with htmx headers -> completion
+page. Used by `manage.py run_study_bots` (rehearsal, load tests) and by the tests.
+
+No Django import: a bot knows only what a browser knows. To answer with a given accuracy it
+can be given an `oracle(token, position) -> correct option index` (the management command
+reads it from the database; nothing on the pages reveals it).
+"""
+from __future__ import annotations
+
+import html
+import json
+import random
+import re
+import statistics
+import threading
+import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable
+from urllib.parse import urlencode
+
+import httpx
+
+Oracle = Callable[[str, int], "int | None"]
+
+_POSITION_RE = re.compile(r'<div id="question" data-attempt="([^"]+)" data-position="(\d+)"')
+_CONTEXT_RE = re.compile(r'<div class="context" id="context" data-context>(.*?)</div>', re.S)
+_OPTION_RE = re.compile(r'name="chosen_option" value="(\d+)"')
+_CODE_RE = re.compile(r'id="completion-code">([^<]*)<')
+_SECONDS_RE = re.compile(r'data-seconds-left="(\d+)"')
+_SENTENCE_RE = re.compile(r"[^.!?\n]+[.!?]?")
+
+
+@dataclass
+class BotResult:
+    participant_id: str
+    outcome: str = "error"       # complete | full | stopped | refused | closed | error
+    token: str = ""
+    answered: int = 0
+    completion_code: str = ""
+    http_status: int | None = None
+    message: str = ""
+    timings: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+
+@dataclass
+class QuestionPage:
+    token: str
+    position: int
+    context: str
+    n_options: int
+    seconds_left: int
+
+
+def parse_question(page: str) -> QuestionPage | None:
+    pos, ctx = _POSITION_RE.search(page), _CONTEXT_RE.search(page)
+    if not pos or not ctx:
+        return None
+    seconds = _SECONDS_RE.search(page)
+    return QuestionPage(pos.group(1), int(pos.group(2)), html.unescape(ctx.group(1)),
+                        len(_OPTION_RE.findall(page)), int(seconds.group(1)) if seconds else 0)
+
+
+def pick_highlight(context: str, rng: random.Random) -> list[dict]:
+    """One sentence of the story, as a browser selection would give it (offsets + text)."""
+    sentences = [(m.start(), m.end()) for m in _SENTENCE_RE.finditer(context) if m.group().strip()]
+    if not sentences:
+        return []
+    start, end = rng.choice(sentences)
+    while start < end and context[start].isspace():
+        start += 1
+    while end > start and context[end - 1].isspace():
+        end -= 1
+    return [{"start": start, "end": end, "text": context[start:end]}] if end > start else []
+
+
+class StudyBot:
+    """One simulated participant (own cookie jar, CSRF token from the cookie like htmx's hx-headers)."""
+
+    def __init__(self, base_url: str, slug: str, participant_id: str, *, accuracy: float | None = None,
+                 oracle: Oracle | None = None, stop_after: int | None = None, seed: int = 0,
+                 barrier: threading.Barrier | None = None, reload_each_question: bool = True,
+                 timeout: float = 60.0):
+        self.base_url, self.slug, self.participant_id = base_url.rstrip("/"), slug, participant_id
+        self.accuracy, self.oracle, self.stop_after = accuracy, oracle, stop_after
+        self.rng = random.Random(f"{seed}:{participant_id}")
+        self.barrier, self.reload_each_question = barrier, reload_each_question
+        self.client = httpx.Client(base_url=self.base_url, follow_redirects=True, timeout=timeout)
+        self.result = BotResult(participant_id)
+
+    # -- HTTP helpers
+    def _timed(self, kind: str, method: str, url: str, **kwargs) -> httpx.Response:
+        began = time.perf_counter()
+        response = self.client.request(method, url, **kwargs)
+        self.result.timings[kind].append(time.perf_counter() - began)
+        self.result.http_status = response.status_code
+        return response
+
+    def _csrf(self) -> str:
+        return self.client.cookies.get("csrftoken", "")
+
+    def _post(self, kind: str, url: str, data: dict, htmx: bool = False) -> httpx.Response:
+        headers = {"X-CSRFToken": self._csrf()}
+        if htmx:
+            headers.update({"HX-Request": "true", "HX-Current-URL": self.base_url + url})
+        return self._timed(kind, "POST", url, data={"csrfmiddlewaretoken": self._csrf(), **data}, headers=headers)
+
+    # -- the participant
+    def run(self) -> BotResult:
+        try:
+            self._run()
+        except Exception as error:  # noqa: BLE001 - a bot reports, it does not crash the swarm
+            self.result.outcome, self.result.message = "error", f"{type(error).__name__}: {error}"
+        finally:
+            self.client.close()
+        return self.result
+
+    def _run(self) -> None:
+        r = self.result
+        query = urlencode({"PROLIFIC_PID": self.participant_id, "STUDY_ID": f"bots-{self.slug}",
+                           "SESSION_ID": f"s-{self.participant_id}"})
+        page = self._timed("landing", "GET", f"/s/{self.slug}/?{query}")
+        if self._ended(page):
+            return
+        page = self._post("join", f"/s/{self.slug}/join/", {
+            "consent": "yes", "PROLIFIC_PID": self.participant_id, "STUDY_ID": f"bots-{self.slug}",
+            "SESSION_ID": f"s-{self.participant_id}"})
+        match = re.search(r"/s/a/([^/]+)/", str(page.url))
+        r.token = match.group(1) if match else ""
+        if self._ended(page) or not r.token:
+            return
+        if self.barrier is not None:
+            self.barrier.wait(timeout=120)
+        page = self._post("start", f"/s/a/{r.token}/start/", {})
+        while True:
+            if self._ended(page):
+                return
+            question = parse_question(page.text)
+            if question is None:
+                r.outcome, r.message = "error", f"unexpected page {page.status_code} {page.url}"
+                return
+            if self.stop_after is not None and r.answered >= self.stop_after:
+                r.outcome = "stopped"
+                return
+            page = self._answer(question)
+            if page.status_code == 204 and page.headers.get("HX-Redirect"):
+                page = self._timed("question", "GET", page.headers["HX-Redirect"])
+            elif page.status_code == 200 and self.reload_each_question:
+                page = self._timed("question", "GET", f"/s/a/{r.token}/")
+
+    def _answer(self, question: QuestionPage) -> httpx.Response:
+        correct = self.oracle(question.token, question.position) if self.oracle else None
+        if correct is not None and self.accuracy is not None:
+            if self.rng.random() < self.accuracy or question.n_options < 2:
+                choice = correct
+            else:
+                choice = self.rng.choice([i for i in range(question.n_options) if i != correct])
+        else:
+            choice = self.rng.randrange(max(1, question.n_options))
+        response = self._post("answer", f"/s/a/{question.token}/answer/", {
+            "position": str(question.position), "chosen_option": str(choice),
+            "confidence": str(self.rng.randint(1, 5)),
+            "highlights": json.dumps(pick_highlight(question.context, self.rng)),
+        }, htmx=True)
+        if response.status_code in (200, 204):
+            self.result.answered += 1
+        return response
+
+    def _ended(self, page: httpx.Response) -> bool:
+        r, text = self.result, page.text
+        if 'id="study-full"' in text:
+            r.outcome = "full"
+        elif 'id="complete"' in text:
+            r.outcome = "complete"
+            code = _CODE_RE.search(text)
+            r.completion_code = html.unescape(code.group(1)) if code else ""
+        elif 'id="ended"' in text or 'id="study-closed"' in text:
+            r.outcome = "closed"
+        elif "data-refused=" in text:
+            r.outcome, r.message = "refused", f"HTTP {page.status_code}"
+        elif page.status_code >= 400:
+            r.outcome, r.message = "error", f"HTTP {page.status_code} {page.url}"
+        else:
+            return False
+        return True
+
+
+def run_bots(base_url: str, slug: str, participants: int, *, concurrency: int = 10, accuracy: float | None = None,
+             oracle: Oracle | None = None, seed: int = 0, id_prefix: str = "bot", start_together: bool = False,
+             stop_after: int | None = None, reload_each_question: bool = True) -> list[BotResult]:
+    """Run `participants` bots, `concurrency` at a time; with start_together they press Start at the same instant."""
+    barrier = threading.Barrier(participants) if start_together else None
+    if start_together:
+        concurrency = participants
+
+    def one(i: int) -> BotResult:
+        return StudyBot(base_url, slug, f"{id_prefix}-{i:04d}", accuracy=accuracy, oracle=oracle, seed=seed,
+                        barrier=barrier, stop_after=stop_after, reload_each_question=reload_each_question).run()
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        return list(pool.map(one, range(participants)))
+
+
+def summarize(results: list[BotResult]) -> dict:
+    """Outcome counts and latency percentiles (ms) per request kind."""
+    outcomes: dict[str, int] = defaultdict(int)
+    samples: dict[str, list[float]] = defaultdict(list)
+    for r in results:
+        outcomes[r.outcome] += 1
+        for kind, values in r.timings.items():
+            samples[kind].extend(values)
+    latency = {}
+    for kind, values in samples.items():
+        values = sorted(values)
+        latency[kind] = {
+            "n": len(values),
+            "p50_ms": round(statistics.median(values) * 1000, 1),
+            "p95_ms": round(values[min(len(values) - 1, int(0.95 * len(values)))] * 1000, 1),
+            "max_ms": round(values[-1] * 1000, 1),
+        }
+    return {"outcomes": dict(outcomes), "latency": latency}
