@@ -5,16 +5,22 @@ import csv
 import io
 import json
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import BinaryIO, Iterable, TextIO
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef, Q
+from django.utils import timezone
 
 from . import clue_graph
 from .dataformat import ParsedRecord, RecordError, parse_jsonl
 from .item_facts import question_type, token_count, word_count
-from .models import CONTENT_FIELDS, Item, ItemRevision, ItemStatus
+from .graph_editing import EditableGraph
+from .models import (
+    CONTENT_FIELDS, CRITERIA, NEXT_STATUS, Adjudication, AdjudicationStatus, Assignment, AssignmentStatus, Decision,
+    Draft, Item, ItemRevision, ItemStatus, ReviewAction, ReviewDecision, Stage, StageConfig, VerificationDecision,
+)
 
 
 class ImportRejected(Exception):
@@ -251,4 +257,312 @@ def item_import_text(*, text: str, **kwargs) -> ImportReport:
 __all__ = [
     "ImportRejected", "ImportReport", "StaleVersion", "ValidationError", "derived_facts", "item_import",
     "item_import_text", "item_update", "item_revert", "items_export", "ItemStatus",
+    # curation workflow
+    "NoSlot", "WorkflowError", "adjudication_resolve", "clue_graph_save", "draft_discard", "draft_save", "item_edit",
+    "items_enter_workflow", "lease_next", "lease_release", "leases_expire", "review_submit", "stage_submit",
+    "verification_submit",
 ]
+
+
+# --------------------------------------------------------------------------
+# Curation workflow: leases, stage decisions, drafts (paper §3.1, Table 7).
+
+LIVE = (AssignmentStatus.LEASED, AssignmentStatus.SUBMITTED)
+STAGE_ORDER = list(Stage.values)
+
+
+class WorkflowError(Exception):
+    """A workflow action that does not fit the item's current state."""
+
+
+class NoSlot(WorkflowError):
+    """The stage already has its k annotators for this item (or this annotator may not take it)."""
+
+
+def _config(stage: str) -> StageConfig:
+    config = StageConfig.objects.filter(stage=stage).first()
+    return config or StageConfig(stage=stage)
+
+
+def _live(item_id: int, stage: str, now):
+    """Assignments that hold a slot: submitted, or leased and not yet expired."""
+    return Assignment.objects.filter(item_id=item_id, stage=stage).filter(
+        Q(status=AssignmentStatus.SUBMITTED) | Q(status=AssignmentStatus.LEASED, expires_at__gt=now))
+
+
+def _may_take(item_id: int, stage: str, user) -> bool:
+    """A reviewer must be someone other than the people who built the item's clue graph."""
+    if stage != Stage.REVIEW:
+        return True
+    return not Assignment.objects.filter(
+        item_id=item_id, stage=Stage.CLUE_GRAPH, annotator=user, status=AssignmentStatus.SUBMITTED).exists()
+
+
+def _take_slot(*, item: Item, stage: str, user, now, config: StageConfig) -> Assignment:
+    """The user's live assignment on a locked item, or a new lease if the stage still has a free slot."""
+    mine = Assignment.objects.filter(item=item, stage=stage, annotator=user, status__in=LIVE).first()
+    if mine is not None:
+        if mine.status == AssignmentStatus.LEASED:
+            mine.expires_at = now + timedelta(minutes=config.lease_minutes)
+            mine.save(update_fields=["expires_at"])
+        return mine
+    if item.status != stage:
+        raise NoSlot(f"{item} is in {item.status}, not {stage}")
+    if not _may_take(item.pk, stage, user):
+        raise NoSlot("a reviewer must not review an item whose clue graph they built")
+    if Adjudication.objects.filter(item=item, stage=stage, status=AdjudicationStatus.OPEN).exists():
+        raise NoSlot(f"{item} waits for adjudication")
+    if _live(item.pk, stage, now).count() >= config.annotators_required:
+        raise NoSlot(f"{item} already has {config.annotators_required} annotator(s) in {stage}")
+    # An expired lease of this user on the item is given back before a new one is made.
+    Assignment.objects.filter(item=item, stage=stage, annotator=user, status=AssignmentStatus.LEASED).update(
+        status=AssignmentStatus.RELEASED)
+    return Assignment.objects.create(item=item, stage=stage, annotator=user, leased_at=now,
+                                     expires_at=now + timedelta(minutes=config.lease_minutes))
+
+
+@transaction.atomic
+def items_enter_workflow(*, user, split: str | None = None, source: str | None = None,
+                         item_ids: Iterable[int] | None = None) -> int:
+    """Put imported items into the verification queue; returns how many moved."""
+    items = Item.objects.filter(status=ItemStatus.IMPORTED)
+    if split:
+        items = items.filter(split=split)
+    if source:
+        items = items.filter(source=source)
+    if item_ids is not None:
+        items = items.filter(pk__in=list(item_ids))
+    return items.update(status=ItemStatus.VERIFICATION)
+
+
+@transaction.atomic
+def leases_expire(*, now=None) -> int:
+    """Give back every lease whose time is up (also done lazily by lease_next); idempotent."""
+    now = now or timezone.now()
+    return Assignment.objects.filter(status=AssignmentStatus.LEASED, expires_at__lte=now).update(
+        status=AssignmentStatus.RELEASED)
+
+
+def lease_next(*, user, stage: str, now=None) -> Assignment | None:
+    """Hand the user the next item of a stage as a lease, or None when their queue is empty.
+
+    A user who still holds a live lease in the stage gets it back (renewed). Otherwise
+    candidates are locked with SELECT ... FOR UPDATE SKIP LOCKED, so concurrent requests
+    never wait for each other nor take the same item; the free slots are recounted
+    after the lock, when every earlier lease on that item is visible.
+    """
+    if stage not in Stage.values:
+        raise ValueError(f"unknown stage {stage!r}")
+    now = now or timezone.now()
+    config = _config(stage)
+    with transaction.atomic():
+        mine = (Assignment.objects.select_for_update().filter(
+            annotator=user, stage=stage, status=AssignmentStatus.LEASED, expires_at__gt=now, item__status=stage)
+            .order_by("leased_at").first())
+        if mine is not None:
+            mine.expires_at = now + timedelta(minutes=config.lease_minutes)
+            mine.save(update_fields=["expires_at"])
+            return mine
+        live = Assignment.objects.filter(item=OuterRef("pk"), stage=stage).filter(
+            Q(status=AssignmentStatus.SUBMITTED) | Q(status=AssignmentStatus.LEASED, expires_at__gt=now))
+        candidates = (
+            Item.objects.filter(status=stage)
+            .exclude(Exists(live.filter(annotator=user)))
+            .exclude(Exists(Adjudication.objects.filter(item=OuterRef("pk"), stage=stage,
+                                                        status=AdjudicationStatus.OPEN)))
+            .order_by("pk")
+        )
+        if config.annotators_required == 1:
+            candidates = candidates.exclude(Exists(live))
+        if stage == Stage.REVIEW:
+            candidates = candidates.exclude(Exists(Assignment.objects.filter(
+                item=OuterRef("pk"), stage=Stage.CLUE_GRAPH, annotator=user, status=AssignmentStatus.SUBMITTED)))
+        skipped: list[int] = []
+        for _ in range(50):
+            item = candidates.exclude(pk__in=skipped).select_for_update(skip_locked=True, of=("self",)).first()
+            if item is None:
+                return None
+            try:
+                return _take_slot(item=item, stage=stage, user=user, now=now, config=config)
+            except NoSlot:
+                skipped.append(item.pk)
+        return None
+
+
+@transaction.atomic
+def lease_release(*, assignment_id: int, user) -> None:
+    """Give a lease back to the queue (the annotator skips the item)."""
+    Assignment.objects.filter(pk=assignment_id, annotator=user, status=AssignmentStatus.LEASED).update(
+        status=AssignmentStatus.RELEASED)
+
+
+def _close_stage(*, item: Item, stage: str) -> None:
+    """Leases still open in a stage the item leaves are given back."""
+    Assignment.objects.filter(item=item, stage=stage, status=AssignmentStatus.LEASED).update(
+        status=AssignmentStatus.RELEASED)
+
+
+def _move(*, item: Item, stage: str, status: str, user, note: str) -> Item:
+    _close_stage(item=item, stage=stage)
+    return item_update(item_id=item.pk, base_version=item.version, changes={}, user=user, note=note, stage=stage,
+                       status=status)
+
+
+def _locked_item(item_id: int) -> Item:
+    return Item.objects.select_for_update().get(pk=item_id)
+
+
+@transaction.atomic
+def verification_submit(
+    *, item_id: int, user, decision: str, criteria: Iterable[str], comment: str = "", item_version: int, now=None,
+) -> VerificationDecision:
+    """Record one annotator's keep/delete decision with the Table-7 criteria.
+
+    When the stage has its k decisions: all keep -> rewrite, all delete -> rejected
+    (the criteria in the revision note), otherwise an adjudication is opened.
+    """
+    now = now or timezone.now()
+    criteria = set(criteria)
+    if criteria - set(CRITERIA):
+        raise ValidationError(f"unknown criteria {sorted(criteria - set(CRITERIA))}")
+    if decision == Decision.DELETE and not criteria:
+        raise ValidationError("A delete decision needs at least one criterion (Table 7, 1.1-1.5).")
+    if decision == Decision.KEEP and criteria:
+        raise ValidationError("An item that meets a deletion criterion cannot be kept: untick it or delete.")
+    if decision not in Decision.values:
+        raise ValidationError(f"unknown decision {decision!r}")
+    config = _config(Stage.VERIFICATION)
+    item = _locked_item(item_id)
+    assignment = _take_slot(item=item, stage=Stage.VERIFICATION, user=user, now=now, config=config)
+    if assignment.status == AssignmentStatus.SUBMITTED:
+        raise WorkflowError("you have already verified this item")
+    verdict = VerificationDecision.objects.create(
+        assignment=assignment, item=item, annotator=user, decision=decision, comment=comment,
+        item_version=item_version, **{name: name in criteria for name in CRITERIA})
+    assignment.status, assignment.submitted_at = AssignmentStatus.SUBMITTED, now
+    assignment.save(update_fields=["status", "submitted_at"])
+
+    decisions = list(VerificationDecision.objects.filter(
+        item=item, assignment__stage=Stage.VERIFICATION, assignment__status=AssignmentStatus.SUBMITTED))
+    if len(decisions) >= config.annotators_required:
+        verdicts = {d.decision for d in decisions}
+        who = ", ".join(sorted(d.annotator.get_username() for d in decisions))
+        if verdicts == {Decision.KEEP}:
+            _move(item=item, stage=Stage.VERIFICATION, status=ItemStatus.REWRITE, user=user,
+                  note=f"verification: kept by {who}")
+        elif verdicts == {Decision.DELETE}:
+            reasons = sorted({c for d in decisions for c in d.criteria})
+            _move(item=item, stage=Stage.VERIFICATION, status=ItemStatus.REJECTED, user=user,
+                  note=f"verification: deleted by {who} ({', '.join(reasons)})")
+        else:
+            Adjudication.objects.get_or_create(
+                item=item, stage=Stage.VERIFICATION, status=AdjudicationStatus.OPEN,
+                defaults={"reason": "; ".join(f"{d.annotator.get_username()}: {d.decision}" for d in decisions)})
+    return verdict
+
+
+@transaction.atomic
+def adjudication_resolve(*, adjudication_id: int, user, decision: str, comment: str = "") -> Adjudication:
+    """Settle a disagreement: keep (item goes on to rewrite) or delete (rejected)."""
+    adjudication = Adjudication.objects.select_for_update().get(pk=adjudication_id)
+    if adjudication.status != AdjudicationStatus.OPEN:
+        raise WorkflowError("this disagreement has already been resolved")
+    if decision not in Decision.values:
+        raise ValidationError(f"unknown decision {decision!r}")
+    from detectbench_web.roles import is_researcher
+
+    took_part = VerificationDecision.objects.filter(item=adjudication.item_id, annotator=user,
+                                                    assignment__status=AssignmentStatus.SUBMITTED).exists()
+    if took_part and not is_researcher(user):
+        raise WorkflowError("an adjudicator must not be one of the annotators who disagreed")
+    item = _locked_item(adjudication.item_id)
+    status = ItemStatus.REWRITE if decision == Decision.KEEP else ItemStatus.REJECTED
+    _move(item=item, stage=adjudication.stage, status=status, user=user,
+          note=f"adjudication: {decision}" + (f" ({comment})" if comment else ""))
+    adjudication.status, adjudication.decision, adjudication.comment = AdjudicationStatus.RESOLVED, decision, comment
+    adjudication.resolved_by, adjudication.resolved_at = user, timezone.now()
+    adjudication.save()
+    return adjudication
+
+
+def item_edit(*, item_id: int, base_version: int, changes: dict, user, stage: str, note: str = "") -> Item:
+    """Save an annotator's edit as a new revision (refused with StaleVersion if stale) and drop their draft."""
+    with transaction.atomic():
+        item = item_update(item_id=item_id, base_version=base_version, changes=changes, user=user, note=note,
+                           stage=stage)
+        Draft.objects.filter(item_id=item_id, user=user, stage=stage).delete()
+        return item
+
+
+def clue_graph_save(*, item_id: int, base_version: int, graph: EditableGraph, user, note: str = "") -> Item:
+    """Write the edited clue graph back as the official evidence / multi_hop_reasoning texts."""
+    evidence, reasoning = graph.texts()
+    return item_edit(item_id=item_id, base_version=base_version, changes={"evidence": evidence, "reasoning": reasoning},
+                     user=user, stage=Stage.CLUE_GRAPH, note=note or "clue graph edited")
+
+
+@transaction.atomic
+def stage_submit(*, item_id: int, user, stage: str, item_version: int, now=None) -> Item:
+    """Mark the user's work in an editing stage (rewrite, clue graph) done; advance when k are done."""
+    if stage not in (Stage.REWRITE, Stage.CLUE_GRAPH):
+        raise ValueError("stage_submit is for the editing stages")
+    now = now or timezone.now()
+    config = _config(stage)
+    item = _locked_item(item_id)
+    if item.version != item_version:
+        raise StaleVersion(item, item_version)
+    assignment = _take_slot(item=item, stage=stage, user=user, now=now, config=config)
+    if assignment.status != AssignmentStatus.SUBMITTED:
+        assignment.status, assignment.submitted_at = AssignmentStatus.SUBMITTED, now
+        assignment.save(update_fields=["status", "submitted_at"])
+    done = Assignment.objects.filter(item=item, stage=stage, status=AssignmentStatus.SUBMITTED).count()
+    if done >= config.annotators_required:
+        return _move(item=item, stage=stage, status=NEXT_STATUS[stage], user=user, note=f"{stage} done")
+    return item
+
+
+@transaction.atomic
+def review_submit(*, item_id: int, user, action: str, item_version: int, send_back_to: str = "", comment: str = "",
+                  now=None) -> ReviewDecision:
+    """Approve (publish) or send the item back to an earlier stage with a comment."""
+    now = now or timezone.now()
+    if action == ReviewAction.SEND_BACK:
+        if send_back_to not in (Stage.VERIFICATION, Stage.REWRITE, Stage.CLUE_GRAPH):
+            raise ValidationError("Choose the stage to send the item back to.")
+        if not comment.strip():
+            raise ValidationError("Say what needs fixing when sending an item back.")
+    elif action == ReviewAction.APPROVE:
+        send_back_to = ""
+    else:
+        raise ValidationError(f"unknown review action {action!r}")
+    item = _locked_item(item_id)
+    if item.version != item_version:
+        raise StaleVersion(item, item_version)
+    assignment = _take_slot(item=item, stage=Stage.REVIEW, user=user, now=now, config=_config(Stage.REVIEW))
+    review = ReviewDecision.objects.create(assignment=assignment, item=item, reviewer=user, action=action,
+                                           send_back_to=send_back_to, comment=comment, item_version=item_version)
+    assignment.status, assignment.submitted_at = AssignmentStatus.SUBMITTED, now
+    assignment.save(update_fields=["status", "submitted_at"])
+    if action == ReviewAction.APPROVE:
+        _move(item=item, stage=Stage.REVIEW, status=ItemStatus.PUBLISHED, user=user, note="review: approved")
+    else:
+        # The stages from the target on are done afresh: their earlier slots no longer count.
+        redo = STAGE_ORDER[STAGE_ORDER.index(send_back_to):]
+        Assignment.objects.filter(item=item, stage__in=redo, status__in=LIVE).update(
+            status=AssignmentStatus.SUPERSEDED)
+        item_update(item_id=item.pk, base_version=item.version, changes={}, user=user, stage=Stage.REVIEW,
+                    status=send_back_to, note=f"review: sent back to {send_back_to}: {comment}")
+    return review
+
+
+@transaction.atomic
+def draft_save(*, item_id: int, user, stage: str, base_version: int, data: dict) -> Draft:
+    """Autosave unsaved work (one draft per user, item and stage)."""
+    draft, _ = Draft.objects.update_or_create(
+        item_id=item_id, user=user, stage=stage, defaults={"base_version": base_version, "data": data})
+    return draft
+
+
+@transaction.atomic
+def draft_discard(*, item_id: int, user, stage: str) -> None:
+    Draft.objects.filter(item_id=item_id, user=user, stage=stage).delete()

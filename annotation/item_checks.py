@@ -1,0 +1,58 @@
+"""Checks an annotator sees while rewriting an item or building its clue graph (pure Python)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from typing import Sequence
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_STOP = frozenset("a an the of to in on at by for with from and or but is are was were be been it he she they his her "
+                  "their this that answer therefore so thus".split())
+
+
+@dataclass(frozen=True)
+class Check:
+    kind: str
+    message: str
+
+
+def _norm(text: str) -> str:
+    return " ".join(_WORD.findall((text or "").lower()))
+
+
+def option_checks(options: Sequence[str], answer_index: int | None) -> list[Check]:
+    """Rule 2.4: at least two non-empty, distinct options and exactly one correct option."""
+    checks = []
+    if len(options) < 2:
+        checks.append(Check("too_few_options", "an item needs at least two options"))
+    for i, option in enumerate(options):
+        if not option.strip():
+            checks.append(Check("empty_option", f"option {i + 1} is empty"))
+    seen: dict[str, int] = {}
+    for i, option in enumerate(options):
+        key = _norm(option)
+        if key and key in seen:
+            checks.append(Check("duplicate_option", f"options {seen[key] + 1} and {i + 1} are the same"))
+        seen.setdefault(key, i)
+    if answer_index is None or not 0 <= answer_index < len(options):
+        checks.append(Check("no_correct_option", "choose exactly one correct option"))
+    return checks
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall((text or "").lower()) if w not in _STOP}
+
+
+def reaches_answer(final_output: str | None, options: Sequence[str], answer_index: int) -> bool:
+    """Rule 3.3: the last conclusion names the correct option better than any other option."""
+    if not final_output or not 0 <= answer_index < len(options):
+        return False
+    target = _norm(final_output)
+    scores = []
+    for option in options:
+        words = _content_words(option)
+        overlap = len(words & _content_words(final_output)) / len(words) if words else 0.0
+        scores.append(max(overlap, SequenceMatcher(None, _norm(option), target).ratio()))
+    best = max(scores)
+    return scores[answer_index] == best and best >= 0.5 and scores.count(best) == 1
