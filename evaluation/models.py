@@ -1,1 +1,206 @@
-from django.db import models  # noqa: F401
+"""Model endpoints, evaluation runs, one result row per (run, item, sample), and the response cache."""
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+
+from .builtins import BUILTIN_MODELS
+from .methods import METHOD_CHOICES
+
+ENV_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+# Paper Table 9 (the inference parameters of the experiments), as far as an OpenAI-compatible API takes them.
+TABLE9_PRESET = {"temperature": 0.95, "top_p": 0.95, "max_tokens": 2000, "seed": 42}
+
+
+class EndpointKind(models.TextChoices):
+    OPENAI = "openai", "OpenAI-compatible API"
+    BUILTIN = "builtin", "Built-in offline model"
+
+
+class ModelEndpoint(models.Model):
+    """Where answers come from. The API key is never stored: only the name of the env variable that holds it."""
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=10, choices=EndpointKind.choices, default=EndpointKind.OPENAI)
+    base_url = models.URLField(max_length=300, blank=True, help_text="e.g. https://api.openai.com/v1 or http://localhost:8000/v1")
+    model = models.CharField(max_length=200, help_text="Model name, or random / first-option / lexical for built-ins.")
+    api_key_env = models.CharField(
+        max_length=100, blank=True,
+        help_text="Name of the environment variable that holds the API key (the key itself is never stored).",
+    )
+    temperature = models.FloatField(null=True, blank=True)
+    top_p = models.FloatField(null=True, blank=True)
+    max_tokens = models.PositiveIntegerField(null=True, blank=True)
+    seed = models.IntegerField(null=True, blank=True)
+    extra_params = models.JSONField(default=dict, blank=True, help_text='Sent as extra body, e.g. {"top_k": 5}.')
+    max_concurrency = models.PositiveIntegerField(default=8, help_text="Requests in flight at once, over all workers.")
+    requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    timeout_s = models.FloatField(default=120.0)
+    max_attempts = models.PositiveSmallIntegerField(default=6)
+    retry_budget_s = models.FloatField(default=600.0, help_text="Give a request up after this many seconds of retries.")
+    price_in_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
+                                            help_text="Price per million input tokens.")
+    price_out_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
+                                             help_text="Price per million output tokens.")
+    use_cache = models.BooleanField(default=True, help_text="Reuse stored responses to identical requests.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(max_concurrency__gte=1), name="endpoint_concurrency_positive"),
+            models.CheckConstraint(condition=Q(timeout_s__gt=0), name="endpoint_timeout_positive"),
+            models.CheckConstraint(condition=Q(max_attempts__gte=1), name="endpoint_attempts_positive"),
+            models.CheckConstraint(
+                condition=~Q(kind="openai") | ~Q(base_url=""), name="endpoint_openai_needs_base_url"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_builtin(self) -> bool:
+        return self.kind == EndpointKind.BUILTIN
+
+    def generation_params(self) -> dict:
+        params = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens, "seed": self.seed}
+        params = {k: v for k, v in params.items() if v is not None}
+        if self.extra_params:
+            params["extra_body"] = dict(self.extra_params)
+        return params
+
+    def clean(self) -> None:
+        errors = {}
+        if self.api_key_env and not ENV_VAR_RE.match(self.api_key_env):
+            errors["api_key_env"] = "Give the NAME of an environment variable (letters, digits, _), not the key."
+        if self.kind == EndpointKind.BUILTIN and self.model not in BUILTIN_MODELS:
+            errors["model"] = f"Built-in models: {', '.join(BUILTIN_MODELS)}."
+        if self.kind == EndpointKind.OPENAI and not self.base_url:
+            errors["base_url"] = "An OpenAI-compatible endpoint needs a base URL."
+        if errors:
+            raise ValidationError(errors)
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    FINISHED = "finished", "Finished"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class OptionOrder(models.TextChoices):
+    ORIGINAL = "original", "Original"
+    PERMUTED = "permuted", "Permuted (seeded per item)"
+
+
+class Run(models.Model):
+    """One method on one endpoint over a fixed selection of items, with `samples` rows per item."""
+
+    endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, related_name="runs")
+    method = models.CharField(max_length=40, choices=METHOD_CHOICES)
+    k = models.PositiveSmallIntegerField(default=1, help_text="Samples per answer (self-consistency, complexity-CoT).")
+    # The selection, as asked for ...
+    split = models.CharField(max_length=40, blank=True)
+    item_status = models.CharField(max_length=20, blank=True)
+    question_type = models.CharField(max_length=10, blank=True)
+    limit = models.PositiveIntegerField(null=True, blank=True)
+    requested_ids = models.JSONField(default=list, blank=True, help_text="Explicit item ids, if any.")
+    # ... and as resolved at launch (the run always covers exactly these items).
+    item_ids = models.JSONField(default=list, blank=True)
+    seed = models.IntegerField(default=42)
+    samples = models.PositiveSmallIntegerField(default=1)
+    option_order = models.CharField(max_length=10, choices=OptionOrder.choices, default=OptionOrder.ORIGINAL)
+    option_labels = models.CharField(max_length=10, choices=[("numbers", "1..N"), ("letters", "A..")], default="numbers")
+    prompt_version = models.CharField(max_length=20, help_text="Hash of the method's prompt templates.")
+    params = models.JSONField(default=dict, blank=True, help_text="Generation parameters at launch.")
+    chunk_size = models.PositiveIntegerField(default=400)
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
+    note = models.CharField(max_length=200, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True, help_text="Start of the latest launch or resume.")
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(samples__gte=1), name="run_samples_positive"),
+            models.CheckConstraint(condition=Q(k__gte=1), name="run_k_positive"),
+            models.CheckConstraint(condition=Q(chunk_size__gte=1), name="run_chunk_size_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk}: {self.method} on {self.endpoint_id}"
+
+    @property
+    def total(self) -> int:
+        return len(self.item_ids) * self.samples
+
+    @property
+    def wall_s(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (RunStatus.QUEUED, RunStatus.RUNNING)
+
+
+class Result(models.Model):
+    """The outcome of one (run, item, sample). Rows are upserted, never duplicated."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
+    item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="evaluation_results")
+    sample_index = models.PositiveSmallIntegerField(default=0)
+    messages = models.JSONField(default=list, blank=True, help_text="Every call: the messages sent and the output.")
+    raw_output = models.TextField(blank=True)
+    shown_order = models.JSONField(default=list, blank=True, help_text="Original option index per shown position.")
+    answer_index = models.SmallIntegerField(null=True, blank=True, help_text="0-based, in the item's original order.")
+    answer_label = models.CharField(max_length=10, blank=True, help_text="The label the model wrote (as shown).")
+    parse_status = models.CharField(max_length=10, blank=True)
+    is_correct = models.BooleanField(null=True, blank=True)
+    answer_first = models.BooleanField(default=False, help_text="The correct option was shown first.")
+    free_answer = models.TextField(blank=True, help_text="Free-text answer (options hidden), for the LLM judge.")
+    key_information = models.TextField(blank=True)
+    keyinfo = models.FloatField(null=True, blank=True, help_text="ROUGE-L F1 against the gold key information.")
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    latency_s = models.FloatField(default=0.0)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    cached = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["run_id", "item_id", "sample_index"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "item", "sample_index"], name="result_unique_run_item_sample"),
+            models.CheckConstraint(
+                condition=Q(parse_status__in=["", "ok", "ambiguous", "missing"]), name="result_parse_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} item {self.item_id} #{self.sample_index}"
+
+
+class CachedResponse(models.Model):
+    """A stored model response, keyed by a hash of (base URL, model, messages, parameters, sample key)."""
+
+    key = models.CharField(max_length=64, primary_key=True)
+    model = models.CharField(max_length=200)
+    text = models.TextField()
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.model} {self.key[:12]}"

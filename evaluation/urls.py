@@ -1,4 +1,4 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
 app_name = "evaluation"
 urlpatterns: list = []

@@ -1,0 +1,166 @@
+"""Model clients (no Django inside): OpenAI-compatible endpoints and the built-in offline models.
+
+:class:`OpenAIChatClient` sends one chat completion per call with ``AsyncOpenAI``
+(the SDK's own retries off) and retries here, outside the concurrency slot, with
+exponential backoff and full jitter on 429, 408/409/425, 5xx, timeouts, connection
+errors and malformed responses, honouring ``Retry-After``; attempts and total time
+are capped. The slot is held only while a request is on the wire.
+"""
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import httpx
+import openai
+
+from .builtins import builtin_reply, count_tokens
+from .limiter import Limiter, LocalLimiter
+from .methods import Completion
+
+RETRYABLE_STATUS = {408, 409, 425, 429}
+
+
+class RequestFailed(Exception):
+    """A call that failed for good (non-retryable, or attempts / time budget spent)."""
+
+    def __init__(self, message: str, *, attempts: int):
+        super().__init__(message)
+        self.attempts = attempts
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 6
+    total_s: float = 600.0
+    base_delay_s: float = 0.5
+    max_delay_s: float = 30.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Wait before attempt ``attempt + 1``: Retry-After when given, else full-jitter backoff."""
+        if retry_after is not None:
+            return retry_after + random.uniform(0, min(1.0, 0.1 * retry_after + 0.01))
+        return random.uniform(0, min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1)))
+
+
+def retry_after_seconds(headers: httpx.Headers | None) -> float | None:
+    if not headers:
+        return None
+    if (value := headers.get("retry-after-ms")) is not None:
+        try:
+            return max(0.0, float(value) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, when.timestamp() - time.time()) if when else None
+
+
+def classify(exc: BaseException) -> tuple[bool, float | None, str]:
+    """(retry?, Retry-After seconds, short description) for an exception raised by a call."""
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        retry = status in RETRYABLE_STATUS or status >= 500
+        return retry, retry_after_seconds(exc.response.headers) if retry else None, f"HTTP {status}: {exc.message}"[:500]
+    if isinstance(exc, openai.APITimeoutError):
+        return True, None, "timeout"
+    if isinstance(exc, openai.APIConnectionError):
+        return True, None, f"connection error: {exc.__cause__ or exc}"[:500]
+    if isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError, MalformedResponse)):
+        return True, None, f"malformed response: {exc}"[:500]
+    return False, None, f"{type(exc).__name__}: {exc}"[:500]
+
+
+class MalformedResponse(ValueError):
+    pass
+
+
+class ModelClient:
+    async def complete(self, messages: Sequence[dict], *, sample_key: str) -> Completion:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        return None
+
+
+class BuiltinClient(ModelClient):
+    def __init__(self, *, name: str, seed: int):
+        self.name, self.seed = name, seed
+
+    async def complete(self, messages, *, sample_key):
+        text = builtin_reply(self.name, messages, seed=self.seed, sample_key=sample_key)
+        tokens_in = sum(count_tokens(m.get("content", "")) for m in messages)
+        return Completion(text=text, tokens_in=tokens_in, tokens_out=count_tokens(text), latency_s=0.0)
+
+
+class OpenAIChatClient(ModelClient):
+    def __init__(self, *, base_url: str, model: str, api_key: str | None, params: dict[str, Any],
+                 timeout_s: float, limiter: Limiter | None = None, retry: RetryPolicy = RetryPolicy(),
+                 max_connections: int = 64):
+        self.model = model
+        self.params = {k: v for k, v in params.items() if v is not None}
+        self.limiter = limiter or LocalLimiter(limit=max_connections)
+        self.retry = retry
+        self._http = httpx.AsyncClient(
+            limits=httpx.Limits(max_connections=max_connections + 8, max_keepalive_connections=max_connections + 8),
+            timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
+        )
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=api_key or "not-needed", max_retries=0,
+            timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)), http_client=self._http,
+        )
+
+    def _request(self, messages) -> dict[str, Any]:
+        params = dict(self.params)
+        extra_body = params.pop("extra_body", None)
+        request = {"model": self.model, "messages": list(messages), **params}
+        if extra_body:
+            request["extra_body"] = extra_body
+        return request
+
+    async def complete(self, messages, *, sample_key):
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with self.limiter.slot():
+                    sent = time.monotonic()
+                    response = await self._client.chat.completions.create(**self._request(messages))
+                    latency = time.monotonic() - sent
+                if not getattr(response, "choices", None):
+                    raise MalformedResponse("no choices in the response")
+                text = response.choices[0].message.content or ""
+                usage = response.usage
+                return Completion(
+                    text=text,
+                    tokens_in=(usage.prompt_tokens or 0) if usage else 0,
+                    tokens_out=(usage.completion_tokens or 0) if usage else 0,
+                    latency_s=latency,
+                    attempts=attempt,
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - classified below; non-retryable ones end the call
+                retry, retry_after, description = classify(exc)
+                if not retry or attempt >= self.retry.max_attempts:
+                    raise RequestFailed(f"{description} (attempt {attempt})", attempts=attempt) from exc
+                wait = self.retry.delay(attempt, retry_after)
+                if time.monotonic() - started + wait > self.retry.total_s:
+                    raise RequestFailed(f"{description} (gave up after {attempt} attempts: time budget spent)",
+                                        attempts=attempt) from exc
+                await asyncio.sleep(wait)
+
+    async def close(self) -> None:
+        await self._client.close()
+        await self.limiter.close()

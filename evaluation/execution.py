@@ -1,0 +1,261 @@
+"""Execute one chunk of a run: fetch in batch, run the jobs on an event loop, upsert rows while streaming.
+
+Called by the Celery task (and in-process by `evaluate --wait`). Database work runs
+on one dedicated thread outside the event loop: one query for the items, one for the
+rows already done, batched cache lookups, and a bulk upsert every few hundred
+milliseconds. Rows are written with INSERT ... ON CONFLICT (run, item, sample) DO
+UPDATE, so a chunk delivered twice never duplicates a row, and a row already done
+is skipped before any request is made.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.db import close_old_connections, connections
+from django.utils import timezone
+
+from annotation.clue_graph import gold_key_information
+from annotation.keyinfo import keyinfo_score
+from annotation.models import Item
+
+from .clients import BuiltinClient, ModelClient, OpenAIChatClient, RetryPolicy
+from .engine import Engine, Job, JobResult
+from .limiter import FileLimiter, Limiter, LocalLimiter, RedisLimiter
+from .methods import Completion, get_method
+from .parsing import section_text as parse_section
+from .models import CachedResponse, ModelEndpoint, OptionOrder, Result, Run, RunStatus
+from .prompts import ItemView, choose_demonstrations, present
+
+log = logging.getLogger(__name__)
+
+FLUSH_EVERY_S = 0.25
+CANCEL_CHECK_S = 1.0
+RESULT_FIELDS = [
+    "messages", "raw_output", "shown_order", "answer_index", "answer_label", "parse_status", "is_correct",
+    "answer_first", "free_answer", "key_information", "keyinfo", "tokens_in", "tokens_out", "latency_s",
+    "attempts", "cached", "error", "updated_at",
+]
+
+
+@dataclass
+class ChunkReport:
+    run_id: int
+    jobs: int = 0
+    written: int = 0
+    errors: int = 0
+    skipped: int = 0
+    cancelled: bool = False
+
+
+def item_view(item: Item) -> ItemView:
+    return ItemView(
+        id=item.pk, context=item.context, question=item.question, options=tuple(item.options),
+        answer_index=item.answer_index, key_information=tuple(gold_key_information(item.evidence)),
+        reasoning=item.reasoning,
+    )
+
+
+def make_limiter(endpoint: ModelEndpoint) -> Limiter:
+    """The shared limiter: Redis when REDIS_URL is set, else slot files under VAR_DIR (embedded mode)."""
+    if endpoint.is_builtin:
+        return LocalLimiter(limit=endpoint.max_concurrency)
+    redis_url = getattr(settings, "REDIS_URL", "") or os.environ.get("REDIS_URL", "")
+    if redis_url:
+        return RedisLimiter(redis_url=redis_url, key=f"endpoint-{endpoint.pk}", limit=endpoint.max_concurrency,
+                            requests_per_minute=endpoint.requests_per_minute, lease_s=endpoint.timeout_s + 30)
+    directory = Path(getattr(settings, "VAR_DIR", "var")) / "limiter" / f"endpoint-{endpoint.pk}"
+    return FileLimiter(directory=directory, limit=endpoint.max_concurrency,
+                       requests_per_minute=endpoint.requests_per_minute)
+
+
+def make_client(endpoint: ModelEndpoint, *, seed: int) -> ModelClient:
+    if endpoint.is_builtin:
+        return BuiltinClient(name=endpoint.model, seed=seed)
+    api_key = os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
+    return OpenAIChatClient(
+        base_url=endpoint.base_url, model=endpoint.model, api_key=api_key, params=endpoint.generation_params(),
+        timeout_s=endpoint.timeout_s, limiter=make_limiter(endpoint),
+        retry=RetryPolicy(max_attempts=endpoint.max_attempts, total_s=endpoint.retry_budget_s),
+        max_connections=endpoint.max_concurrency,
+    )
+
+
+def _result_row(run: Run, result: JobResult) -> Result:
+    job, outcome = result.job, result.outcome
+    shown = job.shown
+    row = Result(run_id=run.pk, item_id=job.item_id, sample_index=job.sample_index,
+                 shown_order=list(shown.order), answer_first=shown.order[0] == shown.item.answer_index,
+                 attempts=result.attempts, updated_at=timezone.now())
+    if outcome is None:
+        row.error = result.error or "failed"
+        return row
+    row.messages = outcome.exchanges
+    row.raw_output = outcome.output
+    row.key_information = outcome.key_information
+    row.keyinfo = keyinfo_score(outcome.key_information, list(shown.item.key_information))
+    row.tokens_in, row.tokens_out = outcome.tokens_in, outcome.tokens_out
+    row.latency_s = outcome.latency_s
+    row.cached = outcome.cached
+    row.free_answer = outcome.free_answer
+    if outcome.answer is None:  # free text: "ok" when the output has an answer section
+        row.parse_status = "ok" if parse_section(outcome.output, "answer") else "missing"
+    else:
+        row.parse_status = outcome.answer.status
+        row.answer_label = outcome.answer.label[:10]
+        row.answer_index = shown.original_index(outcome.answer.index)
+        row.is_correct = row.answer_index == shown.item.answer_index
+    return row
+
+
+def _write(run: Run, results: list[JobResult], model: str) -> None:
+    rows = [_result_row(run, r) for r in results]
+    Result.objects.bulk_create(rows, update_conflicts=True, unique_fields=["run", "item", "sample_index"],
+                               update_fields=RESULT_FIELDS)
+    cached = [
+        CachedResponse(key=key, model=model, text=c.text, tokens_in=c.tokens_in, tokens_out=c.tokens_out)
+        for r in results if r.outcome is not None and r.new_cache
+        for key, c in r.new_cache.items()
+    ]
+    if cached:
+        CachedResponse.objects.bulk_create(cached, ignore_conflicts=True)
+
+
+def _cache_fetch(keys: list[str]) -> dict[str, Completion]:
+    return {
+        c.key: Completion(text=c.text, tokens_in=c.tokens_in, tokens_out=c.tokens_out, cached=True)
+        for c in CachedResponse.objects.filter(key__in=keys)
+    }
+
+
+def _is_cancelled(run_id: int) -> bool:
+    return Run.objects.filter(pk=run_id, status=RunStatus.CANCELLED).exists()
+
+
+def _plan(run: Run, item_ids: list[int]) -> tuple[list[Job], int]:
+    """The jobs still to do in these items (rows that exist without error are skipped)."""
+    done = set(
+        Result.objects.filter(run=run, item_id__in=item_ids, error="").values_list("item_id", "sample_index")
+    )
+    wanted = [(i, s) for i in item_ids for s in range(run.samples) if (i, s) not in done]
+    if not wanted:
+        return [], len(done)
+    need = sorted({i for i, _ in wanted})
+    items = {item.pk: item_view(item) for item in Item.objects.filter(pk__in=need)}
+    method = get_method(run.method)
+    permute = run.option_order == OptionOrder.PERMUTED
+    demo_views: dict[int, ItemView] = {}
+    pool: list[int] = []
+    if method.shots:
+        pool = list(Item.objects.filter(split="train").values_list("pk", flat=True))
+        demo_ids = {d for i in need for d in choose_demonstrations(pool_ids=pool, seed=run.seed, exclude=i,
+                                                                     shots=method.shots)}
+        demo_views = {item.pk: item_view(item) for item in Item.objects.filter(pk__in=demo_ids)}
+    jobs = []
+    for item_id, sample in wanted:
+        view = items.get(item_id)
+        if view is None:
+            continue
+        demos = ()
+        if method.shots:
+            demos = tuple(
+                present(demo_views[d], seed=run.seed, permute=permute, label_style=run.option_labels)
+                for d in choose_demonstrations(pool_ids=pool, seed=run.seed, exclude=item_id, shots=method.shots)
+            )
+        shown = present(view, seed=run.seed, permute=permute, label_style=run.option_labels)
+        jobs.append(Job(item_id=item_id, sample_index=sample, shown=shown, demos=demos))
+    return jobs, len(done)
+
+
+def mark_started(run_id: int) -> None:
+    Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(status=RunStatus.RUNNING)
+    Run.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=timezone.now())
+
+
+def refresh_status(run_id: int) -> None:
+    """Mark a running run finished once every (item, sample) has a row (done or failed)."""
+    run = Run.objects.get(pk=run_id)
+    if run.status not in (RunStatus.RUNNING, RunStatus.QUEUED):
+        return
+    if Result.objects.filter(run_id=run_id).count() >= run.total:
+        Run.objects.filter(pk=run_id, status__in=[RunStatus.RUNNING, RunStatus.QUEUED]).update(
+            status=RunStatus.FINISHED, finished_at=timezone.now()
+        )
+
+
+def execute_chunk(*, run_id: int, item_ids: list[int] | None = None) -> ChunkReport:
+    """Compute the missing or failed rows of these items of the run (all of the run's items if None)."""
+    close_old_connections()
+    run = Run.objects.select_related("endpoint").get(pk=run_id)
+    report = ChunkReport(run_id=run_id)
+    if run.status in (RunStatus.CANCELLED, RunStatus.FINISHED):
+        report.cancelled = run.status == RunStatus.CANCELLED
+        return report
+    ids = [i for i in (item_ids if item_ids is not None else run.item_ids) if i in set(run.item_ids)]
+    jobs, report.skipped = _plan(run, ids)
+    report.jobs = len(jobs)
+    mark_started(run_id)
+    if jobs:
+        asyncio.run(_execute(run, jobs, report))
+    refresh_status(run_id)
+    return report
+
+
+async def _execute(run: Run, jobs: list[Job], report: ChunkReport) -> None:
+    endpoint = run.endpoint
+    method = get_method(run.method)
+    client = make_client(endpoint, seed=run.seed)
+    loop = asyncio.get_running_loop()
+    db = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"run-{run.pk}-db")
+    use_cache = endpoint.use_cache and not endpoint.is_builtin
+
+    async def cache_fetch(keys: list[str]) -> dict[str, Completion]:
+        return await loop.run_in_executor(db, _cache_fetch, keys)
+
+    engine = Engine(method=method, client=client, k=run.k, concurrency=endpoint.max_concurrency,
+                    base_url=endpoint.base_url, model=endpoint.model, params=endpoint.generation_params(),
+                    cache_fetch=cache_fetch if use_cache else None)
+    buffer: list[JobResult] = []
+    state = {"cancelled": False, "checked": time.monotonic()}
+    done = asyncio.Event()
+
+    async def flush() -> None:
+        if buffer:
+            batch = buffer[:]
+            buffer.clear()
+            await loop.run_in_executor(db, _write, run, batch, endpoint.model)
+            report.written += len(batch)
+            report.errors += sum(1 for r in batch if r.outcome is None)
+
+    async def flusher() -> None:
+        while not done.is_set():
+            try:
+                await asyncio.wait_for(done.wait(), FLUSH_EVERY_S)
+            except asyncio.TimeoutError:
+                pass
+            if len(buffer) or done.is_set():
+                await flush()
+            if time.monotonic() - state["checked"] >= CANCEL_CHECK_S:
+                state["checked"] = time.monotonic()
+                state["cancelled"] = await loop.run_in_executor(db, _is_cancelled, run.pk)
+
+    def on_result(result: JobResult) -> None:
+        buffer.append(result)
+
+    writer = asyncio.create_task(flusher())
+    try:
+        await engine.run(jobs, on_result=on_result, stopped=lambda: state["cancelled"])
+    finally:
+        done.set()
+        await writer
+        await flush()
+        await client.close()
+        await loop.run_in_executor(db, connections.close_all)
+        db.shutdown(wait=True)
+    report.cancelled = state["cancelled"]

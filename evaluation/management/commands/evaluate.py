@@ -1,0 +1,130 @@
+"""`python manage.py evaluate`: launch runs of one or more methods and print one JSON line per run."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from evaluation import selectors, services
+from evaluation.builtins import BUILTIN_MODELS
+from evaluation.methods import METHODS
+from evaluation.models import OptionOrder, Run
+
+
+def workers_available(timeout: float = 1.0) -> bool:
+    """True when a Celery worker answers a ping (never with the embedded filesystem broker)."""
+    from django.conf import settings
+
+    from detectbench_web.celery import app
+
+    if not str(settings.CELERY_BROKER_URL).startswith(("redis://", "rediss://", "amqp://")):
+        return False
+    try:
+        return bool(app.control.ping(timeout=timeout))
+    except Exception:  # noqa: BLE001 - no broker, no workers
+        return False
+
+
+class Command(BaseCommand):
+    help = ("Evaluate a model (OpenAI-compatible endpoint or built-in) with one or more prompting methods; "
+            "prints one JSON line per run.")
+
+    def add_arguments(self, parser):
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. http://localhost:8000/v1")
+        source.add_argument("--builtin", choices=BUILTIN_MODELS, help="A built-in offline model")
+        parser.add_argument("--model", help="Model name at the endpoint (with --base-url)")
+        parser.add_argument("--api-key-env", default="", help="NAME of the environment variable holding the API key")
+        parser.add_argument("--method", default="naive", help=f"Comma-separated methods: {', '.join(METHODS)}")
+        parser.add_argument("--split", default="test")
+        parser.add_argument("--limit", type=int)
+        parser.add_argument("--concurrency", type=int, help="The endpoint's limit of requests in flight (all workers)")
+        parser.add_argument("--seed", type=int, default=42)
+        parser.add_argument("--samples", type=int, default=1, help="Rows per item (repeated sampling)")
+        parser.add_argument("--k", type=int, help="Samples per answer for self-consistency / complexity-cot")
+        parser.add_argument("--permute-options", action="store_true", help="Shuffle each item's options (seeded)")
+        parser.add_argument("--chunk-size", type=int, default=400)
+        parser.add_argument("--wait", action="store_true",
+                            help="Wait for the result: through Celery when a worker answers, else in this process")
+        parser.add_argument("--in-process", action="store_true", help="With --wait: always compute in this process")
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args, **o):
+        if o["base_url"] and not o["model"]:
+            raise CommandError("--base-url needs --model")
+        methods = [m.strip() for m in o["method"].split(",") if m.strip()]
+        unknown = [m for m in methods if m not in METHODS]
+        if unknown:
+            raise CommandError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}")
+        endpoint = services.endpoint_for_cli(base_url=o["base_url"] or "", model=o["model"] or "",
+                                             api_key_env=o["api_key_env"], builtin=o["builtin"] or "",
+                                             concurrency=o["concurrency"])
+        in_process = o["wait"] and (o["in_process"] or not workers_available())
+        progress = o["wait"] and not o["no_progress"]
+        for method in methods:
+            try:
+                run = services.run_launch(
+                    endpoint=endpoint, method=method, split=o["split"], limit=o["limit"], seed=o["seed"],
+                    samples=o["samples"], k=o["k"], chunk_size=o["chunk_size"],
+                    option_order=OptionOrder.PERMUTED if o["permute_options"] else OptionOrder.ORIGINAL,
+                    enqueue=not in_process, note="evaluate command",
+                )
+            except ValidationError as exc:
+                raise CommandError("; ".join(exc.messages)) from exc
+            if in_process:
+                if progress:
+                    self._progress_thread(run)
+                services.run_execute_in_process(run=run)
+            elif o["wait"]:
+                self._wait(run, progress)
+            run.refresh_from_db()
+            if progress:
+                self._draw(run, final=True)
+            self.stdout.write(json.dumps(self._line(run)))
+
+    def _line(self, run: Run) -> dict:
+        full = selectors.run_summary(run=run)
+        summary = full.as_json()
+        keys = ("run", "method", "n", "accuracy", "keyinfo", "parse_failures", "errors", "wall_s", "status",
+                "accuracy_ci95", "first_option_baseline", "tokens_in", "tokens_out", "cost", "prompt_version")
+        line = {key: summary[key] for key in keys}
+        line["correct"] = full.metrics.correct
+        return line
+
+    def _draw(self, run: Run, final: bool = False) -> None:
+        p = selectors.run_progress(run=run)
+        width = 30
+        filled = int(width * p.percent / 100)
+        sys.stderr.write(f"\rrun {run.pk} {run.method:<30} [{'#' * filled}{'.' * (width - filled)}] "
+                         f"{p.resolved}/{p.total} errors {p.errors}" + ("\n" if final else ""))
+        sys.stderr.flush()
+
+    def _progress_thread(self, run: Run) -> None:
+        import threading
+
+        from django.db import connection
+
+        def loop():
+            try:
+                while True:
+                    time.sleep(0.5)
+                    current = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+                    self._draw(run)
+                    if current not in ("queued", "running"):
+                        return
+            finally:
+                connection.close()
+
+        threading.Thread(target=loop, daemon=True).start()
+
+    def _wait(self, run: Run, progress: bool) -> None:
+        while True:
+            run.refresh_from_db(fields=["status"])
+            if progress:
+                self._draw(run)
+            if not run.is_active:
+                return
+            time.sleep(0.5)

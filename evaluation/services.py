@@ -1,0 +1,141 @@
+"""Writes of the evaluation app: endpoints, launching, cancelling and resuming runs."""
+from __future__ import annotations
+
+from typing import Sequence
+from urllib.parse import urlparse
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Item
+
+from . import execution
+from .methods import get_method
+from .models import EndpointKind, ModelEndpoint, OptionOrder, Result, Run, RunStatus
+
+
+@transaction.atomic
+def endpoint_create(*, name: str, kind: str = EndpointKind.OPENAI, base_url: str = "", model: str,
+                    api_key_env: str = "", max_concurrency: int = 8, **fields) -> ModelEndpoint:
+    endpoint = ModelEndpoint(name=name, kind=kind, base_url=base_url, model=model, api_key_env=api_key_env,
+                             max_concurrency=max_concurrency, **fields)
+    endpoint.full_clean()
+    endpoint.save()
+    return endpoint
+
+
+@transaction.atomic
+def endpoint_for_cli(*, base_url: str = "", model: str = "", api_key_env: str = "", builtin: str = "",
+                     concurrency: int | None = None) -> ModelEndpoint:
+    """The endpoint the `evaluate` command names, created on first use; --concurrency updates its limit."""
+    if builtin:
+        kind, base_url, model, name = EndpointKind.BUILTIN, "", builtin, f"builtin:{builtin}"
+    else:
+        kind, name = EndpointKind.OPENAI, f"{model} @ {urlparse(base_url).netloc or base_url}"
+    endpoint = ModelEndpoint.objects.select_for_update().filter(
+        kind=kind, base_url=base_url, model=model, api_key_env=api_key_env
+    ).first()
+    if endpoint is None:
+        suffix, base = 1, name
+        while ModelEndpoint.objects.filter(name=name).exists():
+            suffix += 1
+            name = f"{base} ({suffix})"
+        endpoint = ModelEndpoint(name=name, kind=kind, base_url=base_url, model=model, api_key_env=api_key_env,
+                                 max_concurrency=concurrency or 8)
+        endpoint.full_clean()
+        endpoint.save()
+    elif concurrency and endpoint.max_concurrency != concurrency:
+        endpoint.max_concurrency = concurrency
+        endpoint.save(update_fields=["max_concurrency"])
+    return endpoint
+
+
+def select_item_ids(*, split: str = "", item_status: str = "", question_type: str = "",
+                    ids: Sequence[int] = (), limit: int | None = None) -> list[int]:
+    items = Item.objects.all()
+    if split:
+        items = items.filter(split=split)
+    if item_status:
+        items = items.filter(status=item_status)
+    if question_type:
+        items = items.filter(question_type=question_type)
+    if ids:
+        items = items.filter(pk__in=list(ids))
+    selected = list(items.order_by("pk").values_list("pk", flat=True))
+    return selected[:limit] if limit else selected
+
+
+@transaction.atomic
+def run_launch(*, endpoint: ModelEndpoint, method: str, split: str = "", item_status: str = "",
+               question_type: str = "", ids: Sequence[int] = (), limit: int | None = None, seed: int = 42,
+               samples: int = 1, k: int | None = None, option_order: str = OptionOrder.ORIGINAL,
+               option_labels: str = "numbers", chunk_size: int = 400, user=None, note: str = "",
+               enqueue: bool = True) -> Run:
+    """Create a run over a fixed item selection and queue its chunks (after commit)."""
+    spec = get_method(method)
+    item_ids = select_item_ids(split=split, item_status=item_status, question_type=question_type, ids=ids, limit=limit)
+    if not item_ids:
+        raise ValidationError("No items match this selection.")
+    if spec.shots and Item.objects.filter(split="train").count() < spec.shots + 1:
+        raise ValidationError(f"{method} needs demonstrations: import the train split first.")
+    run = Run(
+        endpoint=endpoint, method=method, k=k or spec.default_k, split=split, item_status=item_status,
+        question_type=question_type, limit=limit, requested_ids=list(ids), item_ids=item_ids, seed=seed,
+        samples=samples, option_order=option_order, option_labels=option_labels, prompt_version=spec.version(),
+        params=endpoint.generation_params(), chunk_size=chunk_size, created_by=user, note=note,
+        started_at=timezone.now(),
+    )
+    run.full_clean()
+    run.save()
+    if enqueue:
+        _enqueue_missing(run)
+    return run
+
+
+def missing_item_ids(run: Run) -> list[int]:
+    """Items of the run with at least one (item, sample) row missing or failed."""
+    done: dict[int, int] = {}
+    for item_id in Result.objects.filter(run=run, error="").values_list("item_id", flat=True):
+        done[item_id] = done.get(item_id, 0) + 1
+    return [i for i in run.item_ids if done.get(i, 0) < run.samples]
+
+
+def _enqueue_missing(run: Run) -> int:
+    from .tasks import run_chunk
+
+    missing = missing_item_ids(run)
+    for start in range(0, len(missing), run.chunk_size):
+        run_chunk.delay_on_commit(run.pk, missing[start:start + run.chunk_size])
+    return len(missing)
+
+
+@transaction.atomic
+def run_cancel(*, run: Run) -> Run:
+    """Stop a run: queued chunks do nothing, running chunks send no new requests (in flight ones finish)."""
+    run = Run.objects.select_for_update().get(pk=run.pk)
+    if run.is_active:
+        run.status = RunStatus.CANCELLED
+        run.finished_at = timezone.now()
+        run.save(update_fields=["status", "finished_at"])
+    return run
+
+
+@transaction.atomic
+def run_resume(*, run: Run, enqueue: bool = True) -> Run:
+    """Re-launch a run: only (item, sample) rows that are missing or failed are computed."""
+    run = Run.objects.select_for_update().get(pk=run.pk)
+    run.status = RunStatus.QUEUED
+    run.started_at = timezone.now()
+    run.finished_at = None
+    run.save(update_fields=["status", "started_at", "finished_at"])
+    if enqueue:
+        _enqueue_missing(run)
+    return run
+
+
+def run_execute_in_process(*, run: Run) -> execution.ChunkReport:
+    """Compute all missing rows of a run in this process (no worker needed), then close it."""
+    report = execution.execute_chunk(run_id=run.pk, item_ids=None)
+    execution.refresh_status(run.pk)
+    return report
