@@ -2,5 +2,5 @@ import os
 
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "detectbench_web.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "detectbench_web.settings.base")
 application = get_asgi_application()

@@ -3,7 +3,7 @@ import os
 
 from celery import Celery
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "detectbench_web.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "detectbench_web.settings.base")
 
 app = Celery("detectbench_web")
 app.config_from_object("django.conf:settings", namespace="CELERY")

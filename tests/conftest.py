@@ -12,7 +12,17 @@ import pytest
 from django.contrib.auth.models import Group
 
 REPO_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(os.environ.get("DETECTBENCH_DATA", REPO_DIR.parent / "shared" / "detectbench" / "v1.3"))
+
+
+def _find_data_dir() -> Path:
+    """The real DetectBench data: $DETECTBENCH_DATA, else ../shared beside the checkout, else /work/shared."""
+    if os.environ.get("DETECTBENCH_DATA"):
+        return Path(os.environ["DETECTBENCH_DATA"])
+    candidates = [REPO_DIR.parent / "shared" / "detectbench" / "v1.3", Path("/work/shared/detectbench/v1.3")]
+    return next((c for c in candidates if (c / "test.jsonl").exists()), candidates[0])
+
+
+DATA_DIR = _find_data_dir()
 
 
 @pytest.fixture(scope="session")

@@ -1,2 +1,1 @@
-"""Default settings module: everything is read from the environment (see base.py)."""
-from .base import *  # noqa: F401,F403
+"""Settings package: `base` reads everything from the environment; `test` adds the test defaults."""

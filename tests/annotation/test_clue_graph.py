@@ -29,7 +29,7 @@ from annotation.clue_graph import (
     render_reasoning,
 )
 
-DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "detectbench" / "v1.3"
+from tests.conftest import DATA_DIR  # noqa: E402  (the one place that locates the real data)
 
 
 def kinds(issues):
