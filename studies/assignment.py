@@ -25,6 +25,7 @@ class Slot:
     key: int
     quota: int
     load: int
+    released: bool = False   # lost a rater (dropout, timeout) since it was last handed out
 
     @property
     def remaining(self) -> int:
@@ -37,11 +38,15 @@ def tie_break(seed: int | str, key: int) -> bytes:
 
 
 def choose_items(slots: Iterable[Slot], n: int, *, seed: int | str) -> list[int] | None:
-    """Keys of `n` distinct items with spare quota, fullest first; None when fewer than `n` have any."""
+    """Keys of `n` distinct items with spare quota, fullest first; None when fewer than `n` have any.
+
+    Among items with equal remaining quota, items that lost a rater (a dropout) come first, so the
+    next participant takes over what a dropout left; then a seeded random order.
+    """
     open_slots = [s for s in slots if s.remaining > 0]
     if n <= 0 or len(open_slots) < n:
         return None
-    open_slots.sort(key=lambda s: (-s.remaining, tie_break(seed, s.key)))
+    open_slots.sort(key=lambda s: (-s.remaining, not s.released, tie_break(seed, s.key)))
     return [s.key for s in open_slots[:n]]
 
 

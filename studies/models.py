@@ -87,6 +87,7 @@ class StudyItem(models.Model):
     position = models.PositiveIntegerField()
     quota = models.PositiveSmallIntegerField()
     load = models.PositiveSmallIntegerField(default=0, help_text="Answered responses + active leases.")
+    released_at = models.DateTimeField(null=True, blank=True, help_text="Last lost a rater; cleared on hand-out.")
 
     class Meta:
         ordering = ["study_id", "position"]

@@ -155,17 +155,18 @@ def attempt_start(*, attempt_id: int, now: datetime | None = None) -> Attempt:
     rows = list(
         StudyItem.objects.select_for_update(skip_locked=True)
         .filter(study=study, load__lt=F("quota"))
-        .values_list("id", "item_id", "quota", "load")
+        .values_list("id", "item_id", "quota", "load", "released_at")
     )
-    item_of = {pk: item_id for pk, item_id, _, _ in rows}
+    item_of = {row[0]: row[1] for row in rows}
     seed = f"{study.seed}:{attempt.pk}"
-    chosen = choose_items((Slot(pk, quota, load) for pk, _, quota, load in rows), study.per_participant, seed=seed)
+    chosen = choose_items((Slot(pk, quota, load, released is not None) for pk, _, quota, load, released in rows),
+                          study.per_participant, seed=seed)
     if chosen is None:
         attempt.status = AttemptStatus.FULL
         attempt.save(update_fields=["status"])
         return attempt
     deadline = now + timedelta(seconds=study.time_limit_seconds)
-    StudyItem.objects.filter(pk__in=chosen).update(load=F("load") + 1)
+    StudyItem.objects.filter(pk__in=chosen).update(load=F("load") + 1, released_at=None)
     Lease.objects.bulk_create(
         Lease(attempt=attempt, study_item_id=pk, item_id=item_of[pk], position=i, expires_at=deadline)
         for i, pk in enumerate(presentation_order(chosen, seed=seed))
@@ -392,7 +393,7 @@ def _leases_release(leases, now: datetime, status: str) -> int:
     for study_item_id, count in per_item.items():
         by_count.setdefault(count, []).append(study_item_id)
     for count, ids in by_count.items():
-        StudyItem.objects.filter(pk__in=ids).update(load=F("load") - count)
+        StudyItem.objects.filter(pk__in=ids).update(load=F("load") - count, released_at=now)
     return len(rows)
 
 

@@ -1,0 +1,42 @@
+"""What a participant sees and the validation of what they send (pure)."""
+import pytest
+
+from studies.content import AnswerInvalid, clean_answer, shown_item
+
+CTX = "The butler was in the garden. The door was locked from inside."
+
+
+def test_valid_answer_is_cleaned_sorted_and_deduplicated():
+    spans = [{"start": 30, "end": 62, "text": CTX[30:62]}, {"start": 4, "end": 10, "text": "butler"},
+             {"start": 4, "end": 10, "text": "butler"}]
+    option, conf, cleaned = clean_answer(context=CTX, n_options=4, chosen_option="2", confidence="5", highlights=spans)
+    assert (option, conf) == (2, 5)
+    assert [s["start"] for s in cleaned] == [4, 30]
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"chosen_option": "4"}, "chosen_option"),
+    ({"chosen_option": "-1"}, "chosen_option"),
+    ({"chosen_option": None}, "chosen_option"),
+    ({"confidence": "6"}, "confidence"),
+    ({"confidence": "0"}, "confidence"),
+    ({"highlights": [{"start": 0, "end": 999, "text": "x"}]}, "highlights"),
+    ({"highlights": [{"start": 4, "end": 10, "text": "BUTLER"}]}, "highlights"),
+    ({"highlights": [{"start": 5, "end": 4, "text": ""}]}, "highlights"),
+    ({"highlights": "nope"}, "highlights"),
+    ({"highlights": [{"start": 0, "end": 3}] * 100}, "highlights"),
+])
+def test_invalid_answers_are_rejected(kwargs, field):
+    args = {"context": CTX, "n_options": 4, "chosen_option": "1", "confidence": None, "highlights": [], **kwargs}
+    with pytest.raises(AnswerInvalid) as error:
+        clean_answer(**args)
+    assert field in error.value.errors
+
+
+def test_translation_is_used_when_complete():
+    zh = {"context": "管家在花园里。", "question": "谁？", "options": ["甲", "乙"]}
+    shown = shown_item(context="c", question="q", options=["a", "b"], translations={"zh-hans": zh}, language="zh-hans")
+    assert shown.context == "管家在花园里。" and shown.options == ("甲", "乙")
+    fallback = shown_item(context="c", question="q", options=["a", "b", "c"], translations={"zh-hans": zh},
+                          language="zh-hans")
+    assert fallback.context == "c"

@@ -1,0 +1,189 @@
+"""Services: joining, hand-out, answers, deadlines, dropout and the sweep (real PostgreSQL)."""
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from studies.models import Attempt, AttemptStatus, Lease, LeaseStatus, RefusedAnswer, Response, StudyItem
+from studies.services import (
+    AnswerInvalid, AnswerRefused, attempt_expire, attempt_extend, attempt_return, attempt_start, attempts_sweep,
+    question_open, response_submit, study_join, study_update,
+)
+
+from .conftest import started_attempt
+
+
+def _answer(attempt, position=None, option=0, now=None, **kw):
+    if position is None:
+        position = question_open(attempt=attempt, now=now).lease.position
+    return response_submit(token=attempt.token, position=position, chosen_option=option, now=now, **kw)
+
+
+def test_join_is_idempotent_on_participant_id_and_cookie(make_study):
+    study = make_study()
+    a = study_join(study=study, participant_id="P1")
+    assert study_join(study=study, participant_id="P1").pk == a.pk
+    b = study_join(study=study)
+    assert study_join(study=study, cookie_token=b.token).pk == b.pk
+    assert len(a.token) >= 40 and a.token != b.token
+
+
+def test_start_hands_out_distinct_items_in_seeded_order_and_is_idempotent(make_study):
+    study = make_study(n_items=10, per_participant=4, raters=2)
+    attempt = started_attempt(study, "P1")
+    leases = list(attempt.leases.order_by("position"))
+    assert attempt.status == AttemptStatus.STARTED and len(leases) == 4
+    assert len({l.item_id for l in leases}) == 4
+    assert all(l.expires_at == attempt.deadline for l in leases)
+    assert attempt.deadline - attempt.started_at == timedelta(seconds=600)
+    again = attempt_start(attempt_id=attempt.pk)
+    assert again.deadline == attempt.deadline and attempt.leases.count() == 4
+
+
+def test_quota_is_never_exceeded_and_full_when_pool_is_used_up(make_study):
+    study = make_study(n_items=6, per_participant=3, raters=2)  # 12 slots = 4 attempts
+    attempts = [started_attempt(study, f"P{i}") for i in range(5)]
+    assert [a.status for a in attempts].count(AttemptStatus.STARTED) == 4
+    assert attempts[-1].status == AttemptStatus.FULL
+    assert set(StudyItem.objects.filter(study=study).values_list("load", flat=True)) == {2}
+
+
+def test_answer_is_recorded_with_times_and_finishes_the_attempt(make_study):
+    study = make_study(n_items=4, per_participant=2, raters=1)
+    attempt = started_attempt(study)
+    for _ in range(2):
+        q = question_open(attempt=attempt)
+        ctx = q.lease.item.context
+        response = _answer(attempt, q.lease.position, option=1, confidence=4,
+                           highlights=[{"start": 0, "end": 10, "text": ctx[:10]}])
+        assert response.shown_at <= response.answered_at and response.confidence == 4
+        assert response.is_correct == (response.item.answer_index == 1)
+    attempt.refresh_from_db()
+    assert attempt.status == AttemptStatus.FINISHED and attempt.ended_at
+    assert question_open(attempt=attempt) is None
+
+
+def test_answer_validation_and_ownership(make_study):
+    study = make_study(n_items=6, per_participant=2, raters=2)
+    mine, other = started_attempt(study, "A"), started_attempt(study, "B")
+    with pytest.raises(AnswerInvalid):
+        _answer(mine, option=9)
+    with pytest.raises(AnswerInvalid):
+        _answer(mine, option=0, highlights=[{"start": 0, "end": 5, "text": "xxxxx"}])
+    with pytest.raises(AnswerRefused) as error:
+        _answer(mine, position=7, option=0)
+    assert error.value.http_status == 404
+    position = question_open(attempt=mine).lease.position
+    _answer(mine, position, option=0)
+    with pytest.raises(AnswerRefused) as error:
+        _answer(mine, position, option=1)
+    assert error.value.reason == "already_answered"
+    assert Response.objects.filter(attempt=mine).count() == 1
+    assert Response.objects.filter(attempt=other).count() == 0
+
+
+def test_late_answer_is_refused_recorded_and_attempt_closed(make_study):
+    study = make_study(n_items=4, per_participant=2, raters=2, grace_seconds=5)
+    attempt = started_attempt(study)
+    q = question_open(attempt=attempt)
+    in_grace = attempt.deadline + timedelta(seconds=3)
+    response = _answer(attempt, q.lease.position, now=in_grace)
+    assert response.is_late
+    too_late = attempt.deadline + timedelta(seconds=6)
+    with pytest.raises(AnswerRefused) as error:
+        _answer(attempt, q.lease.position + 1 if q.lease.position == 0 else 0, now=too_late)
+    assert error.value.http_status == 409 and error.value.reason == "late"
+    attempt.refresh_from_db()
+    assert attempt.status == AttemptStatus.EXPIRED
+    assert RefusedAnswer.objects.filter(attempt=attempt, reason="late").count() == 1
+    assert Lease.objects.filter(attempt=attempt, status=LeaseStatus.RELEASED).count() == 1
+
+
+def test_question_time_limit(make_study):
+    study = make_study(n_items=4, per_participant=2, raters=2, question_time_limit_seconds=30, grace_seconds=2)
+    attempt = started_attempt(study)
+    now = timezone.now()
+    q = question_open(attempt=attempt, now=now)
+    assert q.seconds_left == 30
+    with pytest.raises(AnswerRefused) as error:
+        _answer(attempt, q.lease.position, now=now + timedelta(seconds=40))
+    assert error.value.reason == "question_timeout"
+    lease = Lease.objects.get(pk=q.lease.pk)
+    assert lease.status == LeaseStatus.TIMED_OUT
+    assert StudyItem.objects.get(pk=lease.study_item_id).load == 0  # back to the pool
+    nxt = question_open(attempt=attempt, now=now + timedelta(seconds=41))
+    assert nxt.lease.pk != q.lease.pk
+
+
+def test_dropout_items_go_to_the_next_participant_first(make_study):
+    """With 250 items x 3 raters, a dropout's 10 unanswered items are handed to the next participant."""
+    study = make_study(n_items=40, per_participant=15, raters=3)
+    first = started_attempt(study, "quitter")
+    started_attempt(study, "other")
+    for _ in range(5):
+        _answer(first, option=0)
+    unanswered = set(first.leases.filter(status=LeaseStatus.ACTIVE).values_list("item_id", flat=True))
+    attempt_expire(attempt_id=first.pk)
+    nxt = started_attempt(study, "next")
+    assert unanswered <= set(nxt.leases.values_list("item_id", flat=True))
+    assert Response.objects.filter(attempt=first).count() == 5
+
+
+def test_dropout_hand_over_with_spare_items(make_study):
+    study = make_study(n_items=15, per_participant=10, raters=1)
+    first = started_attempt(study, "quitter")
+    for _ in range(5):
+        _answer(first, option=0)
+    unanswered = set(first.leases.filter(status=LeaseStatus.ACTIVE).values_list("item_id", flat=True))
+    assert started_attempt(study, "blocked").status == AttemptStatus.FULL  # only 5 items free
+    attempt_return(attempt_id=first.pk)
+    first.refresh_from_db()
+    assert first.status == AttemptStatus.RETURNED
+    nxt = started_attempt(study, "next")
+    assert nxt.status == AttemptStatus.STARTED
+    assert unanswered <= set(nxt.leases.values_list("item_id", flat=True))
+    assert Response.objects.filter(attempt=first).count() == 5
+
+
+def test_full_attempt_can_try_again_after_release(make_study):
+    study = make_study(n_items=3, per_participant=3, raters=1)
+    first = started_attempt(study, "a")
+    blocked = started_attempt(study, "b")
+    assert blocked.status == AttemptStatus.FULL
+    attempt_expire(attempt_id=first.pk)
+    assert attempt_start(attempt_id=blocked.pk).status == AttemptStatus.STARTED
+
+
+def test_sweep_expires_overdue_attempts_and_is_idempotent(make_study):
+    study = make_study(n_items=6, per_participant=2, raters=2, grace_seconds=5)
+    overdue, running = started_attempt(study, "o"), started_attempt(study, "r")
+    Attempt.objects.filter(pk=overdue.pk).update(deadline=timezone.now() - timedelta(seconds=10))
+    assert attempts_sweep() == [overdue.pk]
+    assert attempts_sweep() == []
+    overdue.refresh_from_db()
+    running.refresh_from_db()
+    assert overdue.status == AttemptStatus.EXPIRED and running.status == AttemptStatus.STARTED
+    assert not overdue.leases.filter(status=LeaseStatus.ACTIVE).exists()
+
+
+def test_start_releases_overdue_leases_without_waiting_for_the_sweep(make_study):
+    study = make_study(n_items=3, per_participant=3, raters=1)
+    gone = started_attempt(study, "gone")
+    Attempt.objects.filter(pk=gone.pk).update(deadline=timezone.now() - timedelta(minutes=5))
+    assert started_attempt(study, "new").status == AttemptStatus.STARTED
+
+
+def test_extend_moves_deadline_and_leases(make_study):
+    study = make_study()
+    attempt = started_attempt(study)
+    extended = attempt_extend(attempt_id=attempt.pk, seconds=600)
+    assert extended.deadline == attempt.deadline + timedelta(seconds=600)
+    assert set(extended.leases.values_list("expires_at", flat=True)) == {extended.deadline}
+
+
+def test_raters_cannot_drop_below_current_load(make_study):
+    study = make_study(n_items=3, per_participant=3, raters=2)
+    started_attempt(study, "a")
+    started_attempt(study, "b")
+    with pytest.raises(ValueError):
+        study_update(study_id=study.pk, raters=1)
