@@ -102,3 +102,25 @@ def roles_context(request) -> dict:
         "annotator_links": app_links(ANNOTATORS) if annotator else [],
         "researcher_links": app_links(RESEARCHERS) if researcher else [],
     }
+
+
+class ResearcherPermissionBackend:
+    """Staff = researchers: a researcher holds every model permission (the admin shows all models).
+
+    Authentication itself stays with Django's ModelBackend; this backend only answers
+    permission questions, so a password is never checked here.
+    """
+
+    def authenticate(self, request, **credentials):
+        return None
+
+    def has_perm(self, user_obj, perm, obj=None) -> bool:
+        return user_obj.is_active and is_researcher(user_obj)
+
+    def has_module_perms(self, user_obj, app_label) -> bool:
+        return user_obj.is_active and is_researcher(user_obj)
+
+
+def admin_site_has_permission(request) -> bool:
+    """The Django admin is for researchers (is_staff alone is not enough, and not required)."""
+    return request.user.is_active and is_researcher(request.user)

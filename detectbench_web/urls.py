@@ -4,7 +4,10 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from . import views
-from .roles import IsResearcher, IsAnnotator
+from .roles import IsAnnotator, admin_site_has_permission
+
+admin.site.has_permission = admin_site_has_permission
+admin.site.site_header = "DetectBench Web administration"
 
 urlpatterns = [
     path("", views.home, name="home"),

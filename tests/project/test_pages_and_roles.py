@@ -113,3 +113,19 @@ def test_api_schema_for_researchers(researcher_client):
 
 def test_healthz(client):
     assert client.get("/healthz").json() == {"ok": True}
+
+
+def test_admin_is_for_researchers_only(client, django_user_model, researcher, annotator):
+    research_only = django_user_model.objects.create_user("res2", password="x")  # not staff, not superuser
+    from django.contrib.auth.models import Group
+
+    research_only.groups.add(Group.objects.get(name="researchers"))
+    client.force_login(research_only)
+    page = client.get("/admin/")
+    assert page.status_code == 200 and b"Items" in page.content
+    assert client.get("/admin/annotation/item/").status_code == 200
+    staff_annotator = annotator
+    staff_annotator.is_staff = True
+    staff_annotator.save()
+    client.force_login(staff_annotator)
+    assert client.get("/admin/").status_code == 302  # staff without the researcher role is refused
