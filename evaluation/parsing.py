@@ -44,7 +44,7 @@ _HEADER = re.compile(
 )
 _KNOWN_RE = re.compile(rf"^(?:{_KNOWN})$", re.IGNORECASE)
 # `... so the answer is 2. ### Answer: 2` on one line: start a new line before `###`.
-_INLINE_HEADER = re.compile(r"(?<=\S)[ \t]*(?=#{2,6}[ \t]*(?:\*\*)?[ \t]*[A-Za-z])")
+_INLINE_HEADER = re.compile(r"(?<=[^\s#])[ \t]*(?=#{2,6}[ \t]*(?:\*\*)?[ \t]*[A-Za-z])")
 _MARKDOWN = re.compile(r"[*_`~]+")
 _MULTI = re.compile(r"^\s*[\[(]?\s*(\w{1,2})\s*[\])]?\s*(?:[/,|、&]|\bor\b|\band\b)\s*[\[(]?\s*(\w{1,2})\b", re.IGNORECASE)
 _LEADING = re.compile(

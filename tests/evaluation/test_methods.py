@@ -1,0 +1,228 @@
+"""Prompting methods, prompt rendering, option permutation, demonstrations, builtins and metrics (no database)."""
+import asyncio
+
+import pytest
+
+from evaluation import prompts
+from evaluation.builtins import builtin_reply, read_prompt
+from evaluation.methods import METHODS, Completion, get_method, longest_chain, majority_vote
+from evaluation.metrics import RowScore, bootstrap_ci, cost, summarize
+from evaluation.parsing import OK, parse_answer
+from evaluation.prompts import ItemView, choose_demonstrations, permutation, present
+
+ITEM = ItemView(
+    id=7, context="Tom came home at nine. The window was broken from inside. Mud was on the stairs.",
+    question="Who broke the window?", options=("Tom", "The thief", "The cat", "Nobody"), answer_index=0,
+    key_information=("The window was broken from inside", "Mud was on the stairs"),
+    reasoning="After correlating the clues:\nbroken from inside -> someone inside\nsomeone inside -> Tom",
+)
+DEMO = ItemView(id=3, context="Ann lost a ring.", question="Where is the ring?", options=("Sink", "Bag"),
+                answer_index=1, key_information=("lost a ring",), reasoning="ring -> bag")
+
+ISSUE_METHODS = {
+    "naive", "naive-3shot", "self-cot", "auto-cot-3shot", "self-consistency", "complexity-cot", "ps-cot",
+    "detective-thinking", "detective-thinking-multiround", "naive-key-info", "naive-key-info-3shot",
+    "naive-answer", "naive-answer-3shot", "free-text",
+}
+
+
+class Recorder:
+    """A scripted model: records every call and replies from a list (then repeats the last)."""
+
+    def __init__(self, *replies: str):
+        self.replies = list(replies) or ["### Key Information:\nMud was on the stairs\n### Answer: 1"]
+        self.calls: list[tuple[list, str]] = []
+
+    async def __call__(self, messages, call_key):
+        self.calls.append((messages, call_key))
+        text = self.replies[min(len(self.calls) - 1, len(self.replies) - 1)]
+        return Completion(text=text, tokens_in=10, tokens_out=5, latency_s=0.01)
+
+
+def solve(name, recorder, *, k=None, permute=False, demos=(DEMO, DEMO, DEMO)):
+    method = get_method(name)
+    shown = present(ITEM, seed=1, permute=permute)
+    shown_demos = tuple(present(d, seed=1, permute=permute) for d in demos)
+    return asyncio.run(method.solve(shown, shown_demos, recorder, k=k or method.default_k)), shown
+
+
+def test_registry_has_every_method_of_the_issue():
+    assert set(METHODS) == ISSUE_METHODS
+    for name, method in METHODS.items():
+        assert len(method.version()) == 12
+        with pytest.raises(ValueError):
+            get_method("no-such-method")
+
+
+def test_naive_prompt_follows_table_10_with_numbered_options():
+    recorder = Recorder()
+    outcome, _ = solve("naive", recorder)
+    (messages, key), = recorder.calls
+    text = messages[-1]["content"]
+    assert len(messages) == 1 and key == "main"
+    assert "### Context:\n" + ITEM.context in text
+    assert "### Options:\n1. Tom\n2. The thief\n3. The cat\n4. Nobody" in text
+    assert text.rstrip().endswith("### Answer:\n1/2/3/4")
+    assert outcome.answer.status == OK and outcome.answer.index == 0
+    assert outcome.key_information == "Mud was on the stairs"
+    assert outcome.tokens_in == 10 and outcome.tokens_out == 5
+
+
+def test_permutation_is_seeded_per_item_and_the_answer_is_remapped():
+    shown = present(ITEM, seed=5, permute=True)
+    assert shown.order == permutation(seed=5, item_id=7, count=4)
+    assert shown.options[shown.answer_shown] == "Tom"
+    assert shown.original_index(shown.answer_shown) == 0
+    assert present(ITEM, seed=5, permute=True).order == shown.order  # reproducible
+    orders = {permutation(seed=s, item_id=7, count=4) for s in range(30)}
+    assert len(orders) > 5
+    # Over many items the correct option lands first about a quarter of the time.
+    first = sum(permutation(seed=1, item_id=i, count=4)[0] == 0 for i in range(4000)) / 4000
+    assert 0.22 < first < 0.28
+
+
+def test_demonstrations_come_from_the_pool_by_seed_and_never_the_item_itself():
+    pool = list(range(1, 40))
+    demos = choose_demonstrations(pool_ids=pool, seed=3, exclude=5)
+    assert len(demos) == 3 and 5 not in demos
+    assert demos == choose_demonstrations(pool_ids=pool, seed=3, exclude=5)
+    assert choose_demonstrations(pool_ids=pool, seed=4, exclude=5) != demos
+    for exclude in pool:
+        assert exclude not in choose_demonstrations(pool_ids=pool, seed=3, exclude=exclude)
+
+
+def test_three_shot_methods_put_demonstrations_as_chat_turns():
+    recorder = Recorder()
+    solve("naive-3shot", recorder)
+    (messages, _), = recorder.calls
+    assert [m["role"] for m in messages] == ["user", "assistant"] * 3 + ["user"]
+    assert "### Answer:\n2" in messages[1]["content"]  # the demo's gold answer (option 2)
+    assert "lost a ring" in messages[1]["content"]  # ... and its gold key information
+
+
+def test_auto_cot_puts_worked_demonstrations_in_one_prompt():
+    recorder = Recorder()
+    solve("auto-cot-3shot", recorder)
+    (messages, _), = recorder.calls
+    assert len(messages) == 1
+    text = messages[0]["content"]
+    assert text.startswith("### Demonstration") and text.count("### Thought:\nring -> bag") == 3
+
+
+def test_extra_information_methods_give_key_information_or_answer():
+    recorder = Recorder()
+    solve("naive-key-info", recorder)
+    assert "### Key Information:\nThe window was broken from inside\nMud was on the stairs" in recorder.calls[0][0][0]["content"]
+    recorder = Recorder()
+    solve("naive-answer", recorder, permute=True)
+    shown = present(ITEM, seed=1, permute=True)
+    assert f"### Answer: {shown.answer_label}\n" in recorder.calls[0][0][0]["content"]
+
+
+def test_self_consistency_samples_k_times_and_votes():
+    recorder = Recorder("### Answer: 2", "### Key Information:\nx\n### Answer: 3", "### Answer: 3", "### Answer: 1/2", "### Answer: 2")
+    outcome, _ = solve("self-consistency", recorder, k=5)
+    assert [key for _, key in recorder.calls] == [f"sc-{i}" for i in range(5)]
+    assert outcome.answer.index == 1  # 2 and 3 tie with two votes each: the earliest (2) wins
+    recorder = Recorder("### Answer: 3", "### Key Information:\nthe mud\n### Answer: 4", "### Answer: 4")
+    outcome, _ = solve("self-consistency", recorder, k=3)
+    assert outcome.answer.index == 3 and outcome.key_information == "the mud"
+    assert len(outcome.exchanges) == 3
+
+
+def test_complexity_cot_answers_with_the_longest_chain():
+    recorder = Recorder("### Thought:\na\n### Answer: 1", "### Thought:\na\nb\nc\n### Answer: 2",
+                        "### Thought:\na\nb\n### Answer: 3", "### Key Information:\nk\n### Answer: 4")
+    outcome, _ = solve("complexity-cot", recorder, k=3)
+    assert [key for _, key in recorder.calls] == ["cot-0", "cot-1", "cot-2", "answer"]
+    final = recorder.calls[-1][0][0]["content"]
+    assert "### Chain of thought:\na\nb\nc\n" in final
+    assert outcome.answer.index == 3
+    assert longest_chain(["a\nb", "abcdef", "x\ny\n"]) == "x\ny\n"
+
+
+def test_detective_thinking_multiround_uses_successive_turns():
+    recorder = Recorder("### Clues:\nc", "### Connection:\nx", "### Thought:\nt", "### Summarize:\ns",
+                        "### Key Information:\nk\n### Answer: 2")
+    outcome, _ = solve("detective-thinking-multiround", recorder)
+    assert [key for _, key in recorder.calls] == ["mr-1", "mr-2", "mr-3", "mr-4", "mr-5"]
+    last_messages = recorder.calls[-1][0]
+    assert [m["role"] for m in last_messages] == ["user", "assistant"] * 4 + ["user"]
+    assert outcome.answer.index == 1 and len(outcome.exchanges) == 5
+
+
+def test_free_text_hides_the_options():
+    recorder = Recorder("### Key Information:\nthe mud\n### Answer:\nTom broke it.")
+    outcome, _ = solve("free-text", recorder)
+    text = recorder.calls[0][0][0]["content"]
+    assert "### Options" not in text and "The thief" not in text
+    assert outcome.answer is None and outcome.free_answer == "Tom broke it."
+
+
+def test_prompt_version_hashes_the_templates(monkeypatch):
+    before = get_method("naive").version()
+    assert before != get_method("naive-3shot").version()
+    monkeypatch.setattr(prompts, "template_text", lambda name: "changed {context}")
+    assert get_method("naive").version() != before
+
+
+def test_majority_vote():
+    assert majority_vote([None, 2, 1, 1, 2]) == 2
+    assert majority_vote([None, None]) is None
+
+
+# --- built-in models ---------------------------------------------------------
+
+def test_builtins_read_the_prompt_and_answer_in_the_format():
+    shown = present(ITEM, seed=1, permute=False)
+    messages = get_method("naive").messages(shown, ())
+    context, question, options = read_prompt(messages)
+    assert context == ITEM.context and question == ITEM.question and [t for _, t in options] == list(ITEM.options)
+    first = builtin_reply("first-option", messages, seed=0)
+    assert parse_answer(first, 4).index == 0
+    assert "### Key Information:" in first
+    randoms = {parse_answer(builtin_reply("random", messages, seed=s), 4).index for s in range(40)}
+    assert randoms == {0, 1, 2, 3}
+    assert builtin_reply("random", messages, seed=3) == builtin_reply("random", messages, seed=3)
+    lexical = builtin_reply("lexical", messages, seed=0)
+    assert parse_answer(lexical, 4).status == OK
+    with pytest.raises(ValueError):
+        builtin_reply("gpt-9", messages, seed=0)
+
+
+def test_builtins_answer_for_the_item_not_the_demonstrations():
+    shown = present(ITEM, seed=1, permute=True)
+    messages = get_method("auto-cot-3shot").messages(shown, (present(DEMO, seed=1, permute=False),) * 3)
+    _, _, options = read_prompt(messages)
+    assert [t for _, t in options] == shown.options
+
+
+# --- metrics -----------------------------------------------------------------
+
+def test_summarize_counts_parse_failures_wrong_and_errors_apart():
+    rows = [
+        RowScore(1, True, "ok", 0.5, True), RowScore(2, False, "ok", 0.1, False),
+        RowScore(3, False, "missing", 0.0, True), RowScore(4, None, "", None, False, error=True),
+    ]
+    m = summarize(rows)
+    assert (m.n, m.errors, m.correct) == (3, 1, 1)
+    assert m.accuracy == pytest.approx(1 / 3)
+    assert m.accuracy_parsed == pytest.approx(1 / 2)
+    assert m.parse_failures == 1 and m.parse_failure_rate == pytest.approx(1 / 3)
+    assert m.keyinfo == pytest.approx(0.2)
+    assert m.first_option_baseline == pytest.approx(2 / 3)
+
+
+def test_bootstrap_interval_is_seeded_and_brackets_the_mean():
+    groups = [[1.0]] * 60 + [[0.0]] * 40
+    low, high = bootstrap_ci(groups)
+    assert (low, high) == bootstrap_ci(groups)
+    assert low < 0.6 < high and high - low < 0.25
+    # Binomial standard error at p=.6, n=100 is ~0.049: the 95% interval is about +-0.096.
+    assert high - low == pytest.approx(2 * 1.96 * 0.049, abs=0.03)
+    assert bootstrap_ci([]) == (None, None)
+
+
+def test_cost_only_with_a_price():
+    assert cost(tokens_in=1_000_000, tokens_out=500_000, price_in_per_mtok=None, price_out_per_mtok=None) is None
+    assert cost(tokens_in=1_000_000, tokens_out=500_000, price_in_per_mtok=2, price_out_per_mtok=8) == pytest.approx(6.0)
