@@ -18,6 +18,9 @@ class StudyForm(forms.ModelForm):
                     "Overrides the sample."),
     )
 
+    completion_url = forms.URLField(required=False, assume_scheme="https", label=_("Completion URL"),
+                                    help_text=_("Redirect after the last answer (Prolific style)."))
+
     class Meta:
         model = Study
         fields = [

@@ -283,6 +283,7 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
                                              shown_at=shown_at)
     if not Lease.objects.filter(attempt=attempt, status=LeaseStatus.ACTIVE).exists():
         Attempt.objects.filter(pk=attempt.pk).update(status=AttemptStatus.FINISHED, ended_at=now)
+        attempt.status, attempt.ended_at = AttemptStatus.FINISHED, now
     return response
 
 

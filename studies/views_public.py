@@ -162,7 +162,7 @@ def answer_view(request, token: str):
     except ValueError:
         highlights = None
     try:
-        services.response_submit(
+        response = services.response_submit(
             token=token, position=request.POST.get("position"), chosen_option=request.POST.get("chosen_option"),
             confidence=request.POST.get("confidence") or None, highlights=highlights,
         )
@@ -182,7 +182,7 @@ def answer_view(request, token: str):
         template = "studies/public/question.html#question" if request.htmx else "studies/public/question.html"
         return _render(request, attempt.study, template,
                        _question_context(attempt, question, errors=invalid.errors), status=400)
-    attempt = _attempt_or_404(token)
+    attempt = response.attempt  # locked and re-read by the service; finished if that was the last answer
     if request.htmx and attempt.status == AttemptStatus.STARTED:
         question = services.question_open(attempt=attempt)
         if question is not None:
