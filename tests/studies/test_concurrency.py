@@ -1,0 +1,83 @@
+"""Real HTTP against a real threaded server (pytest-django live_server) with concurrent bots."""
+from collections import Counter, defaultdict
+from datetime import timedelta
+
+import httpx
+import pytest
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from studies.bots import StudyBot, run_bots, summarize
+from studies.models import Attempt, AttemptStatus, Lease, LeaseStatus, Response, StudyItem
+from studies.selectors import study_export_rows
+from studies.services import attempts_sweep, study_create
+
+from .conftest import import_items
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _study(detectbench_dir, n_items, **fields):
+    ids = import_items(detectbench_dir, n_items)
+    return study_create(slug=fields.pop("slug", "load"), item_ids=ids, status="open", completion_code="DONE-42",
+                        **fields)
+
+
+def test_sixty_bots_at_once_fill_exactly_fifty_attempts(live_server, detectbench_dir):
+    study = _study(detectbench_dir, 250, per_participant=15, raters=3, time_limit_seconds=3600)
+    results = run_bots(live_server.url, study.slug, 60, start_together=True, reload_each_question=False)
+    summary = summarize(results)
+    print("\n60 bots:", summary)
+    outcomes = Counter(r.outcome for r in results)
+    assert outcomes == {"complete": 50, "full": 10}, [r.message for r in results if r.outcome == "error"][:3]
+    assert all(r.completion_code == "DONE-42" for r in results if r.outcome == "complete")
+    assert Attempt.objects.filter(study=study, status=AttemptStatus.FINISHED).count() == 50
+    assert Attempt.objects.filter(study=study, status=AttemptStatus.FULL).count() == 10
+    per_item = Response.objects.filter(attempt__study=study).values("item").annotate(
+        n=Count("id"), raters=Count("attempt", distinct=True))
+    assert len(per_item) == 250
+    assert {(row["n"], row["raters"]) for row in per_item} == {(3, 3)}
+    assert set(StudyItem.objects.filter(study=study).values_list("load", flat=True)) == {3}
+    for attempt in Attempt.objects.filter(study=study, status=AttemptStatus.FINISHED):
+        assert attempt.responses.values("item").distinct().count() == 15
+    # Never more than `raters` answers + running leases per item (also a CHECK constraint in the database).
+    live = Lease.objects.filter(attempt__study=study).exclude(status__in=[LeaseStatus.RELEASED, LeaseStatus.TIMED_OUT])
+    assert max(Counter(live.values_list("item_id", flat=True)).values()) == 3
+
+
+def test_dropout_after_five_answers_hands_ten_items_to_the_next_bot(live_server, detectbench_dir):
+    study = _study(detectbench_dir, 250, per_participant=15, raters=3, time_limit_seconds=3600, slug="drop")
+    quitter = StudyBot(live_server.url, study.slug, "quitter", stop_after=5).run()
+    assert quitter.outcome == "stopped" and quitter.answered == 5
+    attempt = Attempt.objects.get(token=quitter.token)
+    unanswered = set(attempt.leases.filter(status=LeaseStatus.ACTIVE).values_list("item_id", flat=True))
+    assert len(unanswered) == 10
+    # Its deadline passes with the "browser" gone; the sweep closes it.
+    Attempt.objects.filter(pk=attempt.pk).update(deadline=timezone.now() - timedelta(minutes=1))
+    assert attempts_sweep() == [attempt.pk]
+    nxt = StudyBot(live_server.url, study.slug, "next").run()
+    assert nxt.outcome == "complete"
+    got = set(Attempt.objects.get(token=nxt.token).responses.values_list("item_id", flat=True))
+    assert unanswered <= got
+    rows = [r for r in study_export_rows(study) if r["attempt_id"] == attempt.pk]
+    assert sum(r["record"] == "response" for r in rows) == 5
+    assert {r["attempt_status"] for r in rows} == {"expired"}
+
+
+def test_late_answer_over_http_is_refused_with_409(live_server, detectbench_dir):
+    study = _study(detectbench_dir, 10, per_participant=3, raters=1, time_limit_seconds=60, grace_seconds=1,
+                   slug="late")
+    bot = StudyBot(live_server.url, study.slug, "slow", stop_after=1)
+    result = bot.run()
+    attempt = Attempt.objects.get(token=result.token)
+    Attempt.objects.filter(pk=attempt.pk).update(deadline=timezone.now() - timedelta(seconds=5))
+    with httpx.Client(base_url=live_server.url) as client:
+        client.get(f"/s/{study.slug}/")
+        csrf = client.cookies["csrftoken"]
+        position = attempt.leases.filter(status=LeaseStatus.ACTIVE).order_by("position").first().position
+        response = client.post(f"/s/a/{attempt.token}/answer/", headers={"X-CSRFToken": csrf, "HX-Request": "true"},
+                               data={"position": position, "chosen_option": 0, "highlights": "[]"})
+    assert response.status_code == 409
+    assert "Answers after the deadline are not accepted." in response.text
+    attempt.refresh_from_db()
+    assert attempt.status == AttemptStatus.EXPIRED and attempt.refused_answers.filter(reason="late").exists()
