@@ -1,0 +1,146 @@
+"""Researcher pages and API: roles, setup, monitor, results, exports."""
+import csv
+import io
+import json
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from annotation.models import Item
+from studies.models import Attempt, AttemptStatus, Response, Study
+from studies.services import question_open, response_submit
+
+from .conftest import started_attempt
+
+
+def _answer_all(attempt, options, highlight=True):
+    for option in options:
+        q = question_open(attempt=attempt)
+        if q is None:
+            return
+        ctx = q.lease.item.context
+        response_submit(token=attempt.token, position=q.lease.position, chosen_option=option,
+                        highlights=[{"start": 0, "end": 40, "text": ctx[:40]}] if highlight else [])
+
+
+@pytest.fixture
+def finished_study(make_study):
+    """9 items x 2 raters, 3 per participant: 3 finished, 1 expired after one answer, 1 running."""
+    study = make_study(n_items=9, per_participant=3, raters=2, bonus_per_correct="0.25", slug="res")
+    for pid, options in [("A", [0, 0, 0]), ("B", [1, 1, 1]), ("C", [0, 1, 0])]:
+        _answer_all(started_attempt(study, pid), options)
+    dropout = started_attempt(study, "D")
+    _answer_all(dropout, [0])
+    from studies.services import attempt_expire
+
+    attempt_expire(attempt_id=dropout.pk)
+    started_attempt(study, "E")  # running
+    return study
+
+
+def test_pages_need_the_researcher_role(client, annotator_client, make_study):
+    study = make_study(slug="roles")
+    for name, args in [("study_list", []), ("study_create", []), ("study_monitor", [study.slug]),
+                       ("study_results", [study.slug]), ("study_edit", [study.slug])]:
+        url = reverse(f"studies:{name}", args=args)
+        assert annotator_client.get(url).status_code == 403
+    client.logout()
+    assert client.get(reverse("studies:study_list")).status_code == 302
+    assert client.get("/api/studies/").status_code in (401, 403)
+
+
+def test_nav_link_for_researchers(researcher_client):
+    assert reverse("studies:study_list").encode() in researcher_client.get("/").content
+
+
+def test_create_study_from_a_seeded_sample_and_edit(researcher_client, items):
+    items(30)
+    data = {
+        "slug": "pilot", "title": "Pilot", "status": "open", "pool_split": "test", "pool_sample": 20, "seed": 7,
+        "per_participant": 5, "raters": 3, "time_limit_seconds": 3600, "grace_seconds": 5, "language": "",
+        "consent_text": "You agree.", "instructions": "Read carefully.", "bonus_per_correct": "0.10",
+        "bonus_currency": "GBP", "completion_code": "PILOT1", "completion_url": "https://example.org/done",
+    }
+    response = researcher_client.post(reverse("studies:study_create"), data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    study = Study.objects.get(slug="pilot")
+    assert study.pool.count() == 20 and set(study.pool.values_list("quota", flat=True)) == {3}
+    ids = list(Item.objects.order_by("id").values_list("external_id", flat=True)[:4])
+    edit = researcher_client.post(reverse("studies:study_edit", args=["pilot"]),
+                                  {**data, "pool_items": " ".join(ids), "per_participant": 2})
+    assert edit.status_code == 302
+    study.refresh_from_db()
+    assert study.per_participant == 2 and study.pool.count() == 4
+    bad = researcher_client.post(reverse("studies:study_edit", args=["pilot"]), {**data, "pool_items": "nope-1"})
+    assert bad.status_code == 200 and b"Unknown items" in bad.content
+
+
+def test_monitor_shows_attempts_and_item_counts_and_polls_with_htmx(researcher_client, finished_study):
+    url = reverse("studies:study_monitor", args=[finished_study.slug])
+    page = researcher_client.get(url).content.decode()
+    assert 'hx-trigger="every 5s"' in page and "3/3" in page and "1/3" in page
+    with CaptureQueriesContext(connection) as queries:
+        partial = researcher_client.get(url, HTTP_HX_REQUEST="true")
+    assert partial.status_code == 200 and b"<html" not in partial.content
+    assert len(queries) <= 10
+
+
+def test_extend_and_expire_buttons(researcher_client, finished_study):
+    running = Attempt.objects.get(study=finished_study, external_participant_id="E")
+    before = running.deadline
+    researcher_client.post(reverse("studies:attempt_extend", args=[finished_study.slug, running.pk]), {"minutes": 10})
+    running.refresh_from_db()
+    assert (running.deadline - before).total_seconds() == 600
+    researcher_client.post(reverse("studies:attempt_expire", args=[finished_study.slug, running.pk]))
+    running.refresh_from_db()
+    assert running.status == AttemptStatus.EXPIRED
+
+
+def test_results_table3_kappa_keyinfo_time_and_bonus(researcher_client, finished_study):
+    from studies.selectors import study_results
+
+    results = study_results(finished_study)
+    assert results.table3.n == 4  # A, B, C finished, D expired with one answer (E has none)
+    accs = [p.accuracy for p in results.participants if p.accuracy is not None]
+    assert results.table3.top == max(accs) and results.table3.lowest == min(accs)
+    assert results.kappa_items == sum(1 for i in results.items if len(i.chosen) == 2)
+    assert results.keyinfo is not None and 0 <= results.keyinfo <= 1
+    assert results.median_seconds is not None and results.time_svg.startswith("<svg")
+    a = next(p for p in results.participants if p.attempt.external_participant_id == "A")
+    assert a.bonus == a.correct * finished_study.bonus_per_correct
+    page = researcher_client.get(reverse("studies:study_results", args=[finished_study.slug])).content.decode()
+    assert "Top accuracy" in page and "Fleiss" in page and "<svg" in page
+
+
+def test_exports_have_every_answer_highlight_timing_flag_and_unfinished_attempts(researcher_client, finished_study):
+    csv_body = b"".join(researcher_client.get(
+        reverse("studies:study_export", args=[finished_study.slug, "csv"])).streaming_content).decode()
+    rows = list(csv.DictReader(io.StringIO(csv_body)))
+    responses = [r for r in rows if r["record"] == "response"]
+    assert len(responses) == Response.objects.filter(attempt__study=finished_study).count() == 10
+    assert {r["attempt_status"] for r in responses} == {"finished", "expired"}
+    assert all(json.loads(r["highlights"]) and r["shown_at"] and r["answered_at"] and r["seconds"] for r in responses)
+    assert any(r["record"] == "lease" and r["attempt_status"] == "started" for r in rows)
+    data = json.loads(researcher_client.get(reverse("studies:study_export", args=[finished_study.slug, "json"])).content)
+    assert {a["participant_id"] for a in data["attempts"]} == {"A", "B", "C", "D", "E"}
+    assert len([r for r in data["rows"] if r["record"] == "response"]) == 10
+    api = researcher_client.get(f"/api/studies/{finished_study.slug}/export/").json()
+    assert len(api["rows"]) == len(data["rows"])
+    assert researcher_client.get(f"/api/studies/{finished_study.slug}/attempts/").json()["count"] == 5
+    assert researcher_client.get("/api/studies/").json()["results"][0]["slug"] == finished_study.slug
+
+
+def test_kappa_over_items_with_all_three_raters(make_study):
+    from studies.selectors import study_results
+    from studies.stats import category_table, fleiss_kappa
+
+    study = make_study(n_items=3, per_participant=3, raters=3, slug="kappa")
+    for pid, options in [("A", [0, 0, 0]), ("B", [0, 1, 0]), ("C", [0, 1, 2])]:
+        _answer_all(started_attempt(study, pid), options)
+    results = study_results(study)
+    by_item = [sorted(i.chosen) for i in results.items]
+    assert results.kappa_items == 3
+    n_options = max(len(i.study_item.item.options) for i in results.items)
+    assert results.kappa == pytest.approx(fleiss_kappa(category_table(by_item, n_options)))
