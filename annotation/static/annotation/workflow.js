@@ -1,0 +1,55 @@
+/* Annotation workflow: keyboard shortcuts and picking clue text in the context. No dependencies besides htmx. */
+(function () {
+  "use strict";
+
+  function typing(event) {
+    var t = event.target;
+    return t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName)) && t.type !== "checkbox" && t.type !== "radio";
+  }
+
+  /* Shortcuts: any element with data-key="x" is clicked when x is pressed (outside text fields). */
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey || typing(event)) { return; }
+    var target = document.querySelector('[data-key="' + CSS.escape(event.key.toLowerCase()) + '"]');
+    if (!target) { return; }
+    event.preventDefault();
+    target.click();
+  });
+
+  /* Clue-graph screen: "Pick in context" arms a clue; selecting text in the context replaces it. */
+  var armed = null;
+
+  function offsetWithin(root, node, offset) {
+    var range = document.createRange();
+    range.setStart(root, 0);
+    range.setEnd(node, offset);
+    return range.toString().length;
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-pick-clue]");
+    if (!button) { return; }
+    armed = button.getAttribute("data-pick-clue");
+    var ctx = document.getElementById("cg-context");
+    if (ctx) { ctx.classList.add("picking"); }
+    var hint = document.getElementById("pick-hint");
+    if (hint) { hint.textContent = "Select the words of clue " + (Number(armed) + 1) + " in the context."; }
+  });
+
+  document.addEventListener("mouseup", function () {
+    var ctx = document.getElementById("cg-context");
+    if (armed === null || !ctx) { return; }
+    var selection = window.getSelection();
+    if (!selection || selection.isCollapsed || selection.rangeCount === 0) { return; }
+    var range = selection.getRangeAt(0);
+    if (!ctx.contains(range.startContainer) || !ctx.contains(range.endContainer)) { return; }
+    document.getElementById("fix-clue").value = armed;
+    document.getElementById("fix-start").value = offsetWithin(ctx, range.startContainer, range.startOffset);
+    document.getElementById("fix-end").value = offsetWithin(ctx, range.endContainer, range.endOffset);
+    document.getElementById("fix-text").value = selection.toString();
+    armed = null;
+    ctx.classList.remove("picking");
+    selection.removeAllRanges();
+    document.getElementById("fix-selection").click();
+  });
+})();
