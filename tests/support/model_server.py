@@ -176,7 +176,7 @@ class ModelServer:
         if path == "/_config" and method == "POST":
             self.configure(**json.loads(body or b"{}"))
             return 200, json.dumps(asdict(self.config)).encode(), {}
-        if method == "POST" and path.endswith("/chat/completions"):
+        if method == "POST" and path in ("/v1/chat/completions", "/chat/completions"):
             return await self._chat(body)
         return 404, b'{"error": {"message": "not found"}}', {}
 
