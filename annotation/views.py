@@ -237,6 +237,9 @@ def rewrite_view(request, pk: int):
                 conflict = _conflict(exc.item, base_version)
                 status = 409
                 item = exc.item
+                # The next save, made after seeing the other change, starts from the stored version.
+                form = RewriteForm({**request.POST.dict(), "base_version": item.version})
+                form.is_valid()
             except (ValidationError, services.WorkflowError) as exc:
                 form.add_error(None, "; ".join(getattr(exc, "messages", [str(exc)])))
                 status = 400
@@ -414,6 +417,7 @@ def clue_graph_view(request, pk: int):
             _save_graph_draft(request, item, graph, base_version)
             conflict = _conflict(exc.item, base_version)
             item, status = exc.item, 409
+            base_version = item.version  # saving again, after seeing the diff, starts from the stored version
         except (ValidationError, services.WorkflowError) as exc:
             error, status = "; ".join(getattr(exc, "messages", [str(exc)])), 400
         else:

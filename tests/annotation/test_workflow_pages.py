@@ -144,6 +144,7 @@ def test_two_editors_second_save_is_refused_with_the_conflict_and_nothing_is_los
     item.refresh_from_db()
     assert item.question == "Who really entered the study?"
     # After looking at the conflict the second editor saves on top of the new version.
+    assert f'name="base_version" value="{item.version}"' in page
     r3 = second.post(url, _rewrite_post(item, item.version, question="Who came into the locked study?"))
     assert r3.status_code == 302
     authors = list(ItemRevision.objects.filter(item=item).order_by("number").values_list("author__username", flat=True))

@@ -1,0 +1,187 @@
+"""REST API of the curation workflow (token or session auth; annotators and researchers)."""
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from detectbench_web.roles import IsAnnotator
+
+from . import services
+from .graph_editing import EditableStep, editable_graph
+from .models import CRITERIA, Decision, Item, ItemRevision, Stage
+from .selectors import item_list
+
+
+class ItemSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Item
+        fields = ("id", "source", "external_id", "split", "status", "version", "context", "question", "options",
+                  "answer_index", "evidence", "reasoning", "question_type", "updated_at")
+
+
+class RevisionSerializer(serializers.ModelSerializer):
+    author = serializers.CharField(source="author.username", default=None, read_only=True)
+
+    class Meta:
+        model = ItemRevision
+        fields = ("number", "author", "created_at", "stage", "note", "changed_fields", "snapshot")
+
+
+class VerificationInSerializer(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=Decision.choices)
+    criteria = serializers.ListField(child=serializers.ChoiceField(choices=CRITERIA), required=False, default=list)
+    comment = serializers.CharField(required=False, allow_blank=True, default="")
+    item_version = serializers.IntegerField(min_value=1)
+
+
+class VerificationOutSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    decision = serializers.CharField()
+    criteria = serializers.ListField(child=serializers.CharField())
+    item_status = serializers.CharField()
+
+
+class ClueSerializer(serializers.Serializer):
+    text = serializers.CharField()
+    implication = serializers.CharField(allow_blank=True)
+
+
+class StepSerializer(serializers.Serializer):
+    inputs = serializers.ListField(child=serializers.CharField(), min_length=1)
+    output = serializers.CharField()
+
+
+class ClueGraphInSerializer(serializers.Serializer):
+    base_version = serializers.IntegerField(min_value=1)
+    clues = ClueSerializer(many=True)
+    steps = StepSerializer(many=True)
+    note = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class ConflictSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    current_version = serializers.IntegerField()
+    current = ItemSerializer()
+
+
+class NextItemInSerializer(serializers.Serializer):
+    stage = serializers.ChoiceField(choices=Stage.choices)
+
+
+class LeaseSerializer(serializers.Serializer):
+    assignment = serializers.IntegerField(source="pk")
+    item = ItemSerializer()
+    stage = serializers.CharField()
+    expires_at = serializers.DateTimeField()
+
+
+def _conflict(exc: services.StaleVersion) -> Response:
+    return Response({"detail": str(exc), "current_version": exc.item.version, "current": ItemSerializer(exc.item).data},
+                    status=status.HTTP_409_CONFLICT)
+
+
+@extend_schema(tags=["annotation"], parameters=[
+    OpenApiParameter("status", str, description="Filter by status"),
+    OpenApiParameter("split", str, description="Filter by split"),
+    OpenApiParameter("source", str, description="Filter by source")])
+class ItemListApi(generics.ListAPIView):
+    """Items with their content and curation state."""
+
+    permission_classes = [IsAnnotator]
+    serializer_class = ItemSerializer
+
+    def get_queryset(self):
+        params = self.request.query_params
+        return item_list(status=params.get("status") or None, split=params.get("split") or None,
+                         source=params.get("source") or None).order_by("pk")
+
+
+@extend_schema(tags=["annotation"])
+class ItemDetailApi(generics.RetrieveAPIView):
+    permission_classes = [IsAnnotator]
+    serializer_class = ItemSerializer
+    queryset = Item.objects.all()
+
+
+@extend_schema(tags=["annotation"])
+class ItemRevisionListApi(generics.ListAPIView):
+    """The item's revisions, newest first."""
+
+    permission_classes = [IsAnnotator]
+    serializer_class = RevisionSerializer
+
+    def get_queryset(self):
+        item = get_object_or_404(Item, pk=self.kwargs["pk"])
+        return item.revisions.select_related("author").order_by("-number")
+
+
+class VerificationSubmitApi(APIView):
+    permission_classes = [IsAnnotator]
+
+    @extend_schema(tags=["annotation"], request=VerificationInSerializer,
+                   responses={201: VerificationOutSerializer, 400: OpenApiResponse(description="invalid decision"),
+                              409: OpenApiResponse(description="no free slot or already verified")})
+    def post(self, request, pk: int):
+        """Submit a keep/delete decision with the Table-7 criteria for an item in verification."""
+        item = get_object_or_404(Item, pk=pk)
+        data = VerificationInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            verdict = services.verification_submit(item_id=item.pk, user=request.user, **data.validated_data)
+        except DjangoValidationError as exc:
+            return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
+        except services.WorkflowError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        item.refresh_from_db()
+        return Response(VerificationOutSerializer({"id": verdict.pk, "decision": verdict.decision,
+                                                   "criteria": verdict.criteria, "item_status": item.status}).data,
+                        status=status.HTTP_201_CREATED)
+
+
+class ClueGraphSubmitApi(APIView):
+    permission_classes = [IsAnnotator]
+
+    @extend_schema(tags=["annotation"], request=ClueGraphInSerializer,
+                   responses={200: ItemSerializer, 400: OpenApiResponse(description="invalid graph"),
+                              409: ConflictSerializer})
+    def post(self, request, pk: int):
+        """Replace an item's clue graph (written back as official evidence / multi_hop_reasoning).
+
+        Refused with 409 and the current item when `base_version` is not the stored version.
+        """
+        item = get_object_or_404(Item, pk=pk)
+        data = ClueGraphInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        graph = editable_graph(item.evidence, item.reasoning)
+        headers = [s.header for s in graph.steps]
+        graph.clues = [(c["text"], c["implication"]) for c in data.validated_data["clues"]]
+        graph.steps = [EditableStep(list(s["inputs"]), s["output"], headers[i] if i < len(headers) else None)
+                       for i, s in enumerate(data.validated_data["steps"])]
+        try:
+            saved = services.clue_graph_save(item_id=item.pk, base_version=data.validated_data["base_version"],
+                                             graph=graph, user=request.user,
+                                             note=data.validated_data["note"] or "clue graph submitted via API")
+        except services.StaleVersion as exc:
+            return _conflict(exc)
+        except DjangoValidationError as exc:
+            return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(ItemSerializer(saved).data)
+
+
+class NextItemApi(APIView):
+    permission_classes = [IsAnnotator]
+
+    @extend_schema(tags=["annotation"], request=NextItemInSerializer,
+                   responses={200: LeaseSerializer, 204: OpenApiResponse(description="the queue is empty")})
+    def post(self, request):
+        """Lease the next item of a stage (the same lease again while it is live)."""
+        data = NextItemInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        lease = services.lease_next(user=request.user, stage=data.validated_data["stage"])
+        if lease is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(LeaseSerializer(lease).data)
