@@ -25,6 +25,7 @@ class ItemSerializer(serializers.ModelSerializer):
 
 class RevisionSerializer(serializers.ModelSerializer):
     author = serializers.CharField(source="author.username", default=None, read_only=True)
+    stage = serializers.CharField(read_only=True, help_text="The item status in which the change was made.")
 
     class Meta:
         model = ItemRevision
