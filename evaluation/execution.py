@@ -69,7 +69,7 @@ def make_limiter(endpoint: ModelEndpoint) -> Limiter:
     redis_url = getattr(settings, "REDIS_URL", "") or os.environ.get("REDIS_URL", "")
     if redis_url:
         return RedisLimiter(redis_url=redis_url, key=f"endpoint-{endpoint.pk}", limit=endpoint.max_concurrency,
-                            requests_per_minute=endpoint.requests_per_minute, lease_s=endpoint.timeout_s + 30)
+                            requests_per_minute=endpoint.requests_per_minute)
     directory = Path(getattr(settings, "VAR_DIR", "var")) / "limiter" / f"endpoint-{endpoint.pk}"
     return FileLimiter(directory=directory, limit=endpoint.max_concurrency,
                        requests_per_minute=endpoint.requests_per_minute)

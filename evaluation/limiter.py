@@ -2,8 +2,8 @@
 
 - :class:`RedisLimiter` (REDIS_URL set): a lease semaphore in a Redis sorted set.
   Each request holds a lease (member = a random token, score = expiry time from
-  Redis' clock); acquiring first drops expired leases, so slots held by a worker
-  killed with SIGKILL come back after ``lease_s``. An optional requests-per-minute
+  Redis' clock), renewed while the request runs; acquiring first drops expired
+  leases, so slots held by a worker killed with SIGKILL come back after ``lease_s``. An optional requests-per-minute
   window lives in a second sorted set. Both checks run in one Lua script (atomic).
 - :class:`FileLimiter` (embedded mode, no Redis): N slot files locked with
   ``flock``; the kernel releases a dead process's locks at once. Requests-per-minute
@@ -75,9 +75,15 @@ async def _pause(waited: int) -> None:
     await asyncio.sleep(min(0.05, 0.002 * (1.5 ** min(waited, 10))) * random.uniform(0.5, 1.5))
 
 
+DEFAULT_LEASE_S = float(os.environ.get("EVALUATION_LIMITER_LEASE_S", "10"))
+
+
 class RedisLimiter(Limiter):
+    """Leases are short (``lease_s``) and renewed every ``lease_s / 3`` while held, so a
+    long request keeps its slot and a dead worker's slots come back within ``lease_s``."""
+
     def __init__(self, *, redis_url: str, key: str, limit: int, requests_per_minute: int | None = None,
-                 lease_s: float = 120.0):
+                 lease_s: float = DEFAULT_LEASE_S):
         super().__init__(limit=limit, requests_per_minute=requests_per_minute)
         import redis.asyncio as aioredis
 
@@ -86,6 +92,16 @@ class RedisLimiter(Limiter):
         self.slots_key = f"evaluation:limiter:{key}:slots"
         self.rate_key = f"evaluation:limiter:{key}:rate"
         self.lease_s = lease_s
+        self._held: set[str] = set()
+        self._renewer: asyncio.Task | None = None
+
+    async def _renew(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease_s / 3)
+            if self._held:
+                seconds, micros = await self._redis.time()
+                expiry = seconds + micros / 1_000_000 + self.lease_s
+                await self._redis.zadd(self.slots_key, {token: expiry for token in self._held}, xx=True)
 
     async def _acquire(self) -> str:
         token = uuid.uuid4().hex
@@ -94,6 +110,9 @@ class RedisLimiter(Limiter):
             granted = await self._script(keys=[self.slots_key, self.rate_key],
                                          args=[token, self.limit, self.lease_s, self.rpm])
             if int(granted) == 1:
+                self._held.add(token)
+                if self._renewer is None:
+                    self._renewer = asyncio.create_task(self._renew())
                 return token
             if int(granted) == -1:  # the per-minute budget is spent: wait longer
                 await asyncio.sleep(random.uniform(0.2, 0.5))
@@ -102,12 +121,17 @@ class RedisLimiter(Limiter):
             waited += 1
 
     async def _release(self, token: str) -> None:
+        self._held.discard(token)
         await self._redis.zrem(self.slots_key, token)
 
     async def in_use(self) -> int:
         return int(await self._redis.zcard(self.slots_key))
 
     async def close(self) -> None:
+        if self._renewer is not None:
+            self._renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewer
         await self._redis.aclose()
 
 

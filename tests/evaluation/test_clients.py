@@ -110,7 +110,8 @@ def test_redis_limiter_lease_of_a_dead_worker_expires():
 
     async def go():
         dead = RedisLimiter(redis_url=settings.REDIS_URL, key=key, limit=1, lease_s=0.5)
-        await dead._acquire()  # taken and never released: the worker "died"
+        await dead._acquire()  # taken and never released ...
+        dead._renewer.cancel()  # ... nor renewed: the worker "died"
         alive = RedisLimiter(redis_url=settings.REDIS_URL, key=key, limit=1, lease_s=0.5)
         started = time.monotonic()
         async with alive.slot():
@@ -156,3 +157,19 @@ def test_file_limiter_for_the_embedded_mode(tmp_path):
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     assert FileLimiter(directory=tmp_path, limit=2)._try_lock() is not None
+
+
+def test_redis_lease_is_renewed_while_a_long_request_holds_it():
+    key = f"test-renew-{time.time_ns()}"
+
+    async def go():
+        holder = RedisLimiter(redis_url=settings.REDIS_URL, key=key, limit=1, lease_s=0.3)
+        other = RedisLimiter(redis_url=settings.REDIS_URL, key=key, limit=1, lease_s=0.3)
+        async with holder.slot():
+            with pytest.raises(asyncio.TimeoutError):  # 1 s > 3 leases: renewal keeps the slot taken
+                await asyncio.wait_for(other._acquire(), 1.0)
+        async with other.slot():
+            pass
+        await holder.close(), await other.close()
+
+    asyncio.run(go())
