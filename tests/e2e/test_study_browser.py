@@ -1,0 +1,101 @@
+"""A participant completes a short study in Debian's chromium: mouse highlighting, htmx answers, reload resumes."""
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from studies.models import Attempt, AttemptStatus, Response
+from studies.services import study_create
+from tests.studies.conftest import import_items
+
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs an event loop in this thread
+CHROMIUM = Path("/usr/bin/chromium")
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed at /usr/bin/chromium"),
+]
+
+
+@pytest.fixture
+def browser_page():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--no-first-run", "--disable-sync"],
+        )
+        page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
+        page.set_default_timeout(15000)
+        page.on("pageerror", lambda e: print("pageerror:", e))
+        yield page
+        browser.close()
+
+
+def _select_by_mouse(page, fraction_from=0.05, fraction_to=0.6):
+    box = page.locator("#context").bounding_box()
+    y = box["y"] + 30  # first line of text, below the padding
+    page.mouse.move(box["x"] + box["width"] * fraction_from, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * fraction_to, y, steps=8)
+    page.mouse.up()
+
+
+def test_participant_completes_study_with_highlights_and_reload_resumes(live_server, detectbench_dir, browser_page):
+    ids = import_items(detectbench_dir, 4)
+    study = study_create(slug="browser", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
+                         status="open", completion_code="BROWSER-OK", bonus_per_correct="1.00",
+                         consent_text="Please agree.")
+    page = browser_page
+    page.goto(f"{live_server.url}/s/browser/?PROLIFIC_PID=pw-1&STUDY_ID=s&SESSION_ID=x")
+    page.check("input[name=consent]")
+    page.click("button[type=submit]")
+    page.click("#start")
+    page.wait_for_selector("#question")
+
+    # Highlight by mouse, remove it, highlight again.
+    _select_by_mouse(page)
+    page.wait_for_selector("#context mark.clue")
+    assert page.locator("[data-highlight-list] li").count() == 1
+    page.click(".remove-highlight")
+    assert page.locator("#context mark.clue").count() == 0
+    _select_by_mouse(page, 0.1, 0.5)
+    marked = page.locator("#context mark.clue").inner_text()
+    assert len(marked) > 3
+
+    # Reload mid-way: same attempt, same server-owned remaining time, highlight draft kept.
+    before = int(page.locator("[data-seconds-left]").get_attribute("data-seconds-left"))
+    t0 = time.monotonic()
+    page.reload()
+    page.wait_for_selector("#question")
+    after = int(page.locator("[data-seconds-left]").get_attribute("data-seconds-left"))
+    elapsed = time.monotonic() - t0
+    assert before - elapsed - 2 <= after <= before
+    shown = page.locator("[data-seconds-left]").inner_text()
+    assert re.match(r"\d+:\d\d", shown)
+    assert page.locator("#context mark.clue").count() == 1
+
+    page.locator("input[name=chosen_option]").first.check()
+    page.select_option("select[name=confidence]", "4")
+    page.click("[data-submit]")
+    page.wait_for_selector("text=Question 2 of 2")
+    _select_by_mouse(page, 0.2, 0.7)
+    page.locator("input[name=chosen_option]").nth(1).check()
+    page.click("[data-submit]")
+    page.wait_for_selector("#completion-code")
+    assert page.locator("#completion-code").inner_text() == "BROWSER-OK"
+
+    attempt = Attempt.objects.get(external_participant_id="pw-1")
+    assert attempt.status == AttemptStatus.FINISHED and Attempt.objects.count() == 1
+    responses = list(Response.objects.filter(attempt=attempt).select_related("item").order_by("answered_at"))
+    assert len(responses) == 2 and responses[0].confidence == 4
+    for r in responses:
+        assert len(r.highlights) == 1
+        h = r.highlights[0]
+        assert r.item.context[h["start"]:h["end"]] == h["text"]
+    assert responses[0].highlights[0]["text"] == marked.strip()
