@@ -61,3 +61,48 @@ class ItemRevisionAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+from .models import Adjudication, Assignment, Draft, ReviewDecision, StageConfig, VerificationDecision  # noqa: E402
+
+
+@admin.register(StageConfig)
+class StageConfigAdmin(admin.ModelAdmin):
+    list_display = ("stage", "annotators_required", "lease_minutes")
+    list_editable = ("annotators_required", "lease_minutes")
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ("item", "stage", "annotator", "status", "leased_at", "expires_at", "submitted_at")
+    list_filter = ("stage", "status")
+    list_select_related = ("item", "annotator")
+    readonly_fields = ("item", "stage", "annotator", "leased_at", "submitted_at")
+
+
+@admin.register(VerificationDecision)
+class VerificationDecisionAdmin(admin.ModelAdmin):
+    list_display = ("item", "annotator", "decision", "needs_media", "heavy_math", "no_daily_scenario",
+                    "wrong_answer", "bias", "created_at")
+    list_filter = ("decision",)
+    list_select_related = ("item", "annotator")
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Adjudication)
+class AdjudicationAdmin(admin.ModelAdmin):
+    list_display = ("item", "stage", "status", "decision", "resolved_by", "created_at", "resolved_at")
+    list_filter = ("status",)
+
+
+@admin.register(ReviewDecision)
+class ReviewDecisionAdmin(admin.ModelAdmin):
+    list_display = ("item", "reviewer", "action", "send_back_to", "created_at")
+    list_filter = ("action",)
+
+
+@admin.register(Draft)
+class DraftAdmin(admin.ModelAdmin):
+    list_display = ("item", "user", "stage", "base_version", "updated_at")
