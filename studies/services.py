@@ -209,16 +209,21 @@ def question_open(*, attempt: Attempt, now: datetime | None = None) -> Question 
             _leases_time_out(attempt_id=attempt.pk, lease_ids=[l.pk for l in overdue], now=now)
             for l in overdue:
                 l.status = LeaseStatus.TIMED_OUT
-    active = [l for l in leases if l.status == LeaseStatus.ACTIVE]
-    if not active:
+    if not any(l.status == LeaseStatus.ACTIVE for l in leases):
         _attempt_finish_if_done(attempt_id=attempt.pk, now=now)
         attempt.refresh_from_db(fields=["status", "ended_at"])
         return None
-    lease = active[0]
+    return _question_from(attempt, leases, now)
+
+
+def _question_from(attempt: Attempt, leases: list[Lease], now: datetime) -> Question:
+    """The first active lease of `leases` as the current question; records when it is first shown."""
+    lease = next(l for l in leases if l.status == LeaseStatus.ACTIVE)
     if lease.shown_at is None:
         Lease.objects.filter(pk=lease.pk, shown_at__isnull=True).update(shown_at=now)
         lease.shown_at = now
     left = attempt.seconds_left(now)
+    limit = attempt.study.question_time_limit_seconds
     if limit:
         left = min(left, max(0, int((lease.shown_at + timedelta(seconds=limit) - now).total_seconds())))
     answered = sum(1 for l in leases if l.status == LeaseStatus.ANSWERED)
@@ -226,7 +231,7 @@ def question_open(*, attempt: Attempt, now: datetime | None = None) -> Question 
 
 
 def response_submit(*, token: str, position: int, chosen_option: Any, confidence: Any = None,
-                    highlights: Any = None, now: datetime | None = None) -> Response:
+                    highlights: Any = None, now: datetime | None = None) -> Submitted:
     """Accept one answer, or refuse it (AnswerRefused: kept as a RefusedAnswer) or reject it (AnswerInvalid).
 
     Accepted: within the attempt's deadline (and the question's limit) plus the study's grace seconds;
@@ -242,23 +247,37 @@ def response_submit(*, token: str, position: int, chosen_option: Any, confidence
         raise
 
 
+@dataclass
+class Submitted:
+    """An accepted answer and what comes next (None when it was the last one: the attempt is finished)."""
+
+    response: Response
+    attempt: Attempt
+    next_question: Question | None
+
+
 @transaction.atomic
-def _response_submit(*, token, position, chosen_option, confidence, highlights, now) -> Response:
-    attempt = Attempt.objects.select_for_update(of=("self",)).select_related("study").filter(token=token).first()
-    if attempt is None:
-        raise AnswerRefused("unknown", "Unknown attempt.", 404)
+def _response_submit(*, token, position, chosen_option, confidence, highlights, now) -> Submitted:
+    # One statement locks the lease and its attempt and reads the study and the item.
+    lease = (
+        Lease.objects.select_for_update(of=("self", "attempt"))
+        .select_related("attempt__study", "item")
+        .filter(attempt__token=token, position=_as_position(position)).first()
+    )
+    if lease is None:
+        attempt = Attempt.objects.filter(token=token).only("id", "status").first()
+        if attempt is None:
+            raise AnswerRefused("unknown", "Unknown attempt.", 404)
+        if attempt.status != AttemptStatus.STARTED:
+            raise AnswerRefused(RefusedAnswer.Reason.CLOSED, CLOSED_MESSAGE, 410)
+        raise AnswerRefused("unknown", "This question is not part of your attempt.", 404)
+    attempt = lease.attempt
     study = attempt.study
     if attempt.status != AttemptStatus.STARTED:
-        raise AnswerRefused(RefusedAnswer.Reason.CLOSED, "This attempt is no longer running: time is up or it was closed.", 410)
+        raise AnswerRefused(RefusedAnswer.Reason.CLOSED, CLOSED_MESSAGE, 410)
     grace = timedelta(seconds=study.grace_seconds)
     if now > attempt.deadline + grace:
         raise AnswerRefused(RefusedAnswer.Reason.LATE, "Time is up: answers after the deadline are not accepted.", 409)
-    lease = (
-        Lease.objects.select_for_update(of=("self",)).select_related("item")
-        .filter(attempt=attempt, position=_as_position(position)).first()
-    )
-    if lease is None:
-        raise AnswerRefused("unknown", "This question is not part of your attempt.", 404)
     if lease.status == LeaseStatus.ANSWERED:
         raise AnswerRefused(RefusedAnswer.Reason.ALREADY_ANSWERED, "This question has already been answered.", 409)
     if lease.status != LeaseStatus.ACTIVE:
@@ -279,12 +298,22 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
         language=study.language, is_correct=option == item.answer_index, shown_at=shown_at, answered_at=now,
         is_late=now > question_deadline,
     )
-    Lease.objects.filter(pk=lease.pk).update(status=LeaseStatus.ANSWERED, ended_at=now,
-                                             shown_at=shown_at)
-    if not Lease.objects.filter(attempt=attempt, status=LeaseStatus.ACTIVE).exists():
+    Lease.objects.filter(pk=lease.pk).update(status=LeaseStatus.ANSWERED, ended_at=now, shown_at=shown_at)
+    leases = list(
+        Lease.objects.filter(attempt=attempt).only("id", "position", "status", "shown_at", "item_id")
+        .order_by("position")
+    )
+    next_question = None
+    if not any(l.status == LeaseStatus.ACTIVE for l in leases):
+        # The final answer and the end of the attempt commit together: the completion code follows this.
         Attempt.objects.filter(pk=attempt.pk).update(status=AttemptStatus.FINISHED, ended_at=now)
         attempt.status, attempt.ended_at = AttemptStatus.FINISHED, now
-    return response
+    else:
+        next_question = _question_from(attempt, leases, now)
+    return Submitted(response=response, attempt=attempt, next_question=next_question)
+
+
+CLOSED_MESSAGE = "This attempt is no longer running: time is up or it was closed."
 
 
 def _as_position(value: Any) -> int:

@@ -182,16 +182,14 @@ def answer_view(request, token: str):
         template = "studies/public/question.html#question" if request.htmx else "studies/public/question.html"
         return _render(request, attempt.study, template,
                        _question_context(attempt, question, errors=invalid.errors), status=400)
-    attempt = response.attempt  # locked and re-read by the service; finished if that was the last answer
-    if request.htmx and attempt.status == AttemptStatus.STARTED:
-        question = services.question_open(attempt=attempt)
-        if question is not None:
-            return _render(request, attempt.study, "studies/public/question.html#question",
-                           _question_context(attempt, question))
+    attempt = response.attempt  # finished in the same transaction if that was the last answer
+    if request.htmx and response.next_question is not None:
+        return _render(request, attempt.study, "studies/public/question.html#question",
+                       _question_context(attempt, response.next_question))
     if request.htmx:
-        response = HttpResponse(status=204)
-        response.headers["HX-Redirect"] = _hub(attempt)
-        return response
+        redirect_response = HttpResponse(status=204)
+        redirect_response.headers["HX-Redirect"] = _hub(attempt)
+        return redirect_response
     return redirect(_hub(attempt))
 
 

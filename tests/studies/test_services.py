@@ -16,7 +16,7 @@ from .conftest import started_attempt
 def _answer(attempt, position=None, option=0, now=None, **kw):
     if position is None:
         position = question_open(attempt=attempt, now=now).lease.position
-    return response_submit(token=attempt.token, position=position, chosen_option=option, now=now, **kw)
+    return response_submit(token=attempt.token, position=position, chosen_option=option, now=now, **kw).response
 
 
 def test_join_is_idempotent_on_participant_id_and_cookie(make_study):
