@@ -131,14 +131,16 @@ def study_results(study: Study) -> StudyResults:
         .select_related("item", "attempt")
         .only("id", "chosen_option", "is_correct", "highlights", "shown_at", "answered_at", "is_late",
               "attempt__id", "attempt__status", "attempt__external_participant_id", "attempt__token",
-              "item__id", "item__evidence", "item__options", "item__answer_index")
+              "language", "item__id", "item__evidence", "item__translations", "item__options", "item__answer_index")
         .order_by("attempt_id", "answered_at")
     )
     gold_cache: dict[int, list[str]] = {}
     keyinfo_of: dict[int, float] = {}
     for r in responses:
         if r.item_id not in gold_cache:
-            gold_cache[r.item_id] = gold_key_information(r.item.evidence)
+            # A translated study scores against translated evidence when the item carries one.
+            translated = (r.item.translations or {}).get(r.language) or {}
+            gold_cache[r.item_id] = gold_key_information(translated.get("evidence") or r.item.evidence)
         keyinfo_of[r.pk] = keyinfo_score([h["text"] for h in r.highlights], gold_cache[r.item_id])
 
     by_attempt: dict[int, list[Response]] = defaultdict(list)
