@@ -37,12 +37,12 @@ def browser_page():
         browser.close()
 
 
-def _select_by_mouse(page, fraction_from=0.05, fraction_to=0.6):
+def _select_by_mouse(page, to_x=0.6, to_y=0.25):
+    """Press at the first character of the story and drag to a point further down (always covers text)."""
     box = page.locator("#context").bounding_box()
-    y = box["y"] + 30  # first line of text, below the padding
-    page.mouse.move(box["x"] + box["width"] * fraction_from, y)
+    page.mouse.move(box["x"] + 18, box["y"] + 28)
     page.mouse.down()
-    page.mouse.move(box["x"] + box["width"] * fraction_to, y, steps=8)
+    page.mouse.move(box["x"] + box["width"] * to_x, box["y"] + box["height"] * to_y, steps=8)
     page.mouse.up()
 
 
@@ -64,7 +64,7 @@ def test_participant_completes_study_with_highlights_and_reload_resumes(live_ser
     assert page.locator("[data-highlight-list] li").count() == 1
     page.click(".remove-highlight")
     assert page.locator("#context mark.clue").count() == 0
-    _select_by_mouse(page, 0.1, 0.5)
+    _select_by_mouse(page, 0.5, 0.2)
     marked = page.locator("#context mark.clue").inner_text()
     assert len(marked) > 3
 
@@ -84,7 +84,7 @@ def test_participant_completes_study_with_highlights_and_reload_resumes(live_ser
     page.select_option("select[name=confidence]", "4")
     page.click("[data-submit]")
     page.wait_for_selector("text=Question 2 of 2")
-    _select_by_mouse(page, 0.2, 0.7)
+    _select_by_mouse(page, 0.7, 0.3)
     page.locator("input[name=chosen_option]").nth(1).check()
     page.click("[data-submit]")
     page.wait_for_selector("#completion-code")
