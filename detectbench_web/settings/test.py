@@ -4,6 +4,9 @@ import os
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/detectbench")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("DEBUG", "0")
+# Without a pool, the threads of live servers close their connections, so the test
+# database can be dropped at the end; subprocess servers in benchmarks turn it back on.
+os.environ.setdefault("DATABASE_POOL", "0")
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-0123456789abcdef")
 os.environ.setdefault("SECURE_COOKIES", "0")
 os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
