@@ -9,6 +9,11 @@ PORT=${PORT:-8000}
 $PY manage.py migrate --noinput
 $PY manage.py load_sample_data
 $PY manage.py create_demo_accounts
+# A demo study over the sample test items, so a newcomer has a study to take.
+if ! $PY manage.py shell -c "from studies.models import Study; raise SystemExit(0 if Study.objects.filter(slug='demo').exists() else 1)"; then
+  $PY manage.py create_study --slug demo --title "Demo study" --split test --per-participant 5 --raters 3 \
+    --time-limit 1800 --status open --completion-code DEMO2026
+fi
 $PY manage.py collectstatic --noinput -v0
 
 mkdir -p var/log
@@ -27,7 +32,7 @@ cat <<MSG
     annotator  / annotator-demo    (item browser and curation queues)
     annotator2 / annotator-demo    (a second annotator, for reviews and agreement)
 
-  Participants need no account: a researcher shares a study link /s/<slug>/.
+  Take the demo study as a participant (no account): http://$HOST:$PORT/s/demo/
   Worker log: var/log/worker.log     Stop with Ctrl-C.
 
 MSG
