@@ -10,7 +10,8 @@ from typing import BinaryIO, Iterable, TextIO
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from . import clue_graph
@@ -300,7 +301,8 @@ def _may_take(item_id: int, stage: str, user) -> bool:
 
 def _take_slot(*, item: Item, stage: str, user, now, config: StageConfig) -> Assignment:
     """The user's live assignment on a locked item, or a new lease if the stage still has a free slot."""
-    mine = Assignment.objects.filter(item=item, stage=stage, annotator=user, status__in=LIVE).first()
+    # An expired lease no longer holds a slot (someone else may have it now): only a live one is resumed.
+    mine = _live(item.pk, stage, now).filter(annotator=user).first()
     if mine is not None:
         if mine.status == AssignmentStatus.LEASED:
             mine.expires_at = now + timedelta(minutes=config.lease_minutes)
@@ -365,15 +367,17 @@ def lease_next(*, user, stage: str, now=None) -> Assignment | None:
             return mine
         live = Assignment.objects.filter(item=OuterRef("pk"), stage=stage).filter(
             Q(status=AssignmentStatus.SUBMITTED) | Q(status=AssignmentStatus.LEASED, expires_at__gt=now))
+        live_count = live.order_by().values("item").annotate(n=Count("pk")).values("n")
         candidates = (
             Item.objects.filter(status=stage)
             .exclude(Exists(live.filter(annotator=user)))
             .exclude(Exists(Adjudication.objects.filter(item=OuterRef("pk"), stage=stage,
                                                         status=AdjudicationStatus.OPEN)))
+            # Only items with a free slot: full ones must not crowd the free ones out of the 50 tries below.
+            .annotate(live_slots=Coalesce(Subquery(live_count), 0))
+            .filter(live_slots__lt=config.annotators_required)
             .order_by("pk")
         )
-        if config.annotators_required == 1:
-            candidates = candidates.exclude(Exists(live))
         if stage == Stage.REVIEW:
             candidates = candidates.exclude(Exists(Assignment.objects.filter(
                 item=OuterRef("pk"), stage=Stage.CLUE_GRAPH, annotator=user, status=AssignmentStatus.SUBMITTED)))

@@ -104,3 +104,36 @@ def test_two_annotators_asking_at_the_same_moment_200_times_never_get_the_same_i
     assert len(set(all_items)) == 2 * rounds  # no item-stage was ever handed out twice
     assert Assignment.objects.filter(stage=Stage.VERIFICATION).count() == 2 * rounds
     assert connection.vendor == "postgresql"
+
+
+@pytest.mark.django_db
+def test_full_items_do_not_hide_free_ones_when_k_is_above_one(annotator, annotator2, django_user_model):
+    """With k = 2, many items already held by two others come first: the third annotator still gets a free one."""
+    set_k(Stage.VERIFICATION, 2)
+    items = make_items(60)
+    now = timezone.now()
+    for item in items[:-1]:
+        for user in (annotator, annotator2):
+            Assignment.objects.create(item=item, stage=Stage.VERIFICATION, annotator=user, leased_at=now,
+                                      expires_at=now + timedelta(minutes=30))
+    third = django_user_model.objects.create_user("ann3")
+    assert lease_next(user=third, stage=Stage.VERIFICATION).item == items[-1]
+
+
+@pytest.mark.django_db
+def test_an_expired_lease_whose_slot_was_taken_cannot_be_submitted(annotator, annotator2):
+    from annotation.services import verification_submit
+
+    set_k(Stage.VERIFICATION, 1, lease_minutes=5)
+    (item,) = make_items(1)
+    start = timezone.now()
+    lease_next(user=annotator, stage=Stage.VERIFICATION, now=start)
+    assert lease_next(user=annotator2, stage=Stage.VERIFICATION, now=start + timedelta(minutes=6)).item == item
+    with pytest.raises(NoSlot):
+        verification_submit(item_id=item.pk, user=annotator, decision="keep", criteria=[], item_version=item.version,
+                            now=start + timedelta(minutes=7))
+    verification_submit(item_id=item.pk, user=annotator2, decision="keep", criteria=[], item_version=item.version,
+                        now=start + timedelta(minutes=7))
+    item.refresh_from_db()
+    assert item.status == ItemStatus.REWRITE
+    assert Assignment.objects.filter(item=item, status=AssignmentStatus.SUBMITTED).count() == 1
