@@ -326,15 +326,25 @@ def _take_slot(*, item: Item, stage: str, user, now, config: StageConfig) -> Ass
 @transaction.atomic
 def items_enter_workflow(*, user, split: str | None = None, source: str | None = None,
                          item_ids: Iterable[int] | None = None) -> int:
-    """Put imported items into the verification queue; returns how many moved."""
-    items = Item.objects.filter(status=ItemStatus.IMPORTED)
+    """Put imported items into the verification queue, each with a revision; returns how many moved."""
+    items = Item.objects.select_for_update().filter(status=ItemStatus.IMPORTED)
     if split:
         items = items.filter(split=split)
     if source:
         items = items.filter(source=source)
     if item_ids is not None:
         items = items.filter(pk__in=list(item_ids))
-    return items.update(status=ItemStatus.VERIFICATION)
+    moved = list(items.only("pk", "version", *CONTENT_FIELDS).order_by("pk"))
+    if not moved:
+        return 0
+    Item.objects.filter(pk__in=[item.pk for item in moved]).update(
+        status=ItemStatus.VERIFICATION, version=F("version") + 1, updated_at=timezone.now())
+    ItemRevision.objects.bulk_create([
+        ItemRevision(item=item, number=item.version + 1, author=user, stage=ItemStatus.IMPORTED,
+                     note="queued for verification", changed_fields=["status"], snapshot=item.content())
+        for item in moved
+    ], batch_size=500)
+    return len(moved)
 
 
 @transaction.atomic

@@ -244,3 +244,21 @@ def _graph_post(item) -> dict:
     for i, step in enumerate(graph.steps):
         data[f"step_{i}_inputs"] = step.inputs
     return data
+
+
+def test_queueing_imported_items_writes_a_revision_each_in_few_queries(researcher_client, researcher):
+    make_items(3, status=ItemStatus.IMPORTED, start=200)
+    make_items(40, status=ItemStatus.IMPORTED, start=300, source="other")
+    with CaptureQueriesContext(connection) as queries:
+        response = researcher_client.post(reverse("annotation:progress"), {"source": "other"})
+    assert response.status_code == 302
+    assert len(queries) <= 12, [q["sql"] for q in queries.captured_queries]  # bulk, not one query per item
+    moved = Item.objects.filter(source="other")
+    assert set(moved.values_list("status", flat=True)) == {ItemStatus.VERIFICATION}
+    assert set(moved.values_list("version", flat=True)) == {2}
+    revisions = ItemRevision.objects.filter(item__source="other", number=2)
+    assert revisions.count() == 40
+    revision = revisions.select_related("item").first()
+    assert revision.author == researcher and revision.changed_fields == ["status"]
+    assert revision.snapshot == revision.item.content() and revision.note == "queued for verification"
+    assert set(Item.objects.filter(source="t").values_list("status", flat=True)) == {ItemStatus.IMPORTED}
