@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from detectbench_web.roles import IsAnnotator
 
 from . import services
+from .forms import MAX_COMMENT, MAX_GRAPH_ROWS, MAX_GRAPH_TEXT, MAX_NOTE
 from .graph_editing import EditableStep, editable_graph
 from .models import CRITERIA, Decision, Item, ItemRevision, Stage
 from .selectors import item_list
@@ -35,7 +36,7 @@ class RevisionSerializer(serializers.ModelSerializer):
 class VerificationInSerializer(serializers.Serializer):
     decision = serializers.ChoiceField(choices=Decision.choices)
     criteria = serializers.ListField(child=serializers.ChoiceField(choices=CRITERIA), required=False, default=list)
-    comment = serializers.CharField(required=False, allow_blank=True, default="")
+    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_COMMENT)
     item_version = serializers.IntegerField(min_value=1)
 
 
@@ -47,20 +48,21 @@ class VerificationOutSerializer(serializers.Serializer):
 
 
 class ClueSerializer(serializers.Serializer):
-    text = serializers.CharField()
-    implication = serializers.CharField(allow_blank=True)
+    text = serializers.CharField(max_length=MAX_GRAPH_TEXT)
+    implication = serializers.CharField(allow_blank=True, max_length=MAX_GRAPH_TEXT)
 
 
 class StepSerializer(serializers.Serializer):
-    inputs = serializers.ListField(child=serializers.CharField(), min_length=1)
-    output = serializers.CharField()
+    inputs = serializers.ListField(child=serializers.CharField(max_length=MAX_GRAPH_TEXT), min_length=1,
+                                   max_length=MAX_GRAPH_ROWS)
+    output = serializers.CharField(max_length=MAX_GRAPH_TEXT)
 
 
 class ClueGraphInSerializer(serializers.Serializer):
     base_version = serializers.IntegerField(min_value=1)
-    clues = ClueSerializer(many=True)
-    steps = StepSerializer(many=True)
-    note = serializers.CharField(required=False, allow_blank=True, default="")
+    clues = ClueSerializer(many=True, max_length=MAX_GRAPH_ROWS)
+    steps = StepSerializer(many=True, max_length=MAX_GRAPH_ROWS)
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_NOTE)
 
 
 class ConflictSerializer(serializers.Serializer):
@@ -125,7 +127,8 @@ class VerificationSubmitApi(APIView):
 
     @extend_schema(tags=["annotation"], request=VerificationInSerializer,
                    responses={201: VerificationOutSerializer, 400: OpenApiResponse(description="invalid decision"),
-                              409: OpenApiResponse(description="no free slot or already verified")})
+                              409: OpenApiResponse(description="no free slot, already verified, or the item "
+                                                               "changed since `item_version`")})
     def post(self, request, pk: int):
         """Submit a keep/delete decision with the Table-7 criteria for an item in verification."""
         item = get_object_or_404(Item, pk=pk)
@@ -133,6 +136,8 @@ class VerificationSubmitApi(APIView):
         data.is_valid(raise_exception=True)
         try:
             verdict = services.verification_submit(item_id=item.pk, user=request.user, **data.validated_data)
+        except services.StaleVersion as exc:
+            return _conflict(exc)
         except DjangoValidationError as exc:
             return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
         except services.WorkflowError as exc:
@@ -148,7 +153,8 @@ class ClueGraphSubmitApi(APIView):
 
     @extend_schema(tags=["annotation"], request=ClueGraphInSerializer,
                    responses={200: ItemSerializer, 400: OpenApiResponse(description="invalid graph"),
-                              409: ConflictSerializer})
+                              409: OpenApiResponse(ConflictSerializer, description="the item changed since "
+                                                   "`base_version`, or it is not in the clue-graph stage")})
     def post(self, request, pk: int):
         """Replace an item's clue graph (written back as official evidence / multi_hop_reasoning).
 
@@ -170,6 +176,8 @@ class ClueGraphSubmitApi(APIView):
             return _conflict(exc)
         except DjangoValidationError as exc:
             return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
+        except services.WorkflowError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(ItemSerializer(saved).data)
 
 

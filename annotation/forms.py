@@ -21,14 +21,46 @@ class ItemFilterForm(forms.Form):
 # --------------------------------------------------------------------------
 # Curation workflow forms.
 
+import json  # noqa: E402
+from dataclasses import replace  # noqa: E402
+
+from .graph_editing import EditableGraph, EditableStep  # noqa: E402
+from .item_checks import option_checks  # noqa: E402
 from .models import CRITERIA, Criterion, Decision, ReviewAction, Stage  # noqa: E402
 
+# Server-side size limits (the longest real DetectBench context has ~2,000 characters).
+MAX_CONTEXT = 50_000
+MAX_QUESTION = 5_000
+MAX_OPTION = 2_000
+MAX_OPTIONS = 10
+MAX_COMMENT = 5_000
+MAX_NOTE = 500
+MAX_GRAPH_TEXT = 2_000
+MAX_GRAPH_ROWS = 200
 
-class VerificationForm(forms.Form):
+
+class NamedErrorsMixin:
+    """Errors as one list of messages, each naming the field it is about ("Question: This field is required.")."""
+
+    def named_errors(self) -> list[str]:
+        return [self._named(name, e) for name, errors in self.errors.as_data().items() for e in errors]
+
+    def size_errors(self) -> list[str]:
+        """Only the errors about input that is too long or too large."""
+        return [self._named(name, e) for name, errors in self.errors.as_data().items() for e in errors
+                if e.code == "max_length"]
+
+    def _named(self, name: str, error: forms.ValidationError) -> str:
+        field = self.fields.get(name)
+        message = error.messages[0]
+        return f"{field.label or name.replace('_', ' ').capitalize()}: {message}" if field is not None else message
+
+
+class VerificationForm(NamedErrorsMixin, forms.Form):
     decision = forms.ChoiceField(choices=Decision.choices, widget=forms.RadioSelect)
     criteria = forms.MultipleChoiceField(choices=Criterion.choices, required=False,
                                          widget=forms.CheckboxSelectMultiple)
-    comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    comment = forms.CharField(required=False, max_length=MAX_COMMENT, widget=forms.Textarea(attrs={"rows": 2}))
     item_version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
 
     def clean(self):
@@ -41,21 +73,26 @@ class VerificationForm(forms.Form):
         return data
 
 
-class RewriteForm(forms.Form):
+class RewriteForm(NamedErrorsMixin, forms.Form):
     """Context, question, options (one field each) and the correct option; checked like Item.clean()."""
 
-    context = forms.CharField(widget=forms.Textarea(attrs={"rows": 10}))
-    question = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}))
-    answer_index = forms.TypedChoiceField(coerce=int, widget=forms.RadioSelect)
+    context = forms.CharField(max_length=MAX_CONTEXT, widget=forms.Textarea(attrs={"rows": 10}))
+    question = forms.CharField(max_length=MAX_QUESTION, widget=forms.Textarea(attrs={"rows": 2}))
+    answer_index = forms.TypedChoiceField(coerce=int, widget=forms.RadioSelect, label="Correct option")
     base_version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+    note = forms.CharField(required=False, max_length=MAX_NOTE, label="Note")
 
     def __init__(self, *args, option_count: int = 4, **kwargs):
         super().__init__(*args, **kwargs)
         data = args[0] if args else kwargs.get("data")
+        self.too_many_options = False
         if data is not None:
             option_count = max(2, sum(1 for key in data if key.startswith("option_")))
+            if option_count > MAX_OPTIONS:
+                self.too_many_options, option_count = True, MAX_OPTIONS
         for i in range(option_count):
-            self.fields[f"option_{i}"] = forms.CharField(label=f"Option {i + 1}", max_length=2000, required=False)
+            self.fields[f"option_{i}"] = forms.CharField(label=f"Option {i + 1}", max_length=MAX_OPTION,
+                                                         required=False)
         self.fields["answer_index"].choices = [(i, f"Option {i + 1}") for i in range(option_count)]
         self.option_count = option_count
 
@@ -67,10 +104,9 @@ class RewriteForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        from .item_checks import option_checks
-
-        problems = option_checks(self.options(), data.get("answer_index"))
-        for problem in problems:
+        if self.too_many_options:
+            self.add_error(None, forms.ValidationError(f"Options: at most {MAX_OPTIONS}.", code="max_length"))
+        for problem in option_checks(self.options(), data.get("answer_index")):
             self.add_error(None, problem.message)
         return data
 
@@ -79,11 +115,76 @@ class RewriteForm(forms.Form):
                 "options": self.options(), "answer_index": self.cleaned_data["answer_index"]}
 
 
-class ReviewForm(forms.Form):
+#: The parts of a clue graph the editor does not show, carried through the page as JSON (hidden field `meta`).
+GRAPH_META_KEYS = ("evidence_header", "reasoning_header", "evidence_steps", "evidence_notes", "reasoning_notes")
+
+
+def _valid_meta(meta) -> bool:
+    """The editor's hidden state: headers (text or null), notes (texts), combined evidence steps ([[inputs], output])."""
+    if not isinstance(meta, dict):
+        return False
+    texts = lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)  # noqa: E731
+    return (all(isinstance(meta.get(k), (str, type(None))) for k in ("evidence_header", "reasoning_header"))
+            and all(texts(meta.get(k, [])) for k in ("evidence_notes", "reasoning_notes"))
+            and isinstance(meta.get("evidence_steps", []), list)
+            and all(isinstance(s, list) and len(s) == 2 and texts(s[0]) and isinstance(s[1], str)
+                    for s in meta.get("evidence_steps", [])))
+
+
+class ClueGraphForm(NamedErrorsMixin, forms.Form):
+    """The clue-graph editor's rows (repeated fields in the POST) as an EditableGraph, with sizes checked.
+
+    `graph` is built even when there are errors, so that the page can show the
+    annotator's own text again beside the error.
+    """
+
+    base_version = forms.IntegerField(min_value=1)
+    note = forms.CharField(required=False, max_length=MAX_NOTE, label="Note")
+    meta = forms.CharField(required=False)
+
+    def clean(self):
+        data = super().clean()
+        post = self.data
+        try:
+            meta = json.loads(post.get("meta") or "{}")
+        except ValueError:
+            meta = None
+        if not _valid_meta(meta):
+            self.add_error("meta", "The editor's hidden state is damaged: reload the page.")
+            meta = {}
+        texts, implications = post.getlist("clue_text"), post.getlist("clue_implication")
+        outputs, headers = post.getlist("step_output"), post.getlist("step_header")
+        if len(texts) != len(implications):
+            self.add_error(None, "Every clue needs a text and an implication field.")
+        if len(texts) > MAX_GRAPH_ROWS or len(outputs) > MAX_GRAPH_ROWS:
+            self.add_error(None, forms.ValidationError(f"At most {MAX_GRAPH_ROWS} clues and {MAX_GRAPH_ROWS} steps.",
+                                                       code="max_length"))
+        for n, (text, implication) in enumerate(zip(texts, implications), 1):
+            self._check_length(f"Clue {n}", text)
+            self._check_length(f"Implication of clue {n}", implication)
+        steps = []
+        for i, output in enumerate(outputs[:MAX_GRAPH_ROWS]):
+            inputs = [x for x in post.getlist(f"step_{i}_inputs") if x.strip()]
+            extra = [x.strip() for x in post.get(f"step_{i}_extra", "").split(" + ") if x.strip()]
+            for text in [*inputs, *extra]:
+                self._check_length(f"Input of step S{i + 1}", text)
+            self._check_length(f"Conclusion of step S{i + 1}", output)
+            steps.append(EditableStep(inputs + extra, output, (headers[i] if i < len(headers) else "") or None))
+        self.graph = replace(EditableGraph.from_data({k: v for k, v in meta.items() if k in GRAPH_META_KEYS}), clues=list(zip(texts, implications))[:MAX_GRAPH_ROWS],
+                             steps=steps)
+        return data
+
+    def _check_length(self, what: str, text: str) -> None:
+        if len(text) > MAX_GRAPH_TEXT:
+            self.add_error(None, forms.ValidationError(
+                f"{what}: at most {MAX_GRAPH_TEXT} characters (it has {len(text)}).", code="max_length"))
+
+
+class ReviewForm(NamedErrorsMixin, forms.Form):
     action = forms.ChoiceField(choices=ReviewAction.choices, widget=forms.RadioSelect)
     send_back_to = forms.ChoiceField(choices=[("", "—")] + [c for c in Stage.choices if c[0] != Stage.REVIEW],
                                      required=False)
-    comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    comment = forms.CharField(required=False, max_length=MAX_COMMENT, widget=forms.Textarea(attrs={"rows": 3}))
     item_version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
 
     def clean(self):
@@ -96,9 +197,9 @@ class ReviewForm(forms.Form):
         return data
 
 
-class AdjudicationForm(forms.Form):
+class AdjudicationForm(NamedErrorsMixin, forms.Form):
     decision = forms.ChoiceField(choices=Decision.choices, widget=forms.RadioSelect)
-    comment = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    comment = forms.CharField(required=False, max_length=MAX_COMMENT, widget=forms.Textarea(attrs={"rows": 2}))
 
 
 class RevertForm(forms.Form):

@@ -434,6 +434,7 @@ def verification_submit(
 
     When the stage has its k decisions: all keep -> rewrite, all delete -> rejected
     (the criteria in the revision note), otherwise an adjudication is opened.
+    Refused with StaleVersion when the item changed since the annotator saw `item_version`.
     """
     now = now or timezone.now()
     criteria = set(criteria)
@@ -447,6 +448,8 @@ def verification_submit(
         raise ValidationError(f"unknown decision {decision!r}")
     config = _config(Stage.VERIFICATION)
     item = _locked_item(item_id)
+    if item.version != item_version:
+        raise StaleVersion(item, item_version)
     assignment = _take_slot(item=item, stage=Stage.VERIFICATION, user=user, now=now, config=config)
     if assignment.status == AssignmentStatus.SUBMITTED:
         raise WorkflowError("you have already verified this item")
@@ -499,20 +502,37 @@ def adjudication_resolve(*, adjudication_id: int, user, decision: str, comment: 
     return adjudication
 
 
-def item_edit(*, item_id: int, base_version: int, changes: dict, user, stage: str, note: str = "") -> Item:
-    """Save an annotator's edit as a new revision (refused with StaleVersion if stale) and drop their draft."""
+def item_edit(*, item_id: int, base_version: int, changes: dict, user, stage: str, note: str = "",
+              finish: bool = False) -> Item:
+    """Save an annotator's edit in a stage as a new revision and drop their draft.
+
+    Refused with StaleVersion when the item changed since `base_version`, and with
+    WorkflowError when the item is not in `stage` (published or rejected items, or
+    items in another stage, are not edited behind the workflow's back). `finish`
+    also marks the user's work in the stage done (stage_submit), in the same
+    transaction: either both happen or neither.
+    """
     with transaction.atomic():
+        current = _locked_item(item_id)
+        if current.version != base_version:
+            raise StaleVersion(current, base_version)
+        if current.status != stage:
+            raise WorkflowError(f"{current} is in {current.get_status_display()}, not in {Stage(stage).label}: "
+                                f"it cannot be edited here now")
         item = item_update(item_id=item_id, base_version=base_version, changes=changes, user=user, note=note,
                            stage=stage)
         Draft.objects.filter(item_id=item_id, user=user, stage=stage).delete()
+        if finish:
+            item = stage_submit(item_id=item_id, user=user, stage=stage, item_version=item.version)
         return item
 
 
-def clue_graph_save(*, item_id: int, base_version: int, graph: EditableGraph, user, note: str = "") -> Item:
+def clue_graph_save(*, item_id: int, base_version: int, graph: EditableGraph, user, note: str = "",
+                    finish: bool = False) -> Item:
     """Write the edited clue graph back as the official evidence / multi_hop_reasoning texts."""
     evidence, reasoning = graph.texts()
     return item_edit(item_id=item_id, base_version=base_version, changes={"evidence": evidence, "reasoning": reasoning},
-                     user=user, stage=Stage.CLUE_GRAPH, note=note or "clue graph edited")
+                     user=user, stage=Stage.CLUE_GRAPH, note=note or "clue graph edited", finish=finish)
 
 
 @transaction.atomic

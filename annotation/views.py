@@ -58,7 +58,7 @@ def item_detail_view(request, pk: int):
         "clues": clues,
         "segments": segments(item.context, spans),
         "issues": clue_graph.check_graph(graph, item.context),
-        "options": [{"index": i, "text": t, "correct": i == item.answer_index} for i, t in enumerate(item.options)],
+        "options": _options(item),
         "revisions": item_revisions(item=item)[:20],
     }
     return render(request, "annotation/item_detail.html", context)
@@ -106,11 +106,13 @@ from django.urls import reverse  # noqa: E402
 from django.utils import timezone  # noqa: E402
 from django.utils.safestring import mark_safe  # noqa: E402
 from django.views.decorators.http import require_POST  # noqa: E402
+from django_htmx.http import reswap, retarget  # noqa: E402
 
 from . import selectors, services  # noqa: E402
 from .diffing import content_diff  # noqa: E402
 from .forms import (  # noqa: E402
-    CRITERIA_KEYS, AdjudicationForm, EnterWorkflowForm, ReviewForm, RevertForm, RewriteForm, VerificationForm,
+    CRITERIA_KEYS, GRAPH_META_KEYS, AdjudicationForm, ClueGraphForm, EnterWorkflowForm, ReviewForm, RevertForm,
+    RewriteForm, VerificationForm,
 )
 from .graph_drawing import build_graph, render_svg  # noqa: E402
 from .graph_editing import EditableGraph, EditableStep, editable_graph  # noqa: E402
@@ -127,6 +129,11 @@ STAGE_SCREENS = {
 
 def _options(item) -> list[dict]:
     return [{"index": i, "text": t, "correct": i == item.answer_index} for i, t in enumerate(item.options)]
+
+
+def _error_text(exc: Exception) -> str:
+    """A refused service call (ValidationError, WorkflowError) as one message for the page."""
+    return "; ".join(getattr(exc, "messages", [str(exc)]))
 
 
 def _conflict(item, base_version: int) -> dict:
@@ -183,8 +190,12 @@ def verify_view(request, pk: int):
                     item_id=item.pk, user=request.user, decision=form.cleaned_data["decision"],
                     criteria=form.cleaned_data["criteria"], comment=form.cleaned_data["comment"],
                     item_version=form.cleaned_data["item_version"])
+            except services.StaleVersion as exc:
+                form.add_error(None, f"The item changed (now version {exc.item.version}) while you verified it: "
+                                     f"look at it again.")
+                status = 409
             except (services.WorkflowError, ValidationError) as exc:
-                form.add_error(None, "; ".join(getattr(exc, "messages", [str(exc)])))
+                form.add_error(None, _error_text(exc))
                 status = 409
             else:
                 messages.success(request, f"Saved: {form.cleaned_data['decision']} for {item}. Press n for the next item.")
@@ -220,16 +231,11 @@ def rewrite_view(request, pk: int):
     if request.method == "POST":
         form = RewriteForm(request.POST)
         if form.is_valid():
-            base_version = form.cleaned_data["base_version"]
+            base_version, finish = form.cleaned_data["base_version"], bool(request.POST.get("finish"))
             try:
                 saved = services.item_edit(item_id=item.pk, base_version=base_version, changes=form.changes(),
-                                           user=request.user, stage=Stage.REWRITE,
-                                           note=request.POST.get("note", "").strip() or "rewritten")
-                if request.POST.get("finish"):
-                    services.stage_submit(item_id=item.pk, user=request.user, stage=Stage.REWRITE,
-                                          item_version=saved.version)
-                    messages.success(request, f"{item}: rewrite done.")
-                    return redirect("annotation:queue")
+                                           user=request.user, stage=Stage.REWRITE, finish=finish,
+                                           note=form.cleaned_data["note"].strip() or "rewritten")
             except services.StaleVersion as exc:
                 # Never overwrite: keep the user's text as a draft and show what the other person changed.
                 services.draft_save(item_id=item.pk, user=request.user, stage=Stage.REWRITE,
@@ -241,9 +247,12 @@ def rewrite_view(request, pk: int):
                 form = RewriteForm({**request.POST.dict(), "base_version": item.version})
                 form.is_valid()
             except (ValidationError, services.WorkflowError) as exc:
-                form.add_error(None, "; ".join(getattr(exc, "messages", [str(exc)])))
-                status = 400
+                form.add_error(None, _error_text(exc))
+                status = 409 if isinstance(exc, services.WorkflowError) else 400
             else:
+                if finish:
+                    messages.success(request, f"{item}: rewrite done.")
+                    return redirect("annotation:queue")
                 messages.success(request, f"Saved version {saved.version}.")
                 return redirect("annotation:rewrite", pk=item.pk)
         else:
@@ -265,14 +274,22 @@ def rewrite_view(request, pk: int):
 @annotator_required
 @require_POST
 def rewrite_draft_view(request, pk: int):
-    """Autosave while typing (htmx): keep the draft, show its diff against the stored version."""
+    """Autosave while typing (htmx): keep the draft, show its diff against the stored version.
+
+    An unfinished text (a missing question, a duplicate option) is kept as a draft;
+    only oversized input is refused (422, the message names the field).
+    """
     item = get_object_or_404(Item, pk=pk)
     form = RewriteForm(request.POST)
     form.is_valid()
+    if form.size_errors():
+        return render(request, "annotation/rewrite.html#draft_status", {"draft_errors": form.size_errors()},
+                      status=422)
+    answer_index = form.cleaned_data.get("answer_index")
     data = {"context": request.POST.get("context", ""), "question": request.POST.get("question", ""),
             "options": [request.POST.get(f"option_{i}", "") for i in range(form.option_count)],
-            "answer_index": int(request.POST.get("answer_index") or item.answer_index)}
-    base_version = int(request.POST.get("base_version") or item.version)
+            "answer_index": item.answer_index if answer_index is None else answer_index}
+    base_version = form.cleaned_data.get("base_version") or item.version
     draft = services.draft_save(item_id=item.pk, user=request.user, stage=Stage.REWRITE, base_version=base_version,
                                 data={**data, "base_version": base_version})
     return render(request, "annotation/rewrite.html#draft_status", {
@@ -284,26 +301,9 @@ def rewrite_draft_view(request, pk: int):
 # ---- clue graph
 
 
-def _graph_from_post(post) -> EditableGraph:
-    meta = json.loads(post.get("meta") or "{}")
-    texts, implications = post.getlist("clue_text"), post.getlist("clue_implication")
-    outputs, headers = post.getlist("step_output"), post.getlist("step_header")
-    steps = []
-    for i, output in enumerate(outputs):
-        inputs = [x for x in post.getlist(f"step_{i}_inputs") if x.strip()]
-        extra = [x.strip() for x in post.get(f"step_{i}_extra", "").split(" + ") if x.strip()]
-        steps.append(EditableStep(inputs + extra, output, (headers[i] if i < len(headers) else "") or None))
-    return EditableGraph(
-        clues=list(zip(texts, implications)), steps=steps,
-        evidence_header=meta.get("evidence_header"), reasoning_header=meta.get("reasoning_header"),
-        evidence_steps=[(tuple(i), o) for i, o in meta.get("evidence_steps", [])],
-        evidence_notes=meta.get("evidence_notes", []), reasoning_notes=meta.get("reasoning_notes", []))
-
-
 def _graph_meta(graph: EditableGraph) -> str:
     data = graph.to_data()
-    return json.dumps({k: data[k] for k in ("evidence_header", "reasoning_header", "evidence_steps",
-                                            "evidence_notes", "reasoning_notes")})
+    return json.dumps({k: data[k] for k in GRAPH_META_KEYS})
 
 
 def _graph_context(item, graph: EditableGraph, *, base_version: int) -> dict:
@@ -371,12 +371,15 @@ def _apply_action(item, graph: EditableGraph, post) -> tuple[EditableGraph, str 
     elif name == "remove_step" and rest.isdigit() and int(rest) < len(graph.steps):
         graph.steps.pop(int(rest))
     elif name in ("fix", "select"):
-        if name == "fix":
-            index, start, end = (int(x) for x in rest.split(":"))
-            text = None
-        else:
-            index, start, end = int(post.get("fix_clue", -1)), int(post.get("fix_start", 0)), int(post.get("fix_end", 0))
-            text = post.get("fix_text", "")
+        try:
+            if name == "fix":
+                index, start, end = (int(x) for x in rest.split(":"))
+                text = None
+            else:
+                index, start, end = (int(post.get(key) or 0) for key in ("fix_clue", "fix_start", "fix_end"))
+                text = post.get("fix_text", "")
+        except ValueError:
+            return graph, "the span to use is not valid: pick the text again"
         if not 0 <= index < len(graph.clues):
             return graph, "choose a clue first"
         if text and item.context[start:end] != text:
@@ -403,26 +406,31 @@ def clue_graph_view(request, pk: int):
     conflict, status, error = None, 200, None
     draft = selectors.draft_for(user=request.user, item=item, stage=Stage.CLUE_GRAPH)
     if request.method == "POST":
-        graph = _graph_from_post(request.POST)
-        base_version = int(request.POST.get("base_version") or 0)
-        try:
-            saved = services.clue_graph_save(item_id=item.pk, base_version=base_version, graph=graph,
-                                             user=request.user, note=request.POST.get("note", "").strip())
-            if request.POST.get("finish"):
-                services.stage_submit(item_id=item.pk, user=request.user, stage=Stage.CLUE_GRAPH,
-                                      item_version=saved.version)
-                messages.success(request, f"{item}: clue graph done, sent to review.")
-                return redirect("annotation:queue")
-        except services.StaleVersion as exc:
-            _save_graph_draft(request, item, graph, base_version)
-            conflict = _conflict(exc.item, base_version)
-            item, status = exc.item, 409
-            base_version = item.version  # saving again, after seeing the diff, starts from the stored version
-        except (ValidationError, services.WorkflowError) as exc:
-            error, status = "; ".join(getattr(exc, "messages", [str(exc)])), 400
+        form = ClueGraphForm(request.POST)
+        form.is_valid()
+        graph, finish = form.graph, bool(request.POST.get("finish"))
+        base_version = form.cleaned_data.get("base_version")
+        if form.errors:
+            # The annotator's text stays in the editor beside the message; nothing is saved.
+            error, status, base_version = "; ".join(form.named_errors()), 400, base_version or ""
         else:
-            messages.success(request, f"Saved version {saved.version}.")
-            return redirect("annotation:clue_graph", pk=item.pk)
+            try:
+                saved = services.clue_graph_save(item_id=item.pk, base_version=base_version, graph=graph,
+                                                 user=request.user, note=form.cleaned_data["note"].strip(),
+                                                 finish=finish)
+            except services.StaleVersion as exc:
+                _save_graph_draft(request, item, graph, base_version)
+                conflict = _conflict(exc.item, base_version)
+                item, status = exc.item, 409
+                base_version = item.version  # saving again, after seeing the diff, starts from the stored version
+            except (ValidationError, services.WorkflowError) as exc:
+                error, status = _error_text(exc), 409 if isinstance(exc, services.WorkflowError) else 400
+            else:
+                if finish:
+                    messages.success(request, f"{item}: clue graph done, sent to review.")
+                    return redirect("annotation:queue")
+                messages.success(request, f"Saved version {saved.version}.")
+                return redirect("annotation:clue_graph", pk=item.pk)
     elif draft is not None:
         graph, base_version = EditableGraph.from_data(draft.data), draft.base_version
     else:
@@ -433,30 +441,41 @@ def clue_graph_view(request, pk: int):
     return render(request, "annotation/clue_graph.html", context, status=status)
 
 
+def _graph_draft_response(request, item, *, partial: str, apply_action: bool):
+    """The editor's htmx calls: read the rows, optionally apply a row/fix action, autosave the draft, redraw.
+
+    Invalid input (oversized text, a damaged hidden state, no base version) is not
+    saved: the preview shows the message (422) and the editor in the browser keeps
+    the annotator's text.
+    """
+    form = ClueGraphForm(request.POST)
+    if not form.is_valid():
+        return retarget(reswap(render(request, "annotation/clue_graph.html#preview_error",
+                                      {"error": "; ".join(form.named_errors())}, status=422), "innerHTML"),
+                        "#cg-preview")
+    graph, error = _apply_action(item, form.graph, request.POST) if apply_action else (form.graph, None)
+    base_version = form.cleaned_data["base_version"]
+    _save_graph_draft(request, item, graph, base_version)
+    context = {**_stage_context(request, item, Stage.CLUE_GRAPH),
+               **_graph_context(item, graph, base_version=base_version), "error": error,
+               "draft_saved": timezone.now()}
+    return render(request, partial, context)
+
+
 @annotator_required
 @require_POST
 def clue_graph_preview_view(request, pk: int):
     """While editing (htmx): autosave the draft, redraw highlights, checks and the SVG."""
-    item = get_object_or_404(Item, pk=pk)
-    graph = _graph_from_post(request.POST)
-    base_version = int(request.POST.get("base_version") or item.version)
-    _save_graph_draft(request, item, graph, base_version)
-    context = _graph_context(item, graph, base_version=base_version)
-    return render(request, "annotation/clue_graph.html#preview", {**context, "draft_saved": timezone.now()})
+    return _graph_draft_response(request, get_object_or_404(Item, pk=pk), partial="annotation/clue_graph.html#preview",
+                                 apply_action=False)
 
 
 @annotator_required
 @require_POST
 def clue_graph_edit_view(request, pk: int):
     """Row and fix actions (htmx): return the whole editor with the change applied (autosaved as a draft)."""
-    item = get_object_or_404(Item, pk=pk)
-    graph, error = _apply_action(item, _graph_from_post(request.POST), request.POST)
-    base_version = int(request.POST.get("base_version") or item.version)
-    _save_graph_draft(request, item, graph, base_version)
-    context = {**_stage_context(request, item, Stage.CLUE_GRAPH),
-               **_graph_context(item, graph, base_version=base_version), "error": error,
-               "draft_saved": timezone.now()}
-    return render(request, "annotation/clue_graph.html#editor", context)
+    return _graph_draft_response(request, get_object_or_404(Item, pk=pk), partial="annotation/clue_graph.html#editor",
+                                 apply_action=True)
 
 
 # ---- review, adjudication, history
@@ -478,7 +497,7 @@ def review_view(request, pk: int):
                 form.add_error(None, f"The item changed (now version {exc.item.version}) while you reviewed it.")
                 status = 409
             except (ValidationError, services.WorkflowError) as exc:
-                form.add_error(None, "; ".join(getattr(exc, "messages", [str(exc)])))
+                form.add_error(None, _error_text(exc))
                 status = 409
             else:
                 messages.success(request, f"{item}: review saved.")
@@ -513,7 +532,7 @@ def adjudication_view(request, pk: int):
                                               decision=form.cleaned_data["decision"],
                                               comment=form.cleaned_data["comment"])
             except (ValidationError, services.WorkflowError) as exc:
-                form.add_error(None, "; ".join(getattr(exc, "messages", [str(exc)])))
+                form.add_error(None, _error_text(exc))
                 status = 409
             else:
                 messages.success(request, f"{adjudication.item}: resolved.")
