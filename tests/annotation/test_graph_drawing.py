@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from annotation import clue_graph
 from annotation.diffing import content_diff, inline_diff
 from annotation.graph_drawing import build_graph, render_svg
@@ -74,3 +76,36 @@ def test_option_checks_and_reaching_the_answer():
     assert reaches_answer("Therefore the gardener did it", options, 0)
     assert not reaches_answer("the butler", options, 0)
     assert not reaches_answer("", options, 0)
+
+
+def test_svg_escapes_angle_brackets_ampersands_and_quotes_in_every_text():
+    nasty = 'He said "5 < 6" & \'left\' </text><script>alert(1)</script>'
+    graph = build_graph([(nasty, 'it means "A & B"')], [([nasty], '<b>"done"</b> & over')])
+    svg = render_svg(graph, title='Item "x" <&>')
+    assert "<script>" not in svg and "<b>" not in svg and '"done"' not in svg
+    root = ET.fromstring(svg)  # still well-formed XML
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    assert root.find("s:title", ns).text == 'Item "x" <&>'
+    tooltips = [t.text for t in root.findall(".//s:g/s:title", ns)]
+    assert "1. " + nasty + ' → it means "A & B"' in tooltips  # the text survives escaping unchanged
+    drawn = "".join(t.text for t in root.findall(".//s:g[@id='node-c1']/s:text", ns))
+    assert drawn.startswith('1. He said "5 < 6" &')
+
+
+@pytest.mark.django_db
+def test_clue_graph_page_escapes_clue_text_in_the_svg_and_the_editor(annotator_client):
+    from django.urls import reverse
+
+    from annotation.models import Item, ItemStatus
+
+    from .workflow_support import make_items
+
+    (item,) = make_items(1, status=ItemStatus.CLUE_GRAPH)
+    Item.objects.filter(pk=item.pk).update(
+        evidence='<script>alert("x")</script> & "quoted" -> <img src=x onerror=alert(1)>',
+        reasoning='After correlating the clues we get:\n<img src=x onerror=alert(1)> -> The gardener')
+    page = annotator_client.get(reverse("annotation:clue_graph", args=[item.pk])).content.decode()
+    assert "<script>alert" not in page and "<img src=x" not in page
+    svg = page[page.index("<svg"):page.index("</svg>") + 6]
+    ET.fromstring(svg)
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &quot;quoted&quot;" in svg
