@@ -116,7 +116,8 @@ class RewriteForm(NamedErrorsMixin, forms.Form):
 
 
 #: The parts of a clue graph the editor does not show, carried through the page as JSON (hidden field `meta`).
-GRAPH_META_KEYS = ("evidence_header", "reasoning_header", "evidence_steps", "evidence_notes", "reasoning_notes")
+GRAPH_META_KEYS = ("evidence_header", "reasoning_header", "evidence_steps", "evidence_notes", "reasoning_notes",
+                   "clue_prefix", "step_prefix")
 
 
 def _valid_meta(meta) -> bool:
@@ -124,7 +125,8 @@ def _valid_meta(meta) -> bool:
     if not isinstance(meta, dict):
         return False
     texts = lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)  # noqa: E731
-    return (all(isinstance(meta.get(k), (str, type(None))) for k in ("evidence_header", "reasoning_header"))
+    return (all(isinstance(meta.get(k), (str, type(None)))
+                for k in ("evidence_header", "reasoning_header", "clue_prefix", "step_prefix"))
             and all(texts(meta.get(k, [])) for k in ("evidence_notes", "reasoning_notes"))
             and isinstance(meta.get("evidence_steps", []), list)
             and all(isinstance(s, list) and len(s) == 2 and texts(s[0]) and isinstance(s[1], str)

@@ -52,6 +52,10 @@ def test_editable_graph_round_trip_keeps_clues_and_steps(detectbench_dir):
         assert [(c.text, c.implication) for c in after.clues] == [(c.text, c.implication) for c in before.clues]
         assert [(s.inputs, s.output) for s in after.steps] == [(s.inputs, s.output) for s in before.steps]
         assert clue_graph.gold_key_information(evidence) == clue_graph.gold_key_information(cg["evidence"])
+        # Numbered rows stay numbered (the "1. " is not dropped on save).
+        for rows_before, rows_after in ((before.clues, after.clues), (before.steps, after.steps)):
+            if rows_before and all(r.prefix for r in rows_before) and not before.unparsed_lines:
+                assert [r.prefix for r in rows_after] == [r.prefix for r in rows_before]
 
 
 def test_clue_fix_follows_into_steps():
@@ -109,3 +113,15 @@ def test_clue_graph_page_escapes_clue_text_in_the_svg_and_the_editor(annotator_c
     svg = page[page.index("<svg"):page.index("</svg>") + 6]
     ET.fromstring(svg)
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &quot;quoted&quot;" in svg
+
+
+def test_numbering_style_is_kept_and_rows_are_renumbered_after_edits():
+    graph = editable_graph("1. boots -> garden\n2. key -> lock\n3. snow -> tracks",
+                           "After correlating the clues:\n(1) garden + lock -> gardener\n(2) gardener -> The gardener")
+    graph.clues.pop(1)
+    graph.clues.append(("new clue", "new meaning"))
+    evidence, reasoning = graph.texts()
+    assert evidence.splitlines() == ["1. boots -> garden", "2. snow -> tracks", "3. new clue -> new meaning"]
+    assert reasoning.splitlines()[1:] == ["(1) garden + lock -> gardener", "(2) gardener -> The gardener"]
+    plain = editable_graph("boots -> garden", "After correlating the clues:\ngarden -> The gardener")
+    assert plain.texts() == ("boots -> garden", "After correlating the clues:\ngarden -> The gardener")
