@@ -82,9 +82,17 @@ class LeaseSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField()
 
 
-def _conflict(exc: services.StaleVersion) -> Response:
-    return Response({"detail": str(exc), "current_version": exc.item.version, "current": ItemSerializer(exc.item).data},
-                    status=status.HTTP_409_CONFLICT)
+REFUSALS = (services.StaleVersion, DjangoValidationError, services.WorkflowError)
+
+
+def _refused(exc: Exception) -> Response:
+    """A refused service call: 409 with the current item when stale, 400 when invalid, 409 when out of turn."""
+    if isinstance(exc, services.StaleVersion):
+        return Response({"detail": str(exc), "current_version": exc.item.version,
+                         "current": ItemSerializer(exc.item).data}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, DjangoValidationError):
+        return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
+    return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
 
 
 @extend_schema(tags=["annotation"], parameters=[
@@ -136,12 +144,8 @@ class VerificationSubmitApi(APIView):
         data.is_valid(raise_exception=True)
         try:
             verdict = services.verification_submit(item_id=item.pk, user=request.user, **data.validated_data)
-        except services.StaleVersion as exc:
-            return _conflict(exc)
-        except DjangoValidationError as exc:
-            return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
-        except services.WorkflowError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        except REFUSALS as exc:
+            return _refused(exc)
         item.refresh_from_db()
         return Response(VerificationOutSerializer({"id": verdict.pk, "decision": verdict.decision,
                                                    "criteria": verdict.criteria, "item_status": item.status}).data,
@@ -172,12 +176,8 @@ class ClueGraphSubmitApi(APIView):
             saved = services.clue_graph_save(item_id=item.pk, base_version=data.validated_data["base_version"],
                                              graph=graph, user=request.user,
                                              note=data.validated_data["note"] or "clue graph submitted via API")
-        except services.StaleVersion as exc:
-            return _conflict(exc)
-        except DjangoValidationError as exc:
-            return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
-        except services.WorkflowError as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        except REFUSALS as exc:
+            return _refused(exc)
         return Response(ItemSerializer(saved).data)
 
 

@@ -422,6 +422,11 @@ def _move(*, item: Item, stage: str, status: str, user, note: str) -> Item:
                        status=status)
 
 
+def _mark_submitted(assignment: Assignment, now) -> None:
+    assignment.status, assignment.submitted_at = AssignmentStatus.SUBMITTED, now
+    assignment.save(update_fields=["status", "submitted_at"])
+
+
 def _locked_item(item_id: int) -> Item:
     return Item.objects.select_for_update().get(pk=item_id)
 
@@ -456,8 +461,7 @@ def verification_submit(
     verdict = VerificationDecision.objects.create(
         assignment=assignment, item=item, annotator=user, decision=decision, comment=comment,
         item_version=item_version, **{name: name in criteria for name in CRITERIA})
-    assignment.status, assignment.submitted_at = AssignmentStatus.SUBMITTED, now
-    assignment.save(update_fields=["status", "submitted_at"])
+    _mark_submitted(assignment, now)
 
     decisions = list(VerificationDecision.objects.filter(
         item=item, assignment__stage=Stage.VERIFICATION, assignment__status=AssignmentStatus.SUBMITTED))
@@ -547,8 +551,7 @@ def stage_submit(*, item_id: int, user, stage: str, item_version: int, now=None)
         raise StaleVersion(item, item_version)
     assignment = _take_slot(item=item, stage=stage, user=user, now=now, config=config)
     if assignment.status != AssignmentStatus.SUBMITTED:
-        assignment.status, assignment.submitted_at = AssignmentStatus.SUBMITTED, now
-        assignment.save(update_fields=["status", "submitted_at"])
+        _mark_submitted(assignment, now)
     done = Assignment.objects.filter(item=item, stage=stage, status=AssignmentStatus.SUBMITTED).count()
     if done >= config.annotators_required:
         return _move(item=item, stage=stage, status=NEXT_STATUS[stage], user=user, note=f"{stage} done")
@@ -575,8 +578,7 @@ def review_submit(*, item_id: int, user, action: str, item_version: int, send_ba
     assignment = _take_slot(item=item, stage=Stage.REVIEW, user=user, now=now, config=_config(Stage.REVIEW))
     review = ReviewDecision.objects.create(assignment=assignment, item=item, reviewer=user, action=action,
                                            send_back_to=send_back_to, comment=comment, item_version=item_version)
-    assignment.status, assignment.submitted_at = AssignmentStatus.SUBMITTED, now
-    assignment.save(update_fields=["status", "submitted_at"])
+    _mark_submitted(assignment, now)
     if action == ReviewAction.APPROVE:
         _move(item=item, stage=Stage.REVIEW, status=ItemStatus.PUBLISHED, user=user, note="review: approved")
     else:
