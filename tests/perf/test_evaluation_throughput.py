@@ -1,0 +1,132 @@
+"""Benchmark: 1,196 items, `naive`, server latency 200 ms, concurrency 64, vs the ideal N x latency / concurrency.
+
+Also runs Inspect AI (`inspect-ai` from PyPI, in its own virtualenv at var/inspect-venv)
+on the same prompts against the same stand-in server with --max-connections 64 and
+prints both times. Without that virtualenv the Inspect part is skipped with a message;
+set INSPECT_BENCH=1 to have this benchmark create it (python3 -m venv + pip install).
+
+    make bench   # or: pytest tests/perf/test_evaluation_throughput.py -m perf -s
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from evaluation import services
+from annotation.models import Item
+from evaluation.execution import item_view
+from evaluation.methods import get_method
+from evaluation.models import Result, RunStatus
+from evaluation.prompts import present
+from tests.support.items import import_items
+from tests.support.model_server import start_server_process
+
+pytestmark = [pytest.mark.perf, pytest.mark.django_db(transaction=True)]
+
+REPO_DIR = Path(__file__).resolve().parent.parent.parent
+INSPECT_VENV = Path(os.environ.get("INSPECT_VENV", REPO_DIR / "var" / "inspect-venv"))
+LATENCY_S = 0.2
+CONCURRENCY = 64
+MAX_RATIO = 1.15
+
+INSPECT_TASK = '''
+import json
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.scorer import match
+from inspect_ai.solver import generate
+
+
+@task
+def detectbench_naive():
+    with open({path!r}) as handle:
+        records = [json.loads(line) for line in handle]
+    return Task(dataset=[Sample(id=r["id"], input=r["input"], target=r["target"]) for r in records],
+                solver=generate(), scorer=match(location="end"))
+'''
+
+
+def inspect_python() -> Path | None:
+    python = INSPECT_VENV / "bin" / "python"
+    if (INSPECT_VENV / "bin" / "inspect").exists():
+        return python
+    if os.environ.get("INSPECT_BENCH") == "1":
+        subprocess.run([sys.executable if sys.version_info >= (3, 10) else "python3", "-m", "venv", str(INSPECT_VENV)],
+                       check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "inspect-ai", "openai"], check=True)
+        return python
+    return None
+
+
+def run_inspect(tmp_path: Path, base_url: str, samples: list[dict]) -> dict:
+    data = tmp_path / "samples.jsonl"
+    data.write_text("".join(json.dumps(s) + "\n" for s in samples))
+    task = tmp_path / "inspect_task.py"
+    task.write_text(INSPECT_TASK.format(path=str(data)))
+    env = dict(os.environ, STANDIN_BASE_URL=base_url, STANDIN_API_KEY="not-needed", INSPECT_LOG_DIR=str(tmp_path / "logs"))
+    started = time.monotonic()
+    proc = subprocess.run(
+        [str(INSPECT_VENV / "bin" / "inspect"), "eval", task.name, "--model", "openai-api/standin/stand-in",
+         "--max-connections", str(CONCURRENCY), "--log-dir", str(tmp_path / "logs"), "--log-format", "json",
+         "--display", "none", "--max-retries", "3"],
+        env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )
+    process_s = time.monotonic() - started
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    log = json.loads(next((tmp_path / "logs").glob("*.json")).read_text())
+    stats = log["stats"]
+    eval_s = (datetime.fromisoformat(stats["completed_at"]) - datetime.fromisoformat(stats["started_at"])).total_seconds()
+    accuracy = log["results"]["scores"][0]["metrics"]["accuracy"]["value"]
+    return {"eval_s": eval_s, "process_s": process_s, "accuracy": accuracy, "samples": len(samples)}
+
+
+def test_throughput_1196_items_200ms_concurrency_64(detectbench_dir, tmp_path):
+    n = import_items(detectbench_dir / "test.jsonl", split="test")
+    assert n == 1196
+    ideal = n * LATENCY_S / CONCURRENCY
+    with start_server_process(latency_s=LATENCY_S, reply_mode="first") as server:
+        endpoint = services.endpoint_create(name="bench", base_url=server.base_url, model="stand-in",
+                                            max_concurrency=CONCURRENCY, use_cache=False)
+        run = services.run_launch(endpoint=endpoint, method="naive", split="test", enqueue=False)
+        load_before = os.getloadavg()[0]
+        started, cpu_started = time.monotonic(), time.process_time()
+        services.run_execute_in_process(run=run)
+        elapsed, cpu = time.monotonic() - started, time.process_time() - cpu_started
+        stats = server.stats()
+        run.refresh_from_db()
+        assert run.status == RunStatus.FINISHED
+        assert Result.objects.filter(run=run, error="", parse_status="ok").count() == n
+        ratio = elapsed / ideal
+        print(f"\nDetectBench Web: {n} items, naive, latency {LATENCY_S * 1000:.0f} ms, concurrency {CONCURRENCY}: "
+              f"{elapsed:.2f} s (run wall_s {run.wall_s:.2f} s) vs ideal {ideal:.2f} s -> ratio {ratio:.3f} "
+              f"(peak in flight {stats['peak_in_flight']}, requests {stats['requests']}; this process used {cpu:.2f} s CPU; "
+              f"load average {load_before:.1f} on {os.cpu_count()} CPUs)")
+
+        python = inspect_python()
+        if python is None:
+            print(f"Inspect AI comparison skipped: no virtualenv at {INSPECT_VENV} "
+                  "(set INSPECT_BENCH=1 to create it: python3 -m venv + pip install inspect-ai openai)")
+        else:
+            method = get_method("naive")
+            samples = []
+            for item in Item.objects.filter(pk__in=run.item_ids).order_by("pk"):
+                shown = present(item_view(item), seed=run.seed, permute=False)
+                samples.append({"id": item.pk, "input": method.messages(shown, ())[-1]["content"],
+                                "target": shown.answer_label})
+            server.reset()
+            inspect = run_inspect(tmp_path, server.base_url, samples)
+            inspect_stats = server.stats()
+            print(f"Inspect AI (--max-connections {CONCURRENCY}): eval {inspect['eval_s']:.2f} s "
+                  f"(whole process {inspect['process_s']:.2f} s), accuracy {inspect['accuracy']:.3f}, "
+                  f"peak in flight {inspect_stats['peak_in_flight']}")
+            print(f"Inspect AI eval time / DetectBench Web time: {inspect['eval_s'] / elapsed:.2f}x; "
+                  f"DetectBench Web / ideal {ratio:.3f}, Inspect AI / ideal {inspect['eval_s'] / ideal:.3f}")
+            assert inspect["samples"] == n
+    assert ratio <= MAX_RATIO, f"wall time {elapsed:.2f} s is {ratio:.2f}x the ideal {ideal:.2f} s"
