@@ -1,4 +1,9 @@
-from django.urls import path  # noqa: F401
+from rest_framework.routers import DefaultRouter
+
+from . import apis
 
 app_name = "evaluation_api"
-urlpatterns: list = []
+router = DefaultRouter()
+router.register("endpoints", apis.EndpointViewSet, basename="endpoint")
+router.register("runs", apis.RunViewSet, basename="run")
+urlpatterns = router.urls

@@ -1,0 +1,45 @@
+from django import forms
+
+from annotation.item_facts import QUESTION_TYPES
+from annotation.models import ItemStatus
+
+from .methods import METHOD_CHOICES
+from .models import ModelEndpoint, OptionOrder
+
+
+class EndpointForm(forms.ModelForm):
+    base_url = forms.URLField(required=False, max_length=300, assume_scheme="https",
+                              help_text="e.g. https://api.openai.com/v1 or http://localhost:8000/v1")
+
+    class Meta:
+        model = ModelEndpoint
+        fields = ["name", "kind", "base_url", "model", "api_key_env", "temperature", "top_p", "max_tokens", "seed",
+                  "max_concurrency", "requests_per_minute", "timeout_s", "max_attempts", "price_in_per_mtok",
+                  "price_out_per_mtok", "use_cache"]
+        help_texts = {"api_key_env": "The NAME of an environment variable of the workers, e.g. OPENAI_API_KEY."}
+
+    table9_preset = forms.BooleanField(required=False, label="Use the paper's Table 9 parameters",
+                                       help_text="temperature 0.95, top_p 0.95, max_tokens 2000, seed 42")
+
+
+class RunLaunchForm(forms.Form):
+    endpoint = forms.ModelChoiceField(queryset=ModelEndpoint.objects.order_by("name"))
+    methods = forms.MultipleChoiceField(choices=METHOD_CHOICES, initial=["naive"],
+                                        widget=forms.CheckboxSelectMultiple)
+    split = forms.CharField(initial="test", required=False)
+    item_status = forms.ChoiceField(choices=[("", "any")] + list(ItemStatus.choices), required=False)
+    question_type = forms.ChoiceField(choices=[("", "any")] + [(t, t) for t in QUESTION_TYPES], required=False)
+    ids = forms.CharField(required=False, help_text="Comma-separated item ids (optional)")
+    limit = forms.IntegerField(min_value=1, required=False)
+    seed = forms.IntegerField(initial=42)
+    samples = forms.IntegerField(min_value=1, max_value=50, initial=1)
+    k = forms.IntegerField(min_value=1, max_value=50, required=False,
+                           help_text="Samples per answer for self-consistency / complexity-CoT (default 5)")
+    option_order = forms.ChoiceField(choices=OptionOrder.choices, initial=OptionOrder.ORIGINAL)
+
+    def clean_ids(self) -> list[int]:
+        raw = self.cleaned_data.get("ids") or ""
+        try:
+            return [int(part) for part in raw.replace(" ", "").split(",") if part]
+        except ValueError:
+            raise forms.ValidationError("Item ids must be numbers separated by commas.") from None

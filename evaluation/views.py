@@ -1,0 +1,119 @@
+"""Researcher dashboard: endpoints, launching runs, live progress, metrics, breakdowns, comparison, figures."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_POST
+
+from detectbench_web.roles import researcher_required
+
+from . import selectors, services
+from .figures import Bar, bar_chart
+from .forms import EndpointForm, RunLaunchForm
+from .models import TABLE9_PRESET, Run
+
+
+@researcher_required
+def endpoint_list_view(request):
+    form = EndpointForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = dict(form.cleaned_data)
+        if data.pop("table9_preset", False):
+            data.update(TABLE9_PRESET)
+        try:
+            endpoint = services.endpoint_create(**data)
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, f"Endpoint {endpoint.name} created.")
+            return redirect("evaluation:endpoint_list")
+    return render(request, "evaluation/endpoint_list.html", {"endpoints": selectors.endpoint_list(), "form": form})
+
+
+@researcher_required
+def run_list_view(request):
+    runs = selectors.run_list()
+    context = {"runs": runs, "polling": any(r.is_active for r in runs)}
+    template = "evaluation/run_list.html#runs" if request.htmx else "evaluation/run_list.html"
+    return render(request, template, context)
+
+
+@researcher_required
+def run_launch_view(request):
+    form = RunLaunchForm(request.POST or None, initial={"endpoint": request.GET.get("endpoint")})
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        launched = []
+        try:
+            for method in data["methods"]:
+                launched.append(services.run_launch(
+                    endpoint=data["endpoint"], method=method, split=data["split"] or "",
+                    item_status=data["item_status"], question_type=data["question_type"], ids=data["ids"],
+                    limit=data["limit"], seed=data["seed"], samples=data["samples"], k=data["k"],
+                    option_order=data["option_order"], user=request.user,
+                ))
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, f"Launched {len(launched)} run(s).")
+            if len(launched) == 1:
+                return redirect("evaluation:run_detail", pk=launched[0].pk)
+            return redirect("evaluation:run_list")
+    return render(request, "evaluation/run_launch.html", {"form": form})
+
+
+def _accuracy_figure(title: str, rows: list[tuple[str, object]], baseline: float | None) -> str:
+    bars = [Bar(label, m.accuracy, m.ci_low, m.ci_high, f"n={m.n}") for label, m in rows]
+    return mark_safe(bar_chart(bars, title=title, baseline=baseline, baseline_label="always first option"))
+
+
+@researcher_required
+def run_detail_view(request, pk: int):
+    run = get_object_or_404(Run.objects.select_related("endpoint"), pk=pk)
+    progress = selectors.run_progress(run=run)
+    if request.htmx and request.GET.get("part") == "progress":
+        return render(request, "evaluation/run_detail.html#progress", {"run": run, "progress": progress})
+    summary = selectors.run_summary(run=run)
+    types = selectors.run_question_types(run=run)
+    status = request.GET.get("status", "")
+    page = Paginator(selectors.run_results(run=run, status=status), 50).get_page(request.GET.get("page"))
+    context = {
+        "run": run, "progress": progress, "summary": summary, "m": summary.metrics, "types": types,
+        "page": page, "status": status,
+        "figure": _accuracy_figure("Accuracy by question type (95% CI)", list(types.items()),
+                                   summary.metrics.first_option_baseline),
+    }
+    if request.htmx and request.GET.get("part") == "results":
+        return render(request, "evaluation/run_detail.html#results", context)
+    return render(request, "evaluation/run_detail.html", context)
+
+
+@researcher_required
+@require_POST
+def run_cancel_view(request, pk: int):
+    run = services.run_cancel(run=get_object_or_404(Run, pk=pk))
+    messages.info(request, f"Run {run.pk} cancelled.")
+    return redirect("evaluation:run_detail", pk=run.pk)
+
+
+@researcher_required
+@require_POST
+def run_resume_view(request, pk: int):
+    run = services.run_resume(run=get_object_or_404(Run, pk=pk))
+    messages.info(request, f"Run {run.pk} re-launched: only missing or failed rows are computed.")
+    return redirect("evaluation:run_detail", pk=run.pk)
+
+
+@researcher_required
+def comparison_view(request):
+    table = selectors.comparison_table()
+    summaries = [cell for row in table["rows"] for cell in row["cells"] if cell is not None]
+    figure = _accuracy_figure(
+        "Accuracy per run (95% CI)",
+        [(f"{s.run.method} · {s.run.endpoint.name}", s.metrics) for s in summaries],
+        summaries[0].metrics.first_option_baseline if summaries else None,
+    ) if summaries else ""
+    return render(request, "evaluation/comparison.html", {"table": table, "figure": figure})
