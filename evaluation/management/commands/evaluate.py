@@ -75,9 +75,12 @@ class Command(BaseCommand):
             except ValidationError as exc:
                 raise CommandError("; ".join(exc.messages)) from exc
             if in_process:
-                if progress:
-                    self._progress_thread(run)
-                services.run_execute_in_process(run=run)
+                stop = self._progress_thread(run) if progress else None
+                try:
+                    services.run_execute_in_process(run=run)
+                finally:
+                    if stop is not None:
+                        stop()
             elif o["wait"]:
                 self._wait(run, progress)
             run.refresh_from_db()
@@ -102,23 +105,29 @@ class Command(BaseCommand):
                          f"{p.resolved}/{p.total} errors {p.errors}" + ("\n" if final else ""))
         sys.stderr.flush()
 
-    def _progress_thread(self, run: Run) -> None:
+    def _progress_thread(self, run: Run):
+        """Draw the progress bar every half second while the run computes in this process; returns a stopper."""
         import threading
 
         from django.db import connection
 
+        stopped = threading.Event()
+
         def loop():
             try:
-                while True:
-                    time.sleep(0.5)
-                    current = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+                while not stopped.wait(0.5):
                     self._draw(run)
-                    if current not in ("queued", "running"):
-                        return
             finally:
                 connection.close()
 
-        threading.Thread(target=loop, daemon=True).start()
+        thread = threading.Thread(target=loop, daemon=True)
+        thread.start()
+
+        def stop():
+            stopped.set()
+            thread.join()
+
+        return stop
 
     def _wait(self, run: Run, progress: bool) -> None:
         while True:
