@@ -121,7 +121,7 @@ def _now():
 
 
 def _question_context(attempt: Attempt, question: services.Question, **extra) -> dict:
-    item = question.lease.item  # deferred load of the one item shown
+    item = services.shown_item_of(question.lease)  # only the fields a participant may see
     shown = shown_item(context=item.context, question=item.question, options=item.options,
                        translations=item.translations, language=attempt.study.language)
     return {"attempt": attempt, "question": question, "shown": shown, **extra}

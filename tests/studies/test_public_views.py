@@ -207,8 +207,8 @@ def test_no_participant_response_reveals_answers_evidence_reasoning_or_others(cl
 
     study = make_study(n_items=6, per_participant=3, raters=2, practice_item=Item.objects.get(pk=items(12)[-1]))
     neighbour = Client()
-    _join(neighbour, study, "N1")
-    n_attempt = Attempt.objects.get(external_participant_id="N1")
+    _join(neighbour, study, "neighbour-N1")
+    n_attempt = Attempt.objects.get(external_participant_id="neighbour-N1")
     npage = _start(neighbour, n_attempt).content.decode()
     _submit(neighbour, n_attempt, npage, option=2,
             highlights=json.dumps([{"start": 0, "end": 7, "text": Item.objects.get(
@@ -244,7 +244,7 @@ def test_no_participant_response_reveals_answers_evidence_reasoning_or_others(cl
     for item in Item.objects.filter(pk__in=[*items(6), items(12)[-1]]):
         secrets.update(_secrets(item))
         secrets.update(gold_key_information(item.evidence))
-    secrets.update(["N1", n_attempt.token])
+    secrets.update(["neighbour-N1", n_attempt.token])
     everything = "\n".join(bodies)
     # Clues are spans of the story by design: only what is not part of any shown text can leak.
     public = "\n".join(f"{i.context}\n{i.question}\n" + "\n".join(i.options) for i in Item.objects.all())
@@ -272,5 +272,7 @@ def test_question_page_and_submit_query_counts(client, make_study):
     assert response.status_code == 200
     page_n, submit_n = sql_count(page_queries), sql_count(submit_queries)
     print(f"\nqueries: question page {page_n}, answer submit (+ next question) {submit_n}")
-    assert page_n <= 8
-    assert submit_n <= 8
+    # attempt + study, its leases, the item shown; submit: attempt (locked), leases, answered and next item,
+    # INSERT, UPDATE of both leases (+ BEGIN/COMMIT outside the test's transaction). The issue allows 8.
+    assert page_n <= 3
+    assert submit_n <= 5

@@ -63,6 +63,32 @@ def test_answer_is_recorded_with_times_and_finishes_the_attempt(make_study):
     assert question_open(attempt=attempt) is None
 
 
+def test_answer_ends_its_lease_and_shows_the_next_question(make_study):
+    """The submit's one UPDATE of two leases: the answered one ends, the next one is shown from now on."""
+    study = make_study(n_items=6, per_participant=3, raters=1)
+    attempt = started_attempt(study)
+    t0 = timezone.now()
+    first = question_open(attempt=attempt, now=t0)
+    t1 = t0 + timedelta(seconds=20)
+    submitted = response_submit(token=attempt.token, position=first.lease.position, chosen_option=0, now=t1)
+    answered = Lease.objects.get(pk=first.lease.pk)
+    assert (answered.status, answered.shown_at, answered.ended_at) == (LeaseStatus.ANSWERED, t0, t1)
+    nxt = submitted.next_question
+    assert nxt.number == 2 and nxt.answered == 1 and nxt.lease.shown_at == t1
+    assert Lease.objects.get(pk=nxt.lease.pk).shown_at == t1
+    assert Lease.objects.get(pk=nxt.lease.pk).status == LeaseStatus.ACTIVE
+    # The next item comes with the answer (one query for both items), without its clue graph.
+    assert Lease.item.is_cached(nxt.lease)
+    assert {"evidence", "reasoning"} <= nxt.lease.item.get_deferred_fields()
+    # A question shown before (a reload) keeps its first shown time.
+    t2 = t1 + timedelta(seconds=30)
+    second = question_open(attempt=attempt, now=t2)
+    assert second.lease.pk == nxt.lease.pk and second.lease.shown_at == t1
+    response_submit(token=attempt.token, position=second.lease.position, chosen_option=1, now=t2)
+    assert Lease.objects.get(pk=second.lease.pk).shown_at == t1
+    assert Response.objects.get(lease=second.lease).shown_at == t1
+
+
 def test_answer_validation_and_ownership(make_study):
     study = make_study(n_items=6, per_participant=2, raters=2)
     mine, other = started_attempt(study, "A"), started_attempt(study, "B")
