@@ -4,13 +4,16 @@ join (GET the public link, POST consent) -> Start -> for each question: load the
 a passage of the story as a highlight, pick an option, submit with htmx headers -> completion
 page. Used by `manage.py run_study_bots` (rehearsal, load tests) and by the tests.
 
-No Django import: a bot knows only what a browser knows. To answer with a given accuracy it
+No Django import: a bot knows only what a browser knows. It speaks HTTP/1.1 with the standard
+library (keep-alive, cookies, redirects) rather than a client library: in load tests the bots share
+the machine with the server, and every millisecond of client CPU is taken from the server. To answer with a given accuracy it
 can be given an `oracle(token, position) -> correct option index` (the management command
 reads it from the database; nothing on the pages reveals it).
 """
 from __future__ import annotations
 
 import html
+import http.client
 import json
 import random
 import re
@@ -21,9 +24,8 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
-from urllib.parse import urlencode
-
-import httpx
+from http.cookies import SimpleCookie
+from urllib.parse import urlencode, urljoin, urlsplit
 
 Oracle = Callable[[str, int], "int | None"]
 
@@ -45,6 +47,79 @@ class BotResult:
     http_status: int | None = None
     message: str = ""
     timings: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+
+@dataclass
+class Page:
+    """What the bot got back (after following redirects)."""
+
+    status_code: int
+    url: str
+    headers: dict[str, str]
+    text: str
+
+
+class Browser:
+    """A minimal browser for one participant: one keep-alive connection, a cookie jar, GET after redirects."""
+
+    def __init__(self, base_url: str, timeout: float):
+        parts = urlsplit(base_url)
+        self.base_url, self.host, self.port = base_url, parts.hostname, parts.port or 80
+        self.timeout = timeout
+        self.cookies: dict[str, str] = {}
+        self.connection: http.client.HTTPConnection | None = None
+
+    def request(self, method: str, url: str, data: dict | None = None, headers: dict | None = None) -> Page:
+        body = urlencode(data).encode() if data is not None else None
+        for _ in range(10):  # redirects
+            page = self._send(method, url, body, headers or {})
+            if page.status_code not in (301, 302, 303, 307, 308) or "location" not in page.headers:
+                return page
+            url = urljoin(page.url, page.headers["location"])
+            if page.status_code in (301, 302, 303):
+                method, body, headers = "GET", None, {}
+        raise RuntimeError("too many redirects")
+
+    def _send(self, method: str, url: str, body: bytes | None, headers: dict) -> Page:
+        path = urlsplit(urljoin(self.base_url + "/", url))
+        target = path.path + (f"?{path.query}" if path.query else "")
+        all_headers = {"Accept": "text/html", **headers}
+        if self.cookies:
+            all_headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        if body is not None:
+            all_headers["Content-Type"] = "application/x-www-form-urlencoded"
+        for attempt in (1, 2):
+            if self.connection is None:
+                self.connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            try:
+                self.connection.request(method, target, body=body, headers=all_headers)
+                response = self.connection.getresponse()
+                payload = response.read()
+                break
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                # The server closed an idle keep-alive connection: open a new one and send again once.
+                self.close()
+                if attempt == 2:
+                    raise
+        received = {}
+        for name, value in response.getheaders():
+            if name.lower() == "set-cookie":
+                for morsel in SimpleCookie(value).values():
+                    if morsel["max-age"] == "0":
+                        self.cookies.pop(morsel.key, None)
+                    else:
+                        self.cookies[morsel.key] = morsel.value
+            else:
+                received[name.lower()] = value
+        if response.will_close:
+            self.close()
+        charset = response.headers.get_content_charset() or "utf-8"
+        return Page(response.status, self.base_url + target, received, payload.decode(charset, "replace"))
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+            self.connection = None
 
 
 @dataclass
@@ -84,16 +159,19 @@ class StudyBot:
     def __init__(self, base_url: str, slug: str, participant_id: str, *, accuracy: float | None = None,
                  oracle: Oracle | None = None, stop_after: int | None = None, seed: int = 0,
                  barrier: threading.Barrier | None = None, reload_each_question: bool = True,
-                 timeout: float = 60.0):
+                 think: tuple[float, float] | None = None, timeout: float = 60.0):
         self.base_url, self.slug, self.participant_id = base_url.rstrip("/"), slug, participant_id
         self.accuracy, self.oracle, self.stop_after = accuracy, oracle, stop_after
         self.rng = random.Random(f"{seed}:{participant_id}")
         self.barrier, self.reload_each_question = barrier, reload_each_question
-        self.client = httpx.Client(base_url=self.base_url, follow_redirects=True, timeout=timeout)
+        # Reading time before each answer (a participant reads a ~190-word story); its own seeded
+        # stream, so that the answers chosen do not depend on whether bots think.
+        self.think, self.think_rng = think, random.Random(f"think:{seed}:{participant_id}")
+        self.client = Browser(self.base_url, timeout)
         self.result = BotResult(participant_id)
 
     # -- HTTP helpers
-    def _timed(self, kind: str, method: str, url: str, **kwargs) -> httpx.Response:
+    def _timed(self, kind: str, method: str, url: str, **kwargs) -> Page:
         began = time.perf_counter()
         response = self.client.request(method, url, **kwargs)
         self.result.timings[kind].append(time.perf_counter() - began)
@@ -103,7 +181,7 @@ class StudyBot:
     def _csrf(self) -> str:
         return self.client.cookies.get("csrftoken", "")
 
-    def _post(self, kind: str, url: str, data: dict, htmx: bool = False) -> httpx.Response:
+    def _post(self, kind: str, url: str, data: dict, htmx: bool = False) -> Page:
         headers = {"X-CSRFToken": self._csrf()}
         if htmx:
             headers.update({"HX-Request": "true", "HX-Current-URL": self.base_url + url})
@@ -146,13 +224,15 @@ class StudyBot:
             if self.stop_after is not None and r.answered >= self.stop_after:
                 r.outcome = "stopped"
                 return
+            if self.think is not None:
+                time.sleep(self.think_rng.uniform(*self.think))
             page = self._answer(question)
-            if page.status_code == 204 and page.headers.get("HX-Redirect"):
-                page = self._timed("question", "GET", page.headers["HX-Redirect"])
+            if page.status_code == 204 and page.headers.get("hx-redirect"):
+                page = self._timed("question", "GET", page.headers["hx-redirect"])
             elif page.status_code == 200 and self.reload_each_question:
                 page = self._timed("question", "GET", f"/s/a/{r.token}/")
 
-    def _answer(self, question: QuestionPage) -> httpx.Response:
+    def _answer(self, question: QuestionPage) -> Page:
         correct = self.oracle(question.token, question.position) if self.oracle else None
         if correct is not None and self.accuracy is not None:
             if self.rng.random() < self.accuracy or question.n_options < 2:
@@ -170,7 +250,7 @@ class StudyBot:
             self.result.answered += 1
         return response
 
-    def _ended(self, page: httpx.Response) -> bool:
+    def _ended(self, page: Page) -> bool:
         r, text = self.result, page.text
         if 'id="study-full"' in text:
             r.outcome = "full"
@@ -191,15 +271,20 @@ class StudyBot:
 
 def run_bots(base_url: str, slug: str, participants: int, *, concurrency: int = 10, accuracy: float | None = None,
              oracle: Oracle | None = None, seed: int = 0, id_prefix: str = "bot", start_together: bool = False,
-             stop_after: int | None = None, reload_each_question: bool = True) -> list[BotResult]:
-    """Run `participants` bots, `concurrency` at a time; with start_together they press Start at the same instant."""
+             stop_after: int | None = None, reload_each_question: bool = True,
+             think: tuple[float, float] | None = None) -> list[BotResult]:
+    """Run `participants` bots, `concurrency` at a time; with start_together they press Start at the same instant.
+
+    `think=(low, high)`: each bot waits a uniform random time in that range (seconds) before each answer.
+    """
     barrier = threading.Barrier(participants) if start_together else None
     if start_together:
         concurrency = participants
 
     def one(i: int) -> BotResult:
         return StudyBot(base_url, slug, f"{id_prefix}-{i:04d}", accuracy=accuracy, oracle=oracle, seed=seed,
-                        barrier=barrier, stop_after=stop_after, reload_each_question=reload_each_question).run()
+                        barrier=barrier, stop_after=stop_after, reload_each_question=reload_each_question,
+                        think=think).run()
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         return list(pool.map(one, range(participants)))
