@@ -42,11 +42,13 @@ pytestmark = [pytest.mark.perf, pytest.mark.django_db(transaction=True)]
 
 BOTS = 100
 THINK_SECONDS = (1.0, 3.0)
-# 2 cores: two processes (one per core) with a few threads each, so that one thread's database
-# round trip overlaps another's Python; more processes only add context switches and memory.
-WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
-THREADS = int(os.environ.get("BENCH_THREADS", "4"))
-WORKER_CLASS = os.environ.get("BENCH_WORKER_CLASS", "gthread")
+# Measured on 2 cores: sync workers beat gthread here. A gthread worker keeps each bot's keep-alive
+# connection, so requests queue behind a busy worker while another sits idle, and its threads queue for
+# the GIL after every database round trip (up to 5 ms each); a sync worker takes the next connection
+# only when free, and a few of them overlap one another's database waits.
+WORKERS = int(os.environ.get("BENCH_WORKERS", "4"))
+THREADS = int(os.environ.get("BENCH_THREADS", "1"))
+WORKER_CLASS = os.environ.get("BENCH_WORKER_CLASS", "sync")
 POOL = os.environ.get("BENCH_DATABASE_POOL", "1")  # 0: a new PostgreSQL connection per request (for comparison)
 ACCESS_FORMAT = "%(m)s %(U)s %(s)s %(D)s"
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
