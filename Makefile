@@ -21,7 +21,7 @@ services:
 	./scripts/ensure_services.sh
 
 test: install services
-	$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -m "not perf" $(PYTEST_ARGS)
 
 bench: install services
 	$(TEST_ENV) $(PY) -m pytest tests/perf -m perf -s $(PYTEST_ARGS)

@@ -24,16 +24,18 @@ def _walk(resolver: URLResolver, prefix: str = "", namespace: str | None = None)
 
 def _concrete(route: str) -> str:
     """Fill converters with plausible values; the role check must come before any lookup."""
+    route = re.sub(r"\(\?P<[^>]+>[^)]*\)", "1", route)  # regex routes (DRF routers)
     route = re.sub(r"<int:[^>]+>", "1", route)
-    route = re.sub(r"<slug:[^>]+>|<str:[^>]+>|<[^:>]+>", "x", route)
     route = re.sub(r"<uuid:[^>]+>", "00000000-0000-0000-0000-000000000000", route)
+    route = re.sub(r"<[^>]+>", "x", route)
     route = route.replace("^", "").replace("$", "")
     return "/" + route
 
 
 def _protected_urls():
     for route, namespace, name in _walk(get_resolver()):
-        if route.startswith(PUBLIC_PREFIXES) or route == "" or "(?P<format>" in route or "\\." in route:
+        if (route.startswith(PUBLIC_PREFIXES) or route == "" or "(?P<format>" in route or "\\." in route
+                or "<drf_format_suffix:" in route):
             continue
         yield _concrete(route), namespace, name
 
