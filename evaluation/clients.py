@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import random
+import ssl
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import httpx
 import openai
-from openai.types.chat import ChatCompletion
 
 from .builtins import builtin_reply, count_tokens
 from .limiter import Limiter, LocalLimiter
@@ -87,6 +88,24 @@ class MalformedResponse(ValueError):
     pass
 
 
+@functools.lru_cache(maxsize=1)
+def _ssl_context() -> ssl.SSLContext:
+    """One default TLS context per process (loading the CA bundle costs ~30 ms per client)."""
+    return ssl.create_default_context()
+
+
+def read_completion(body: bytes) -> tuple[str, int, int]:
+    """(text, prompt tokens, completion tokens) of a chat-completion JSON body; MalformedResponse if it is not one."""
+    data = json.loads(body)
+    try:
+        choice = data["choices"][0]
+        text = (choice.get("message") or {}).get("content") or ""
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise MalformedResponse("no choices[0].message in the response") from None
+    usage = data.get("usage") or {}
+    return str(text), int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+
+
 class ModelClient:
     async def complete(self, messages: Sequence[dict], *, sample_key: str) -> Completion:
         raise NotImplementedError
@@ -124,7 +143,7 @@ class OpenAIChatClient(ModelClient):
                 base_url=base_url, api_key=api_key or "not-needed", max_retries=0, timeout=timeout,
                 http_client=httpx.AsyncClient(
                     limits=httpx.Limits(max_connections=per_pool + 2, max_keepalive_connections=per_pool + 2),
-                    timeout=timeout,
+                    timeout=timeout, verify=_ssl_context(),
                 ),
             )
             for _ in range(shards)
@@ -148,24 +167,17 @@ class OpenAIChatClient(ModelClient):
                     sent = time.monotonic()
                     try:
                         # The SDK's low-level post: same client, headers and errors as
-                        # chat.completions.create, without re-walking the typed parameters (~1 ms each).
+                        # chat.completions.create, without re-walking the typed parameters nor
+                        # building pydantic models (together ~1 ms of CPU per request).
                         response = await self._clients[shard].post(
-                            "/chat/completions", body=self._request(messages), cast_to=ChatCompletion
+                            "/chat/completions", body=self._request(messages), cast_to=httpx.Response
                         )
                     finally:
                         self._busy[shard] -= 1
                     latency = time.monotonic() - sent
-                if not getattr(response, "choices", None):
-                    raise MalformedResponse("no choices in the response")
-                text = response.choices[0].message.content or ""
-                usage = response.usage
-                return Completion(
-                    text=text,
-                    tokens_in=(usage.prompt_tokens or 0) if usage else 0,
-                    tokens_out=(usage.completion_tokens or 0) if usage else 0,
-                    latency_s=latency,
-                    attempts=attempt,
-                )
+                text, tokens_in, tokens_out = read_completion(response.content)
+                return Completion(text=text, tokens_in=tokens_in, tokens_out=tokens_out, latency_s=latency,
+                                  attempts=attempt)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below; non-retryable ones end the call
