@@ -5,10 +5,13 @@ answer index, the evidence or the reasoning.
 """
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 MAX_HIGHLIGHTS = 40
+MAX_HIGHLIGHTS_CHARS = 100_000  # the raw JSON of one answer's highlights (a story is a few thousand characters)
 
 
 @dataclass(frozen=True)
@@ -16,6 +19,7 @@ class ShownItem:
     context: str
     question: str
     options: tuple[str, ...]
+    language: str = ""   # the language actually shown: "" = the original, also when a translation is incomplete
 
 
 def shown_item(*, context: str, question: str, options: Sequence[str], translations: Mapping | None,
@@ -27,7 +31,7 @@ def shown_item(*, context: str, question: str, options: Sequence[str], translati
         and translated.get("context") and translated.get("question")
         and isinstance(translated.get("options"), list) and len(translated["options"]) == len(options)
     ):
-        return ShownItem(translated["context"], translated["question"], tuple(translated["options"]))
+        return ShownItem(translated["context"], translated["question"], tuple(translated["options"]), language)
     return ShownItem(context, question, tuple(options))
 
 
@@ -37,6 +41,18 @@ class AnswerInvalid(ValueError):
     def __init__(self, errors: dict[str, str]):
         super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
         self.errors = errors
+
+
+def parse_highlights(raw: str | None) -> Any:
+    """The highlights field as sent by the page (JSON); raise AnswerInvalid when it is oversized or not JSON."""
+    if not raw:
+        return []
+    if len(raw) > MAX_HIGHLIGHTS_CHARS:
+        raise AnswerInvalid({"highlights": f"Highlights are limited to {MAX_HIGHLIGHTS_CHARS} characters."})
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):  # deeply nested JSON raises RecursionError
+        raise AnswerInvalid({"highlights": "Highlights must be a JSON list."}) from None
 
 
 def clean_answer(*, context: str, n_options: int, chosen_option: Any, confidence: Any,
@@ -86,6 +102,9 @@ def _as_int(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
+    if isinstance(value, str) and _INT_RE.fullmatch(value):  # ASCII digits only: int() refuses "²"
+        return int(value)
     return None
+
+
+_INT_RE = re.compile(r"\s*-?[0-9]{1,9}\s*")

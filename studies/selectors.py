@@ -108,7 +108,8 @@ class ParticipantResult:
 
 @dataclass
 class StudyResults:
-    table3: stats.AccuracySummary
+    table3: stats.AccuracySummary        # finished attempts only (the paper's participants answered all questions)
+    table3_all: stats.AccuracySummary    # every attempt with at least one answer (dropouts too)
     participants: list[ParticipantResult]
     items: list[ItemResult]
     kappa: float | None
@@ -125,23 +126,30 @@ class StudyResults:
 
 
 def study_results(study: Study) -> StudyResults:
-    """Paper Table 3, per-item accuracy and majority, Fleiss' kappa, human KeyInfo, time, bonus."""
+    """Paper Table 3, per-item accuracy and majority, Fleiss' kappa, human KeyInfo, time, bonus.
+
+    Table 3 (average, top, lowest of per-participant accuracy = correct / answered) is computed over
+    finished attempts: a dropout with one lucky answer would otherwise be the "top" participant. The
+    same summary over every attempt with answers is given beside it; per-item figures, kappa, KeyInfo,
+    time and the exports use every accepted answer, unfinished attempts included.
+    """
     responses = list(
         Response.objects.filter(attempt__study=study)
         .select_related("item", "attempt")
         .only("id", "chosen_option", "is_correct", "highlights", "shown_at", "answered_at", "is_late",
-              "attempt__id", "attempt__status", "attempt__external_participant_id", "attempt__token",
+              "attempt__id", "attempt__status", "attempt__external_participant_id",
               "language", "item__id", "item__evidence", "item__translations", "item__options", "item__answer_index")
         .order_by("attempt_id", "answered_at")
     )
-    gold_cache: dict[int, list[str]] = {}
+    gold_cache: dict[tuple[int, str], list[str]] = {}
     keyinfo_of: dict[int, float] = {}
     for r in responses:
-        if r.item_id not in gold_cache:
+        key = (r.item_id, r.language)  # the language the participant was shown
+        if key not in gold_cache:
             # A translated study scores against translated evidence when the item carries one.
-            translated = (r.item.translations or {}).get(r.language) or {}
-            gold_cache[r.item_id] = gold_key_information(translated.get("evidence") or r.item.evidence)
-        keyinfo_of[r.pk] = keyinfo_score([h["text"] for h in r.highlights], gold_cache[r.item_id])
+            translated = (r.item.translations or {}).get(r.language) or {} if r.language else {}
+            gold_cache[key] = gold_key_information(translated.get("evidence") or r.item.evidence)
+        keyinfo_of[r.pk] = keyinfo_score([h["text"] for h in r.highlights], gold_cache[key])
 
     by_attempt: dict[int, list[Response]] = defaultdict(list)
     by_item: dict[int, list[Response]] = defaultdict(list)
@@ -160,7 +168,9 @@ def study_results(study: Study) -> StudyResults:
             keyinfo=_mean([keyinfo_of[r.pk] for r in rs]),
             median_seconds=stats.median([r.seconds for r in rs]),
         ))
-    table3 = stats.accuracy_summary([(p.correct, p.answered) for p in participants])
+    table3 = stats.accuracy_summary(
+        [(p.correct, p.answered) for p in participants if p.attempt.status == AttemptStatus.FINISHED])
+    table3_all = stats.accuracy_summary([(p.correct, p.answered) for p in participants])
 
     items = []
     kappa_rows = []
@@ -185,7 +195,7 @@ def study_results(study: Study) -> StudyResults:
     seconds = [r.seconds for r in responses]
     with_majority = [i for i in items if i.majority_correct is not None]
     return StudyResults(
-        table3=table3, participants=participants, items=items, kappa=kappa, kappa_items=len(kappa_rows),
+        table3=table3, table3_all=table3_all, participants=participants, items=items, kappa=kappa, kappa_items=len(kappa_rows),
         keyinfo=_mean(list(keyinfo_of.values())), median_seconds=stats.median(seconds), seconds=seconds,
         time_svg=stats.histogram_svg(seconds, label="seconds per question"),
         n_responses=len(responses), n_late=sum(r.is_late for r in responses),

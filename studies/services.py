@@ -38,10 +38,6 @@ class StudyNotOpen(StudyError):
     code = "not_open"
 
 
-class StudyFull(StudyError):
-    code = "study_full"
-
-
 class AnswerRefused(StudyError):
     """An answer that cannot be accepted (late, already answered, attempt not running)."""
 
@@ -52,7 +48,7 @@ class AnswerRefused(StudyError):
 
 
 __all__ = [
-    "AnswerInvalid", "AnswerRefused", "StudyError", "StudyFull", "StudyNotOpen", "attempt_expire",
+    "AnswerInvalid", "AnswerRefused", "StudyError", "StudyNotOpen", "attempt_expire",
     "attempt_extend", "attempt_return", "attempt_start", "attempts_sweep", "question_open", "response_submit",
     "shown_item_of",
     "study_create", "study_join", "study_set_pool", "study_update", "sample_pool",
@@ -76,6 +72,7 @@ def study_create(*, slug: str, title: str = "", item_ids: Sequence[int], user=No
     study.full_clean(exclude=["created_by", "practice_item"])
     study.save()
     _pool_write(study, item_ids)
+    _practice_check(study)
     return study
 
 
@@ -94,7 +91,14 @@ def study_update(*, study_id: int, item_ids: Sequence[int] | None = None, **fiel
         if study.raters < busiest:
             raise ValueError(f"An item already has {busiest} raters; raters cannot go below that.")
         study.pool.update(quota=study.raters)
+    _practice_check(study)
     return study
+
+
+def _practice_check(study: Study) -> None:
+    """The practice question tells the participant whether they were right: it must never be a study item."""
+    if study.practice_item_id and study.pool.filter(item_id=study.practice_item_id).exists():
+        raise ValueError("The practice item is part of the study's item pool; choose another practice item.")
 
 
 @transaction.atomic
@@ -261,7 +265,8 @@ def response_submit(*, token: str, position: int, chosen_option: Any, confidence
                                 confidence=confidence, highlights=highlights, now=now)
     except AnswerRefused as refusal:
         _refusal_record(token=token, position=position, reason=refusal.reason, now=now,
-                        payload={"chosen_option": chosen_option, "confidence": confidence, "highlights": highlights})
+                        payload={"chosen_option": _bounded(chosen_option), "confidence": _bounded(confidence),
+                                 "highlights": highlights})
         raise
 
 
@@ -297,7 +302,9 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
         raise AnswerRefused(RefusedAnswer.Reason.ALREADY_ANSWERED, "This question has already been answered.", 409)
     if lease.status != LeaseStatus.ACTIVE:
         raise AnswerRefused(RefusedAnswer.Reason.QUESTION_TIMEOUT, "The time for this question is up.", 409)
-    shown_at = lease.shown_at or now
+    if lease.shown_at is None:  # questions come one at a time: an answer needs the time its question was shown
+        raise AnswerInvalid({"position": "This question has not been shown yet."})
+    shown_at = lease.shown_at
     question_deadline = attempt.deadline
     if study.question_time_limit_seconds:
         question_deadline = min(question_deadline, shown_at + timedelta(seconds=study.question_time_limit_seconds))
@@ -313,7 +320,7 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
                                        chosen_option=chosen_option, confidence=confidence, highlights=highlights)
     response = Response.objects.create(
         attempt=attempt, item=item, lease=lease, chosen_option=option, confidence=conf, highlights=spans,
-        language=study.language, is_correct=option == item.answer_index, shown_at=shown_at, answered_at=now,
+        language=shown.language, is_correct=option == item.answer_index, shown_at=shown_at, answered_at=now,
         is_late=now > question_deadline,
     )
     lease.status, lease.ended_at, lease.shown_at = LeaseStatus.ANSWERED, now, shown_at
@@ -344,6 +351,11 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
 CLOSED_MESSAGE = "This attempt is no longer running: time is up or it was closed."
 
 
+def _bounded(value: Any, limit: int = 100) -> Any:
+    """A raw form value as kept with a refused answer: strings cut to `limit` characters."""
+    return value[:limit] if isinstance(value, str) else value
+
+
 def _as_position(value: Any) -> int:
     try:
         return int(value)
@@ -360,7 +372,7 @@ def _refusal_record(*, token: str, position: Any, reason: str, now: datetime, pa
     RefusedAnswer.objects.create(attempt=attempt, item_id=lease.item_id if lease else None, reason=reason,
                                  received_at=now, payload=payload)
     if reason == RefusedAnswer.Reason.LATE:
-        attempt_expire(attempt_id=attempt.pk, now=now)
+        attempt_expire(attempt_id=attempt.pk, now=now, overdue_only=True)
     elif reason == RefusedAnswer.Reason.QUESTION_TIMEOUT and lease is not None:
         _leases_time_out(attempt_id=attempt.pk, lease_ids=[lease.pk], now=now)
 
@@ -382,16 +394,24 @@ def _attempt_finish_if_done(*, attempt_id: int, now: datetime) -> None:
 # --------------------------------------------------------------------------- dropout and time
 
 @transaction.atomic
-def attempt_expire(*, attempt_id: int, now: datetime | None = None,
-                   status: str = AttemptStatus.EXPIRED) -> Attempt:
+def attempt_expire(*, attempt_id: int, now: datetime | None = None, status: str = AttemptStatus.EXPIRED,
+                   overdue_only: bool = False) -> Attempt:
     """Close a running attempt (deadline passed, researcher, or the participant returned it).
 
-    Its unanswered leases go back to the pool; its answers are kept. Idempotent.
+    Its unanswered leases go back to the pool; its answers are kept. Idempotent. With `overdue_only`
+    (the sweep, a late answer, a page load after the deadline) the deadline is checked again under the
+    row lock, so that an extension committed in the meantime wins. Returning an attempt after its
+    deadline (plus grace) closes it as expired: the deadline holds on every write path.
     """
     now = now or timezone.now()
-    attempt = Attempt.objects.select_for_update().get(pk=attempt_id)
+    attempt = Attempt.objects.select_for_update(of=("self",)).select_related("study").get(pk=attempt_id)
     if attempt.status not in (AttemptStatus.STARTED, AttemptStatus.JOINED):
         return attempt
+    overdue = attempt.deadline is not None and attempt.grace_deadline() < now
+    if overdue_only and not overdue:
+        return attempt
+    if overdue:
+        status = AttemptStatus.EXPIRED
     Study.objects.select_for_update().filter(pk=attempt.study_id).first()
     _leases_release(Lease.objects.filter(attempt=attempt, status=LeaseStatus.ACTIVE), now, LeaseStatus.RELEASED)
     attempt.status, attempt.ended_at = status, now
@@ -423,7 +443,7 @@ def attempts_sweep(*, now: datetime | None = None) -> list[int]:
     expired = []
     for attempt in candidates:
         if attempt.grace_deadline() < now:
-            if attempt_expire(attempt_id=attempt.pk, now=now).status == AttemptStatus.EXPIRED:
+            if attempt_expire(attempt_id=attempt.pk, now=now, overdue_only=True).status == AttemptStatus.EXPIRED:
                 expired.append(attempt.pk)
     return expired
 

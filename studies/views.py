@@ -35,9 +35,13 @@ def study_create_view(request):
             form.add_error("pool_split", "This split has no items.")
         else:
             fields = {name: data[name] for name in SETTING_FIELDS}
-            study = services.study_create(slug=data["slug"], item_ids=item_ids, user=request.user, **fields)
-            messages.success(request, f"Study {study.slug} created with {len(item_ids)} items.")
-            return redirect("studies:study_monitor", slug=study.slug)
+            try:
+                study = services.study_create(slug=data["slug"], item_ids=item_ids, user=request.user, **fields)
+            except ValueError as error:
+                form.add_error(None, str(error))
+            else:
+                messages.success(request, f"Study {study.slug} created with {len(item_ids)} items.")
+                return redirect("studies:study_monitor", slug=study.slug)
     return render(request, "studies/study_form.html", {"form": form, "study": None})
 
 

@@ -5,16 +5,14 @@ participant's data: templates receive only `content.ShownItem` values.
 """
 from __future__ import annotations
 
-import json
-
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import translation
+from django.utils import timezone, translation
 from django.views.decorators.http import require_GET, require_POST
 
 from . import selectors, services
-from .content import AnswerInvalid, shown_item
+from .content import AnswerInvalid, ShownItem, clean_answer, parse_highlights, shown_item
 from .models import Attempt, AttemptStatus, Study, StudyStatus
 
 COOKIE_PREFIX = "dbstudy_"
@@ -38,6 +36,11 @@ def _attempt_or_404(token: str) -> Attempt:
     if attempt is None:
         raise Http404("Unknown attempt.")
     return attempt
+
+
+def _shown(item, study: Study) -> ShownItem:
+    return shown_item(context=item.context, question=item.question, options=item.options,
+                      translations=item.translations, language=study.language)
 
 
 def _hub(attempt: Attempt) -> str:
@@ -96,17 +99,16 @@ def attempt_view(request, token: str):
     if attempt.status == AttemptStatus.JOINED:
         practice = None
         if study.practice_item_id:
-            item = study.practice_item
-            practice = shown_item(context=item.context, question=item.question, options=item.options,
-                                  translations=item.translations, language=study.language)
+            practice = _shown(study.practice_item, study)
         return _render(request, study, "studies/public/instructions.html", {
             "attempt": attempt, "practice": practice,
             "practice_url": reverse("studies_public:practice", args=[attempt.token]),
         })
     if attempt.status == AttemptStatus.STARTED:
-        if attempt.seconds_left() <= 0 and attempt.grace_deadline() < _now():
-            attempt = services.attempt_expire(attempt_id=attempt.pk)
-            return _end_page(request, attempt)
+        if attempt.grace_deadline() < timezone.now():
+            attempt = services.attempt_expire(attempt_id=attempt.pk, overdue_only=True)
+            if attempt.status != AttemptStatus.STARTED:
+                return _end_page(request, attempt)
         question = services.question_open(attempt=attempt)
         if question is not None:
             template = "studies/public/question.html#question" if request.htmx else "studies/public/question.html"
@@ -114,33 +116,20 @@ def attempt_view(request, token: str):
     return _end_page(request, attempt)
 
 
-def _now():
-    from django.utils import timezone
-
-    return timezone.now()
-
-
 def _question_context(attempt: Attempt, question: services.Question, **extra) -> dict:
     item = services.shown_item_of(question.lease)  # only the fields a participant may see
-    shown = shown_item(context=item.context, question=item.question, options=item.options,
-                       translations=item.translations, language=attempt.study.language)
-    return {"attempt": attempt, "question": question, "shown": shown, **extra}
+    return {"attempt": attempt, "question": question, "shown": _shown(item, attempt.study), **extra}
 
 
 def _end_page(request, attempt: Attempt, status: int = 200) -> HttpResponse:
     study = attempt.study
-    context = {"attempt": attempt}
-    if attempt.status == AttemptStatus.FINISHED:
-        counts = selectors.attempt_counts(attempt)
-        context.update(counts=counts, bonus=services.bonus_for(correct=counts["correct"], study=study))
-        template = "studies/public/complete.html"
-    elif attempt.status == AttemptStatus.FULL:
-        template = "studies/public/full.html"
-    else:
-        counts = selectors.attempt_counts(attempt)
-        context.update(counts=counts, bonus=services.bonus_for(correct=counts["correct"], study=study))
-        template = "studies/public/ended.html"
-    return _render(request, study, template, context, status=status)
+    if attempt.status == AttemptStatus.FULL:
+        return _render(request, study, "studies/public/full.html", {"attempt": attempt}, status=status)
+    counts = selectors.attempt_counts(attempt)
+    template = "studies/public/complete.html" if attempt.status == AttemptStatus.FINISHED else "studies/public/ended.html"
+    return _render(request, study, template, {
+        "attempt": attempt, "counts": counts, "bonus": services.bonus_for(correct=counts["correct"], study=study),
+    }, status=status)
 
 
 @require_POST
@@ -158,13 +147,10 @@ def attempt_start_view(request, token: str):
 def answer_view(request, token: str):
     """Submit the current answer; htmx gets the next question (or a redirect to the end page)."""
     try:
-        highlights = json.loads(request.POST.get("highlights") or "[]")
-    except ValueError:
-        highlights = None
-    try:
         response = services.response_submit(
             token=token, position=request.POST.get("position"), chosen_option=request.POST.get("chosen_option"),
-            confidence=request.POST.get("confidence") or None, highlights=highlights,
+            confidence=request.POST.get("confidence") or None,
+            highlights=parse_highlights(request.POST.get("highlights")),
         )
     except services.AnswerRefused as refusal:
         if refusal.http_status == 404:
@@ -176,7 +162,7 @@ def answer_view(request, token: str):
                        status=refusal.http_status)
     except AnswerInvalid as invalid:
         attempt = _attempt_or_404(token)
-        question = services.question_open(attempt=attempt)
+        question = services.question_open(attempt=attempt) if attempt.status == AttemptStatus.STARTED else None
         if question is None:
             return redirect(_hub(attempt))
         template = "studies/public/question.html#question" if request.htmx else "studies/public/question.html"
@@ -195,27 +181,26 @@ def answer_view(request, token: str):
 
 @require_POST
 def practice_view(request, token: str):
-    """Check a practice answer (nothing is stored and nothing about the correct option is said)."""
+    """Check a practice answer: nothing is stored; the participant learns whether it was right.
+
+    Telling the practice answer is safe because the practice item can never be one of the study's items
+    (services refuse such a study).
+    """
     attempt = _attempt_or_404(token)
     item = attempt.study.practice_item
     if item is None:
         raise Http404("No practice question.")
-    shown = shown_item(context=item.context, question=item.question, options=item.options,
-                       translations=item.translations, language=attempt.study.language)
+    shown = _shown(item, attempt.study)
     try:
-        highlights = json.loads(request.POST.get("highlights") or "[]")
-    except ValueError:
-        highlights = None
-    from .content import clean_answer
-
-    try:
-        clean_answer(context=shown.context, n_options=len(shown.options), chosen_option=request.POST.get("chosen_option"),
-                     confidence=request.POST.get("confidence") or None, highlights=highlights)
-        ok, errors = True, {}
+        option, _, _ = clean_answer(
+            context=shown.context, n_options=len(shown.options), chosen_option=request.POST.get("chosen_option"),
+            confidence=request.POST.get("confidence") or None,
+            highlights=parse_highlights(request.POST.get("highlights")))
     except AnswerInvalid as invalid:
-        ok, errors = False, invalid.errors
+        return _render(request, attempt.study, "studies/public/practice_result.html",
+                       {"attempt": attempt, "errors": invalid.errors}, status=400)
     return _render(request, attempt.study, "studies/public/practice_result.html",
-                   {"attempt": attempt, "ok": ok, "errors": errors}, status=200 if ok else 400)
+                   {"attempt": attempt, "right": option == item.answer_index, "errors": {}})
 
 
 @require_POST

@@ -1,7 +1,7 @@
 """What a participant sees and the validation of what they send (pure)."""
 import pytest
 
-from studies.content import AnswerInvalid, clean_answer, shown_item
+from studies.content import AnswerInvalid, clean_answer, parse_highlights, shown_item
 
 CTX = "The butler was in the garden. The door was locked from inside."
 
@@ -40,3 +40,31 @@ def test_translation_is_used_when_complete():
     fallback = shown_item(context="c", question="q", options=["a", "b", "c"], translations={"zh-hans": zh},
                           language="zh-hans")
     assert fallback.context == "c"
+
+
+@pytest.mark.parametrize("value", ["²", "٣", "9" * 5000, "1_0", True])
+def test_odd_numbers_are_invalid_not_errors(value):
+    """Unicode digits pass str.isdigit() but not int(); huge digit strings exceed int()'s limit: both were 500s."""
+    with pytest.raises(AnswerInvalid) as error:
+        clean_answer(context=CTX, n_options=4, chosen_option=value, confidence=value, highlights=[])
+    assert set(error.value.errors) == {"chosen_option", "confidence"}
+
+
+@pytest.mark.parametrize("raw", ["{not json", "[" * 50_000 + "]" * 50_000, "[" + "1," * 60_000 + "1]"])
+def test_highlights_field_malformed_nested_or_oversized_is_invalid(raw):
+    with pytest.raises(AnswerInvalid) as error:
+        parse_highlights(raw)
+    assert "highlights" in error.value.errors
+
+
+def test_highlights_field_parses_json_and_empty():
+    assert parse_highlights("") == [] and parse_highlights(None) == []
+    assert parse_highlights('[{"start": 0, "end": 3, "text": "The"}]') == [{"start": 0, "end": 3, "text": "The"}]
+
+
+def test_shown_item_says_which_language_was_shown():
+    zh = {"context": "管家在花园里。", "question": "谁？", "options": ["甲", "乙"]}
+    assert shown_item(context="c", question="q", options=["a", "b"], translations={"zh-hans": zh},
+                      language="zh-hans").language == "zh-hans"
+    assert shown_item(context="c", question="q", options=["a"], translations={"zh-hans": zh},
+                      language="zh-hans").language == ""

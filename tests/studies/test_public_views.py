@@ -276,3 +276,55 @@ def test_question_page_and_submit_query_counts(client, make_study):
     # INSERT, UPDATE of both leases (+ BEGIN/COMMIT outside the test's transaction). The issue allows 8.
     assert page_n <= 3
     assert submit_n <= 5
+
+
+# --------------------------------------------------------------------------- review fixes
+
+@pytest.mark.parametrize("fields", [
+    {"highlights": "{not json"},                          # was silently accepted as "no highlights"
+    {"highlights": "[" * 50_000 + "]" * 50_000},          # RecursionError: was a 500
+    {"highlights": "[" + "0," * 60_000 + "0]"},           # oversized
+    {"chosen_option": "²"},                               # str.isdigit() but not int(): was a 500
+    {"confidence": "9" * 5000},                           # beyond int()'s digit limit: was a 500
+])
+def test_malformed_or_oversized_fields_get_400_naming_the_field(client, make_study, fields):
+    study = make_study()
+    _join(client, study, "P1")
+    attempt = Attempt.objects.get()
+    page = _start(client, attempt).content.decode()
+    response = _submit(client, attempt, page, option=0, **{"highlights": "[]", **fields})
+    assert response.status_code == 400 and b'id="question"' in response.content
+    assert not Response.objects.exists()
+
+
+def test_return_after_the_deadline_is_an_expiry(client, make_study):
+    study = make_study(grace_seconds=2)
+    _join(client, study, "P1")
+    attempt = Attempt.objects.get()
+    _start(client, attempt)
+    Attempt.objects.filter(pk=attempt.pk).update(deadline=timezone.now() - timedelta(seconds=5))
+    client.post(reverse("studies_public:return", args=[attempt.token]))
+    attempt.refresh_from_db()
+    assert attempt.status == AttemptStatus.EXPIRED
+
+
+def test_practice_says_whether_the_answer_was_right(client, make_study, items):
+    practice = Item.objects.get(pk=items(12)[-1])
+    study = make_study(practice_item=practice)
+    _join(client, study, "P1")
+    attempt = Attempt.objects.get()
+    url = reverse("studies_public:practice", args=[attempt.token])
+    wrong = (practice.answer_index + 1) % len(practice.options)
+    right_page = client.post(url, {"chosen_option": practice.answer_index, "highlights": "[]"}, **HX)
+    wrong_page = client.post(url, {"chosen_option": wrong, "highlights": "[]"}, **HX)
+    assert b'data-practice="right"' in right_page.content and b'data-practice="wrong"' in wrong_page.content
+    assert client.post(url, {"highlights": "[]"}, **HX).status_code == 400
+    assert not Response.objects.exists()
+
+
+def test_stop_confirmation_is_escaped_for_javascript(client, make_study):
+    study = make_study()
+    _join(client, study, "P1")
+    page = _start(client, Attempt.objects.get()).content.decode()
+    confirm = re.search(r"confirm\('([^']*)'\)", page)
+    assert confirm and "&#x27;" not in confirm.group(1)

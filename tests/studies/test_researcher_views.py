@@ -102,9 +102,13 @@ def test_results_table3_kappa_keyinfo_time_and_bonus(researcher_client, finished
     from studies.selectors import study_results
 
     results = study_results(finished_study)
-    assert results.table3.n == 4  # A, B, C finished, D expired with one answer (E has none)
+    # Table 3 is over finished attempts (A, B, C); the dropout D (one answer) is in the "all attempts" row.
+    assert results.table3.n == 3 and results.table3_all.n == 4  # E has no answers
+    finished = [p.accuracy for p in results.participants if p.attempt.status == AttemptStatus.FINISHED]
+    assert results.table3.top == max(finished) and results.table3.lowest == min(finished)
+    assert results.table3.average == pytest.approx(sum(finished) / 3)
     accs = [p.accuracy for p in results.participants if p.accuracy is not None]
-    assert results.table3.top == max(accs) and results.table3.lowest == min(accs)
+    assert results.table3_all.top == max(accs) and results.table3_all.lowest == min(accs)
     assert results.kappa_items == sum(1 for i in results.items if len(i.chosen) == 2)
     assert results.keyinfo is not None and 0 <= results.keyinfo <= 1
     assert results.median_seconds is not None and results.time_svg.startswith("<svg")
@@ -144,3 +148,49 @@ def test_kappa_over_items_with_all_three_raters(make_study):
     assert results.kappa_items == 3
     n_options = max(len(i.study_item.item.options) for i in results.items)
     assert results.kappa == pytest.approx(fleiss_kappa(category_table(by_item, n_options)))
+
+
+def test_monitor_results_and_export_queries_do_not_grow_with_attempts(researcher_client, finished_study):
+    """No N+1: the same number of queries with 5 attempts as with 8."""
+    urls = [reverse("studies:study_monitor", args=[finished_study.slug]),
+            reverse("studies:study_results", args=[finished_study.slug]),
+            reverse("studies:study_export", args=[finished_study.slug, "json"]),
+            f"/api/studies/{finished_study.slug}/export/", f"/api/studies/{finished_study.slug}/attempts/"]
+
+    def counts():
+        out = []
+        for url in urls:
+            with CaptureQueriesContext(connection) as queries:
+                assert researcher_client.get(url).status_code == 200
+            out.append(len(queries))
+        return out
+
+    before = counts()
+    for pid, options in [("F", [1, 0, 1]), ("G", [0])]:
+        _answer_all(started_attempt(finished_study, pid), options)
+    from studies.services import attempt_return
+
+    attempt_return(attempt_id=Attempt.objects.get(external_participant_id="G").pk)
+    started_attempt(finished_study, "H")  # full: 9 items x 2 raters are used up
+    assert counts() == before
+
+
+def test_extend_and_expire_are_post_only(researcher_client, finished_study):
+    running = Attempt.objects.get(study=finished_study, external_participant_id="E")
+    for name in ("attempt_extend", "attempt_expire"):
+        assert researcher_client.get(reverse(f"studies:{name}", args=[finished_study.slug, running.pk])).status_code == 405
+    running.refresh_from_db()
+    assert running.status == AttemptStatus.STARTED
+
+
+def test_create_with_the_practice_item_in_the_pool_is_a_form_error(researcher_client, items):
+    ids = items(5)
+    data = {
+        "slug": "prac", "title": "P", "status": "open", "pool_split": "test", "pool_sample": "", "seed": 0,
+        "per_participant": 2, "raters": 1, "time_limit_seconds": 600, "grace_seconds": 5, "language": "",
+        "bonus_per_correct": "0", "bonus_currency": "GBP", "practice_item": ids[0],
+        "pool_items": " ".join(str(i) for i in ids),
+    }
+    response = researcher_client.post(reverse("studies:study_create"), data)
+    assert response.status_code == 200 and b"practice item" in response.content
+    assert not Study.objects.filter(slug="prac").exists()

@@ -213,3 +213,114 @@ def test_raters_cannot_drop_below_current_load(make_study):
     started_attempt(study, "b")
     with pytest.raises(ValueError):
         study_update(study_id=study.pk, raters=1)
+
+
+# --------------------------------------------------------------------------- review fixes
+
+@pytest.mark.django_db(transaction=True)
+def test_sweep_does_not_expire_an_attempt_extended_meanwhile(make_study):
+    """The sweep picks candidates without locks; an extension committed before it gets the row lock must win."""
+    import threading
+
+    from django.db import connection, transaction
+
+    study = make_study(grace_seconds=0)
+    attempt = started_attempt(study)
+    Attempt.objects.filter(pk=attempt.pk).update(deadline=timezone.now() - timedelta(seconds=10))
+    locked, release = threading.Event(), threading.Event()
+
+    def researcher_extends():
+        try:
+            with transaction.atomic():
+                Attempt.objects.select_for_update().get(pk=attempt.pk)
+                locked.set()
+                release.wait(10)
+                attempt_extend(attempt_id=attempt.pk, seconds=600)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=researcher_extends)
+    thread.start()
+    assert locked.wait(10)
+    threading.Timer(0.5, release.set).start()  # the sweep is then waiting for the attempt's row lock
+    expired = attempts_sweep()
+    thread.join(10)
+    attempt.refresh_from_db()
+    assert expired == [] and attempt.status == AttemptStatus.STARTED
+    assert attempt.leases.filter(status=LeaseStatus.ACTIVE).count() == study.per_participant
+
+
+def test_expire_overdue_only_leaves_a_running_attempt_alone(make_study):
+    attempt = started_attempt(make_study())
+    assert attempt_expire(attempt_id=attempt.pk, overdue_only=True).status == AttemptStatus.STARTED
+
+
+def test_return_after_the_deadline_closes_the_attempt_as_expired(make_study):
+    study = make_study(grace_seconds=5)
+    attempt = started_attempt(study)
+    _answer(attempt)
+    returned = attempt_return(attempt_id=attempt.pk, now=attempt.deadline + timedelta(seconds=6))
+    assert returned.status == AttemptStatus.EXPIRED
+    assert Response.objects.filter(attempt=attempt).count() == 1
+
+
+def test_extending_an_expired_attempt_is_refused_and_hands_nothing_back(make_study):
+    study = make_study(n_items=3, per_participant=3, raters=1)
+    first = started_attempt(study, "a")
+    attempt_expire(attempt_id=first.pk)
+    second = started_attempt(study, "b")  # takes the released items
+    with pytest.raises(ValueError):
+        attempt_extend(attempt_id=first.pk, seconds=600)
+    assert second.status == AttemptStatus.STARTED
+    assert set(StudyItem.objects.filter(study=study).values_list("load", flat=True)) == {1}
+    assert not first.leases.filter(status=LeaseStatus.ACTIVE).exists()
+
+
+def test_practice_item_can_never_be_a_study_item(make_study, items):
+    from annotation.models import Item
+    from studies.services import study_create
+
+    ids = items(4)
+    with pytest.raises(ValueError, match="practice"):
+        study_create(slug="prac", item_ids=ids, practice_item=Item.objects.get(pk=ids[0]))
+    study = make_study(n_items=3)
+    with pytest.raises(ValueError, match="practice"):
+        study_update(study_id=study.pk, practice_item=Item.objects.get(pk=ids[0]))
+    assert study_update(study_id=study.pk, practice_item=Item.objects.get(pk=ids[3])).practice_item_id == ids[3]
+
+
+def test_an_unshown_question_cannot_be_answered(make_study):
+    """Questions come one at a time; answering a later one blind would record a time of 0 s."""
+    study = make_study(n_items=6, per_participant=3, raters=1)
+    attempt = started_attempt(study)
+    current = question_open(attempt=attempt).lease.position
+    later = next(p for p in range(3) if p != current)
+    with pytest.raises(AnswerInvalid) as error:
+        _answer(attempt, later)
+    assert "position" in error.value.errors and not Response.objects.exists()
+
+
+def test_refused_answer_keeps_a_bounded_payload(make_study):
+    study = make_study()
+    attempt = started_attempt(study)
+    position = question_open(attempt=attempt).lease.position
+    with pytest.raises(AnswerRefused):
+        response_submit(token=attempt.token, position=position, chosen_option="9" * 100_000,
+                        confidence="x" * 100_000, now=attempt.deadline + timedelta(minutes=1))
+    refused = RefusedAnswer.objects.get()
+    assert len(refused.payload["chosen_option"]) <= 100 and len(refused.payload["confidence"]) <= 100
+
+
+def test_response_records_the_language_actually_shown(make_study, items):
+    from annotation.models import Item
+
+    study = make_study(n_items=2, per_participant=1, raters=2, language="zh-hans")
+    ids = items(2)
+    Item.objects.filter(pk=ids[0]).update(translations={"zh-hans": {
+        "context": "管家在花园里。", "question": "谁？", "options": ["甲"] * len(Item.objects.get(pk=ids[0]).options)}})
+    for pid in ("a", "b", "c", "d"):
+        attempt = started_attempt(study, pid)
+        if attempt.status == AttemptStatus.STARTED:
+            _answer(attempt)
+    languages = dict(Response.objects.values_list("item_id", "language"))
+    assert languages == {ids[0]: "zh-hans", ids[1]: ""}  # item 2 has no translation: shown in the original
