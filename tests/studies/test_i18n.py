@@ -41,3 +41,17 @@ def test_browser_language_switches_the_ui_when_the_study_has_none(client, make_s
     assert "研究说明与知情同意" in page.content.decode()
     english = client.get(reverse("studies_public:landing", args=[study.slug]), HTTP_ACCEPT_LANGUAGE="en")
     assert "Information and consent" in english.content.decode()
+
+
+def test_chinese_practice_feedback_and_field_errors(client, make_study, items):
+    practice = Item.objects.get(pk=items(12)[-1])
+    study = make_study(language="zh-hans", practice_item=practice)
+    client.post(reverse("studies_public:join", args=[study.slug]), {"consent": "yes", "PROLIFIC_PID": "zh2"})
+    attempt = Attempt.objects.get()
+    url = reverse("studies_public:practice", args=[attempt.token])
+    assert "答对了" in client.post(url, {"chosen_option": practice.answer_index}).content.decode()
+    page = client.post(reverse("studies_public:start", args=[attempt.token]), follow=True).content.decode()
+    position = re.search(r'data-position="(\d+)"', page).group(1)
+    bad = client.post(reverse("studies_public:answer", args=[attempt.token]),
+                      {"position": position, "chosen_option": 0, "confidence": "9"})
+    assert bad.status_code == 400 and "把握程度必须在 1 到 5 之间" in bad.content.decode()
