@@ -145,6 +145,7 @@ def test_file_limiter_for_the_embedded_mode(tmp_path):
         b = FileLimiter(directory=tmp_path, limit=2)
         gauge = {"now": 0, "peak": 0}
         await asyncio.gather(*(_hold(a if i % 2 else b, gauge, 0.02) for i in range(12)))
+        await a.close(), await b.close()  # gives back the slots kept for reuse
         return gauge["peak"]
 
     assert asyncio.run(go()) == 2
@@ -154,7 +155,11 @@ def test_file_limiter_for_the_embedded_mode(tmp_path):
         f"fds = [os.open('{tmp_path}/slot-%d.lock' % i, os.O_RDWR | os.O_CREAT) for i in range(2)]\n"
         "[fcntl.flock(fd, fcntl.LOCK_EX) for fd in fds]\nprint('held', flush=True)\ntime.sleep(60)\n")],
         stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "held"
+    try:
+        assert holder.stdout.readline().strip() == "held"
+    except BaseException:
+        holder.kill()
+        raise
     assert FileLimiter(directory=tmp_path, limit=2)._try_lock() is None
     holder.send_signal(signal.SIGKILL)
     holder.wait()
