@@ -14,6 +14,12 @@ if ! $PY manage.py shell -c "from studies.models import Study; raise SystemExit(
   $PY manage.py create_study --slug demo --title "Demo study" --split test --per-participant 5 --raters 3 \
     --time-limit 1800 --status open --completion-code DEMO2026
 fi
+# Baseline runs of the built-in offline models, so the evaluation dashboard has results to read.
+if ! $PY manage.py shell -c "from evaluation.models import Run; raise SystemExit(0 if Run.objects.exists() else 1)"; then
+  for model in first-option lexical random; do
+    $PY manage.py evaluate --builtin "$model" --method naive,detective-thinking --split test --in-process --wait --no-progress
+  done
+fi
 $PY manage.py collectstatic --noinput -v0
 
 mkdir -p var/log
@@ -32,6 +38,7 @@ cat <<MSG
     annotator  / annotator-demo    (item browser and curation queues)
     annotator2 / annotator-demo    (a second annotator, for reviews and agreement)
 
+  Model runs: http://$HOST:$PORT/evaluation/runs/ (built-in baselines already run)
   Take the demo study as a participant (no account): http://$HOST:$PORT/s/demo/
   Worker log: var/log/worker.log     Stop with Ctrl-C.
 
