@@ -13,7 +13,9 @@ template's ``1/2/3/4`` copied verbatim. Rules:
   ``B`` with letters); otherwise exactly one distinct in-range label anywhere in
   it, or the exact text of exactly one option;
 - several different labels (``1/2/3/4``, ``2 or 3``) make the answer ``ambiguous``;
-  no answer at all is ``missing``;
+  no answer at all is ``missing``; so is a final answer that names a number outside
+  ``1..N`` (``5``, ``0``, ``-1``, ``2.5``): an earlier answer does not stand in for it;
+- a lowercase ``a`` / ``i`` starting a sentence is a word, not a letter label;
 - without any answer header, a trailing ``the answer is N`` is accepted.
 """
 from __future__ import annotations
@@ -50,11 +52,11 @@ _MULTI = re.compile(r"^\s*[\[(]?\s*(\w{1,2})\s*[\])]?\s*(?:[/,|、&]|\bor\b|\ban
 _LEADING = re.compile(
     r"""^\s*(?:(?:the\s+)?(?:correct\s+|final\s+)?answer\s+is\s*[:：]?\s*)?
     (?:(?:option|choice|number|no\.?)\s*)?[#:：]?\s*
-    [\[(]?\s*(?P<label>\d{1,2}|[A-Za-z])\s*[\])]?
-    (?=$|[\s.,:;：。)\]!])""",
+    (?P<open>[\[(])?\s*(?P<label>\d{1,2}|[A-Za-z])\s*[\])]?
+    (?=$|[\s,:;：。)\]!]|\.(?!\d))""",
     re.IGNORECASE | re.VERBOSE,
 )
-_NUMBER = re.compile(r"(?<![\w.])(\d{1,2})(?![\w]|\.\d)")
+_NUMBER = re.compile(r"(?<![\w.])(?<![^\w\s]-)(?<!\s-)(?<!^-)(\d{1,2})(?![\w]|\.\d)")
 _LETTER = re.compile(r"(?:(?<=option )|(?<=choice )|(?<=\()|\b)([A-Z])(?=\)|\b)")
 _ANSWER_IS = re.compile(
     r"answer\s+(?:is|would\s+be|:)\s*[:：]?\s*(?:option\s*)?[\[(]?\s*(\d{1,2})\b", re.IGNORECASE
@@ -132,6 +134,16 @@ def _label_to_index(label: str, count: int, style: str) -> int | None:
     return None
 
 
+def _is_article(leading: re.Match, clean: str) -> bool:
+    """A bare lowercase ``a`` / ``i`` starting a sentence (``a stranger did it``) is a word, not option A."""
+    label = leading.group("label")
+    if not (label.isalpha() and label.islower()) or leading.group("open"):
+        return False
+    if re.search(r"(?:option|choice|number|no\.?)\s*[#:：]?\s*$", clean[: leading.start("label")], re.IGNORECASE):
+        return False
+    return bool(re.search(r"\w", clean[leading.end():]))
+
+
 def _norm_text(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
@@ -148,10 +160,15 @@ def _answer_from_section(text: str, options: int | Sequence[str], style: str) ->
         if first is not None and second is not None and first != second:
             return ParsedAnswer(AMBIGUOUS)
     leading = _LEADING.match(clean)
+    if leading and _is_article(leading, clean):
+        leading = None
     if leading:
-        index = _label_to_index(leading.group("label"), count, style)
+        label = leading.group("label")
+        index = _label_to_index(label, count, style)
         if index is not None:
-            return ParsedAnswer(OK, index, leading.group("label"))
+            return ParsedAnswer(OK, index, label)
+        if label.isdigit() and style == "numbers":
+            return ParsedAnswer(MISSING)  # an explicit number outside 1..N: no earlier answer may stand in
     if style == "letters":
         found = {m.group(1) for m in _LETTER.finditer(clean) if _label_to_index(m.group(1), count, style) is not None}
     else:

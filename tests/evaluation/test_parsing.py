@@ -97,3 +97,21 @@ def test_key_information_section():
 def test_free_answer():
     assert parse_free_answer("### Key Information:\nx y\n### Answer:\nThe butler did it.") == "The butler did it."
     assert parse_free_answer("The butler did it.") == "The butler did it."
+
+
+def test_an_out_of_range_final_answer_is_not_replaced_by_an_earlier_one():
+    # The final answer names no shown option: the echo of 2 earlier must not win.
+    assert parse_answer("### Answer: 2\n### Thought: on reflection...\n### Answer: 5", OPTIONS).status == MISSING
+    assert parse_answer("### Answer: 2\n### Answer: 0", OPTIONS).status == MISSING
+
+
+@pytest.mark.parametrize("output", ["### Answer: -1", "### Answer: 2.5", "### Answer: -3", "### Answer: 1.5"])
+def test_negative_and_fractional_numbers_are_not_options(output):
+    assert parse_answer(output, OPTIONS).status != OK
+
+
+def test_a_lowercase_article_is_not_a_letter_answer():
+    assert parse_answer("### Answer: a locked door means the butler", OPTIONS, labels="letters").index == 1
+    assert parse_answer("### Answer: a stranger did it", OPTIONS, labels="letters").status == MISSING
+    assert parse_answer("### Answer: b", OPTIONS, labels="letters").index == 1
+    assert parse_answer("### Answer: (c)", OPTIONS, labels="letters").index == 2
