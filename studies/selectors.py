@@ -9,6 +9,7 @@ from typing import Iterator
 from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
+from annotation.agreement import counts_table, fleiss_kappa
 from annotation.clue_graph import gold_key_information
 from annotation.keyinfo import keyinfo_score
 
@@ -191,7 +192,7 @@ def study_results(study: Study) -> StudyResults:
             keyinfo=_mean([keyinfo_of[r.pk] for r in rs]),
             median_seconds=stats.median([r.seconds for r in rs]),
         ))
-    kappa = stats.fleiss_kappa(stats.category_table(kappa_rows, max_options)) if kappa_rows else None
+    kappa = fleiss_kappa(counts_table(kappa_rows, range(max_options))) if kappa_rows else None
     seconds = [r.seconds for r in responses]
     with_majority = [i for i in items if i.majority_correct is not None]
     return StudyResults(

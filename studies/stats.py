@@ -1,43 +1,14 @@
-"""Agreement and summary statistics for human studies: pure Python, no Django."""
+"""Summary statistics for human studies: pure Python, no Django.
+
+Agreement (Fleiss' kappa) comes from annotation.agreement, the one implementation
+shared with the curation workflow.
+"""
 from __future__ import annotations
 
 import statistics
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, Sequence
-
-
-def fleiss_kappa(table: Sequence[Sequence[int]]) -> float | None:
-    """Fleiss' kappa for `table[i][j]` = number of raters who put subject i in category j.
-
-    Every subject must have the same number of raters (>= 2). Returns None when it is
-    undefined (no subjects, or chance agreement is 1: every rating in one category).
-    """
-    rows = [list(r) for r in table if sum(r) > 0]
-    if not rows:
-        return None
-    raters = sum(rows[0])
-    if raters < 2 or any(sum(r) != raters for r in rows):
-        raise ValueError("Fleiss' kappa needs the same number (>= 2) of ratings for every subject")
-    n_subjects = len(rows)
-    n_categories = max(len(r) for r in rows)
-    rows = [r + [0] * (n_categories - len(r)) for r in rows]
-    p_j = [sum(r[j] for r in rows) / (n_subjects * raters) for j in range(n_categories)]
-    p_i = [(sum(c * c for c in r) - raters) / (raters * (raters - 1)) for r in rows]
-    p_bar = sum(p_i) / n_subjects
-    p_e = sum(p * p for p in p_j)
-    if p_e >= 1.0:
-        return None
-    return (p_bar - p_e) / (1 - p_e)
-
-
-def category_table(ratings: Iterable[Sequence[int]], n_categories: int) -> list[list[int]]:
-    """Per subject, the list of chosen categories -> count table for fleiss_kappa."""
-    table = []
-    for chosen in ratings:
-        counts = Counter(chosen)
-        table.append([counts.get(j, 0) for j in range(n_categories)])
-    return table
+from typing import Sequence
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,6 @@ class WorkerProcess:
 def start_celery_worker(tmp_path: Path, *, concurrency: int = 2, pool: str = "prefork",
                         extra_args: tuple[str, ...] = (), env: dict | None = None) -> WorkerProcess:
     """Start a real `celery worker` process against the real Redis and the test database; wait until it answers."""
-    from detectbench_web.celery import app
 
     name = f"test-{uuid.uuid4().hex[:8]}@%h"
     log = tmp_path / f"worker-{uuid.uuid4().hex[:6]}.log"

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection, connections
 from django.utils import timezone
 
-from annotation.models import Assignment, AssignmentStatus, Item, ItemStatus, Stage
+from annotation.models import Assignment, AssignmentStatus, ItemStatus, Stage
 from annotation.services import NoSlot, lease_next, lease_release, leases_expire
 
 from .workflow_support import make_items, set_k

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from annotation.models import Item, ItemStatus, Stage, VerificationDecision
+from annotation.models import ItemStatus, Stage, VerificationDecision
 from tests.annotation.workflow_support import make_items, set_k
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"

@@ -1,10 +1,10 @@
 """Real HTTP against a real threaded server (pytest-django live_server) with concurrent bots."""
-from collections import Counter, defaultdict
+from collections import Counter
 from datetime import timedelta
 
 import httpx
 import pytest
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.utils import timezone
 
 from studies.bots import StudyBot, run_bots, summarize

@@ -138,7 +138,7 @@ def test_exports_have_every_answer_highlight_timing_flag_and_unfinished_attempts
 
 def test_kappa_over_items_with_all_three_raters(make_study):
     from studies.selectors import study_results
-    from studies.stats import category_table, fleiss_kappa
+    from annotation.agreement import counts_table, fleiss_kappa
 
     study = make_study(n_items=3, per_participant=3, raters=3, slug="kappa")
     for pid, options in [("A", [0, 0, 0]), ("B", [0, 1, 0]), ("C", [0, 1, 2])]:
@@ -147,7 +147,7 @@ def test_kappa_over_items_with_all_three_raters(make_study):
     by_item = [sorted(i.chosen) for i in results.items]
     assert results.kappa_items == 3
     n_options = max(len(i.study_item.item.options) for i in results.items)
-    assert results.kappa == pytest.approx(fleiss_kappa(category_table(by_item, n_options)))
+    assert results.kappa == pytest.approx(fleiss_kappa(counts_table(by_item, range(n_options))))
 
 
 def test_monitor_results_and_export_queries_do_not_grow_with_attempts(researcher_client, finished_study):

@@ -2,7 +2,6 @@
 import time
 from datetime import timedelta
 
-import pytest
 from django.utils import timezone
 
 from detectbench_web.celery import app
