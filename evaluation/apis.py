@@ -1,15 +1,19 @@
 """REST API for researchers (token or session auth; IsResearcher): endpoints, runs, results."""
 from __future__ import annotations
 
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from annotation.item_facts import QUESTION_TYPES
+from annotation.models import ItemStatus
 from detectbench_web.roles import IsResearcher
 
 from . import selectors, services
+from .forms import MAX_IDS, MAX_INT
 from .methods import METHOD_CHOICES
 from .models import ModelEndpoint, OptionOrder, Result, Run
 
@@ -41,16 +45,27 @@ class RunSerializer(serializers.ModelSerializer):
 class RunLaunchSerializer(serializers.Serializer):
     endpoint = serializers.PrimaryKeyRelatedField(queryset=ModelEndpoint.objects.all())
     method = serializers.ChoiceField(choices=METHOD_CHOICES)
-    split = serializers.CharField(required=False, allow_blank=True, default="")
-    item_status = serializers.CharField(required=False, allow_blank=True, default="")
-    question_type = serializers.CharField(required=False, allow_blank=True, default="")
-    ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
-    limit = serializers.IntegerField(required=False, allow_null=True, min_value=1, default=None)
-    seed = serializers.IntegerField(required=False, default=42)
+    split = serializers.CharField(required=False, allow_blank=True, default="", max_length=40)
+    item_status = serializers.ChoiceField(choices=ItemStatus.choices, required=False, allow_blank=True, default="")
+    question_type = serializers.ChoiceField(choices=QUESTION_TYPES, required=False, allow_blank=True, default="")
+    ids = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=MAX_INT), required=False,
+                                default=list, max_length=MAX_IDS)
+    limit = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_INT, default=None)
+    seed = serializers.IntegerField(required=False, default=42, min_value=0, max_value=MAX_INT)
     samples = serializers.IntegerField(required=False, default=1, min_value=1, max_value=50)
     k = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=50, default=None)
     option_order = serializers.ChoiceField(choices=OptionOrder.choices, default=OptionOrder.ORIGINAL)
-    chunk_size = serializers.IntegerField(required=False, default=400, min_value=1)
+    chunk_size = serializers.IntegerField(required=False, default=400, min_value=1, max_value=10_000)
+
+
+def _refused(exc: DjangoValidationError) -> serializers.ValidationError:
+    """A service's ValidationError as a 400: field errors by field name, the rest under "detail"."""
+    if hasattr(exc, "error_dict"):
+        errors = dict(exc.message_dict)
+        if NON_FIELD_ERRORS in errors:
+            errors["detail"] = errors.pop(NON_FIELD_ERRORS)
+        return serializers.ValidationError(errors)
+    return serializers.ValidationError({"detail": exc.messages})
 
 
 class ResultSerializer(serializers.ModelSerializer):
@@ -71,17 +86,13 @@ class EndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.C
         try:
             serializer.instance = services.endpoint_create(**serializer.validated_data)
         except DjangoValidationError as exc:
-            raise serializers.ValidationError(exc.message_dict if hasattr(exc, "message_dict") else exc.messages)
+            raise _refused(exc) from None
 
 
 class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     permission_classes = [IsResearcher]
     serializer_class = RunSerializer
     queryset = Run.objects.select_related("endpoint").order_by("-created_at")
-
-    def get_serializer_context(self):
-        context = super().get_serializer_context()
-        return context
 
     def list(self, request, *args, **kwargs):
         page = self.paginate_queryset(self.get_queryset())
@@ -102,7 +113,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         try:
             run = services.run_launch(user=request.user, **launch.validated_data)
         except DjangoValidationError as exc:
-            raise serializers.ValidationError({"detail": exc.messages})
+            raise _refused(exc) from None
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
     @action(detail=True, methods=["post"])

@@ -22,24 +22,38 @@ class EndpointForm(forms.ModelForm):
                                        help_text="temperature 0.95, top_p 0.95, max_tokens 2000, seed 42")
 
 
+MAX_INT = 2**31 - 1  # the database's integer columns
+MAX_IDS = 5000
+
+
+def parse_item_ids(raw: str) -> list[int]:
+    """Comma-separated item ids -> a list of positive ids (ValidationError naming the bad part)."""
+    ids = []
+    for part in raw.replace(" ", "").split(","):
+        if not part:
+            continue
+        if not part.isdigit() or not 1 <= int(part) <= MAX_INT:
+            raise forms.ValidationError("Item ids must be positive whole numbers separated by commas.")
+        ids.append(int(part))
+    if len(ids) > MAX_IDS:
+        raise forms.ValidationError(f"At most {MAX_IDS} item ids.")
+    return ids
+
+
 class RunLaunchForm(forms.Form):
     endpoint = forms.ModelChoiceField(queryset=ModelEndpoint.objects.order_by("name"))
     methods = forms.MultipleChoiceField(choices=METHOD_CHOICES, initial=["naive"],
                                         widget=forms.CheckboxSelectMultiple)
-    split = forms.CharField(initial="test", required=False)
+    split = forms.CharField(initial="test", required=False, max_length=40)
     item_status = forms.ChoiceField(choices=[("", "any")] + list(ItemStatus.choices), required=False)
     question_type = forms.ChoiceField(choices=[("", "any")] + [(t, t) for t in QUESTION_TYPES], required=False)
     ids = forms.CharField(required=False, help_text="Comma-separated item ids (optional)")
-    limit = forms.IntegerField(min_value=1, required=False)
-    seed = forms.IntegerField(initial=42)
+    limit = forms.IntegerField(min_value=1, max_value=MAX_INT, required=False)
+    seed = forms.IntegerField(initial=42, min_value=0, max_value=MAX_INT)
     samples = forms.IntegerField(min_value=1, max_value=50, initial=1)
     k = forms.IntegerField(min_value=1, max_value=50, required=False,
                            help_text="Samples per answer for self-consistency / complexity-CoT (default 5)")
     option_order = forms.ChoiceField(choices=OptionOrder.choices, initial=OptionOrder.ORIGINAL)
 
     def clean_ids(self) -> list[int]:
-        raw = self.cleaned_data.get("ids") or ""
-        try:
-            return [int(part) for part in raw.replace(" ", "").split(",") if part]
-        except ValueError:
-            raise forms.ValidationError("Item ids must be numbers separated by commas.") from None
+        return parse_item_ids(self.cleaned_data.get("ids") or "")

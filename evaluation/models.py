@@ -11,7 +11,9 @@ from django.db.models import Q
 from .builtins import BUILTIN_MODELS
 from .methods import METHOD_CHOICES
 
-ENV_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Upper case only: a lower-case "name" such as gsk_abc123... is far more likely a pasted key than a variable.
+ENV_VAR_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
+MAX_CONCURRENCY = 1024
 
 # Paper Table 9 (the inference parameters of the experiments), as far as an OpenAI-compatible API takes them.
 TABLE9_PRESET = {"temperature": 0.95, "top_p": 0.95, "max_tokens": 2000, "seed": 42}
@@ -78,7 +80,23 @@ class ModelEndpoint(models.Model):
     def clean(self) -> None:
         errors = {}
         if self.api_key_env and not ENV_VAR_RE.match(self.api_key_env):
-            errors["api_key_env"] = "Give the NAME of an environment variable (letters, digits, _), not the key."
+            # The message never repeats the value: it may be a key pasted by mistake.
+            errors["api_key_env"] = ("Give the NAME of an environment variable (upper-case letters, digits, _), "
+                                     "not the key itself.")
+        if not isinstance(self.extra_params, dict):
+            errors["extra_params"] = 'Give a JSON object, e.g. {"top_k": 5}.'
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            errors["temperature"] = "Temperature must be between 0 and 2."
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            errors["top_p"] = "top_p must be in (0, 1]."
+        if self.max_concurrency is not None and not 1 <= self.max_concurrency <= MAX_CONCURRENCY:
+            errors["max_concurrency"] = f"Between 1 and {MAX_CONCURRENCY} requests in flight."
+        if self.requests_per_minute is not None and self.requests_per_minute < 1:
+            errors["requests_per_minute"] = "At least 1 request per minute (leave empty for no limit)."
+        if self.timeout_s is not None and self.timeout_s <= 0:
+            errors["timeout_s"] = "The timeout must be positive."
+        if self.retry_budget_s is not None and self.retry_budget_s <= 0:
+            errors["retry_budget_s"] = "The retry budget must be positive."
         if self.kind == EndpointKind.BUILTIN and self.model not in BUILTIN_MODELS:
             errors["model"] = f"Built-in models: {', '.join(BUILTIN_MODELS)}."
         if self.kind == EndpointKind.OPENAI and not self.base_url:

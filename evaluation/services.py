@@ -53,6 +53,8 @@ def endpoint_for_cli(*, base_url: str = "", model: str = "", api_key_env: str = 
 
 def select_item_ids(*, split: str = "", item_status: str = "", question_type: str = "",
                     ids: Sequence[int] = (), limit: int | None = None) -> list[int]:
+    if limit is not None and limit < 1:
+        raise ValidationError({"limit": "The limit must be at least 1."})
     items = Item.objects.all()
     if split:
         items = items.filter(split=split)
@@ -64,6 +66,12 @@ def select_item_ids(*, split: str = "", item_status: str = "", question_type: st
         items = items.filter(pk__in=list(ids))
     selected = list(items.order_by("pk").values_list("pk", flat=True))
     return selected[:limit] if limit else selected
+
+
+@transaction.atomic
+def runs_launch(*, methods: Sequence[str], **selection) -> list[Run]:
+    """One run per method over the same selection: all of them or, if one is refused, none."""
+    return [run_launch(method=method, **selection) for method in methods]
 
 
 @transaction.atomic
@@ -89,7 +97,7 @@ def run_launch(*, endpoint: ModelEndpoint, method: str, split: str = "", item_st
     run.full_clean()
     run.save()
     if enqueue:
-        _enqueue_missing(run)
+        _enqueue(run, run.item_ids)
     return run
 
 
@@ -101,13 +109,12 @@ def missing_item_ids(run: Run) -> list[int]:
     return [i for i in run.item_ids if done.get(i, 0) < run.samples]
 
 
-def _enqueue_missing(run: Run) -> int:
+def _enqueue(run: Run, item_ids: list[int]) -> None:
+    """Queue the chunk tasks of these items (after commit)."""
     from .tasks import run_chunk
 
-    missing = missing_item_ids(run)
-    for start in range(0, len(missing), run.chunk_size):
-        run_chunk.delay_on_commit(run.pk, missing[start:start + run.chunk_size])
-    return len(missing)
+    for start in range(0, len(item_ids), run.chunk_size):
+        run_chunk.delay_on_commit(run.pk, item_ids[start:start + run.chunk_size])
 
 
 @transaction.atomic
@@ -123,14 +130,25 @@ def run_cancel(*, run: Run) -> Run:
 
 @transaction.atomic
 def run_resume(*, run: Run, enqueue: bool = True) -> Run:
-    """Re-launch a run: only (item, sample) rows that are missing or failed are computed."""
+    """Re-launch a run: only (item, sample) rows that are missing or failed are computed.
+
+    A run with nothing left to compute is (or stays) finished instead of waiting in the
+    queue for chunks that will never come.
+    """
     run = Run.objects.select_for_update().get(pk=run.pk)
+    now = timezone.now()
+    missing = missing_item_ids(run)
+    if not missing:
+        if run.status != RunStatus.FINISHED:
+            run.status, run.finished_at = RunStatus.FINISHED, now
+            run.save(update_fields=["status", "finished_at"])
+        return run
     run.status = RunStatus.QUEUED
-    run.started_at = timezone.now()
+    run.started_at = now
     run.finished_at = None
     run.save(update_fields=["status", "started_at", "finished_at"])
     if enqueue:
-        _enqueue_missing(run)
+        _enqueue(run, missing)
     return run
 
 

@@ -16,6 +16,15 @@ from .forms import EndpointForm, RunLaunchForm
 from .models import TABLE9_PRESET, Run
 
 
+def _add_service_errors(form, exc: ValidationError) -> None:
+    """A service's ValidationError on the form: beside the field it names, else at the top."""
+    if not hasattr(exc, "error_dict"):
+        form.add_error(None, exc)
+        return
+    for field, errors in exc.error_dict.items():
+        form.add_error(field if field in form.fields else None, errors)
+
+
 @researcher_required
 def endpoint_list_view(request):
     form = EndpointForm(request.POST or None)
@@ -26,7 +35,7 @@ def endpoint_list_view(request):
         try:
             endpoint = services.endpoint_create(**data)
         except ValidationError as exc:
-            form.add_error(None, exc)
+            _add_service_errors(form, exc)
         else:
             messages.success(request, f"Endpoint {endpoint.name} created.")
             return redirect("evaluation:endpoint_list")
@@ -46,17 +55,15 @@ def run_launch_view(request):
     form = RunLaunchForm(request.POST or None, initial={"endpoint": request.GET.get("endpoint")})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        launched = []
         try:
-            for method in data["methods"]:
-                launched.append(services.run_launch(
-                    endpoint=data["endpoint"], method=method, split=data["split"] or "",
-                    item_status=data["item_status"], question_type=data["question_type"], ids=data["ids"],
-                    limit=data["limit"], seed=data["seed"], samples=data["samples"], k=data["k"],
-                    option_order=data["option_order"], user=request.user,
-                ))
+            launched = services.runs_launch(
+                methods=data["methods"], endpoint=data["endpoint"], split=data["split"] or "",
+                item_status=data["item_status"], question_type=data["question_type"], ids=data["ids"],
+                limit=data["limit"], seed=data["seed"], samples=data["samples"], k=data["k"],
+                option_order=data["option_order"], user=request.user,
+            )
         except ValidationError as exc:
-            form.add_error(None, exc)
+            _add_service_errors(form, exc)
         else:
             messages.success(request, f"Launched {len(launched)} run(s).")
             if len(launched) == 1:

@@ -130,3 +130,26 @@ def test_api_role_checks_and_launch_cancel_resume(researcher, annotator, detectb
     assert detail.status_code == 200 and "metrics" in detail.data and detail.data["metrics"]["n"] == 0
     assert api.get(f"/api/evaluation/runs/{run_id}/results/").status_code == 200
     assert api.get("/api/evaluation/runs/").data["count"] == 1
+
+
+def test_resuming_a_complete_run_keeps_it_finished(researcher, finished_run, django_capture_on_commit_callbacks):
+    """Nothing is missing: no chunk is queued, so the run must not wait in the queue for ever."""
+    api = APIClient()
+    api.force_authenticate(researcher)
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = api.post(f"/api/evaluation/runs/{finished_run.pk}/resume/")
+    assert response.status_code == 200 and response.data["status"] == "finished"
+    assert callbacks == []
+    finished_run.refresh_from_db()
+    assert finished_run.status == RunStatus.FINISHED and finished_run.finished_at is not None
+
+
+def test_resume_requeues_only_failed_and_missing_items(finished_run, django_capture_on_commit_callbacks):
+    failed, missing = finished_run.item_ids[3], finished_run.item_ids[7]
+    Result.objects.filter(run=finished_run, item_id=failed).update(error="HTTP 500")
+    Result.objects.filter(run=finished_run, item_id=missing).delete()
+    with django_capture_on_commit_callbacks() as callbacks:
+        run = services.run_resume(run=finished_run)
+    assert run.status == RunStatus.QUEUED and run.finished_at is None
+    assert len(callbacks) == 1  # one chunk, of the two items
+    assert services.missing_item_ids(run) == sorted([failed, missing], key=run.item_ids.index)

@@ -1,6 +1,7 @@
 """`python manage.py evaluate`: launch runs of one or more methods and print one JSON line per run."""
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -28,6 +29,17 @@ def workers_available(timeout: float = 1.0) -> bool:
         return False
 
 
+def positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 class Command(BaseCommand):
     help = ("Evaluate a model (OpenAI-compatible endpoint or built-in) with one or more prompting methods; "
             "prints one JSON line per run.")
@@ -40,13 +52,13 @@ class Command(BaseCommand):
         parser.add_argument("--api-key-env", default="", help="NAME of the environment variable holding the API key")
         parser.add_argument("--method", default="naive", help=f"Comma-separated methods: {', '.join(METHODS)}")
         parser.add_argument("--split", default="test")
-        parser.add_argument("--limit", type=int)
-        parser.add_argument("--concurrency", type=int, help="The endpoint's limit of requests in flight (all workers)")
+        parser.add_argument("--limit", type=positive_int)
+        parser.add_argument("--concurrency", type=positive_int, help="The endpoint's limit of requests in flight (all workers)")
         parser.add_argument("--seed", type=int, default=42)
-        parser.add_argument("--samples", type=int, default=1, help="Rows per item (repeated sampling)")
-        parser.add_argument("--k", type=int, help="Samples per answer for self-consistency / complexity-cot")
+        parser.add_argument("--samples", type=positive_int, default=1, help="Rows per item (repeated sampling)")
+        parser.add_argument("--k", type=positive_int, help="Samples per answer for self-consistency / complexity-cot")
         parser.add_argument("--permute-options", action="store_true", help="Shuffle each item's options (seeded)")
-        parser.add_argument("--chunk-size", type=int, default=400)
+        parser.add_argument("--chunk-size", type=positive_int, default=400)
         parser.add_argument("--wait", action="store_true",
                             help="Wait for the result: through Celery when a worker answers, else in this process")
         parser.add_argument("--in-process", action="store_true", help="With --wait: always compute in this process")

@@ -1,0 +1,98 @@
+"""Bad input to the researcher forms, API and command gives field errors (400 / form errors), never a 500."""
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from evaluation import services
+from evaluation.models import ModelEndpoint, Run
+from tests.support.items import import_items
+
+pytestmark = pytest.mark.django_db
+
+HUGE = 10**12
+
+
+@pytest.fixture
+def api(researcher):
+    client = APIClient(raise_request_exception=False)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=researcher).key}")
+    return client
+
+
+@pytest.fixture
+def test_items(detectbench_dir):
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=5)
+
+
+@pytest.fixture
+def endpoint(db):
+    return services.endpoint_for_cli(builtin="first-option")
+
+
+@pytest.mark.parametrize("field, value", [
+    ("seed", HUGE), ("seed", -HUGE), ("limit", -1), ("limit", 0), ("limit", HUGE), ("chunk_size", HUGE),
+    ("chunk_size", 0), ("k", 10**6), ("samples", 0), ("method", "no-such-method"), ("ids", [HUGE]),
+    ("ids", [-1]), ("split", "x" * 500), ("option_order", "shuffled"), ("endpoint", 999999),
+])
+def test_api_launch_rejects_bad_fields_by_name(api, test_items, endpoint, field, value):
+    body = {"endpoint": endpoint.pk, "method": "naive", "split": "test", field: value}
+    response = api.post("/api/evaluation/runs/", body, format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json(), response.json()
+    assert not Run.objects.exists()
+
+
+def test_api_launch_bad_json_and_empty_selection(api, test_items, endpoint):
+    response = api.post("/api/evaluation/runs/", "{not json", content_type="application/json")
+    assert response.status_code == 400
+    response = api.post("/api/evaluation/runs/", {"endpoint": endpoint.pk, "method": "naive", "split": "nope"},
+                        format="json")
+    assert response.status_code == 400 and "No items" in str(response.json())
+
+
+@pytest.mark.parametrize("field, value", [
+    ("extra_params", [1, 2]), ("extra_params", "x"), ("requests_per_minute", 0), ("temperature", -1),
+    ("top_p", 1.5), ("max_concurrency", 0), ("max_concurrency", HUGE), ("timeout_s", -5),
+    ("api_key_env", "sk-proj-abc123"), ("api_key_env", "gsk_abc123XYZ789def456"),
+])
+def test_api_endpoint_rejects_bad_fields_by_name(api, field, value):
+    body = {"name": "e", "kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m", field: value}
+    response = api.post("/api/evaluation/endpoints/", body, format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json(), response.json()
+    assert not ModelEndpoint.objects.filter(name="e").exists()
+    assert str(value) not in response.content.decode() or field != "api_key_env"
+
+
+@pytest.mark.parametrize("field, value", [
+    ("seed", str(HUGE)), ("limit", "-3"), ("ids", "1,99999999999999"), ("ids", "-4"), ("ids", "1,x"),
+    ("split", "x" * 500), ("k", "100000"),
+])
+def test_launch_form_shows_field_errors(researcher_client, test_items, endpoint, field, value):
+    data = {"endpoint": endpoint.pk, "methods": ["naive"], "split": "test", "seed": 1, "samples": 1,
+            "option_order": "original", field: value}
+    response = researcher_client.post(reverse("evaluation:run_launch"), data)
+    assert response.status_code == 200
+    assert response.context["form"].errors.get(field), response.context["form"].errors
+    assert not Run.objects.exists()
+
+
+def test_launch_of_several_methods_is_all_or_nothing(researcher_client, test_items, endpoint):
+    # naive-3shot needs a train split, which is not imported: neither run may be created.
+    response = researcher_client.post(reverse("evaluation:run_launch"), {
+        "endpoint": endpoint.pk, "methods": ["naive", "naive-3shot"], "split": "test", "seed": 1, "samples": 1,
+        "option_order": "original"})
+    assert response.status_code == 200 and "demonstrations" in response.content.decode()
+    assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize("args", [["--limit", "-5"], ["--limit", "0"], ["--concurrency", "0"],
+                                  ["--concurrency", "-2"], ["--samples", "0"], ["--k", "0"], ["--chunk-size", "0"]])
+def test_evaluate_command_refuses_non_positive_numbers(test_items, args):
+    with pytest.raises(CommandError):
+        call_command("evaluate", "--builtin", "first-option", "--split", "test", *args, stdout=io.StringIO())
+    assert not Run.objects.exists()
