@@ -103,8 +103,9 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def retrieve(self, request, *args, **kwargs):
         run = self.get_object()
         data = RunSerializer(run).data
-        data["metrics"] = selectors.run_summary(run=run).as_json()
-        data["by_question_type"] = {k: v.as_dict() for k, v in selectors.run_question_types(run=run).items()}
+        summary, types = selectors.run_summary_and_question_types(run=run)
+        data["metrics"] = summary.as_json()
+        data["by_question_type"] = {k: v.as_dict() for k, v in types.items()}
         return Response(data)
 
     def create(self, request, *args, **kwargs):

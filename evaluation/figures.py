@@ -12,11 +12,16 @@ class Bar:
     low: float | None = None
     high: float | None = None
     note: str = ""
+    baseline: float | None = None  # e.g. what always answering the first option scores on the same rows
 
 
-def bar_chart(bars: list[Bar], *, title: str, baseline: float | None = None, baseline_label: str = "",
+def bar_chart(bars: list[Bar], *, title: str, baseline_label: str = "always first option",
               width: int = 640, bar_height: int = 22) -> str:
-    """Horizontal bars in [0, 1] with optional 95% interval whiskers and a dashed baseline."""
+    """Horizontal bars in [0, 1] with optional 95% interval whiskers and a dashed baseline mark per bar.
+
+    Each bar has its own baseline: runs with original and permuted options (or question
+    types) have different ones, so a single line for all would mislead.
+    """
     left, right, top = 220, 60, 34
     plot = width - left - right
     height = top + len(bars) * (bar_height + 8) + 30
@@ -34,6 +39,10 @@ def bar_chart(bars: list[Bar], *, title: str, baseline: float | None = None, bas
         y = top + i * (bar_height + 8)
         parts.append(f'<text x="{left - 8}" y="{y + bar_height * 0.7:.1f}" font-size="12" text-anchor="end">'
                      f'{escape(bar.label[:34])}</text>')
+        if bar.baseline is not None:
+            parts.append(f'<line class="baseline" x1="{x(bar.baseline):.1f}" x2="{x(bar.baseline):.1f}" y1="{y - 3}" '
+                         f'y2="{y + bar_height + 3}" stroke="#b3261e" stroke-dasharray="3,2" stroke-width="2">'
+                         f'<title>{escape(baseline_label)}: {bar.baseline:.1%}</title></line>')
         if bar.value is None:
             continue
         parts.append(f'<rect x="{left}" y="{y}" width="{x(bar.value) - left:.1f}" height="{bar_height}" fill="#2457c5" '
@@ -46,10 +55,8 @@ def bar_chart(bars: list[Bar], *, title: str, baseline: float | None = None, bas
                 parts.append(f'<line x1="{x(end):.1f}" x2="{x(end):.1f}" y1="{mid - 5}" y2="{mid + 5}" stroke="#1d2330"/>')
         parts.append(f'<text x="{x(max(bar.value, bar.high or 0)) + 6:.1f}" y="{y + bar_height * 0.7:.1f}" '
                      f'font-size="11">{bar.value:.1%}</text>')
-    if baseline is not None:
-        parts.append(f'<line x1="{x(baseline):.1f}" x2="{x(baseline):.1f}" y1="{top - 6}" y2="{height - 24}" '
-                     f'stroke="#b3261e" stroke-dasharray="5,4" stroke-width="1.5"/>')
-        parts.append(f'<text x="{x(baseline) + 4:.1f}" y="{top - 8}" font-size="11" fill="#b3261e">'
-                     f'{escape(baseline_label)} {baseline:.1%}</text>')
+    if any(bar.baseline is not None for bar in bars):
+        parts.append(f'<text x="{width - 8}" y="18" font-size="11" fill="#b3261e" text-anchor="end">'
+                     f'red mark: {escape(baseline_label)}</text>')
     parts.append("</svg>")
     return "".join(parts)

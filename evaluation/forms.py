@@ -57,3 +57,8 @@ class RunLaunchForm(forms.Form):
 
     def clean_ids(self) -> list[int]:
         return parse_item_ids(self.cleaned_data.get("ids") or "")
+
+
+class ComparisonFilterForm(forms.Form):
+    split = forms.CharField(required=False, max_length=40)
+    option_order = forms.ChoiceField(choices=[("", "any")] + list(OptionOrder.choices), required=False)

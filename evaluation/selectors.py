@@ -76,6 +76,22 @@ class RunSummary:
     cost: float | None
     wall_s: float | None
 
+    @staticmethod
+    def _percent(value: float | None) -> float | None:
+        return None if value is None else 100.0 * value
+
+    @property
+    def accuracy_pct(self) -> float | None:
+        return self._percent(self.metrics.accuracy)
+
+    @property
+    def keyinfo_pct(self) -> float | None:
+        return self._percent(self.metrics.keyinfo)
+
+    @property
+    def first_option_pct(self) -> float | None:
+        return self._percent(self.metrics.first_option_baseline)
+
     def as_json(self) -> dict:
         m = self.metrics
         return {
@@ -107,8 +123,10 @@ def run_summaries(*, runs: list[Run]) -> list[RunSummary]:
     return [_summary(run, rows[run.pk]) for run in runs]
 
 
-def run_question_types(*, run: Run) -> dict[str, RunMetrics]:
-    return by_question_type(_row_scores([run.pk])[run.pk])
+def run_summary_and_question_types(*, run: Run) -> tuple[RunSummary, dict[str, RunMetrics]]:
+    """The run's summary and its metrics per question type, from one read of its rows."""
+    rows = _row_scores([run.pk])[run.pk]
+    return _summary(run, rows), by_question_type(rows)
 
 
 def run_results(*, run: Run, status: str = "") -> QuerySet[Result]:
@@ -124,14 +142,18 @@ def run_results(*, run: Run, status: str = "") -> QuerySet[Result]:
     return results.order_by("item_id", "sample_index")
 
 
-def comparison_table(*, runs: list[Run] | None = None) -> dict:
+def comparison_table(*, split: str = "", option_order: str = "") -> dict:
     """Paper Table 4 layout: methods as rows (in the registry's order), endpoints as column pairs.
 
-    Each cell shows the latest finished run of that (method, endpoint): KeyInfo and Acc.
+    Each cell shows the latest finished run of that (method, endpoint), optionally only
+    runs on one split and with one option order: KeyInfo and Acc.
     """
-    if runs is None:
-        runs = list(Run.objects.select_related("endpoint").filter(status="finished").defer("item_ids")
-                    .order_by("created_at"))
+    runs = Run.objects.select_related("endpoint").filter(status="finished").defer("item_ids", "requested_ids")
+    if split:
+        runs = runs.filter(split=split)
+    if option_order:
+        runs = runs.filter(option_order=option_order)
+    runs = list(runs.order_by("created_at"))
     latest: dict[tuple[str, int], Run] = {}
     for run in runs:
         latest[(run.method, run.endpoint_id)] = run
