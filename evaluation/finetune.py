@@ -15,7 +15,7 @@ from __future__ import annotations
 from annotation.clue_graph import gold_key_information, parse_clue_graph
 
 from .methods import get_method
-from .prompts import ItemView, Presented
+from .prompts import Presented
 
 
 def assistant_turn(shown: Presented, *, evidence: str, reasoning: str) -> str:
@@ -25,7 +25,7 @@ def assistant_turn(shown: Presented, *, evidence: str, reasoning: str) -> str:
     steps = [f"{' + '.join(s.inputs)} -> {s.output}" for s in graph.all_steps]
     conclusion = graph.all_steps[-1].output if graph.all_steps else (graph.clues[-1].implication if graph.clues else "")
     answer_text = shown.options[shown.answer_shown]
-    summary = (f"{conclusion}. " if conclusion and not conclusion.endswith(".") else f"{conclusion} " if conclusion else "")
+    summary = f"{conclusion.rstrip('.')}. " if conclusion else ""
     summary += f"Therefore the answer is option {shown.answer_label}: {answer_text}"
     return "\n".join([
         "### Clues:", *[f"{i}. {c}" for i, c in enumerate(clues, 1)], "",
@@ -42,5 +42,3 @@ def finetune_record(shown: Presented, *, evidence: str, reasoning: str) -> dict:
     return {"messages": [{"role": "user", "content": prompt},
                          {"role": "assistant", "content": assistant_turn(shown, evidence=evidence, reasoning=reasoning)}]}
 
-
-__all__ = ["ItemView", "assistant_turn", "finetune_record"]

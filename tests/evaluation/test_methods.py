@@ -5,7 +5,13 @@ import pytest
 
 from evaluation import prompts
 from evaluation.builtins import builtin_reply, read_prompt
-from evaluation.methods import METHODS, Completion, get_method, longest_chain, majority_vote
+from evaluation.methods import (
+    METHODS,
+    Completion,
+    get_method,
+    longest_chain,
+    majority_vote,
+)
 from evaluation.metrics import RowScore, bootstrap_ci, cost, summarize
 from evaluation.parsing import OK, parse_answer
 from evaluation.prompts import ItemView, choose_demonstrations, permutation, present
@@ -48,10 +54,11 @@ def solve(name, recorder, *, k=None, permute=False, demos=(DEMO, DEMO, DEMO)):
 
 def test_registry_has_every_method_of_the_issue():
     assert set(METHODS) == ISSUE_METHODS
-    for name, method in METHODS.items():
+    for method in METHODS.values():
         assert len(method.version()) == 12
-        with pytest.raises(ValueError):
-            get_method("no-such-method")
+    assert len({method.version() for method in METHODS.values()}) == len(METHODS)
+    with pytest.raises(ValueError):
+        get_method("no-such-method")
 
 
 def test_naive_prompt_follows_table_10_with_numbered_options():

@@ -1,7 +1,14 @@
 """Answer and key-information parsing on real-looking model outputs, including the shapes harnesses get wrong."""
 import pytest
 
-from evaluation.parsing import AMBIGUOUS, MISSING, OK, parse_answer, parse_free_answer, parse_key_information
+from evaluation.parsing import (
+    AMBIGUOUS,
+    MISSING,
+    OK,
+    parse_answer,
+    parse_free_answer,
+    parse_key_information,
+)
 
 OPTIONS = ["The gardener", "The butler", "The maid", "The driver"]
 
