@@ -1,5 +1,7 @@
 """Prompting methods, prompt rendering, option permutation, demonstrations, builtins and metrics (no database)."""
 import asyncio
+import re
+from pathlib import Path
 
 import pytest
 
@@ -233,3 +235,25 @@ def test_bootstrap_interval_is_seeded_and_brackets_the_mean():
 def test_cost_only_with_a_price():
     assert cost(tokens_in=1_000_000, tokens_out=500_000, price_in_per_mtok=None, price_out_per_mtok=None) is None
     assert cost(tokens_in=1_000_000, tokens_out=500_000, price_in_per_mtok=2, price_out_per_mtok=8) == pytest.approx(6.0)
+
+
+PAPER = Path(__file__).resolve().parents[2].parent / "shared" / "paper" / "piecing-together-clues.txt"
+PAPER_TABLES = {10: "naive", 11: "naive_key_info", 12: "naive_answer", 13: "self_cot", 14: "auto_cot",
+                15: "self_consistency", 16: "complexity_cot", 17: "ps_cot", 18: "detective_thinking"}
+
+
+@pytest.mark.parametrize("table, template", PAPER_TABLES.items())
+def test_prompt_templates_are_word_for_word_the_papers(table, template):
+    """Tables 10-18 of the paper, compared word by word (layout aside); inputs and `1/2/3/4` are placeholders."""
+    if not PAPER.exists():
+        pytest.skip(f"paper text not found at {PAPER}")
+    paper = PAPER.read_text(encoding="utf-8")
+    end = paper.index(f"Table {table}: Prompt")
+    marker = "<commentblockmarker>###</commentblockmarker>"
+    start = paper.rindex(marker, 0, end) + len(marker)
+
+    def words(text):
+        text = re.sub(r"!\s?<INPUT \d>!|\{[a-z_]+\}|1/2/3/4", "{X}", text)
+        return text.split()
+
+    assert words(prompts.template_text(template)) == words(paper[start:end])
