@@ -14,6 +14,7 @@ from .methods import METHOD_CHOICES
 # Upper case only: a lower-case "name" such as gsk_abc123... is far more likely a pasted key than a variable.
 ENV_VAR_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 MAX_CONCURRENCY = 1024
+SECRET_PARAM_RE = re.compile(r"api[_-]?key|secret|password|authorization|bearer|access[_-]?token", re.IGNORECASE)
 
 # Paper Table 9 (the inference parameters of the experiments), as far as an OpenAI-compatible API takes them.
 TABLE9_PRESET = {"temperature": 0.95, "top_p": 0.95, "max_tokens": 2000, "seed": 42}
@@ -85,6 +86,8 @@ class ModelEndpoint(models.Model):
                                      "not the key itself.")
         if not isinstance(self.extra_params, dict):
             errors["extra_params"] = 'Give a JSON object, e.g. {"top_k": 5}.'
+        elif any(SECRET_PARAM_RE.search(str(name)) for name in self.extra_params):
+            errors["extra_params"] = "No credentials here: they would be stored and shown. Use the key variable."
         if self.temperature is not None and not 0 <= self.temperature <= 2:
             errors["temperature"] = "Temperature must be between 0 and 2."
         if self.top_p is not None and not 0 < self.top_p <= 1:
