@@ -102,3 +102,9 @@ def test_comparison_shows_one_decimal_like_table_4_and_filters_by_option_order(r
     assert "Self-CoT" in table and "Naive</td>" not in table
     bad = researcher_client.get(reverse("evaluation:comparison") + "?option_order=%3Cx%3E&split=" + "y" * 100)
     assert bad.status_code == 200
+
+
+def test_run_detail_shows_accuracy_to_one_decimal_with_the_baseline_beside_it(researcher_client, items):
+    (run,) = make_runs(1)  # 3/6 correct, 2/6 with the answer shown first
+    html = researcher_client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
+    assert "50.0% <span" in html and "(3/6;" in html and "always-first-option baseline 33.3%" in html

@@ -57,7 +57,7 @@ def test_researcher_pages_show_metrics_breakdown_and_svg_figures(researcher_clie
     html = page.content.decode()
     correct = Result.objects.filter(run=finished_run, is_correct=True).count()
     assert page.status_code == 200
-    assert f"{correct}/30" in html and "Always-first-option baseline" in html and "KeyInfo" in html
+    assert f"{correct}/30" in html and "always-first-option baseline" in html and "KeyInfo" in html
     assert "<svg" in html and "always first option" in html and "By question type" in html
     assert "cdn" not in html.lower()
     partial = researcher_client.get(reverse("evaluation:run_detail", args=[finished_run.pk]) + "?part=results&status=wrong",
