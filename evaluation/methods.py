@@ -93,8 +93,12 @@ class Method:
     def version(self) -> str:
         return templates_hash(self.templates, salt=f"{self.name}:{ASSEMBLY_VERSION}")
 
+    def extra_fields(self, shown: Presented) -> dict[str, str]:
+        """Template values beyond the item's own (the given key information or answer)."""
+        return {}
+
     def prompt(self, shown: Presented) -> str:
-        return render(self.template, **shown.fields())
+        return render(self.template, **self.extra_fields(shown), **shown.fields())
 
     def demo_reply(self, demo: Presented) -> str:
         return render("demo_answer", key_information=demo.gold_key_information, answer=demo.answer_label)
@@ -123,8 +127,8 @@ class NaiveThreeShot(Naive):
 class NaiveKeyInfo(Method):
     name, label, family, template = "naive-key-info", "Naive w/ Key Info", "Question with Extra Key Information", "naive_key_info"
 
-    def prompt(self, shown: Presented) -> str:
-        return render(self.template, key_information=shown.gold_key_information, **shown.fields())
+    def extra_fields(self, shown: Presented) -> dict[str, str]:
+        return {"key_information": shown.gold_key_information}
 
 
 class NaiveKeyInfoThreeShot(NaiveKeyInfo):
@@ -134,8 +138,8 @@ class NaiveKeyInfoThreeShot(NaiveKeyInfo):
 class NaiveAnswer(Method):
     name, label, family, template = "naive-answer", "Naive w/ Answer", "Question with Extra Key Information", "naive_answer"
 
-    def prompt(self, shown: Presented) -> str:
-        return render(self.template, answer=shown.answer_label, **shown.fields())
+    def extra_fields(self, shown: Presented) -> dict[str, str]:
+        return {"answer": shown.answer_label}
 
 
 class NaiveAnswerThreeShot(NaiveAnswer):

@@ -10,6 +10,7 @@ from django.db.models import Q
 
 from .builtins import BUILTIN_MODELS
 from .methods import METHOD_CHOICES
+from .parsing import PARSE_STATUSES
 
 # Upper case only: a lower-case "name" such as gsk_abc123... is far more likely a pasted key than a variable.
 ENV_VAR_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
@@ -205,7 +206,7 @@ class Result(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "item", "sample_index"], name="result_unique_run_item_sample"),
             models.CheckConstraint(
-                condition=Q(parse_status__in=["", "ok", "ambiguous", "missing"]), name="result_parse_status_valid"
+                condition=Q(parse_status__in=["", *PARSE_STATUSES]), name="result_parse_status_valid"
             ),
         ]
 
