@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import re
 import subprocess
@@ -272,6 +273,15 @@ class ServerProcess:
 
     def stats(self) -> dict:
         return self._call("/_stats")
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time (user + system) the server process has used so far; None where /proc is missing."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def configure(self, **changes) -> dict:
         return self._call("/_config", changes)
