@@ -10,7 +10,6 @@ is skipped before any request is made.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import os
 import time
@@ -212,14 +211,7 @@ def execute_chunk(*, run_id: int, item_ids: list[int] | None = None) -> ChunkRep
     report.jobs = len(jobs)
     mark_started(run_id)
     if jobs:
-        # The objects alive now (Django, the SDK, the items: ~200k) are set aside from the garbage
-        # collector while the chunk runs: a full collection over them stalled every request in flight
-        # for ~0.1 s. They are handed back (collectable again) when the chunk ends.
-        gc.freeze()
-        try:
-            run_event_loop(_execute(run, jobs, report))
-        finally:
-            gc.unfreeze()
+        run_event_loop(_execute(run, jobs, report))
     refresh_status(run_id)
     return report
 
