@@ -10,6 +10,7 @@ is skipped before any request is made.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import time
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import close_old_connections, connection, connections, transaction
 from django.utils import timezone
 
 from annotation.clue_graph import gold_key_information
@@ -114,10 +115,50 @@ def _result_row(run: Run, result: JobResult) -> Result:
     return row
 
 
+_COPY_FIELDS = [f for f in Result._meta.concrete_fields if not f.primary_key]
+_JSON_COLUMNS = {f.attname for f in _COPY_FIELDS if f.get_internal_type() == "JSONField"}
+_INCOMING = "evaluation_result_incoming"
+
+
+def _upsert_rows_postgresql(rows: list[Result]) -> None:
+    """INSERT ... ON CONFLICT (run, item, sample) DO UPDATE from a COPY into a session temp table.
+
+    The same upsert as ``bulk_create(update_conflicts=True)`` (so exactly-once is unchanged), at a
+    fraction of its CPU: values go to psycopg as tuples through COPY instead of one SQL parameter per
+    field, which matters because this thread competes with the event loop for the GIL."""
+    quote = connection.ops.quote_name
+    table = quote(Result._meta.db_table)
+    columns = [f.column for f in _COPY_FIELDS]
+    column_list = ", ".join(quote(c) for c in columns)
+    updates = ", ".join(f"{quote(Result._meta.get_field(name).column)} = EXCLUDED.{quote(Result._meta.get_field(name).column)}"
+                        for name in RESULT_FIELDS)
+    now = timezone.now()
+    attnames = [f.attname for f in _COPY_FIELDS]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_INCOMING} ON COMMIT DELETE ROWS AS "
+                       f"SELECT {column_list} FROM {table} WITH NO DATA")
+        with cursor.cursor.copy(f"COPY {_INCOMING} ({column_list}) FROM STDIN") as copy:
+            for row in rows:
+                values = []
+                for name in attnames:
+                    value = getattr(row, name)
+                    if name in _JSON_COLUMNS:
+                        value = json.dumps(value, ensure_ascii=False)
+                    elif name == "created_at" and value is None:
+                        value = now
+                    values.append(value)
+                copy.write_row(values)
+        cursor.execute(f"INSERT INTO {table} ({column_list}) SELECT {column_list} FROM {_INCOMING} "
+                       f"ON CONFLICT (run_id, item_id, sample_index) DO UPDATE SET {updates}")
+
+
 def _write(run: Run, results: list[JobResult], model: str) -> None:
     rows = [_result_row(run, r) for r in results]
-    Result.objects.bulk_create(rows, update_conflicts=True, unique_fields=["run", "item", "sample_index"],
-                               update_fields=RESULT_FIELDS)
+    if connection.vendor == "postgresql":
+        _upsert_rows_postgresql(rows)
+    else:  # SQLite (embedded mode)
+        Result.objects.bulk_create(rows, update_conflicts=True, unique_fields=["run", "item", "sample_index"],
+                                   update_fields=RESULT_FIELDS)
     cached = [
         CachedResponse(key=key, model=model, text=c.text, tokens_in=c.tokens_in, tokens_out=c.tokens_out)
         for r in results if r.outcome is not None and r.new_cache
