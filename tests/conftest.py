@@ -23,6 +23,8 @@ def _find_data_dir() -> Path:
 
 
 DATA_DIR = _find_data_dir()
+# The paper's text (prompt tables), beside the data in the shared folder.
+PAPER_PATH = DATA_DIR.parent.parent / "paper" / "piecing-together-clues.txt"
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,6 @@
 """Prompting methods, prompt rendering, option permutation, demonstrations, builtins and metrics (no database)."""
 import asyncio
 import re
-from pathlib import Path
 
 import pytest
 
@@ -17,6 +16,7 @@ from evaluation.methods import (
 from evaluation.metrics import RowScore, bootstrap_ci, cost, summarize
 from evaluation.parsing import OK, parse_answer
 from evaluation.prompts import ItemView, choose_demonstrations, permutation, present
+from tests.conftest import PAPER_PATH
 
 ITEM = ItemView(
     id=7, context="Tom came home at nine. The window was broken from inside. Mud was on the stairs.",
@@ -237,7 +237,7 @@ def test_cost_only_with_a_price():
     assert cost(tokens_in=1_000_000, tokens_out=500_000, price_in_per_mtok=2, price_out_per_mtok=8) == pytest.approx(6.0)
 
 
-PAPER = Path(__file__).resolve().parents[2].parent / "shared" / "paper" / "piecing-together-clues.txt"
+PAPER = PAPER_PATH
 PAPER_TABLES = {10: "naive", 11: "naive_key_info", 12: "naive_answer", 13: "self_cot", 14: "auto_cot",
                 15: "self_consistency", 16: "complexity_cot", 17: "ps_cot", 18: "detective_thinking"}
 

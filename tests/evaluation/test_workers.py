@@ -7,7 +7,7 @@ from django.db.models import Count
 
 from annotation.models import Item
 from evaluation import services
-from evaluation.models import Result, Run, RunStatus
+from evaluation.models import Result, RunStatus
 from evaluation.tasks import run_chunk
 from tests.conftest import start_celery_worker, subprocess_env
 from tests.support.items import import_items
