@@ -10,12 +10,12 @@ $PY manage.py migrate --noinput
 $PY manage.py load_sample_data
 $PY manage.py create_demo_accounts
 # A demo study over the sample test items, so a newcomer has a study to take.
-if ! $PY manage.py shell -c "from studies.models import Study; raise SystemExit(0 if Study.objects.filter(slug='demo').exists() else 1)"; then
+if ! $PY manage.py shell --no-imports -c "from studies.models import Study; raise SystemExit(0 if Study.objects.filter(slug='demo').exists() else 1)"; then
   $PY manage.py create_study --slug demo --title "Demo study" --split test --per-participant 5 --raters 3 \
     --time-limit 1800 --status open --completion-code DEMO2026
 fi
 # Baseline runs of the built-in offline models, so the evaluation dashboard has results to read.
-if ! $PY manage.py shell -c "from evaluation.models import Run; raise SystemExit(0 if Run.objects.exists() else 1)"; then
+if ! $PY manage.py shell --no-imports -c "from evaluation.models import Run; raise SystemExit(0 if Run.objects.exists() else 1)"; then
   for model in first-option lexical random; do
     $PY manage.py evaluate --builtin "$model" --method naive,detective-thinking --split test --in-process --wait --no-progress
   done
