@@ -29,17 +29,19 @@ _ACQUIRE = """
 local now = redis.call('TIME')
 local t = tonumber(now[1]) + tonumber(now[2]) / 1000000
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', t)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
-local rpm = tonumber(ARGV[4])
+local n = math.min(#ARGV - 3, tonumber(ARGV[1]) - redis.call('ZCARD', KEYS[1]))
+if n <= 0 then return 0 end
+local rpm = tonumber(ARGV[3])
 if rpm > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', t - 60)
-  if redis.call('ZCARD', KEYS[2]) >= rpm then return -1 end
-  redis.call('ZADD', KEYS[2], t, ARGV[1])
+  n = math.min(n, rpm - redis.call('ZCARD', KEYS[2]))
+  if n <= 0 then return -1 end
+  for i = 1, n do redis.call('ZADD', KEYS[2], t, ARGV[3 + i]) end
   redis.call('EXPIRE', KEYS[2], 120)
 end
-redis.call('ZADD', KEYS[1], t + tonumber(ARGV[3]), ARGV[1])
-redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[3])) + 60)
-return 1
+for i = 1, n do redis.call('ZADD', KEYS[1], t + tonumber(ARGV[2]), ARGV[3 + i]) end
+redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2])) + 60)
+return n
 """
 
 
@@ -102,13 +104,17 @@ class Limiter:
     async def _release(self, token: str) -> None:
         return None
 
+    async def _release_many(self, tokens: list[str]) -> None:
+        for token in tokens:
+            await self._release(token)
+
     async def close(self) -> None:
         if self._reaper is not None:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
-        while self._spare:
-            await self._release(self._spare.pop()[0])
+        spare, self._spare = self._spare, []
+        await self._release_many([token for token, _, _ in spare])
 
 
 async def _pause(waited: int) -> None:
@@ -121,20 +127,29 @@ DEFAULT_LEASE_S = float(os.environ.get("EVALUATION_LIMITER_LEASE_S", "10"))
 
 class RedisLimiter(Limiter):
     """Leases are short (``lease_s``) and renewed every ``lease_s / 3`` while held, so a
-    long request keeps its slot and a dead worker's slots come back within ``lease_s``."""
+    long request keeps its slot and a dead worker's slots come back within ``lease_s``.
+
+    The coroutines of a process that wait for a slot are served together: one task asks Redis
+    for as many slots as there are waiters in one script call (one round trip for the 64 requests
+    that start a run, not 64), on a small pool of connections."""
+
+    pool_size = 4
 
     def __init__(self, *, redis_url: str, key: str, limit: int, requests_per_minute: int | None = None,
                  lease_s: float = DEFAULT_LEASE_S):
         super().__init__(limit=limit, requests_per_minute=requests_per_minute)
         import redis.asyncio as aioredis
 
-        self._redis = aioredis.Redis.from_url(redis_url)
+        self._redis = aioredis.Redis.from_pool(
+            aioredis.BlockingConnectionPool.from_url(redis_url, max_connections=self.pool_size, timeout=None))
         self._script = self._redis.register_script(_ACQUIRE)
         self.slots_key = f"evaluation:limiter:{key}:slots"
         self.rate_key = f"evaluation:limiter:{key}:rate"
         self.lease_s = lease_s
         self._held: set[str] = set()
         self._renewer: asyncio.Task | None = None
+        self._waiters: collections.deque[asyncio.Future] = collections.deque()
+        self._acquirer: asyncio.Task | None = None
 
     async def _renew(self) -> None:
         while True:
@@ -145,31 +160,74 @@ class RedisLimiter(Limiter):
                 await self._redis.zadd(self.slots_key, {token: expiry for token in self._held}, xx=True)
 
     async def _acquire(self) -> str:
-        token = uuid.uuid4().hex
+        future = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        if self._acquirer is None or self._acquirer.done():
+            self._acquirer = asyncio.create_task(self._acquire_for_waiters())
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled() and future.exception() is None:
+                await asyncio.shield(self._release(future.result()))  # granted just as the caller gave up
+            raise
+
+    def _next_waiter(self) -> asyncio.Future | None:
+        while self._waiters and self._waiters[0].done():  # cancelled while waiting
+            self._waiters.popleft()
+        return self._waiters.popleft() if self._waiters else None
+
+    async def _acquire_for_waiters(self) -> None:
+        """Grant slots to the waiting coroutines, as many per script call as there are waiters."""
         waited = 0
-        while True:
-            granted = await self._script(keys=[self.slots_key, self.rate_key],
-                                         args=[token, self.limit, self.lease_s, self.rpm])
-            if int(granted) == 1:
-                self._held.add(token)
+        await asyncio.sleep(0)  # let the coroutines of this loop turn queue up too
+        while any(not f.done() for f in self._waiters):
+            tokens = [uuid.uuid4().hex for f in self._waiters if not f.done()]
+            try:
+                granted = int(await self._script(keys=[self.slots_key, self.rate_key],
+                                                 args=[self.limit, self.lease_s, self.rpm, *tokens]))
+            except Exception as exc:  # noqa: BLE001 - Redis unreachable: every waiter gets the error
+                while (waiter := self._next_waiter()) is not None:
+                    waiter.set_exception(exc)
+                return
+            if granted > 0:
+                self._held.update(tokens[:granted])
                 if self._renewer is None:
                     self._renewer = asyncio.create_task(self._renew())
-                return token
-            if int(granted) == -1:  # the per-minute budget is spent: wait longer
+                leftover = []
+                for token in tokens[:granted]:
+                    waiter = self._next_waiter()
+                    if waiter is None:
+                        leftover.append(token)
+                    else:
+                        waiter.set_result(token)
+                if leftover:
+                    await self._release_many(leftover)
+            if granted >= len(tokens):
+                waited = 0
+            elif granted == -1:  # the per-minute budget is spent: wait longer
                 await asyncio.sleep(random.uniform(0.2, 0.5))
             else:
                 await _pause(waited)
-            waited += 1
+                waited += 1
 
     async def _release(self, token: str) -> None:
         self._held.discard(token)
         await self._redis.zrem(self.slots_key, token)
+
+    async def _release_many(self, tokens: list[str]) -> None:
+        if tokens:
+            self._held.difference_update(tokens)
+            await self._redis.zrem(self.slots_key, *tokens)
 
     async def in_use(self) -> int:
         return int(await self._redis.zcard(self.slots_key))
 
     async def close(self) -> None:
         await super().close()
+        if self._acquirer is not None:
+            self._acquirer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._acquirer
         if self._renewer is not None:
             self._renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
