@@ -22,7 +22,7 @@ def bar_chart(bars: list[Bar], *, title: str, baseline_label: str = "always firs
     Each bar has its own baseline: runs with original and permuted options (or question
     types) have different ones, so a single line for all would mislead.
     """
-    left, right, top = 220, 60, 34
+    left, right, top = 260, 60, 34
     plot = width - left - right
     height = top + len(bars) * (bar_height + 8) + 30
     x = lambda v: left + plot * max(0.0, min(1.0, v))  # noqa: E731
@@ -38,7 +38,7 @@ def bar_chart(bars: list[Bar], *, title: str, baseline_label: str = "always firs
     for i, bar in enumerate(bars):
         y = top + i * (bar_height + 8)
         parts.append(f'<text x="{left - 8}" y="{y + bar_height * 0.7:.1f}" font-size="12" text-anchor="end">'
-                     f'{escape(bar.label[:34])}</text>')
+                     f'{escape(_shorten(bar.label, 40))}<title>{escape(bar.label)}</title></text>')
         if bar.baseline is not None:
             parts.append(f'<line class="baseline" x1="{x(bar.baseline):.1f}" x2="{x(bar.baseline):.1f}" y1="{y - 3}" '
                          f'y2="{y + bar_height + 3}" stroke="#b3261e" stroke-dasharray="3,2" stroke-width="2">'
@@ -56,7 +56,12 @@ def bar_chart(bars: list[Bar], *, title: str, baseline_label: str = "always firs
         parts.append(f'<text x="{x(max(bar.value, bar.high or 0)) + 6:.1f}" y="{y + bar_height * 0.7:.1f}" '
                      f'font-size="11">{bar.value:.1%}</text>')
     if any(bar.baseline is not None for bar in bars):
-        parts.append(f'<text x="{width - 8}" y="18" font-size="11" fill="#b3261e" text-anchor="end">'
+        # Below the plot, under the labels, so it never runs into the title.
+        parts.append(f'<text x="8" y="{height - 8}" font-size="11" fill="#b3261e">'
                      f'red mark: {escape(baseline_label)}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
