@@ -14,6 +14,7 @@ import email.utils
 import functools
 import json
 import random
+import re
 import ssl
 import time
 from dataclasses import dataclass
@@ -88,6 +89,18 @@ class MalformedResponse(ValueError):
     pass
 
 
+REDACTED = "[redacted]"
+_BEARER = re.compile(r"(?i)\b(bearer)(\s+)[^\s\"',;]+")
+
+
+def redact(text: str, secrets: Sequence[str | None] = ()) -> str:
+    """``text`` without the given secrets' values nor any ``Bearer <token>`` (servers echo credentials in errors)."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    return _BEARER.sub(rf"\1\2{REDACTED}", text)
+
+
 @functools.lru_cache(maxsize=1)
 def _ssl_context() -> ssl.SSLContext:
     """One default TLS context per process (loading the CA bundle costs ~30 ms per client)."""
@@ -129,6 +142,7 @@ class OpenAIChatClient(ModelClient):
                  timeout_s: float, limiter: Limiter | None = None, retry: RetryPolicy = RetryPolicy(),
                  max_connections: int = 64):
         self.model = model
+        self._secrets = (api_key,)
         self.params = {k: v for k, v in params.items() if v is not None}
         self.limiter = limiter or LocalLimiter(limit=max_connections)
         self.retry = retry
@@ -173,12 +187,14 @@ class OpenAIChatClient(ModelClient):
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below; non-retryable ones end the call
                 retry, retry_after, description = classify(exc)
+                description = redact(description, self._secrets)
                 if not retry or attempt >= self.retry.max_attempts:
-                    raise RequestFailed(f"{description} (attempt {attempt})", attempts=attempt) from exc
+                    # from None: the SDK's exception carries the server's unredacted text
+                    raise RequestFailed(f"{description} (attempt {attempt})", attempts=attempt) from None
                 wait = self.retry.delay(attempt, retry_after)
                 if time.monotonic() - started + wait > self.retry.total_s:
                     raise RequestFailed(f"{description} (gave up after {attempt} attempts: time budget spent)",
-                                        attempts=attempt) from exc
+                                        attempts=attempt) from None
                 await asyncio.sleep(wait)
 
     async def close(self) -> None:

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from annotation.clue_graph import gold_key_information
 from annotation.keyinfo import keyinfo_score
-from annotation.models import Item
+from annotation.models import Item, ItemStatus
 
 from .clients import BuiltinClient, ModelClient, OpenAIChatClient, RetryPolicy
 from .engine import Engine, Job, JobResult
@@ -179,6 +179,14 @@ def _is_cancelled(run_id: int) -> bool:
     return Run.objects.filter(pk=run_id, status=RunStatus.CANCELLED).exists()
 
 
+def demonstration_pool() -> list[int]:
+    """The train items usable as 3-shot demonstrations: not rejected, and with a clue graph (non-empty gold
+    key information), since a demonstration shows the key information and the answer."""
+    rows = (Item.objects.filter(split="train").exclude(status=ItemStatus.REJECTED).exclude(evidence="")
+            .values_list("pk", "evidence"))
+    return [pk for pk, evidence in rows if gold_key_information(evidence)]
+
+
 def _plan(run: Run, item_ids: list[int]) -> tuple[list[Job], int]:
     """The jobs still to do in these items (rows that exist without error are skipped)."""
     done = set(
@@ -194,7 +202,7 @@ def _plan(run: Run, item_ids: list[int]) -> tuple[list[Job], int]:
     demo_views: dict[int, ItemView] = {}
     pool: list[int] = []
     if method.shots:
-        pool = list(Item.objects.filter(split="train").values_list("pk", flat=True))
+        pool = demonstration_pool()
         demo_ids = {d for i in need for d in choose_demonstrations(pool_ids=pool, seed=run.seed, exclude=i,
                                                                      shots=method.shots)}
         demo_views = {item.pk: item_view(item) for item in Item.objects.filter(pk__in=demo_ids)}

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from django.conf import settings
 
-from evaluation.clients import OpenAIChatClient, RequestFailed, RetryPolicy, retry_after_seconds
+from evaluation.clients import OpenAIChatClient, RequestFailed, RetryPolicy, redact, retry_after_seconds
 from evaluation.limiter import FileLimiter, RedisLimiter
 from tests.support.model_server import ModelServer
 
@@ -180,3 +180,26 @@ def test_redis_lease_is_renewed_while_a_long_request_holds_it():
         await holder.close(), await other.close()
 
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("status, attempts", [(401, 1), (500, 2)])
+def test_server_error_text_is_stored_without_the_api_key(status, attempts):
+    """A server that echoes the Authorization header in its error body: the key never reaches the error text."""
+    secret = "sk-live-0123456789abcdef"
+    with ModelServer(echo_auth_status=status) as server:
+        c = OpenAIChatClient(base_url=server.base_url, model="stand-in", api_key=secret, params={}, timeout_s=5,
+                             retry=RetryPolicy(max_attempts=attempts, base_delay_s=0.01, max_delay_s=0.02))
+        (result,) = asyncio.run(complete_many(c, 1))
+    assert isinstance(result, RequestFailed) and result.attempts == attempts
+    text = str(result)
+    assert f"HTTP {status}" in text and "invalid credentials" in text  # the rest of the message is kept
+    assert secret not in text and "0123456789abcdef" not in text
+    assert "Bearer [redacted]" in text
+    assert result.__cause__ is None  # the SDK's exception (unredacted) is not chained
+
+
+def test_redact_removes_the_key_and_any_bearer_token():
+    assert redact("bad key sk-abc123456 given", ["sk-abc123456"]) == "bad key [redacted] given"
+    assert redact('{"auth": "Bearer eyJhbGciOi.x-y_z"}') == '{"auth": "Bearer [redacted]"}'
+    assert redact("authorization: bearer tok123, retry") == "authorization: bearer [redacted], retry"
+    assert redact("no secrets here", [None, ""]) == "no secrets here"

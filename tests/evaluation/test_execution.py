@@ -199,3 +199,37 @@ def test_evaluate_command_on_the_real_test_split(detectbench_dir):
     assert 0.22 < permuted["accuracy"] < 0.30
     assert permuted["first_option_baseline"] == pytest.approx(permuted["accuracy"])
     assert Run.objects.get(pk=permuted["run"]).option_order == "permuted"
+
+
+def test_server_error_echoing_the_key_is_stored_redacted(items, monkeypatch):
+    monkeypatch.setenv("STANDIN_KEY", "sk-stored-secret-98765")
+    with ModelServer(echo_auth_status=401) as server:
+        run = launch(endpoint_for(server, use_cache=False), limit=3)
+        services.run_execute_in_process(run=run)
+    errors = list(Result.objects.filter(run=run).values_list("error", flat=True))
+    assert len(errors) == 3 and all("HTTP 401" in e and "Bearer [redacted]" in e for e in errors)
+    assert not any("sk-stored-secret-98765" in e or "98765" in e for e in errors)
+
+
+def test_demonstrations_come_only_from_usable_train_items(items):
+    """3-shot demonstrations: train items with a clue graph (gold key information) that are not rejected."""
+    from evaluation.execution import demonstration_pool
+
+    train = list(Item.objects.filter(split="train").order_by("pk"))
+    rejected, no_graph, usable = train[:3], train[3:5], train[5:]
+    Item.objects.filter(pk__in=[t.pk for t in rejected]).update(status="rejected")
+    Item.objects.filter(pk__in=[t.pk for t in no_graph]).update(evidence="")
+    assert all(gold_key_information(t.evidence) for t in usable)
+    pool = demonstration_pool()
+    assert sorted(pool) == [t.pk for t in usable]
+    run = launch(services.endpoint_for_cli(builtin="lexical"), method="naive-3shot", limit=12)
+    services.run_execute_in_process(run=run)
+    sent = [json.dumps(m, ensure_ascii=False) for m in Result.objects.filter(run=run).values_list("messages", flat=True)]
+    assert len(sent) == 12
+
+    def shown(item):
+        needle = json.dumps(item.context[:80], ensure_ascii=False)[1:-1]
+        return any(needle in s for s in sent)
+
+    assert not any(shown(t) for t in rejected + no_graph)
+    assert all(shown(t) for t in usable)  # 3 shots from a pool of exactly 3

@@ -53,6 +53,7 @@ class ServerConfig:
     seed: int = 0
     reply: str = "### Key Information:\nThe clue.\n\n### Answer:\n1"
     reply_mode: str = "fixed"  # fixed | first | last
+    echo_auth_status: int | None = None  # answer every chat request with this status, echoing the Authorization header
 
 
 @dataclass
@@ -163,9 +164,9 @@ class ModelServer:
                         headers[name.strip().lower()] = value.strip()
                 length = int(headers.get("content-length") or 0)
                 body = await reader.readexactly(length) if length else b""
-                status, payload, extra = await self._route(method, path.split("?")[0], body)
+                status, payload, extra = await self._route(method, path.split("?")[0], body, headers)
                 reason = {200: "OK", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error",
-                          400: "Bad Request"}.get(status, "OK")
+                          400: "Bad Request", 401: "Unauthorized"}.get(status, "OK")
                 head_out = [f"HTTP/1.1 {status} {reason}", "Content-Type: application/json",
                             f"Content-Length: {len(payload)}", "Connection: keep-alive"]
                 head_out += [f"{k}: {v}" for k, v in extra.items()]
@@ -181,7 +182,7 @@ class ModelServer:
             except Exception:  # noqa: BLE001
                 pass
 
-    async def _route(self, method: str, path: str, body: bytes) -> tuple[int, bytes, dict]:
+    async def _route(self, method: str, path: str, body: bytes, headers: dict | None = None) -> tuple[int, bytes, dict]:
         if path == "/_stats":
             return 200, json.dumps(asdict(self.stats)).encode(), {}
         if path == "/_reset" and method == "POST":
@@ -191,6 +192,10 @@ class ModelServer:
             self.configure(**json.loads(body or b"{}"))
             return 200, json.dumps(asdict(self.config)).encode(), {}
         if method == "POST" and path in ("/v1/chat/completions", "/chat/completions"):
+            if self.config.echo_auth_status is not None:  # a server that puts the credentials in its error text
+                auth = (headers or {}).get("authorization", "")
+                message = f"invalid credentials: Authorization: {auth} (key {auth.split(' ')[-1]})"
+                return self._count(self.config.echo_auth_status), json.dumps({"error": {"message": message}}).encode(), {}
             return await self._chat(body)
         return 404, b'{"error": {"message": "not found"}}', {}
 
