@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Item
+from annotation.selectors import item_list
 
 from . import execution
 from .methods import get_method
@@ -55,13 +56,7 @@ def select_item_ids(*, split: str = "", item_status: str = "", question_type: st
                     ids: Sequence[int] = (), limit: int | None = None) -> list[int]:
     if limit is not None and limit < 1:
         raise ValidationError({"limit": "The limit must be at least 1."})
-    items = Item.objects.all()
-    if split:
-        items = items.filter(split=split)
-    if item_status:
-        items = items.filter(status=item_status)
-    if question_type:
-        items = items.filter(question_type=question_type)
+    items = item_list(split=split or None, status=item_status or None, question_type=question_type or None)
     if ids:
         items = items.filter(pk__in=list(ids))
     selected = list(items.order_by("pk").values_list("pk", flat=True))
