@@ -27,7 +27,7 @@ from annotation.keyinfo import keyinfo_score
 from annotation.models import Item, ItemStatus
 
 from .clients import BuiltinClient, ModelClient, OpenAIChatClient, RetryPolicy
-from .engine import Engine, Job, JobResult
+from .engine import RAMP_SPACING_S, Engine, Job, JobResult
 from .limiter import FileLimiter, Limiter, LocalLimiter, RedisLimiter
 from .methods import Completion, get_method
 from .parsing import section_text as parse_section
@@ -278,7 +278,9 @@ async def _execute(run: Run, jobs: list[Job], report: ChunkReport) -> None:
 
     engine = Engine(method=method, client=client, k=run.k, concurrency=endpoint.max_concurrency,
                     base_url=endpoint.base_url, model=endpoint.model, params=endpoint.generation_params(),
-                    cache_fetch=cache_fetch if use_cache else None)
+                    cache_fetch=cache_fetch if use_cache else None,
+                    ramp_spacing_s=0.0 if endpoint.is_builtin else float(
+                        getattr(settings, "EVALUATION_RAMP_SPACING_S", RAMP_SPACING_S)))
     buffer: list[JobResult] = []
     state = {"cancelled": False, "checked": time.monotonic()}
     done = asyncio.Event()

@@ -62,6 +62,16 @@ def ms_per_request(cpu_s: float | None, n: int) -> str:
     return "n/a" if cpu_s is None else f"{cpu_s / n * 1000:.2f} ms"
 
 
+def largest_burst(arrivals: list[float], window_s: float = 0.010) -> int:
+    """The most requests that reached the server within any ``window_s`` (64 = the waves are synchronised)."""
+    arrivals, best, j = sorted(arrivals), 0, 0
+    for i, at in enumerate(arrivals):
+        while arrivals[j] < at - window_s:
+            j += 1
+        best = max(best, i - j + 1)
+    return best
+
+
 def assert_resolved_once(run, n: int) -> None:
     """Every item has exactly one row, answered and parsed."""
     rows = Result.objects.filter(run=run)
@@ -129,7 +139,10 @@ def test_throughput_1196_items_200ms_concurrency_64(detectbench_dir, tmp_path):
               f"wall {elapsed:.2f} s (run wall_s {run.wall_s:.2f} s), ideal {ideal:.2f} s, ratio {ratio:.3f} "
               f"(goal <= {GOAL_RATIO}: {'met' if ratio <= GOAL_RATIO else 'NOT met'})")
         print(f"  CPU per request: client process {ms_per_request(cpu, n)}, stand-in server {ms_per_request(server_cpu, n)}; "
-              f"peak in flight {stats['peak_in_flight']}, requests {stats['requests']}, connections {stats['connections']}; "
+              f"peak in flight {stats['peak_in_flight']}, requests {stats['requests']}, connections {stats['connections']}, "
+              f"largest burst of arrivals in 10 ms {largest_burst(stats['arrivals'])} "
+              f"(first {CONCURRENCY}: {largest_burst(sorted(stats['arrivals'])[:CONCURRENCY])}, spread over "
+              f"{(sorted(stats['arrivals'])[CONCURRENCY - 1] - min(stats['arrivals'])) * 1000:.0f} ms); "
               f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
               f"after {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
 

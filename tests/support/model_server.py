@@ -6,7 +6,8 @@
 - error injection, drawn per request from a seeded generator: ``rate_429`` (with
   ``Retry-After``), ``rate_500``, ``rate_timeout`` (never answers within the client's
   timeout), ``rate_malformed`` (200 with a body that is not JSON);
-- counters: requests, in-flight now, peak in flight, answers per status;
+- counters: requests, in-flight now, peak in flight, answers per status, arrival times of the chat
+  requests (``time.monotonic()``, comparable across processes on one machine);
   ``GET /_stats`` returns them, ``POST /_config`` changes the configuration (JSON),
   ``POST /_reset`` zeroes the counters.
 
@@ -64,6 +65,7 @@ class Stats:
     connections: int = 0  # TCP connections accepted (keep-alive working: about the client's pool size)
     by_status: dict = field(default_factory=dict)
     answered_ok: int = 0
+    arrivals: list = field(default_factory=list)  # time.monotonic() of each chat request's arrival (system-wide clock)
 
 
 def usage_tokens(text: str) -> int:
@@ -202,6 +204,7 @@ class ModelServer:
     async def _chat(self, body: bytes) -> tuple[int, bytes, dict]:
         stats = self.stats
         stats.requests += 1
+        stats.arrivals.append(time.monotonic())
         stats.in_flight += 1
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
         try:
