@@ -78,17 +78,17 @@ def test_numbers_that_are_not_numbering_stay_in_the_text():
 
 def test_evidence_header_separates_key_information_from_combined_lines():
     evidence = (
-        "The horizontal melted part of the candle -> The candle burned when the boat tilted\n"
-        "The tide cycle is six hours -> Only one high tide\n"
+        "The sideways drip of the lantern wax -> The lantern burned while the hut tilted\n"
+        "The lock fills every six hours -> Only one filling\n"
         "After correlating these clues:\n"
-        "The candle burned when the boat tilted + Only one high tide -> The boat tilted at 9 PM\n"
-        "The boat tilted at 9 PM -> This is when the murderer struck"
+        "The lantern burned while the hut tilted + Only one filling -> The hut tilted at 9 PM\n"
+        "The hut tilted at 9 PM -> This is when the murderer struck"
     )
     graph = parse_clue_graph(evidence, "")
     assert len(graph.clues) == 2
     assert graph.evidence_header == "After correlating these clues:"
-    assert [s.output for s in graph.evidence_steps] == ["The boat tilted at 9 PM", "This is when the murderer struck"]
-    assert gold_key_information(evidence) == ["The horizontal melted part of the candle", "The tide cycle is six hours"]
+    assert [s.output for s in graph.evidence_steps] == ["The hut tilted at 9 PM", "This is when the murderer struck"]
+    assert gold_key_information(evidence) == ["The sideways drip of the lantern wax", "The lock fills every six hours"]
     assert render_evidence(graph.clues, graph.evidence_header, graph.evidence_steps) == evidence
     # Only the primary lines when no steps are passed.
     assert render_evidence(graph.clues) == "\n".join(evidence.splitlines()[:2])
@@ -192,25 +192,25 @@ def test_render_accepts_plain_tuples_and_uses_the_default_header():
 # --------------------------------------------------------------------------
 # Anchoring
 
-CONTEXT = (
-    "On a sunny morning, Xiao Wang went for his usual walk by the seaside. "
-    "There he saw a captain lying in a pool of blood with a short sword stabbed into his chest. "
-    "The captain's hand was tightly clutching a torn old nautical chart, and beside his bed stood "
-    "an extinguished candle with its upper end melted horizontally. "
-    "Xiao Wang immediately reported it to the police."
+CONTEXT = (  # an original scene written for these tests
+    "On a foggy evening, Inspector Mara walked along the canal path as she always did. "
+    "Inside the lock-keeper's hut she found the keeper slumped over his desk with a letter opener in his back. "
+    "The keeper's fingers were still gripping a crumpled train timetable, and on the windowsill stood "
+    "a cold lantern whose wax had dripped sideways down one side. "
+    "Mara sent a runner to fetch the constable."
 )
 
 
 def test_exact_anchor_offsets():
-    anchor = locate_span("a torn old nautical chart", CONTEXT)
-    assert anchor == Anchor(-1, CONTEXT.index("a torn old"), CONTEXT.index("a torn old") + 25,
-                            "a torn old nautical chart", 1.0, True)
+    anchor = locate_span("a crumpled train timetable", CONTEXT)
+    assert anchor == Anchor(-1, CONTEXT.index("a crumpled"), CONTEXT.index("a crumpled") + 26,
+                            "a crumpled train timetable", 1.0, True)
     # Surrounding quotes and the final full stop of a clue do not prevent an exact match.
-    quoted = locate_span('"Xiao Wang immediately reported it to the police."', CONTEXT)
-    assert quoted.exact and quoted.text == "Xiao Wang immediately reported it to the police"
+    quoted = locate_span('"Mara sent a runner to fetch the constable."', CONTEXT)
+    assert quoted.exact and quoted.text == "Mara sent a runner to fetch the constable"
     # Case and whitespace differences still count as an exact match.
-    relaxed = locate_span("THE CAPTAIN'S  hand", CONTEXT)
-    assert relaxed.exact and relaxed.text == "The captain's hand" and relaxed.score == 1.0
+    relaxed = locate_span("THE KEEPER'S  fingers", CONTEXT)
+    assert relaxed.exact and relaxed.text == "The keeper's fingers" and relaxed.score == 1.0
     assert CONTEXT[relaxed.start:relaxed.end] == relaxed.text
 
 
@@ -220,23 +220,23 @@ def test_exact_match_respects_word_boundaries():
 
 
 def test_fuzzy_anchor_finds_the_paraphrased_sentence():
-    anchor = locate_span("The horizontal melted part of the candle", CONTEXT)
+    anchor = locate_span("The wax of the lantern dripped down sideways", CONTEXT)
     assert anchor is not None and not anchor.exact
-    assert "candle with its upper end melted horizontally" in anchor.text
+    assert "lantern whose wax had dripped sideways" in anchor.text
     assert CONTEXT[anchor.start:anchor.end] == anchor.text
     assert 0.5 <= anchor.score < 1.0
-    sword = locate_span("A sword was stuck in the captain's chest", CONTEXT)
-    assert "sword stabbed into his chest" in sword.text
+    sword = locate_span("A letter opener was stuck in the keeper's back", CONTEXT)
+    assert "letter opener in his back" in sword.text
 
 
 def test_no_anchor_for_unrelated_or_empty_needles():
     assert locate_span("", CONTEXT) is None
     assert locate_span("zebra quantum", CONTEXT) is None
-    assert locate_span("captain", "") is None
+    assert locate_span("keeper", "") is None
 
 
 def test_anchor_clues_applies_the_threshold():
-    clues = parse_clue_graph("a torn old nautical chart -> a map\nThe weather in Paris was cold -> winter", "").clues
+    clues = parse_clue_graph("a crumpled train timetable -> a map\nThe weather in Paris was cold -> winter", "").clues
     strict = anchor_clues(clues, CONTEXT, min_score=0.99)
     assert strict[0].exact and strict[0].clue_index == 0 and strict[1] is None
     loose = anchor_clues(clues, CONTEXT, min_score=0.0)
@@ -290,7 +290,7 @@ def test_unused_clue_and_no_conclusion():
 
 def test_unanchored_and_fuzzy_clues():
     graph = parse_clue_graph(
-        "a torn old nautical chart -> x\nThe horizontal melted part of the candle -> y\nThe weather in Paris -> z",
+        "a crumpled train timetable -> x\nThe wax of the lantern dripped down sideways -> y\nThe weather in Paris -> z",
         "x + y + z -> answer",
     )
     issues = check_graph(graph, CONTEXT)
