@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+import httpcore2  # noqa: F401 - imported here, at worker start, not by the first client of a run (~60 ms)
 import httpx2
 import openai
 

@@ -11,7 +11,7 @@ import asyncio
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Iterable, Sequence
+from typing import AsyncIterable, Awaitable, Callable, Iterable, Sequence
 
 from .clients import ModelClient, RequestFailed
 from .methods import Completion, Method, Outcome
@@ -143,16 +143,53 @@ class Engine:
 
         return generate
 
-    async def run(self, jobs: Iterable[Job], *, on_result: Callable[[JobResult], None],
-                  stopped: Callable[[], bool] = lambda: False) -> None:
-        jobs = list(jobs)
-        pending = iter(jobs)
+    async def run(self, jobs: Iterable[Job] | AsyncIterable[Job], *, on_result: Callable[[JobResult], None],
+                  stopped: Callable[[], bool] = lambda: False, count: int | None = None) -> None:
+        """Run the jobs. ``jobs`` may be an async iterable (jobs planned while the first ones run), then
+        ``count`` (an upper bound on their number) sizes the workers and the ramp."""
         loader = BatchLoader(self.cache_fetch) if self.cache_fetch else None
-        workers = max(1, min(self.concurrency, len(jobs)))
+        feeder = None
+        if isinstance(jobs, AsyncIterable):
+            queue: asyncio.Queue | None = None
+            total = count if count is not None else self.concurrency
+        else:
+            jobs = list(jobs)
+            pending = iter(jobs)
+            total = len(jobs)
+        workers = max(1, min(self.concurrency, total))
         ramp = Ramp(spacing=min(self.ramp_spacing_s, RAMP_MAX_S / workers), count=workers)
 
+        if isinstance(jobs, AsyncIterable):
+            # Bounded: the next jobs are planned only as they are needed, in small steps between responses.
+            queue = asyncio.Queue(maxsize=2 * workers)
+
+            async def feed() -> None:
+                try:
+                    async for job in jobs:
+                        await queue.put(job)
+                except asyncio.CancelledError:  # stopped early: the workers are gone
+                    raise
+                except BaseException:  # a planning error: the workers stop at once, it is raised below
+                    while not queue.empty():
+                        queue.get_nowait()
+                    for _ in range(workers):
+                        queue.put_nowait(None)
+                    raise
+                for _ in range(workers):
+                    await queue.put(None)
+
+            feeder = asyncio.ensure_future(feed())
+
+            async def next_jobs():
+                while (job := await queue.get()) is not None:
+                    yield job
+        else:
+            async def next_jobs():
+                for job in pending:  # one shared iterator: each job is taken by exactly one worker
+                    yield job
+
         async def worker() -> None:
-            for job in pending:  # one shared iterator: each job is taken by exactly one worker
+            async for job in next_jobs():
                 if stopped():
                     return
                 new_cache: dict[str, Completion] = {}
@@ -166,4 +203,15 @@ class Engine:
                     result = JobResult(job, None, error=f"{type(exc).__name__}: {exc}"[:1000], new_cache=new_cache)
                 on_result(result)
 
-        await asyncio.gather(*(worker() for _ in range(workers)))
+        try:
+            await asyncio.gather(*(worker() for _ in range(workers)))
+        finally:
+            if feeder is not None:
+                if not feeder.done():  # stopped early
+                    feeder.cancel()
+                    try:
+                        await feeder
+                    except asyncio.CancelledError:
+                        pass
+                else:
+                    feeder.result()  # a planning error

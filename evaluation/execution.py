@@ -187,39 +187,64 @@ def demonstration_pool() -> list[int]:
     return [pk for pk, evidence in rows if gold_key_information(evidence)]
 
 
-def _plan(run: Run, item_ids: list[int]) -> tuple[list[Job], int]:
-    """The jobs still to do in these items (rows that exist without error are skipped)."""
+@dataclass
+class _Planner:
+    """Renders jobs for (item, sample) pairs in batches, so the first requests need not wait for all of them."""
+    run: Run
+    method: object
+    permute: bool
+    pool: list[int]
+
+    @classmethod
+    def for_run(cls, run: Run) -> "_Planner":
+        method = get_method(run.method)
+        return cls(run=run, method=method, permute=run.option_order == OptionOrder.PERMUTED,
+                   pool=demonstration_pool() if method.shots else [])
+
+    def jobs(self, wanted: list[tuple[int, int]]) -> list[Job]:
+        run, method, pool = self.run, self.method, self.pool
+        need = sorted({i for i, _ in wanted})
+        items = {item.pk: item_view(item) for item in Item.objects.filter(pk__in=need)}
+        demo_views: dict[int, ItemView] = {}
+        if method.shots:
+            demo_ids = {d for i in need for d in choose_demonstrations(pool_ids=pool, seed=run.seed, exclude=i,
+                                                                         shots=method.shots)}
+            demo_views = {item.pk: item_view(item) for item in Item.objects.filter(pk__in=demo_ids)}
+        jobs = []
+        for item_id, sample in wanted:
+            view = items.get(item_id)
+            if view is None:
+                continue
+            demos = ()
+            if method.shots:
+                demos = tuple(
+                    present(demo_views[d], seed=run.seed, permute=self.permute, label_style=run.option_labels)
+                    for d in choose_demonstrations(pool_ids=pool, seed=run.seed, exclude=item_id, shots=method.shots)
+                )
+            shown = present(view, seed=run.seed, permute=self.permute, label_style=run.option_labels)
+            jobs.append(Job(item_id=item_id, sample_index=sample, shown=shown, demos=demos))
+        return jobs
+
+
+def _wanted(run: Run, item_ids: list[int]) -> tuple[list[tuple[int, int]], int]:
+    """The (item, sample) pairs still to do (rows that exist without error are skipped), and how many are done."""
     done = set(
         Result.objects.filter(run=run, item_id__in=item_ids, error="").values_list("item_id", "sample_index")
     )
-    wanted = [(i, s) for i in item_ids for s in range(run.samples) if (i, s) not in done]
-    if not wanted:
-        return [], len(done)
-    need = sorted({i for i, _ in wanted})
-    items = {item.pk: item_view(item) for item in Item.objects.filter(pk__in=need)}
-    method = get_method(run.method)
-    permute = run.option_order == OptionOrder.PERMUTED
-    demo_views: dict[int, ItemView] = {}
-    pool: list[int] = []
-    if method.shots:
-        pool = demonstration_pool()
-        demo_ids = {d for i in need for d in choose_demonstrations(pool_ids=pool, seed=run.seed, exclude=i,
-                                                                     shots=method.shots)}
-        demo_views = {item.pk: item_view(item) for item in Item.objects.filter(pk__in=demo_ids)}
-    jobs = []
-    for item_id, sample in wanted:
-        view = items.get(item_id)
-        if view is None:
-            continue
-        demos = ()
-        if method.shots:
-            demos = tuple(
-                present(demo_views[d], seed=run.seed, permute=permute, label_style=run.option_labels)
-                for d in choose_demonstrations(pool_ids=pool, seed=run.seed, exclude=item_id, shots=method.shots)
-            )
-        shown = present(view, seed=run.seed, permute=permute, label_style=run.option_labels)
-        jobs.append(Job(item_id=item_id, sample_index=sample, shown=shown, demos=demos))
-    return jobs, len(done)
+    return [(i, s) for i in item_ids for s in range(run.samples) if (i, s) not in done], len(done)
+
+
+def _plan(run: Run, item_ids: list[int]) -> tuple[list[Job], int]:
+    """The jobs still to do in these items, all at once (rows that exist without error are skipped)."""
+    wanted, skipped = _wanted(run, item_ids)
+    return (_Planner.for_run(run).jobs(wanted) if wanted else []), skipped
+
+
+#: Jobs are planned (items loaded, prompts rendered) on the database thread in batches while the first
+#: requests are already on the wire: the first batch is about one wave, so the run starts after ~10 ms of
+#: planning instead of after all of it (~130 ms for 1,196 items).
+FIRST_PLAN_BATCH = 64
+PLAN_BATCH = 64
 
 
 def run_event_loop(coroutine):
@@ -256,21 +281,38 @@ def execute_chunk(*, run_id: int, item_ids: list[int] | None = None) -> ChunkRep
         report.cancelled = run.status == RunStatus.CANCELLED
         return report
     ids = [i for i in (item_ids if item_ids is not None else run.item_ids) if i in set(run.item_ids)]
-    jobs, report.skipped = _plan(run, ids)
-    report.jobs = len(jobs)
+    wanted, report.skipped = _wanted(run, ids)
     mark_started(run_id)
-    if jobs:
-        run_event_loop(_execute(run, jobs, report))
+    if wanted:
+        run_event_loop(_execute(run, wanted, report))
     refresh_status(run_id)
     return report
 
 
-async def _execute(run: Run, jobs: list[Job], report: ChunkReport) -> None:
+async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport) -> None:
     endpoint = run.endpoint
     method = get_method(run.method)
-    client = make_client(endpoint, seed=run.seed)
     loop = asyncio.get_running_loop()
     db = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"run-{run.pk}-db")
+    batches = [wanted[:FIRST_PLAN_BATCH]] + [wanted[i:i + PLAN_BATCH]
+                                             for i in range(FIRST_PLAN_BATCH, len(wanted), PLAN_BATCH)]
+    # The first batch is planned on the database thread while the client is built here.
+    def plan_first() -> tuple[_Planner, list[Job]]:
+        planner = _Planner.for_run(run)
+        return planner, planner.jobs(batches[0])
+
+    first = loop.run_in_executor(db, plan_first)
+
+    async def jobs():
+        planner, planned = await first
+        for index, batch in enumerate(batches):
+            if index:
+                planned = await loop.run_in_executor(db, planner.jobs, batch)
+            report.jobs += len(planned)
+            for job in planned:
+                yield job
+
+    client = make_client(endpoint, seed=run.seed)
     use_cache = endpoint.use_cache and not endpoint.is_builtin
 
     async def cache_fetch(keys: list[str]) -> dict[str, Completion]:
@@ -310,7 +352,7 @@ async def _execute(run: Run, jobs: list[Job], report: ChunkReport) -> None:
 
     writer = asyncio.create_task(flusher())
     try:
-        await engine.run(jobs, on_result=on_result, stopped=lambda: state["cancelled"])
+        await engine.run(jobs(), on_result=on_result, stopped=lambda: state["cancelled"], count=len(wanted))
     finally:
         done.set()
         await writer
