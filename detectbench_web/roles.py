@@ -76,34 +76,6 @@ class IsResearcher(BasePermission):
         return is_researcher(request.user)
 
 
-def app_links(role: str) -> list[dict]:
-    """Links that apps offer for a role: AppConfig.home_links = {role: [(label, url name), ...]}."""
-    from django.apps import apps
-    from django.urls import NoReverseMatch, reverse
-
-    links = []
-    for config in apps.get_app_configs():
-        for label, url_name in getattr(config, "home_links", {}).get(role, []):
-            try:
-                links.append({"label": label, "url": reverse(url_name)})
-            except NoReverseMatch:
-                continue
-    return links
-
-
-def roles_context(request) -> dict:
-    """Template context: the user's roles and the navigation links those roles may use."""
-    user = getattr(request, "user", None)
-    annotator = is_annotator(user) if user else False
-    researcher = is_researcher(user) if user else False
-    return {
-        "is_annotator": annotator,
-        "is_researcher": researcher,
-        "annotator_links": app_links(ANNOTATORS) if annotator else [],
-        "researcher_links": app_links(RESEARCHERS) if researcher else [],
-    }
-
-
 class ResearcherPermissionBackend:
     """Staff = researchers: a researcher holds every model permission (the admin shows all models).
 

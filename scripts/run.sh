@@ -5,6 +5,10 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 HOST=${HOST:-127.0.0.1}
 PORT=${PORT:-8000}
+# The local demo runs with DEBUG on (settings default to off); export DEBUG=0 and a SECRET_KEY to try production mode.
+export DEBUG=${DEBUG:-1}
+# The embedded stack keeps its SQLite database, Celery broker and static files under var/ (settings never create folders).
+mkdir -p var/celery-broker/queue var/celery-broker/processed var/staticfiles var/log
 
 $PY manage.py migrate --noinput
 $PY manage.py load_sample_data
@@ -22,7 +26,6 @@ if ! $PY manage.py shell --no-imports -c "from evaluation.models import Run; rai
 fi
 $PY manage.py collectstatic --noinput -v0
 
-mkdir -p var/log
 # One worker with an embedded beat scheduler (periodic sweeps); more workers scale out.
 .venv/bin/celery -A detectbench_web worker --beat --loglevel INFO --concurrency 2 \
   --schedule var/celerybeat-schedule >var/log/worker.log 2>&1 &

@@ -3,14 +3,20 @@
 With no environment at all the app runs embedded: SQLite (WAL) under var/ and a
 Celery broker on the filesystem under var/, so `make run` needs no services.
 Set DATABASE_URL / REDIS_URL to use PostgreSQL (psycopg 3, connection pool) and Redis.
+A `.env` file beside manage.py is read when present (python-dotenv); the process
+environment wins over it. DEBUG is off unless set; without DEBUG a SECRET_KEY is required.
+Every setting the apps read is declared here; nothing here touches the disk
+(`manage.py prepare_var` / `make run` create the folders under var/).
 """
 import os
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from dotenv import load_dotenv
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
+load_dotenv(BASE_DIR / ".env", override=False)
 VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
 
 
@@ -25,11 +31,13 @@ def env_list(name: str, default: str = "") -> list[str]:
     return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
 
 
-DEBUG = env_bool("DEBUG", True)
+DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set in the environment when DEBUG is off")
+        raise ImproperlyConfigured(
+            "SECRET_KEY must be set in the environment when DEBUG is off "
+            "(for a local demo set DEBUG=1, as `make run` does; see .env.example)")
     SECRET_KEY = "dev-insecure-key-only-for-local-use-with-debug-on"
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]" if DEBUG else "")
@@ -83,7 +91,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.i18n",
-                "detectbench_web.roles.roles_context",
+                "detectbench_web.navigation.navigation_context",
             ],
         },
     }
@@ -103,7 +111,6 @@ if DATABASE_URL:
             }
     DATABASES = {"default": _db}
 else:
-    VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
@@ -123,8 +130,6 @@ if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 else:
     _broker_dir = VAR_DIR / "celery-broker"
-    for _sub in ("queue", "processed"):
-        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
@@ -140,7 +145,17 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
-CELERY_BEAT_SCHEDULE: dict = {}  # apps add their periodic tasks in their AppConfig.ready()
+#: How often the periodic sweep closes study attempts whose deadline passed (seconds).
+STUDIES_SWEEP_INTERVAL_S = float(os.environ.get("STUDIES_SWEEP_INTERVAL_S", "30"))
+#: How often expired annotator leases are swept back to the queue (seconds).
+ANNOTATION_LEASE_SWEEP_INTERVAL_S = float(os.environ.get("ANNOTATION_LEASE_SWEEP_INTERVAL_S", "300"))
+CELERY_BEAT_SCHEDULE = {
+    "studies-sweep-expired-attempts": {
+        "task": "studies.tasks.sweep_expired_attempts", "schedule": STUDIES_SWEEP_INTERVAL_S},
+    # Stale "next item" leases come back on demand; the sweep keeps the progress board tidy.
+    "annotation-expire-leases": {
+        "task": "annotation.tasks.leases_expire_sweep", "schedule": ANNOTATION_LEASE_SWEEP_INTERVAL_S},
+}
 
 # --- Auth, i18n, static ---------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -164,7 +179,6 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "staticfiles"))
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -19,13 +19,14 @@ def _run(env: dict, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_embedded_default_needs_no_services(tmp_path):
-    out = _run({"VAR_DIR": str(tmp_path)}, "-c", PRINT)
+    out = _run({"VAR_DIR": str(tmp_path), "DEBUG": "1"}, "-c", PRINT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["django.db.backends.sqlite3", "False", "filesystem", "True", "1"]
 
 
 def test_database_and_redis_urls_switch_to_postgresql_pool_and_redis(tmp_path):
-    env = {"VAR_DIR": str(tmp_path), "DATABASE_URL": "postgres://u@db:5432/x", "REDIS_URL": "redis://r:6379/0"}
+    env = {"VAR_DIR": str(tmp_path), "DEBUG": "1", "DATABASE_URL": "postgres://u@db:5432/x",
+           "REDIS_URL": "redis://r:6379/0"}
     out = _run(env, "-c", PRINT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["django.db.backends.postgresql", "True", "redis", "True", "1"]
@@ -41,3 +42,44 @@ def test_production_settings_pass_check_deploy(tmp_path):
 def test_production_refuses_to_start_without_secret_key(tmp_path):
     out = _run({"VAR_DIR": str(tmp_path), "DEBUG": "0"}, "manage.py", "check")
     assert out.returncode != 0 and "SECRET_KEY must be set" in out.stderr
+
+
+def test_no_environment_means_debug_off_and_a_secret_key_is_asked_for(tmp_path):
+    out = _run({"VAR_DIR": str(tmp_path)}, "-c", "import detectbench_web.settings.base")
+    assert out.returncode != 0
+    assert "SECRET_KEY must be set" in out.stderr and "DEBUG=1" in out.stderr
+    out = _run({"VAR_DIR": str(tmp_path), "SECRET_KEY": "k" * 50}, "-c",
+               "import detectbench_web.settings.base as s; print(s.DEBUG)")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_importing_settings_creates_no_folder(tmp_path):
+    var = tmp_path / "var-not-yet"
+    out = _run({"VAR_DIR": str(var), "DEBUG": "1"}, "-c", PRINT)
+    assert out.returncode == 0, out.stderr
+    assert not var.exists()
+
+
+def test_beat_schedule_is_declared_in_settings(tmp_path):
+    code = ("import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'detectbench_web.settings.base');"
+            "django.setup(); from detectbench_web.celery import app;"
+            "print(sorted(e['task'] for e in app.conf.beat_schedule.values()))")
+    out = _run({"VAR_DIR": str(tmp_path), "DEBUG": "1"}, "-c", code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['annotation.tasks.leases_expire_sweep', 'studies.tasks.sweep_expired_attempts']"
+
+
+def test_dot_env_file_is_read_and_the_environment_wins(tmp_path):
+    from detectbench_web.settings import base
+
+    env_file = base.BASE_DIR / ".env"
+    assert not env_file.exists(), "a developer .env in the checkout would change this test"
+    env_file.write_text("DEBUG=1\nLOG_LEVEL=ERROR\nALLOWED_HOSTS=from-dot-env.example\n")
+    try:
+        code = "import detectbench_web.settings.base as s; print(s.DEBUG, s.LOGGING['root']['level'], s.ALLOWED_HOSTS)"
+        out = _run({"VAR_DIR": str(tmp_path), "LOG_LEVEL": "INFO"}, "-c", code)
+    finally:
+        env_file.unlink()
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "INFO", "['from-dot-env.example']"]
