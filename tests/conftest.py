@@ -25,13 +25,50 @@ def _find_data_dir() -> Path:
 DATA_DIR = _find_data_dir()
 # The paper's text (prompt tables), beside the data in the shared folder.
 PAPER_PATH = DATA_DIR.parent.parent / "paper" / "piecing-together-clues.txt"
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+def missing_requirements() -> list[str]:
+    """What the suite needs from outside the repository and does not find (data, paper, browser)."""
+    missing = []
+    if not (DATA_DIR / "test.jsonl").exists():
+        missing.append(f"real DetectBench data: {DATA_DIR}/test.jsonl (set DETECTBENCH_DATA)")
+    if not PAPER_PATH.exists():
+        missing.append(f"the paper's text: {PAPER_PATH}")
+    if not CHROMIUM.exists():
+        missing.append(f"Debian's chromium: {CHROMIUM} (apt-get install chromium)")
+    return missing
+
+
+def require(condition: bool, what: str) -> None:
+    """Skip when something from outside is missing, except in CI (CI=true), where the test fails and says what."""
+    if condition:
+        return
+    if IN_CI:
+        pytest.fail(f"missing in CI: {what}", pytrace=False)
+    pytest.skip(f"missing: {what}")
+
+
+def pytest_sessionstart(session):
+    """In CI a missing data set or browser stops the run at once, loudly, instead of skipping tests."""
+    if IN_CI and not session.config.option.collectonly:
+        missing = missing_requirements()
+        if missing:
+            pytest.exit("CI=true and the test suite cannot run completely; missing:\n  - " + "\n  - ".join(missing),
+                        returncode=3)
 
 
 @pytest.fixture(scope="session")
 def detectbench_dir() -> Path:
-    if not (DATA_DIR / "test.jsonl").exists():
-        pytest.skip(f"real DetectBench data not found at {DATA_DIR} (set DETECTBENCH_DATA)")
+    require((DATA_DIR / "test.jsonl").exists(), f"real DetectBench data at {DATA_DIR} (set DETECTBENCH_DATA)")
     return DATA_DIR
+
+
+@pytest.fixture(scope="session")
+def paper_path() -> Path:
+    require(PAPER_PATH.exists(), f"the paper's text at {PAPER_PATH}")
+    return PAPER_PATH
 
 
 def _make_user(django_user_model, username: str, group: str | None, **extra):
