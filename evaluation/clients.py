@@ -24,7 +24,7 @@ import httpcore2  # noqa: F401 - imported here, at worker start, not by the firs
 import httpx2
 import openai
 
-from .builtins import builtin_reply, count_tokens
+from .baselines import builtin_reply, count_tokens
 from .limiter import Limiter, LocalLimiter
 from .methods import Completion
 

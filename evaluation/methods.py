@@ -73,15 +73,37 @@ def assistant(text: str) -> dict[str, str]:
 
 
 class Method:
-    """Base class: a single prompt from ``template``, optionally after chat-turn demonstrations."""
+    """Base class: a single prompt from ``template``, optionally after ``shots`` chat-turn demonstrations.
 
-    name: str = ""
-    label: str = ""
+    ``shots`` is a parameter of the instance, not a subclass: ``Naive(shots=3)`` is the paper's
+    "Naive (3-shot)" and is registered as ``naive-3shot`` (the base name plus ``-{shots}shot``), so
+    the names users, stored runs and prompt versions know stay what they were.
+    """
+
+    base_name: str = ""
+    base_label: str = ""
     family: str = ""  # the row group of paper Table 4
     template: str = "naive"
-    shots: int = 0
     free_text: bool = False
     default_k: int = 1
+    #: The shot counts a method accepts (0 = no demonstrations).
+    allowed_shots: tuple[int, ...] = (0, 3)
+
+    def __init__(self, *, shots: int = 0):
+        if shots not in self.allowed_shots:
+            raise ValueError(f"{self.base_name} takes {' or '.join(map(str, self.allowed_shots))} shots, not {shots}")
+        self.shots = shots
+
+    @property
+    def name(self) -> str:
+        return f"{self.base_name}-{self.shots}shot" if self.shots else self.base_name
+
+    @property
+    def label(self) -> str:
+        return f"{self.base_label} ({self.shots}-shot)" if self.shots else self.base_label
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(shots={self.shots})"
 
     @property
     def templates(self) -> tuple[str, ...]:
@@ -117,43 +139,37 @@ class Method:
 
 
 class Naive(Method):
-    name, label, family, template = "naive", "Naive", "Naive Questioning", "naive"
-
-
-class NaiveThreeShot(Naive):
-    name, label, shots = "naive-3shot", "Naive (3-shot)", 3
+    base_name, base_label, family, template = "naive", "Naive", "Naive Questioning", "naive"
 
 
 class NaiveKeyInfo(Method):
-    name, label, family, template = "naive-key-info", "Naive w/ Key Info", "Question with Extra Key Information", "naive_key_info"
+    base_name, base_label, family, template = ("naive-key-info", "Naive w/ Key Info",
+                                               "Question with Extra Key Information", "naive_key_info")
 
     def extra_fields(self, shown: Presented) -> dict[str, str]:
         return {"key_information": shown.gold_key_information}
 
 
-class NaiveKeyInfoThreeShot(NaiveKeyInfo):
-    name, label, shots = "naive-key-info-3shot", "Naive w/ Key Info (3-shot)", 3
-
-
 class NaiveAnswer(Method):
-    name, label, family, template = "naive-answer", "Naive w/ Answer", "Question with Extra Key Information", "naive_answer"
+    base_name, base_label, family, template = ("naive-answer", "Naive w/ Answer",
+                                               "Question with Extra Key Information", "naive_answer")
 
     def extra_fields(self, shown: Presented) -> dict[str, str]:
         return {"answer": shown.answer_label}
 
 
-class NaiveAnswerThreeShot(NaiveAnswer):
-    name, label, shots = "naive-answer-3shot", "Naive w/ Answer (3-shot)", 3
-
-
 class SelfCoT(Method):
-    name, label, family, template = "self-cot", "Self-CoT", "Process Enhanced Method", "self_cot"
+    base_name, base_label, family, template = "self-cot", "Self-CoT", "Process Enhanced Method", "self_cot"
 
 
-class AutoCoTThreeShot(Method):
-    """Table 14: three worked demonstrations (thought = the demo's gold multi-hop reasoning) in one prompt."""
+class AutoCoT(Method):
+    """Table 14: worked demonstrations (thought = the demo's gold multi-hop reasoning) in one prompt."""
 
-    name, label, family, template, shots = "auto-cot-3shot", "Auto-CoT (3-shot)", "Process Enhanced Method", "auto_cot", 3
+    base_name, base_label, family, template = "auto-cot", "Auto-CoT", "Process Enhanced Method", "auto_cot"
+    allowed_shots = (3,)
+
+    def __init__(self, *, shots: int = 3):
+        super().__init__(shots=shots)
 
     @property
     def templates(self) -> tuple[str, ...]:
@@ -171,7 +187,9 @@ class AutoCoTThreeShot(Method):
 class SelfConsistency(Method):
     """Table 15, sampled k times; the majority answer wins (ties: the earliest sample)."""
 
-    name, label, family, template, default_k = "self-consistency", "Self-Consistency", "Output Ensemble Method", "self_consistency", 5
+    base_name, base_label, family, template = ("self-consistency", "Self-Consistency", "Output Ensemble Method",
+                                               "self_consistency")
+    default_k, allowed_shots = 5, (0,)
 
     async def solve(self, shown, demos, generate, *, k):
         outcome = Outcome()
@@ -196,7 +214,9 @@ class SelfConsistency(Method):
 class ComplexityCoT(Method):
     """k Self-CoT samples; the one with the most reasoning steps feeds the Table 16 prompt."""
 
-    name, label, family, template, default_k = "complexity-cot", "Complexity-CoT", "Output Ensemble Method", "complexity_cot", 5
+    base_name, base_label, family, template = ("complexity-cot", "Complexity-CoT", "Output Ensemble Method",
+                                               "complexity_cot")
+    default_k, allowed_shots = 5, (0,)
 
     @property
     def templates(self) -> tuple[str, ...]:
@@ -216,17 +236,19 @@ class ComplexityCoT(Method):
 
 
 class PlanAndSolveCoT(Method):
-    name, label, family, template = "ps-cot", "PS-CoT", "Multi-step Chain-of-Thought", "ps_cot"
+    base_name, base_label, family, template = "ps-cot", "PS-CoT", "Multi-step Chain-of-Thought", "ps_cot"
 
 
 class DetectiveThinking(Method):
-    name, label, family, template = "detective-thinking", "Detective Thinking Prompt", "Multi-step Chain-of-Thought", "detective_thinking"
+    base_name, base_label, family, template = ("detective-thinking", "Detective Thinking Prompt",
+                                               "Multi-step Chain-of-Thought", "detective_thinking")
 
 
 class DetectiveThinkingMultiRound(Method):
     """The Detective Thinking stages (clues, connection, thought, summary, answer) as successive chat turns."""
 
-    name, label, family = "detective-thinking-multiround", "DT Prompt w/ MR Chat", "Multi-step Chain-of-Thought"
+    base_name, base_label, family = "detective-thinking-multiround", "DT Prompt w/ MR Chat", "Multi-step Chain-of-Thought"
+    allowed_shots = (0,)
     stages = ("detective_mr_1_clues", "detective_mr_2_connection", "detective_mr_3_thought",
               "detective_mr_4_summarize", "detective_mr_5_answer")
 
@@ -248,7 +270,8 @@ class DetectiveThinkingMultiRound(Method):
 class FreeText(Method):
     """Options hidden; the free answer is stored for the LLM judge (no accuracy here)."""
 
-    name, label, family, template, free_text = "free-text", "Free text (options hidden)", "Free text", "free_text", True
+    base_name, base_label, family, template = "free-text", "Free text (options hidden)", "Free text", "free_text"
+    free_text, allowed_shots = True, (0,)
 
     def prompt(self, shown: Presented) -> str:
         return render(self.template, context=shown.item.context, question=shown.item.question)
@@ -277,19 +300,24 @@ def longest_chain(chains: Sequence[str]) -> str:
     return max(chains, key=lambda c: (sum(1 for line in c.splitlines() if line.strip()), len(c)), default="")
 
 
+#: The registry: public name -> configured method. A new method (or shot count) is a line here, no migration.
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
-        Naive(), NaiveThreeShot(), SelfCoT(), AutoCoTThreeShot(), SelfConsistency(), ComplexityCoT(),
+        Naive(), Naive(shots=3), SelfCoT(), AutoCoT(shots=3), SelfConsistency(), ComplexityCoT(),
         PlanAndSolveCoT(), DetectiveThinking(), DetectiveThinkingMultiRound(), NaiveKeyInfo(),
-        NaiveKeyInfoThreeShot(), NaiveAnswer(), NaiveAnswerThreeShot(), FreeText(),
+        NaiveKeyInfo(shots=3), NaiveAnswer(), NaiveAnswer(shots=3), FreeText(),
     )
 }
 METHOD_CHOICES = [(name, method.label) for name, method in METHODS.items()]
+
+
+class UnknownMethod(ValueError):
+    """A method name that is not in the registry."""
 
 
 def get_method(name: str) -> Method:
     try:
         return METHODS[name]
     except KeyError:
-        raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}") from None
+        raise UnknownMethod(f"unknown method {name!r}; choose from {', '.join(METHODS)}") from None

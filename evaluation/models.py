@@ -8,8 +8,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from .builtins import BUILTIN_MODELS
-from .methods import METHOD_CHOICES
+from .baselines import BUILTIN_MODELS
+from .methods import METHODS
 from .parsing import PARSE_STATUSES
 
 # Upper case only: a lower-case "name" such as gsk_abc123... is far more likely a pasted key than a variable.
@@ -125,7 +125,9 @@ class Run(models.Model):
     """One method on one endpoint over a fixed selection of items, with `samples` rows per item."""
 
     endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.PROTECT, related_name="runs")
-    method = models.CharField(max_length=40, choices=METHOD_CHOICES)
+    # No choices=: the method registry (evaluation.methods.METHODS) is the list, checked in clean(),
+    # so a new method needs no migration.
+    method = models.CharField(max_length=40, help_text="A name from the method registry, e.g. naive-3shot.")
     k = models.PositiveSmallIntegerField(default=1, help_text="Samples per answer (self-consistency, complexity-CoT).")
     # The selection, as asked for ...
     split = models.CharField(max_length=40, blank=True)
@@ -159,6 +161,10 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.pk}: {self.method} on {self.endpoint_id}"
+
+    def clean(self) -> None:
+        if self.method not in METHODS:
+            raise ValidationError({"method": f"Unknown method {self.method!r}; choose from {', '.join(METHODS)}."})
 
     @property
     def total(self) -> int:

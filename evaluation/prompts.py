@@ -1,4 +1,4 @@
-"""Prompt templates (paper Tables 10-18, kept as files under prompts/) and how items are shown.
+"""Prompt templates (paper Tables 10-18, kept as files under prompt_templates/) and how items are shown.
 
 No Django inside. Options are shown numbered ``1..N`` (or lettered ``A..``), in the
 original order or in a permutation seeded by (run seed, item id) with the answer
@@ -14,12 +14,12 @@ from pathlib import Path
 
 from .parsing import option_labels
 
-PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
+TEMPLATES_DIR = Path(__file__).resolve().parent / "prompt_templates"
 
 
 @functools.lru_cache(maxsize=None)
 def template_text(name: str) -> str:
-    return (PROMPTS_DIR / f"{name}.txt").read_text(encoding="utf-8").rstrip("\n")
+    return (TEMPLATES_DIR / f"{name}.txt").read_text(encoding="utf-8").rstrip("\n")
 
 
 def render(name: str, **values: str) -> str:

@@ -12,7 +12,7 @@ from annotation.models import Item
 from annotation.selectors import item_list
 
 from . import execution
-from .methods import get_method
+from .methods import METHODS
 from .models import EndpointKind, ModelEndpoint, OptionOrder, Result, Run, RunStatus
 
 
@@ -76,7 +76,9 @@ def run_launch(*, endpoint: ModelEndpoint, method: str, split: str = "", item_st
                option_labels: str = "numbers", chunk_size: int = 400, user=None, note: str = "",
                enqueue: bool = True) -> Run:
     """Create a run over a fixed item selection and queue its chunks (after commit)."""
-    spec = get_method(method)
+    if method not in METHODS:
+        raise ValidationError({"method": f"Unknown method {method!r}; choose from {', '.join(METHODS)}."})
+    spec = METHODS[method]
     item_ids = select_item_ids(split=split, item_status=item_status, question_type=question_type, ids=ids, limit=limit)
     if not item_ids:
         raise ValidationError("No items match this selection.")

@@ -5,10 +5,15 @@ import re
 import pytest
 
 from evaluation import prompts
-from evaluation.builtins import builtin_reply, read_prompt
+from evaluation.baselines import builtin_reply, read_prompt
 from evaluation.methods import (
     METHODS,
+    AutoCoT,
     Completion,
+    Naive,
+    NaiveAnswer,
+    NaiveKeyInfo,
+    SelfConsistency,
     get_method,
     longest_chain,
     majority_vote,
@@ -61,6 +66,27 @@ def test_registry_has_every_method_of_the_issue():
     assert len({method.version() for method in METHODS.values()}) == len(METHODS)
     with pytest.raises(ValueError):
         get_method("no-such-method")
+
+
+# The prompt versions stored on runs before shots became a parameter: the same name must give the same version.
+STORED_VERSIONS = {
+    "naive": "e81a949968df", "naive-3shot": "7e43ec648c9c", "auto-cot-3shot": "1006314c109e",
+    "naive-key-info-3shot": "bd07ec9e0c88", "naive-answer-3shot": "31d17c58fe12",
+}
+
+
+def test_shots_are_a_parameter_of_the_base_method():
+    for name, base in [("naive-3shot", Naive), ("naive-key-info-3shot", NaiveKeyInfo),
+                       ("naive-answer-3shot", NaiveAnswer), ("auto-cot-3shot", AutoCoT)]:
+        method = get_method(name)
+        assert type(method) is base and method.shots == 3
+        assert method.name == name and method.label.endswith(" (3-shot)")
+    assert Naive(shots=3).name == "naive-3shot" and Naive().name == "naive" and Naive().shots == 0
+    assert {name: METHODS[name].version() for name in STORED_VERSIONS} == STORED_VERSIONS
+    with pytest.raises(ValueError):
+        SelfConsistency(shots=3)  # its prompt takes no demonstrations
+    with pytest.raises(ValueError):
+        AutoCoT(shots=0)  # Auto-CoT is defined by its demonstrations
 
 
 def test_naive_prompt_follows_table_10_with_numbered_options():

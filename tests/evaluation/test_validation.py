@@ -105,3 +105,18 @@ def test_evaluate_command_refuses_non_positive_numbers(test_items, args):
     with pytest.raises(CommandError):
         call_command("evaluate", "--builtin", "first-option", "--split", "test", *args, stdout=io.StringIO())
     assert not Run.objects.exists()
+
+
+def test_run_method_is_checked_against_the_registry(test_items, endpoint):
+    """Run.method has no choices: the registry is the list, in Run.clean() and in the launch service."""
+    from django.core.exceptions import ValidationError
+
+    run = services.run_launch(endpoint=endpoint, method="naive", split="test", enqueue=False)
+    run.method = "naive-2shot"
+    with pytest.raises(ValidationError) as refused:
+        run.full_clean()
+    assert "method" in refused.value.message_dict
+    with pytest.raises(ValidationError) as refused:
+        services.run_launch(endpoint=endpoint, method="naive-2shot", split="test", enqueue=False)
+    assert "method" in refused.value.message_dict
+    assert Run.objects.count() == 1

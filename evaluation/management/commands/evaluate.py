@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from evaluation import selectors, services
-from evaluation.builtins import BUILTIN_MODELS
+from evaluation.baselines import BUILTIN_MODELS
 from evaluation.methods import METHODS
 from evaluation.models import OptionOrder, Run
 
