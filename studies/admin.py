@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Attempt, Lease, RefusedAnswer, Response, Study, StudyItem
+from .models import Attempt, ParticipantLease, RefusedAnswer, Response, Study, StudyItem
 
 
 class StudyItemInline(admin.TabularInline):
@@ -20,7 +20,7 @@ class StudyAdmin(admin.ModelAdmin):
 
 
 class LeaseInline(admin.TabularInline):
-    model = Lease
+    model = ParticipantLease
     extra = 0
     raw_id_fields = ["item", "study_item"]
     readonly_fields = ["position", "status", "expires_at", "shown_at", "ended_at"]

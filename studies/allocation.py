@@ -1,4 +1,4 @@
-"""Assignment design for study hand-outs: pure Python, no Django.
+"""Participant allocation: which items a new attempt gets. Pure Python, no Django.
 
 The pool is a set of items, each with a quota (raters per item) and a load (answers
 already given plus leases still running). A new attempt needs `n` *distinct* items.
@@ -55,19 +55,3 @@ def presentation_order(keys: Sequence[int], *, seed: int | str) -> list[int]:
     order = sorted(keys)
     random.Random(f"order:{seed}").shuffle(order)
     return order
-
-
-def capacity(slots: Iterable[Slot], n: int) -> int:
-    """How many more attempts of `n` distinct items the pool can still fill (upper bound by counting)."""
-    remaining = [s.remaining for s in slots if s.remaining > 0]
-    if n <= 0:
-        return 0
-    # An attempt uses at most one unit of each item: k attempts fit iff sum(min(r, k)) >= k * n.
-    lo, hi = 0, sum(remaining) // n
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if sum(min(r, mid) for r in remaining) >= mid * n:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo

@@ -1,4 +1,4 @@
-"""Timed human studies: a study's item pool, participants' attempts, item leases and responses."""
+"""Timed human studies: a study's item pool, participants' attempts, participant leases and responses."""
 from __future__ import annotations
 
 import secrets
@@ -151,21 +151,22 @@ class Attempt(models.Model):
         return self.deadline + timedelta(seconds=self.study.grace_seconds)
 
 
-class LeaseStatus(models.TextChoices):
+class ParticipantLeaseStatus(models.TextChoices):
     ACTIVE = "active", _("Active")
     ANSWERED = "answered", _("Answered")
     RELEASED = "released", _("Released")       # attempt expired or returned before the answer
     TIMED_OUT = "timed_out", _("Timed out")    # the per-question limit passed
 
 
-class Lease(models.Model):
-    """An item handed to an attempt until its deadline; position = the order the participant sees."""
+class ParticipantLease(models.Model):
+    """A participant's lease: an item handed to an attempt until its deadline; position = the order shown."""
 
     attempt = models.ForeignKey(Attempt, on_delete=models.PROTECT, related_name="leases")
     study_item = models.ForeignKey(StudyItem, on_delete=models.PROTECT, related_name="leases")
     item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
     position = models.PositiveSmallIntegerField()
-    status = models.CharField(max_length=10, choices=LeaseStatus.choices, default=LeaseStatus.ACTIVE)
+    status = models.CharField(max_length=10, choices=ParticipantLeaseStatus.choices,
+                              default=ParticipantLeaseStatus.ACTIVE)
     expires_at = models.DateTimeField()
     shown_at = models.DateTimeField(null=True, blank=True, help_text="First time the question was shown.")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -188,7 +189,7 @@ class Response(models.Model):
 
     attempt = models.ForeignKey(Attempt, on_delete=models.PROTECT, related_name="responses")
     item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
-    lease = models.OneToOneField(Lease, on_delete=models.PROTECT, related_name="response")
+    lease = models.OneToOneField(ParticipantLease, on_delete=models.PROTECT, related_name="response")
     chosen_option = models.PositiveSmallIntegerField()
     confidence = models.PositiveSmallIntegerField(null=True, blank=True)
     highlights = models.JSONField(default=list, blank=True, help_text='[{"start", "end", "text"}] in the shown context.')

@@ -14,7 +14,7 @@ from annotation.clue_graph import gold_key_information
 from annotation.keyinfo import keyinfo_score
 
 from . import stats
-from .models import Attempt, AttemptStatus, Lease, LeaseStatus, RefusedAnswer, Response, Study, StudyItem
+from .models import Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, RefusedAnswer, Response, Study, StudyItem
 
 
 def attempt_by_token(token: str) -> Attempt | None:
@@ -57,7 +57,7 @@ def study_monitor(study: Study) -> dict:
     now = timezone.now()
     attempts = list(
         study.attempts.annotate(
-            n_answered=Count("leases", filter=Q(leases__status=LeaseStatus.ANSWERED)),
+            n_answered=Count("leases", filter=Q(leases__status=ParticipantLeaseStatus.ANSWERED)),
             n_leases=Count("leases"),
         ).order_by("-joined_at")
     )
@@ -72,7 +72,7 @@ def study_monitor(study: Study) -> dict:
     pool = list(
         StudyItem.objects.filter(study=study).select_related("item").only(
             "id", "position", "quota", "load", "item__id", "item__external_id", "item__source"
-        ).annotate(n_answered=Count("leases", filter=Q(leases__status=LeaseStatus.ANSWERED)))
+        ).annotate(n_answered=Count("leases", filter=Q(leases__status=ParticipantLeaseStatus.ANSWERED)))
         .order_by("position")
     )
     answered_total = sum(p.n_answered for p in pool)
@@ -223,7 +223,7 @@ EXPORT_FIELDS = [
 def study_export_rows(study: Study) -> Iterator[dict]:
     """One row per lease (answered or not, including unfinished attempts), then one per refused answer."""
     leases = (
-        Lease.objects.filter(attempt__study=study)
+        ParticipantLease.objects.filter(attempt__study=study)
         .select_related("attempt", "item", "response")
         .only("id", "position", "status", "shown_at", "item__id", "item__source", "item__external_id",
               "item__answer_index", "attempt__id", "attempt__external_participant_id", "attempt__external_study_id",

@@ -20,10 +20,10 @@ from django.utils import timezone
 
 from annotation.models import Item
 
-from .assignment import Slot, choose_items, presentation_order
+from .allocation import Slot, choose_items, presentation_order
 from .content import AnswerInvalid, clean_answer, shown_item
 from .models import (
-    Attempt, AttemptStatus, Lease, LeaseStatus, RefusedAnswer, Response, Study, StudyItem, StudyStatus,
+    Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, RefusedAnswer, Response, Study, StudyItem, StudyStatus,
 )
 
 
@@ -103,7 +103,7 @@ def _practice_check(study: Study) -> None:
 
 @transaction.atomic
 def study_set_pool(*, study: Study, item_ids: Sequence[int]) -> None:
-    if Lease.objects.filter(attempt__study=study).exists():
+    if ParticipantLease.objects.filter(attempt__study=study).exists():
         raise ValueError("The item pool cannot change after participants have started.")
     study.pool.all().delete()
     _pool_write(study, item_ids)
@@ -172,8 +172,8 @@ def attempt_start(*, attempt_id: int, now: datetime | None = None) -> Attempt:
         return attempt
     deadline = now + timedelta(seconds=study.time_limit_seconds)
     StudyItem.objects.filter(pk__in=chosen).update(load=F("load") + 1, released_at=None)
-    Lease.objects.bulk_create(
-        Lease(attempt=attempt, study_item_id=pk, item_id=item_of[pk], position=i, expires_at=deadline)
+    ParticipantLease.objects.bulk_create(
+        ParticipantLease(attempt=attempt, study_item_id=pk, item_id=item_of[pk], position=i, expires_at=deadline)
         for i, pk in enumerate(presentation_order(chosen, seed=seed))
     )
     attempt.status, attempt.started_at, attempt.deadline = AttemptStatus.STARTED, now, deadline
@@ -187,7 +187,7 @@ def attempt_start(*, attempt_id: int, now: datetime | None = None) -> Attempt:
 class Question:
     """The question an attempt is on now, with the time the participant has left for it."""
 
-    lease: Lease
+    lease: ParticipantLease
     number: int          # 1-based among the attempt's items
     total: int
     answered: int
@@ -205,13 +205,13 @@ def question_open(*, attempt: Attempt, now: datetime | None = None) -> Question 
     limit = attempt.study.question_time_limit_seconds
     grace = timedelta(seconds=attempt.study.grace_seconds)
     if limit:
-        overdue = [l for l in leases if l.status == LeaseStatus.ACTIVE and l.shown_at
+        overdue = [l for l in leases if l.status == ParticipantLeaseStatus.ACTIVE and l.shown_at
                    and l.shown_at + timedelta(seconds=limit) + grace < now]
         if overdue:
             _leases_time_out(attempt_id=attempt.pk, lease_ids=[l.pk for l in overdue], now=now)
             for l in overdue:
-                l.status = LeaseStatus.TIMED_OUT
-    if not any(l.status == LeaseStatus.ACTIVE for l in leases):
+                l.status = ParticipantLeaseStatus.TIMED_OUT
+    if not any(l.status == ParticipantLeaseStatus.ACTIVE for l in leases):
         _attempt_finish_if_done(attempt_id=attempt.pk, now=now)
         attempt.refresh_from_db(fields=["status", "ended_at"])
         return None
@@ -221,34 +221,34 @@ def question_open(*, attempt: Attempt, now: datetime | None = None) -> Question 
 SHOWN_ITEM_FIELDS = ("id", "context", "question", "options", "translations")
 
 
-def _attempt_leases(attempt: Attempt) -> list[Lease]:
+def _attempt_leases(attempt: Attempt) -> list[ParticipantLease]:
     """The attempt's leases in presentation order, with only what the question flow needs."""
     return list(
-        Lease.objects.filter(attempt=attempt).only("id", "position", "status", "shown_at", "item_id")
+        ParticipantLease.objects.filter(attempt=attempt).only("id", "position", "status", "shown_at", "item_id")
         .order_by("position")
     )
 
 
-def shown_item_of(lease: Lease) -> Item:
+def shown_item_of(lease: ParticipantLease) -> Item:
     """The item of a lease with only the fields a participant may see (already loaded after an answer)."""
-    if Lease.item.is_cached(lease):
+    if ParticipantLease.item.is_cached(lease):
         return lease.item
     item = Item.objects.only(*SHOWN_ITEM_FIELDS).get(pk=lease.item_id)
     lease.item = item
     return item
 
 
-def _question_from(attempt: Attempt, leases: list[Lease], now: datetime) -> Question:
+def _question_from(attempt: Attempt, leases: list[ParticipantLease], now: datetime) -> Question:
     """The first active lease of `leases` as the current question; records when it is first shown."""
-    lease = next(l for l in leases if l.status == LeaseStatus.ACTIVE)
+    lease = next(l for l in leases if l.status == ParticipantLeaseStatus.ACTIVE)
     if lease.shown_at is None:  # first time shown (after an answer, its UPDATE did this already)
-        Lease.objects.filter(pk=lease.pk, shown_at__isnull=True).update(shown_at=now)
+        ParticipantLease.objects.filter(pk=lease.pk, shown_at__isnull=True).update(shown_at=now)
         lease.shown_at = now
     left = attempt.seconds_left(now)
     limit = attempt.study.question_time_limit_seconds
     if limit:
         left = min(left, max(0, int((lease.shown_at + timedelta(seconds=limit) - now).total_seconds())))
-    answered = sum(1 for l in leases if l.status == LeaseStatus.ANSWERED)
+    answered = sum(1 for l in leases if l.status == ParticipantLeaseStatus.ANSWERED)
     return Question(lease=lease, number=lease.position + 1, total=len(leases), answered=answered, seconds_left=left)
 
 
@@ -298,9 +298,9 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
     grace = timedelta(seconds=study.grace_seconds)
     if now > attempt.deadline + grace:
         raise AnswerRefused(RefusedAnswer.Reason.LATE, "Time is up: answers after the deadline are not accepted.", 409)
-    if lease.status == LeaseStatus.ANSWERED:
+    if lease.status == ParticipantLeaseStatus.ANSWERED:
         raise AnswerRefused(RefusedAnswer.Reason.ALREADY_ANSWERED, "This question has already been answered.", 409)
-    if lease.status != LeaseStatus.ACTIVE:
+    if lease.status != ParticipantLeaseStatus.ACTIVE:
         raise AnswerRefused(RefusedAnswer.Reason.QUESTION_TIMEOUT, "The time for this question is up.", 409)
     if lease.shown_at is None:  # questions come one at a time: an answer needs the time its question was shown
         raise AnswerInvalid({"position": "This question has not been shown yet."})
@@ -310,7 +310,7 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
         question_deadline = min(question_deadline, shown_at + timedelta(seconds=study.question_time_limit_seconds))
         if now > question_deadline + grace:
             raise AnswerRefused(RefusedAnswer.Reason.QUESTION_TIMEOUT, "The time for this question is up.", 409)
-    following = next((l for l in leases if l.status == LeaseStatus.ACTIVE and l.pk != lease.pk), None)
+    following = next((l for l in leases if l.status == ParticipantLeaseStatus.ACTIVE and l.pk != lease.pk), None)
     items = Item.objects.only(*SHOWN_ITEM_FIELDS, "answer_index").in_bulk(
         [lease.item_id] + ([following.item_id] if following else []))
     item = items[lease.item_id]
@@ -323,9 +323,9 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
         language=shown.language, is_correct=option == item.answer_index, shown_at=shown_at, answered_at=now,
         is_late=now > question_deadline,
     )
-    lease.status, lease.ended_at, lease.shown_at = LeaseStatus.ANSWERED, now, shown_at
+    lease.status, lease.ended_at, lease.shown_at = ParticipantLeaseStatus.ANSWERED, now, shown_at
     if following is None:
-        Lease.objects.filter(pk=lease.pk).update(status=LeaseStatus.ANSWERED, ended_at=now, shown_at=shown_at)
+        ParticipantLease.objects.filter(pk=lease.pk).update(status=ParticipantLeaseStatus.ANSWERED, ended_at=now, shown_at=shown_at)
         # The final answer and the end of the attempt commit together: the completion code follows this.
         Attempt.objects.filter(pk=attempt.pk).update(status=AttemptStatus.FINISHED, ended_at=now)
         attempt.status, attempt.ended_at = AttemptStatus.FINISHED, now
@@ -334,12 +334,12 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
     # Plain SQL: the ORM's Case/When version of this statement costs more CPU than the rest of the request's queries.
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {Lease._meta.db_table} SET"
+            f"UPDATE {ParticipantLease._meta.db_table} SET"
             " status = CASE WHEN id = %(answered)s THEN %(status)s ELSE status END,"
             " ended_at = CASE WHEN id = %(answered)s THEN %(now)s ELSE ended_at END,"
             " shown_at = CASE WHEN id = %(answered)s THEN %(shown_at)s ELSE COALESCE(shown_at, %(now)s) END"
             " WHERE id IN (%(answered)s, %(following)s)",
-            {"answered": lease.pk, "following": following.pk, "status": LeaseStatus.ANSWERED.value, "now": now,
+            {"answered": lease.pk, "following": following.pk, "status": ParticipantLeaseStatus.ANSWERED.value, "now": now,
              "shown_at": shown_at},
         )
     if following.shown_at is None:
@@ -368,7 +368,7 @@ def _refusal_record(*, token: str, position: Any, reason: str, now: datetime, pa
     attempt = Attempt.objects.filter(token=token).first()
     if attempt is None:
         return
-    lease = Lease.objects.filter(attempt=attempt, position=_as_position(position)).only("id", "item_id").first()
+    lease = ParticipantLease.objects.filter(attempt=attempt, position=_as_position(position)).only("id", "item_id").first()
     RefusedAnswer.objects.create(attempt=attempt, item_id=lease.item_id if lease else None, reason=reason,
                                  received_at=now, payload=payload)
     if reason == RefusedAnswer.Reason.LATE:
@@ -381,12 +381,12 @@ def _refusal_record(*, token: str, position: Any, reason: str, now: datetime, pa
 def _leases_time_out(*, attempt_id: int, lease_ids: Sequence[int], now: datetime) -> None:
     attempt = Attempt.objects.select_for_update().get(pk=attempt_id)
     Study.objects.select_for_update().filter(pk=attempt.study_id).first()
-    _leases_release(Lease.objects.filter(pk__in=lease_ids, status=LeaseStatus.ACTIVE), now, LeaseStatus.TIMED_OUT)
+    _leases_release(ParticipantLease.objects.filter(pk__in=lease_ids, status=ParticipantLeaseStatus.ACTIVE), now, ParticipantLeaseStatus.TIMED_OUT)
     _attempt_finish_if_done(attempt_id=attempt_id, now=now)
 
 
 def _attempt_finish_if_done(*, attempt_id: int, now: datetime) -> None:
-    if not Lease.objects.filter(attempt_id=attempt_id, status=LeaseStatus.ACTIVE).exists():
+    if not ParticipantLease.objects.filter(attempt_id=attempt_id, status=ParticipantLeaseStatus.ACTIVE).exists():
         Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.STARTED).update(
             status=AttemptStatus.FINISHED, ended_at=now)
 
@@ -413,7 +413,7 @@ def attempt_expire(*, attempt_id: int, now: datetime | None = None, status: str 
     if overdue:
         status = AttemptStatus.EXPIRED
     Study.objects.select_for_update().filter(pk=attempt.study_id).first()
-    _leases_release(Lease.objects.filter(attempt=attempt, status=LeaseStatus.ACTIVE), now, LeaseStatus.RELEASED)
+    _leases_release(ParticipantLease.objects.filter(attempt=attempt, status=ParticipantLeaseStatus.ACTIVE), now, ParticipantLeaseStatus.RELEASED)
     attempt.status, attempt.ended_at = status, now
     attempt.save(update_fields=["status", "ended_at"])
     return attempt
@@ -432,7 +432,7 @@ def attempt_extend(*, attempt_id: int, seconds: int) -> Attempt:
         raise ValueError("Only a running attempt can be extended.")
     attempt.deadline += timedelta(seconds=seconds)
     attempt.save(update_fields=["deadline"])
-    attempt.leases.filter(status=LeaseStatus.ACTIVE).update(expires_at=attempt.deadline)
+    attempt.leases.filter(status=ParticipantLeaseStatus.ACTIVE).update(expires_at=attempt.deadline)
     return attempt
 
 
@@ -456,7 +456,7 @@ def _release_overdue(study: Study, now: datetime) -> None:
     )
     if not overdue:
         return
-    _leases_release(Lease.objects.filter(attempt__in=overdue, status=LeaseStatus.ACTIVE), now, LeaseStatus.RELEASED)
+    _leases_release(ParticipantLease.objects.filter(attempt__in=overdue, status=ParticipantLeaseStatus.ACTIVE), now, ParticipantLeaseStatus.RELEASED)
     Attempt.objects.filter(pk__in=[a.pk for a in overdue]).update(status=AttemptStatus.EXPIRED, ended_at=now)
 
 
@@ -465,7 +465,7 @@ def _leases_release(leases, now: datetime, status: str) -> int:
     rows = list(leases.values_list("id", "study_item_id"))
     if not rows:
         return 0
-    Lease.objects.filter(pk__in=[pk for pk, _ in rows]).update(status=status, ended_at=now)
+    ParticipantLease.objects.filter(pk__in=[pk for pk, _ in rows]).update(status=status, ended_at=now)
     per_item = Counter(study_item_id for _, study_item_id in rows)
     by_count: dict[int, list[int]] = {}
     for study_item_id, count in per_item.items():

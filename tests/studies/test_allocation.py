@@ -1,7 +1,7 @@
-"""Assignment design (pure): fullest-first keeps quotas balanced so every attempt can be filled."""
+"""Participant allocation (pure): fullest-first keeps quotas balanced so every attempt can be filled."""
 import random
 
-from studies.assignment import Slot, capacity, choose_items, presentation_order
+from studies.allocation import Slot, choose_items, presentation_order
 
 
 def _simulate(chooser, n_items=250, raters=3, per=15):
@@ -56,8 +56,3 @@ def test_presentation_order_is_seeded_and_a_permutation():
     a, b = presentation_order(keys, seed="x:1"), presentation_order(keys, seed="x:1")
     assert a == b and sorted(a) == keys
     assert presentation_order(keys, seed="x:2") != a
-
-
-def test_capacity_counts_distinct_items():
-    assert capacity([Slot(k, 3, 0) for k in range(250)], 15) == 50
-    assert capacity([Slot(0, 3, 0)] * 1 + [Slot(k, 1, 0) for k in range(1, 15)], 15) == 1

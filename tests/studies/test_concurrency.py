@@ -8,7 +8,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from studies.bots import StudyBot, run_bots, summarize
-from studies.models import Attempt, AttemptStatus, Lease, LeaseStatus, Response, StudyItem
+from studies.models import Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, Response, StudyItem
 from studies.selectors import study_export_rows
 from studies.services import attempts_sweep, study_create
 
@@ -41,7 +41,7 @@ def test_sixty_bots_at_once_fill_exactly_fifty_attempts(live_server, detectbench
     for attempt in Attempt.objects.filter(study=study, status=AttemptStatus.FINISHED):
         assert attempt.responses.values("item").distinct().count() == 15
     # Never more than `raters` answers + running leases per item (also a CHECK constraint in the database).
-    live = Lease.objects.filter(attempt__study=study).exclude(status__in=[LeaseStatus.RELEASED, LeaseStatus.TIMED_OUT])
+    live = ParticipantLease.objects.filter(attempt__study=study).exclude(status__in=[ParticipantLeaseStatus.RELEASED, ParticipantLeaseStatus.TIMED_OUT])
     assert max(Counter(live.values_list("item_id", flat=True)).values()) == 3
 
 
@@ -50,7 +50,7 @@ def test_dropout_after_five_answers_hands_ten_items_to_the_next_bot(live_server,
     quitter = StudyBot(live_server.url, study.slug, "quitter", stop_after=5).run()
     assert quitter.outcome == "stopped" and quitter.answered == 5
     attempt = Attempt.objects.get(token=quitter.token)
-    unanswered = set(attempt.leases.filter(status=LeaseStatus.ACTIVE).values_list("item_id", flat=True))
+    unanswered = set(attempt.leases.filter(status=ParticipantLeaseStatus.ACTIVE).values_list("item_id", flat=True))
     assert len(unanswered) == 10
     # Its deadline passes with the "browser" gone; the sweep closes it.
     Attempt.objects.filter(pk=attempt.pk).update(deadline=timezone.now() - timedelta(minutes=1))
@@ -74,7 +74,7 @@ def test_late_answer_over_http_is_refused_with_409(live_server, detectbench_dir)
     with httpx.Client(base_url=live_server.url) as client:
         client.get(f"/s/{study.slug}/")
         csrf = client.cookies["csrftoken"]
-        position = attempt.leases.filter(status=LeaseStatus.ACTIVE).order_by("position").first().position
+        position = attempt.leases.filter(status=ParticipantLeaseStatus.ACTIVE).order_by("position").first().position
         response = client.post(f"/s/a/{attempt.token}/answer/", headers={"X-CSRFToken": csrf, "HX-Request": "true"},
                                data={"position": position, "chosen_option": 0, "highlights": "[]"})
     assert response.status_code == 409

@@ -4,7 +4,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from studies.models import Attempt, AttemptStatus, Lease, LeaseStatus, RefusedAnswer, Response, StudyItem
+from studies.models import Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, RefusedAnswer, Response, StudyItem
 from studies.services import (
     AnswerInvalid, AnswerRefused, attempt_expire, attempt_extend, attempt_return, attempt_start, attempts_sweep,
     question_open, response_submit, study_join, study_update,
@@ -71,21 +71,21 @@ def test_answer_ends_its_lease_and_shows_the_next_question(make_study):
     first = question_open(attempt=attempt, now=t0)
     t1 = t0 + timedelta(seconds=20)
     submitted = response_submit(token=attempt.token, position=first.lease.position, chosen_option=0, now=t1)
-    answered = Lease.objects.get(pk=first.lease.pk)
-    assert (answered.status, answered.shown_at, answered.ended_at) == (LeaseStatus.ANSWERED, t0, t1)
+    answered = ParticipantLease.objects.get(pk=first.lease.pk)
+    assert (answered.status, answered.shown_at, answered.ended_at) == (ParticipantLeaseStatus.ANSWERED, t0, t1)
     nxt = submitted.next_question
     assert nxt.number == 2 and nxt.answered == 1 and nxt.lease.shown_at == t1
-    assert Lease.objects.get(pk=nxt.lease.pk).shown_at == t1
-    assert Lease.objects.get(pk=nxt.lease.pk).status == LeaseStatus.ACTIVE
+    assert ParticipantLease.objects.get(pk=nxt.lease.pk).shown_at == t1
+    assert ParticipantLease.objects.get(pk=nxt.lease.pk).status == ParticipantLeaseStatus.ACTIVE
     # The next item comes with the answer (one query for both items), without its clue graph.
-    assert Lease.item.is_cached(nxt.lease)
+    assert ParticipantLease.item.is_cached(nxt.lease)
     assert {"evidence", "reasoning"} <= nxt.lease.item.get_deferred_fields()
     # A question shown before (a reload) keeps its first shown time.
     t2 = t1 + timedelta(seconds=30)
     second = question_open(attempt=attempt, now=t2)
     assert second.lease.pk == nxt.lease.pk and second.lease.shown_at == t1
     response_submit(token=attempt.token, position=second.lease.position, chosen_option=1, now=t2)
-    assert Lease.objects.get(pk=second.lease.pk).shown_at == t1
+    assert ParticipantLease.objects.get(pk=second.lease.pk).shown_at == t1
     assert Response.objects.get(lease=second.lease).shown_at == t1
 
 
@@ -122,7 +122,7 @@ def test_late_answer_is_refused_recorded_and_attempt_closed(make_study):
     attempt.refresh_from_db()
     assert attempt.status == AttemptStatus.EXPIRED
     assert RefusedAnswer.objects.filter(attempt=attempt, reason="late").count() == 1
-    assert Lease.objects.filter(attempt=attempt, status=LeaseStatus.RELEASED).count() == 1
+    assert ParticipantLease.objects.filter(attempt=attempt, status=ParticipantLeaseStatus.RELEASED).count() == 1
 
 
 def test_question_time_limit(make_study):
@@ -134,8 +134,8 @@ def test_question_time_limit(make_study):
     with pytest.raises(AnswerRefused) as error:
         _answer(attempt, q.lease.position, now=now + timedelta(seconds=40))
     assert error.value.reason == "question_timeout"
-    lease = Lease.objects.get(pk=q.lease.pk)
-    assert lease.status == LeaseStatus.TIMED_OUT
+    lease = ParticipantLease.objects.get(pk=q.lease.pk)
+    assert lease.status == ParticipantLeaseStatus.TIMED_OUT
     assert StudyItem.objects.get(pk=lease.study_item_id).load == 0  # back to the pool
     nxt = question_open(attempt=attempt, now=now + timedelta(seconds=41))
     assert nxt.lease.pk != q.lease.pk
@@ -148,7 +148,7 @@ def test_dropout_items_go_to_the_next_participant_first(make_study):
     started_attempt(study, "other")
     for _ in range(5):
         _answer(first, option=0)
-    unanswered = set(first.leases.filter(status=LeaseStatus.ACTIVE).values_list("item_id", flat=True))
+    unanswered = set(first.leases.filter(status=ParticipantLeaseStatus.ACTIVE).values_list("item_id", flat=True))
     attempt_expire(attempt_id=first.pk)
     nxt = started_attempt(study, "next")
     assert unanswered <= set(nxt.leases.values_list("item_id", flat=True))
@@ -160,7 +160,7 @@ def test_dropout_hand_over_with_spare_items(make_study):
     first = started_attempt(study, "quitter")
     for _ in range(5):
         _answer(first, option=0)
-    unanswered = set(first.leases.filter(status=LeaseStatus.ACTIVE).values_list("item_id", flat=True))
+    unanswered = set(first.leases.filter(status=ParticipantLeaseStatus.ACTIVE).values_list("item_id", flat=True))
     assert started_attempt(study, "blocked").status == AttemptStatus.FULL  # only 5 items free
     attempt_return(attempt_id=first.pk)
     first.refresh_from_db()
@@ -189,7 +189,7 @@ def test_sweep_expires_overdue_attempts_and_is_idempotent(make_study):
     overdue.refresh_from_db()
     running.refresh_from_db()
     assert overdue.status == AttemptStatus.EXPIRED and running.status == AttemptStatus.STARTED
-    assert not overdue.leases.filter(status=LeaseStatus.ACTIVE).exists()
+    assert not overdue.leases.filter(status=ParticipantLeaseStatus.ACTIVE).exists()
 
 
 def test_start_releases_overdue_leases_without_waiting_for_the_sweep(make_study):
@@ -247,7 +247,7 @@ def test_sweep_does_not_expire_an_attempt_extended_meanwhile(make_study):
     thread.join(10)
     attempt.refresh_from_db()
     assert expired == [] and attempt.status == AttemptStatus.STARTED
-    assert attempt.leases.filter(status=LeaseStatus.ACTIVE).count() == study.per_participant
+    assert attempt.leases.filter(status=ParticipantLeaseStatus.ACTIVE).count() == study.per_participant
 
 
 def test_expire_overdue_only_leaves_a_running_attempt_alone(make_study):
@@ -273,7 +273,7 @@ def test_extending_an_expired_attempt_is_refused_and_hands_nothing_back(make_stu
         attempt_extend(attempt_id=first.pk, seconds=600)
     assert second.status == AttemptStatus.STARTED
     assert set(StudyItem.objects.filter(study=study).values_list("load", flat=True)) == {1}
-    assert not first.leases.filter(status=LeaseStatus.ACTIVE).exists()
+    assert not first.leases.filter(status=ParticipantLeaseStatus.ACTIVE).exists()
 
 
 def test_practice_item_can_never_be_a_study_item(make_study, items):

@@ -5,7 +5,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from detectbench_web.celery import app
-from studies.models import Attempt, AttemptStatus, LeaseStatus, StudyItem
+from studies.models import Attempt, AttemptStatus, ParticipantLeaseStatus, StudyItem
 from studies.services import study_create
 from studies.tasks import sweep_expired_attempts
 
@@ -32,7 +32,7 @@ def test_deadline_passes_with_the_browser_closed_and_the_worker_sweeps(celery_wo
             break
         time.sleep(0.2)
     assert gone.status == AttemptStatus.EXPIRED, celery_worker.log.read_text()[-2000:]
-    assert not gone.leases.filter(status=LeaseStatus.ACTIVE).exists()
+    assert not gone.leases.filter(status=ParticipantLeaseStatus.ACTIVE).exists()
     running.refresh_from_db()
     assert running.status == AttemptStatus.STARTED
     assert sum(StudyItem.objects.filter(study=study).values_list("load", flat=True)) == 3

@@ -5,12 +5,12 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from studies.bots import run_bots, summarize
-from studies.models import Lease, Study
+from studies.models import ParticipantLease, Study
 
 
 def database_oracle(token: str, position: int) -> int | None:
     """The correct option of an attempt's question, read from the database (never from the page)."""
-    lease = Lease.objects.filter(attempt__token=token, position=position).select_related("item").first()
+    lease = ParticipantLease.objects.filter(attempt__token=token, position=position).select_related("item").first()
     return lease.item.answer_index if lease else None
 
 
