@@ -1,6 +1,8 @@
 from django.contrib import admin
 
-from .models import Item, ItemRevision
+from .models import (
+    Adjudication, AnnotatorLease, Draft, Item, ItemRevision, ReviewDecision, StageConfig, VerificationDecision,
+)
 
 
 class ItemRevisionInline(admin.TabularInline):
@@ -63,17 +65,14 @@ class ItemRevisionAdmin(admin.ModelAdmin):
         return False
 
 
-from .models import Adjudication, Assignment, Draft, ReviewDecision, StageConfig, VerificationDecision  # noqa: E402
-
-
 @admin.register(StageConfig)
 class StageConfigAdmin(admin.ModelAdmin):
     list_display = ("stage", "annotators_required", "lease_minutes")
     list_editable = ("annotators_required", "lease_minutes")
 
 
-@admin.register(Assignment)
-class AssignmentAdmin(admin.ModelAdmin):
+@admin.register(AnnotatorLease)
+class AnnotatorLeaseAdmin(admin.ModelAdmin):
     list_display = ("item", "stage", "annotator", "status", "leased_at", "expires_at", "submitted_at")
     list_filter = ("stage", "status")
     list_select_related = ("item", "annotator")

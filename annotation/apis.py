@@ -76,7 +76,7 @@ class NextItemInSerializer(serializers.Serializer):
 
 
 class LeaseSerializer(serializers.Serializer):
-    assignment = serializers.IntegerField(source="pk")
+    lease = serializers.IntegerField(source="pk")
     item = ItemSerializer()
     stage = serializers.CharField()
     expires_at = serializers.DateTimeField()

@@ -1,4 +1,14 @@
+"""Forms of the annotation pages: item import and filters, then the curation workflow's editors."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
 from django import forms
+
+from .graph_editing import EditableGraph, EditableStep
+from .item_checks import option_checks
+from .models import CRITERIA, Criterion, Decision, ReviewAction, Stage
 
 
 class ItemImportForm(forms.Form):
@@ -20,13 +30,6 @@ class ItemFilterForm(forms.Form):
 
 # --------------------------------------------------------------------------
 # Curation workflow forms.
-
-import json  # noqa: E402
-from dataclasses import replace  # noqa: E402
-
-from .graph_editing import EditableGraph, EditableStep  # noqa: E402
-from .item_checks import option_checks  # noqa: E402
-from .models import CRITERIA, Criterion, Decision, ReviewAction, Stage  # noqa: E402
 
 # Server-side size limits (the longest real DetectBench context has ~2,000 characters).
 MAX_CONTEXT = 50_000

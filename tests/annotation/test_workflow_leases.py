@@ -8,7 +8,7 @@ import pytest
 from django.db import connection, connections
 from django.utils import timezone
 
-from annotation.models import Assignment, AssignmentStatus, ItemStatus, Stage
+from annotation.models import AnnotatorLease, AnnotatorLeaseStatus, ItemStatus, Stage
 from annotation.services import NoSlot, lease_next, lease_release, leases_expire
 
 from .workflow_support import make_items, set_k
@@ -35,7 +35,7 @@ def test_stale_lease_comes_back(annotator, annotator2):
     assert later.item == only and later.annotator == annotator2
     assert leases_expire(now=start + timedelta(minutes=6)) == 1
     lease.refresh_from_db()
-    assert lease.status == AssignmentStatus.RELEASED
+    assert lease.status == AnnotatorLeaseStatus.RELEASED
 
 
 @pytest.mark.django_db
@@ -43,7 +43,7 @@ def test_released_lease_goes_back_to_the_queue(annotator, annotator2):
     set_k(Stage.VERIFICATION, 1)
     make_items(1)
     lease = lease_next(user=annotator, stage=Stage.VERIFICATION)
-    lease_release(assignment_id=lease.pk, user=annotator)
+    lease_release(lease_id=lease.pk, user=annotator)
     assert lease_next(user=annotator2, stage=Stage.VERIFICATION).item == lease.item
 
 
@@ -82,7 +82,7 @@ def test_two_annotators_asking_at_the_same_moment_200_times_never_get_the_same_i
                 lease = lease_next(user=user, stage=Stage.VERIFICATION)
                 got[name].append(lease.item_id)
                 # Keep the item (submitted): every round both ask for a fresh item at once.
-                Assignment.objects.filter(pk=lease.pk).update(status=AssignmentStatus.SUBMITTED,
+                AnnotatorLease.objects.filter(pk=lease.pk).update(status=AnnotatorLeaseStatus.SUBMITTED,
                                                               submitted_at=timezone.now())
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
@@ -102,7 +102,7 @@ def test_two_annotators_asking_at_the_same_moment_200_times_never_get_the_same_i
         assert x != y
     all_items = got["a"] + got["b"]
     assert len(set(all_items)) == 2 * rounds  # no item-stage was ever handed out twice
-    assert Assignment.objects.filter(stage=Stage.VERIFICATION).count() == 2 * rounds
+    assert AnnotatorLease.objects.filter(stage=Stage.VERIFICATION).count() == 2 * rounds
     assert connection.vendor == "postgresql"
 
 
@@ -114,7 +114,7 @@ def test_full_items_do_not_hide_free_ones_when_k_is_above_one(annotator, annotat
     now = timezone.now()
     for item in items[:-1]:
         for user in (annotator, annotator2):
-            Assignment.objects.create(item=item, stage=Stage.VERIFICATION, annotator=user, leased_at=now,
+            AnnotatorLease.objects.create(item=item, stage=Stage.VERIFICATION, annotator=user, leased_at=now,
                                       expires_at=now + timedelta(minutes=30))
     third = django_user_model.objects.create_user("ann3")
     assert lease_next(user=third, stage=Stage.VERIFICATION).item == items[-1]
@@ -136,4 +136,4 @@ def test_an_expired_lease_whose_slot_was_taken_cannot_be_submitted(annotator, an
                         now=start + timedelta(minutes=7))
     item.refresh_from_db()
     assert item.status == ItemStatus.REWRITE
-    assert Assignment.objects.filter(item=item, status=AssignmentStatus.SUBMITTED).count() == 1
+    assert AnnotatorLease.objects.filter(item=item, status=AnnotatorLeaseStatus.SUBMITTED).count() == 1

@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotation.models import (
-    Adjudication, Assignment, AssignmentStatus, Draft, Item, ItemRevision, ItemStatus, Stage, VerificationDecision,
+    Adjudication, AnnotatorLease, AnnotatorLeaseStatus, Draft, Item, ItemRevision, ItemStatus, Stage, VerificationDecision,
 )
 
 from .workflow_support import make_items, set_k
@@ -50,7 +50,7 @@ def test_queue_page_query_count_does_not_grow(annotator_client, annotator):
         assert annotator_client.get(url).status_code == 200
     make_items(30, start=100)
     for stage in (Stage.REWRITE, Stage.CLUE_GRAPH):
-        Assignment.objects.create(item=Item.objects.filter(status="verification").last(), stage=stage,
+        AnnotatorLease.objects.create(item=Item.objects.filter(status="verification").last(), stage=stage,
                                   annotator=annotator, leased_at="2030-01-01T00:00Z", expires_at="2030-01-01T01:00Z")
     with CaptureQueriesContext(connection) as large:
         annotator_client.get(url)
@@ -230,12 +230,12 @@ def test_rewrite_and_clue_graph_finish_move_the_item_on_and_review_publishes(ann
                   {"action": "approve", "item_version": item.version}).status_code == 302
     item.refresh_from_db()
     assert item.status == ItemStatus.PUBLISHED
-    assert Assignment.objects.filter(item=item, status=AssignmentStatus.SUPERSEDED).exists()
+    assert AnnotatorLease.objects.filter(item=item, status=AnnotatorLeaseStatus.SUPERSEDED).exists()
 
 
 def _graph_post(item) -> dict:
     from annotation.graph_editing import editable_graph
-    from annotation.views import _graph_meta
+    from annotation.views.clue_graph import _graph_meta
 
     graph = editable_graph(item.evidence, item.reasoning)
     data = {"base_version": item.version, "meta": _graph_meta(graph),

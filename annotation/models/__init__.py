@@ -1,0 +1,17 @@
+"""Models of the annotation app, by sub-domain: the item store and the curation workflow.
+
+A new sub-domain adds its module here and to the imports below (Django finds
+models through this package).
+"""
+from .items import CONTENT_FIELDS, Item, ItemRevision, ItemStatus, QuestionType
+from .workflow import (
+    CRITERIA, NEXT_STATUS, Adjudication, AdjudicationStatus, AnnotatorLease, AnnotatorLeaseStatus, Criterion, Decision,
+    Draft, ReviewAction, ReviewDecision, Stage, StageConfig, VerificationDecision,
+)
+
+__all__ = [
+    "CONTENT_FIELDS", "Item", "ItemRevision", "ItemStatus", "QuestionType",
+    "CRITERIA", "NEXT_STATUS", "Adjudication", "AdjudicationStatus", "AnnotatorLease", "AnnotatorLeaseStatus",
+    "Criterion", "Decision", "Draft", "ReviewAction", "ReviewDecision", "Stage", "StageConfig",
+    "VerificationDecision",
+]

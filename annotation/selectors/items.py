@@ -1,0 +1,67 @@
+"""Reads from the item store: lists, filters, revisions and history."""
+from __future__ import annotations
+
+from django.contrib.postgres.search import SearchQuery, SearchVector
+from django.db import connection
+from django.db.models import Count, Q, QuerySet
+
+from ..diffing import content_diff
+from ..models import Item, ItemRevision
+
+
+def item_list(
+    *,
+    split: str | None = None,
+    source: str | None = None,
+    status: str | None = None,
+    question_type: str | None = None,
+    search: str | None = None,
+) -> QuerySet[Item]:
+    items = Item.objects.all()
+    if split:
+        items = items.filter(split=split)
+    if source:
+        items = items.filter(source=source)
+    if status:
+        items = items.filter(status=status)
+    if question_type:
+        items = items.filter(question_type=question_type)
+    if search:
+        if connection.vendor == "postgresql":
+            vector = SearchVector("context", "question", config="english")
+            query = SearchQuery(search, config="english", search_type="websearch")
+            items = items.annotate(_search=vector).filter(
+                Q(_search=query) | Q(question__icontains=search) | Q(external_id=search)
+            )
+        else:
+            items = items.filter(Q(context__icontains=search) | Q(question__icontains=search) | Q(external_id=search))
+    return items
+
+
+def item_facets() -> dict:
+    """Distinct values for the browser's filters."""
+    return {
+        "splits": list(Item.objects.order_by("split").values_list("split", flat=True).distinct()),
+        "sources": list(Item.objects.order_by("source").values_list("source", flat=True).distinct()),
+        "status_counts": dict(Item.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n")),
+    }
+
+
+def item_revisions(*, item: Item) -> QuerySet[ItemRevision]:
+    return item.revisions.select_related("author").order_by("-number")
+
+
+def revision_snapshot(*, item: Item, number: int) -> dict | None:
+    revision = ItemRevision.objects.filter(item=item, number=number).only("snapshot").first()
+    return revision.snapshot if revision else None
+
+
+def item_history(*, item: Item) -> list[dict]:
+    """Revisions newest first, each with the diff against the revision before it."""
+    revisions = list(item.revisions.select_related("author").order_by("number"))
+    entries = []
+    previous: dict = {}
+    for revision in revisions:
+        entries.append({"revision": revision, "diffs": content_diff(previous, revision.snapshot) if previous else []})
+        previous = revision.snapshot
+    return list(reversed(entries))

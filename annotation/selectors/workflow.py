@@ -1,0 +1,51 @@
+"""Reads of the curation workflow: stage configurations, the work queue, leases, drafts, adjudications."""
+from __future__ import annotations
+
+from django.db.models import Count, Prefetch
+from django.utils import timezone
+
+from ..models import (
+    Adjudication, AdjudicationStatus, AnnotatorLease, AnnotatorLeaseStatus, Draft, Item, Stage, StageConfig,
+    VerificationDecision,
+)
+
+
+def stage_configs() -> dict[str, StageConfig]:
+    """Every stage's configuration (defaults for stages without a row)."""
+    stored = {c.stage: c for c in StageConfig.objects.all()}
+    return {stage: stored.get(stage) or StageConfig(stage=stage) for stage in Stage.values}
+
+
+def queue_overview(*, user) -> list[dict]:
+    """Per stage: items waiting in the stage, the user's live leases, k. A fixed number of queries."""
+    now = timezone.now()
+    configs = stage_configs()
+    waiting = dict(Item.objects.filter(status__in=Stage.values).values_list("status").annotate(n=Count("id"))
+                   .values_list("status", "n"))
+    mine = list(AnnotatorLease.objects.filter(annotator=user, status=AnnotatorLeaseStatus.LEASED, expires_at__gt=now)
+                .select_related("item").order_by("stage", "leased_at"))
+    done = dict(AnnotatorLease.objects.filter(annotator=user, status=AnnotatorLeaseStatus.SUBMITTED)
+                .values_list("stage").annotate(n=Count("id")).values_list("stage", "n"))
+    return [
+        {"stage": stage, "label": label, "k": configs[stage].annotators_required, "waiting": waiting.get(stage, 0),
+         "leases": [a for a in mine if a.stage == stage], "done": done.get(stage, 0)}
+        for stage, label in Stage.choices
+    ]
+
+
+def lease_for(*, user, item: Item, stage: str) -> AnnotatorLease | None:
+    """The user's live (leased or submitted) lease on the item in the stage."""
+    return (AnnotatorLease.objects.filter(item=item, stage=stage, annotator=user,
+                                      status__in=[AnnotatorLeaseStatus.LEASED, AnnotatorLeaseStatus.SUBMITTED])
+            .order_by("-leased_at").first())
+
+
+def draft_for(*, user, item: Item, stage: str) -> Draft | None:
+    return Draft.objects.filter(item=item, user=user, stage=stage).first()
+
+
+def open_adjudications() -> list[Adjudication]:
+    decisions = VerificationDecision.objects.filter(
+        lease__status=AnnotatorLeaseStatus.SUBMITTED).select_related("annotator")
+    return list(Adjudication.objects.filter(status=AdjudicationStatus.OPEN).select_related("item")
+                .prefetch_related(Prefetch("item__verification_decisions", queryset=decisions, to_attr="current")))

@@ -1,0 +1,75 @@
+"""The editing stages (rewrite, clue graph): versioned saves, finishing a stage, autosaved drafts."""
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from ..graph_editing import EditableGraph
+from ..models import NEXT_STATUS, AnnotatorLease, AnnotatorLeaseStatus, Draft, Item, Stage
+from .items import StaleVersion, item_update
+from .leases import WorkflowError, locked_item, mark_submitted, move_item, stage_config, take_slot
+
+
+def item_edit(*, item_id: int, base_version: int, changes: dict, user, stage: str, note: str = "",
+              finish: bool = False) -> Item:
+    """Save an annotator's edit in a stage as a new revision and drop their draft.
+
+    Refused with StaleVersion when the item changed since `base_version`, and with
+    WorkflowError when the item is not in `stage` (published or rejected items, or
+    items in another stage, are not edited behind the workflow's back). `finish`
+    also marks the user's work in the stage done (stage_submit), in the same
+    transaction: either both happen or neither.
+    """
+    with transaction.atomic():
+        current = locked_item(item_id)
+        if current.version != base_version:
+            raise StaleVersion(current, base_version)
+        if current.status != stage:
+            raise WorkflowError(f"{current} is in {current.get_status_display()}, not in {Stage(stage).label}: "
+                                f"it cannot be edited here now")
+        item = item_update(item_id=item_id, base_version=base_version, changes=changes, user=user, note=note,
+                           stage=stage)
+        Draft.objects.filter(item_id=item_id, user=user, stage=stage).delete()
+        if finish:
+            item = stage_submit(item_id=item_id, user=user, stage=stage, item_version=item.version)
+        return item
+
+
+def clue_graph_save(*, item_id: int, base_version: int, graph: EditableGraph, user, note: str = "",
+                    finish: bool = False) -> Item:
+    """Write the edited clue graph back as the official evidence / multi_hop_reasoning texts."""
+    evidence, reasoning = graph.texts()
+    return item_edit(item_id=item_id, base_version=base_version, changes={"evidence": evidence, "reasoning": reasoning},
+                     user=user, stage=Stage.CLUE_GRAPH, note=note or "clue graph edited", finish=finish)
+
+
+@transaction.atomic
+def stage_submit(*, item_id: int, user, stage: str, item_version: int, now=None) -> Item:
+    """Mark the user's work in an editing stage (rewrite, clue graph) done; advance when k are done."""
+    if stage not in (Stage.REWRITE, Stage.CLUE_GRAPH):
+        raise ValueError("stage_submit is for the editing stages")
+    now = now or timezone.now()
+    config = stage_config(stage)
+    item = locked_item(item_id)
+    if item.version != item_version:
+        raise StaleVersion(item, item_version)
+    lease = take_slot(item=item, stage=stage, user=user, now=now, config=config)
+    if lease.status != AnnotatorLeaseStatus.SUBMITTED:
+        mark_submitted(lease, now)
+    done = AnnotatorLease.objects.filter(item=item, stage=stage, status=AnnotatorLeaseStatus.SUBMITTED).count()
+    if done >= config.annotators_required:
+        return move_item(item=item, stage=stage, status=NEXT_STATUS[stage], user=user, note=f"{stage} done")
+    return item
+
+
+@transaction.atomic
+def draft_save(*, item_id: int, user, stage: str, base_version: int, data: dict) -> Draft:
+    """Autosave unsaved work (one draft per user, item and stage)."""
+    draft, _ = Draft.objects.update_or_create(
+        item_id=item_id, user=user, stage=stage, defaults={"base_version": base_version, "data": data})
+    return draft
+
+
+@transaction.atomic
+def draft_discard(*, item_id: int, user, stage: str) -> None:
+    Draft.objects.filter(item_id=item_id, user=user, stage=stage).delete()

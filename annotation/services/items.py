@@ -1,0 +1,247 @@
+"""Writes to the item store: import, export, versioned edits and reverts, derived facts."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from typing import BinaryIO, Iterable, TextIO
+
+from django.db import transaction
+from django.db.models import F
+
+from .. import clue_graph
+from ..dataformat import ParsedRecord, RecordError, parse_jsonl
+from ..item_facts import question_type, token_count, word_count
+from ..models import CONTENT_FIELDS, Item, ItemRevision
+
+
+class ImportRejected(Exception):
+    """The file has invalid lines and nothing was imported."""
+
+    def __init__(self, errors: list[RecordError]):
+        self.errors = errors
+        shown = "\n".join(str(e) for e in errors[:20])
+        more = f"\n... and {len(errors) - 20} more" if len(errors) > 20 else ""
+        super().__init__(f"{len(errors)} invalid line(s), nothing imported:\n{shown}{more}")
+
+
+class StaleVersion(Exception):
+    """An edit was based on an older version of the item than the one stored."""
+
+    def __init__(self, item: Item, base_version: int):
+        self.item = item
+        self.base_version = base_version
+        super().__init__(f"{item} is at version {item.version}, the edit started from version {base_version}")
+
+
+@dataclass
+class ImportReport:
+    file: str
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    rejected: int = 0
+    errors: list[RecordError] = field(default_factory=list)
+    dry_run: bool = False
+
+    def summary(self) -> str:
+        prefix = "dry run: would have " if self.dry_run else ""
+        return (
+            f"{prefix}created {self.created}, updated {self.updated}, "
+            f"unchanged {self.unchanged}, rejected {self.rejected}"
+        )
+
+
+def derived_facts(*, context: str, question: str, evidence: str, reasoning: str) -> dict:
+    """The analysis fields stored beside an item's content."""
+    graph = clue_graph.parse_clue_graph(evidence, reasoning)
+    return {
+        "question_type": question_type(question),
+        "context_words": word_count(context),
+        "context_tokens": token_count(context),
+        "evidence_count": len(graph.clues),
+        "reasoning_steps": len(graph.steps),
+    }
+
+
+def _content_from_record(record: ParsedRecord) -> dict:
+    return {
+        "context": record.context,
+        "question": record.question,
+        "options": record.options,
+        "answer_index": record.answer_index,
+        "evidence": record.evidence,
+        "reasoning": record.reasoning,
+        "extra": record.extra,
+    }
+
+
+@transaction.atomic
+def item_import(
+    *,
+    stream: BinaryIO,
+    file_name: str,
+    source: str,
+    split: str,
+    user=None,
+    dry_run: bool = False,
+    skip_invalid: bool = False,
+) -> ImportReport:
+    """Import DetectBench JSONL: all or nothing (or skip invalid lines), upsert on (source, external id).
+
+    A revision is written for every created item and for every item whose content changed;
+    unchanged items are left alone, so re-importing a file is idempotent.
+    """
+    parsed = parse_jsonl(stream, file=file_name)
+    report = ImportReport(file=file_name, errors=parsed.errors, dry_run=dry_run)
+    bad_lines = {e.line for e in parsed.errors}
+    report.rejected = len(bad_lines)
+    if parsed.errors and not skip_invalid:
+        raise ImportRejected(parsed.errors)
+
+    existing = {
+        item.external_id: item
+        for item in Item.objects.select_for_update().filter(
+            source=source, external_id__in=[r.external_id for r in parsed.records]
+        )
+    }
+    to_create: list[Item] = []
+    to_update: list[tuple[Item, list[str]]] = []
+    for record in parsed.records:
+        content = _content_from_record(record)
+        facts = derived_facts(
+            context=record.context, question=record.question, evidence=record.evidence, reasoning=record.reasoning
+        )
+        item = existing.get(record.external_id)
+        if item is None:
+            to_create.append(
+                Item(
+                    source=source,
+                    external_id=record.external_id,
+                    external_id_is_int=record.external_id_is_int,
+                    split=split,
+                    **content,
+                    **facts,
+                )
+            )
+            continue
+        changed = [name for name, value in content.items() if getattr(item, name) != value]
+        if item.split != split:
+            changed.append("split")
+        if not changed:
+            report.unchanged += 1
+            continue
+        for name, value in content.items():
+            setattr(item, name, value)
+        for name, value in facts.items():
+            setattr(item, name, value)
+        item.split = split
+        item.version += 1
+        to_update.append((item, changed))
+
+    report.created = len(to_create)
+    report.updated = len(to_update)
+    if dry_run:
+        transaction.set_rollback(True)
+        return report
+
+    Item.objects.bulk_create(to_create, batch_size=500)
+    if to_update:
+        Item.objects.bulk_update(
+            [item for item, _ in to_update],
+            fields=[*CONTENT_FIELDS, "split", "version", "question_type", "context_words", "context_tokens",
+                    "evidence_count", "reasoning_steps", "updated_at"],
+            batch_size=500,
+        )
+    revisions = [
+        ItemRevision(item=item, number=item.version, author=user, stage=item.status,
+                     note=f"imported from {file_name}", changed_fields=list(CONTENT_FIELDS), snapshot=item.content())
+        for item in to_create
+    ] + [
+        ItemRevision(item=item, number=item.version, author=user, stage=item.status,
+                     note=f"re-imported from {file_name}", changed_fields=changed, snapshot=item.content())
+        for item, changed in to_update
+    ]
+    ItemRevision.objects.bulk_create(revisions, batch_size=500)
+    return report
+
+
+def item_update(
+    *,
+    item_id: int,
+    base_version: int,
+    changes: dict,
+    user=None,
+    note: str = "",
+    stage: str | None = None,
+    status: str | None = None,
+) -> Item:
+    """Apply content changes to an item as a new revision, refusing edits based on a stale version.
+
+    Raises StaleVersion (with the current item) when someone saved in between, and
+    ValidationError when the result is not a valid item.
+    """
+    unknown = set(changes) - set(CONTENT_FIELDS)
+    if unknown:
+        raise ValueError(f"not content fields: {sorted(unknown)}")
+    with transaction.atomic():
+        item = Item.objects.select_for_update().get(pk=item_id)
+        if item.version != base_version:
+            raise StaleVersion(item, base_version)
+        changed = [name for name, value in changes.items() if getattr(item, name) != value]
+        if not changed and status in (None, item.status):
+            return item
+        for name in changed:
+            setattr(item, name, changes[name])
+        item.full_clean(exclude=["question_type"])
+        for name, value in derived_facts(
+            context=item.context, question=item.question, evidence=item.evidence, reasoning=item.reasoning
+        ).items():
+            setattr(item, name, value)
+        if status is not None:
+            item.status = status
+        item.version = F("version") + 1
+        item.save()
+        item.refresh_from_db()
+        ItemRevision.objects.create(
+            item=item, number=item.version, author=user, stage=stage or item.status, note=note,
+            changed_fields=changed + (["status"] if status else []), snapshot=item.content(),
+        )
+        return item
+
+
+def item_revert(*, item_id: int, revision_number: int, base_version: int, user=None) -> Item:
+    """Restore the content of an earlier revision; the revert is itself a new revision."""
+    revision = ItemRevision.objects.get(item_id=item_id, number=revision_number)
+    snapshot = {k: v for k, v in revision.snapshot.items() if k in CONTENT_FIELDS}
+    return item_update(item_id=item_id, base_version=base_version, changes=snapshot, user=user,
+                       note=f"reverted to revision {revision_number}")
+
+
+EXPORT_CSV_FIELDS = ("id", "context", "question", "options", "answer", "evidence", "multi_hop_reasoning")
+
+
+def items_export(*, items: Iterable[Item], out: TextIO, fmt: str = "jsonl") -> int:
+    """Write items in the official schema (JSONL) or flattened (CSV, options as a JSON list)."""
+    count = 0
+    if fmt == "jsonl":
+        for item in items:
+            out.write(json.dumps(item.to_record(), ensure_ascii=False) + "\n")
+            count += 1
+    elif fmt == "csv":
+        writer = csv.writer(out)
+        writer.writerow(EXPORT_CSV_FIELDS)
+        for item in items:
+            r = item.to_record()
+            writer.writerow([r["id"], r["context"], r["question"], json.dumps(r["options"], ensure_ascii=False),
+                             r["answer"], r["clue_graph"]["evidence"], r["clue_graph"]["multi_hop_reasoning"]])
+            count += 1
+    else:
+        raise ValueError(f"unknown export format {fmt!r} (jsonl or csv)")
+    return count
+
+
+def item_import_text(*, text: str, **kwargs) -> ImportReport:
+    """Convenience for tests and the admin: import from a string."""
+    return item_import(stream=io.BytesIO(text.encode("utf-8")), **kwargs)

@@ -1,0 +1,177 @@
+"""Annotator leases: the queue of each stage, a slot per annotator, expiry and release."""
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Iterable
+
+from django.db import transaction
+from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from ..models import (
+    CONTENT_FIELDS, Adjudication, AdjudicationStatus, AnnotatorLease, AnnotatorLeaseStatus, Item, ItemRevision,
+    ItemStatus, Stage, StageConfig,
+)
+from .items import item_update
+
+LIVE = (AnnotatorLeaseStatus.LEASED, AnnotatorLeaseStatus.SUBMITTED)
+
+
+class WorkflowError(Exception):
+    """A workflow action that does not fit the item's current state."""
+
+
+class NoSlot(WorkflowError):
+    """The stage already has its k annotators for this item (or this annotator may not take it)."""
+
+
+def stage_config(stage: str) -> StageConfig:
+    config = StageConfig.objects.filter(stage=stage).first()
+    return config or StageConfig(stage=stage)
+
+
+def live_leases(item_id: int, stage: str, now):
+    """Leases that hold a slot: submitted, or leased and not yet expired."""
+    return AnnotatorLease.objects.filter(item_id=item_id, stage=stage).filter(
+        Q(status=AnnotatorLeaseStatus.SUBMITTED) | Q(status=AnnotatorLeaseStatus.LEASED, expires_at__gt=now))
+
+
+def _may_take(item_id: int, stage: str, user) -> bool:
+    """A reviewer must be someone other than the people who built the item's clue graph."""
+    if stage != Stage.REVIEW:
+        return True
+    return not AnnotatorLease.objects.filter(
+        item_id=item_id, stage=Stage.CLUE_GRAPH, annotator=user, status=AnnotatorLeaseStatus.SUBMITTED).exists()
+
+
+def take_slot(*, item: Item, stage: str, user, now, config: StageConfig) -> AnnotatorLease:
+    """The user's live lease on a locked item, or a new lease if the stage still has a free slot."""
+    # An expired lease no longer holds a slot (someone else may have it now): only a live one is resumed.
+    mine = live_leases(item.pk, stage, now).filter(annotator=user).first()
+    if mine is not None:
+        if mine.status == AnnotatorLeaseStatus.LEASED:
+            mine.expires_at = now + timedelta(minutes=config.lease_minutes)
+            mine.save(update_fields=["expires_at"])
+        return mine
+    if item.status != stage:
+        raise NoSlot(f"{item} is in {item.status}, not {stage}")
+    if not _may_take(item.pk, stage, user):
+        raise NoSlot("a reviewer must not review an item whose clue graph they built")
+    if Adjudication.objects.filter(item=item, stage=stage, status=AdjudicationStatus.OPEN).exists():
+        raise NoSlot(f"{item} waits for adjudication")
+    if live_leases(item.pk, stage, now).count() >= config.annotators_required:
+        raise NoSlot(f"{item} already has {config.annotators_required} annotator(s) in {stage}")
+    # An expired lease of this user on the item is given back before a new one is made.
+    AnnotatorLease.objects.filter(item=item, stage=stage, annotator=user, status=AnnotatorLeaseStatus.LEASED).update(
+        status=AnnotatorLeaseStatus.RELEASED)
+    return AnnotatorLease.objects.create(item=item, stage=stage, annotator=user, leased_at=now,
+                                     expires_at=now + timedelta(minutes=config.lease_minutes))
+
+
+@transaction.atomic
+def items_enter_workflow(*, user, split: str | None = None, source: str | None = None,
+                         item_ids: Iterable[int] | None = None) -> int:
+    """Put imported items into the verification queue, each with a revision; returns how many moved."""
+    items = Item.objects.select_for_update().filter(status=ItemStatus.IMPORTED)
+    if split:
+        items = items.filter(split=split)
+    if source:
+        items = items.filter(source=source)
+    if item_ids is not None:
+        items = items.filter(pk__in=list(item_ids))
+    moved = list(items.only("pk", "version", *CONTENT_FIELDS).order_by("pk"))
+    if not moved:
+        return 0
+    Item.objects.filter(pk__in=[item.pk for item in moved]).update(
+        status=ItemStatus.VERIFICATION, version=F("version") + 1, updated_at=timezone.now())
+    ItemRevision.objects.bulk_create([
+        ItemRevision(item=item, number=item.version + 1, author=user, stage=ItemStatus.IMPORTED,
+                     note="queued for verification", changed_fields=["status"], snapshot=item.content())
+        for item in moved
+    ], batch_size=500)
+    return len(moved)
+
+
+@transaction.atomic
+def leases_expire(*, now=None) -> int:
+    """Give back every lease whose time is up (also done lazily by lease_next); idempotent."""
+    now = now or timezone.now()
+    return AnnotatorLease.objects.filter(status=AnnotatorLeaseStatus.LEASED, expires_at__lte=now).update(
+        status=AnnotatorLeaseStatus.RELEASED)
+
+
+def lease_next(*, user, stage: str, now=None) -> AnnotatorLease | None:
+    """Hand the user the next item of a stage as a lease, or None when their queue is empty.
+
+    A user who still holds a live lease in the stage gets it back (renewed). Otherwise
+    candidates are locked with SELECT ... FOR UPDATE SKIP LOCKED, so concurrent requests
+    never wait for each other nor take the same item; the free slots are recounted
+    after the lock, when every earlier lease on that item is visible.
+    """
+    if stage not in Stage.values:
+        raise ValueError(f"unknown stage {stage!r}")
+    now = now or timezone.now()
+    config = stage_config(stage)
+    with transaction.atomic():
+        mine = (AnnotatorLease.objects.select_for_update().filter(
+            annotator=user, stage=stage, status=AnnotatorLeaseStatus.LEASED, expires_at__gt=now, item__status=stage)
+            .order_by("leased_at").first())
+        if mine is not None:
+            mine.expires_at = now + timedelta(minutes=config.lease_minutes)
+            mine.save(update_fields=["expires_at"])
+            return mine
+        live = AnnotatorLease.objects.filter(item=OuterRef("pk"), stage=stage).filter(
+            Q(status=AnnotatorLeaseStatus.SUBMITTED) | Q(status=AnnotatorLeaseStatus.LEASED, expires_at__gt=now))
+        live_count = live.order_by().values("item").annotate(n=Count("pk")).values("n")
+        candidates = (
+            Item.objects.filter(status=stage)
+            .exclude(Exists(live.filter(annotator=user)))
+            .exclude(Exists(Adjudication.objects.filter(item=OuterRef("pk"), stage=stage,
+                                                        status=AdjudicationStatus.OPEN)))
+            # Only items with a free slot: full ones must not crowd the free ones out of the 50 tries below.
+            .annotate(live_slots=Coalesce(Subquery(live_count), 0))
+            .filter(live_slots__lt=config.annotators_required)
+            .order_by("pk")
+        )
+        if stage == Stage.REVIEW:
+            candidates = candidates.exclude(Exists(AnnotatorLease.objects.filter(
+                item=OuterRef("pk"), stage=Stage.CLUE_GRAPH, annotator=user, status=AnnotatorLeaseStatus.SUBMITTED)))
+        skipped: list[int] = []
+        for _ in range(50):
+            item = candidates.exclude(pk__in=skipped).select_for_update(skip_locked=True, of=("self",)).first()
+            if item is None:
+                return None
+            try:
+                return take_slot(item=item, stage=stage, user=user, now=now, config=config)
+            except NoSlot:
+                skipped.append(item.pk)
+        return None
+
+
+@transaction.atomic
+def lease_release(*, lease_id: int, user) -> None:
+    """Give a lease back to the queue (the annotator skips the item)."""
+    AnnotatorLease.objects.filter(pk=lease_id, annotator=user, status=AnnotatorLeaseStatus.LEASED).update(
+        status=AnnotatorLeaseStatus.RELEASED)
+
+
+def _close_stage(*, item: Item, stage: str) -> None:
+    """Leases still open in a stage the item leaves are given back."""
+    AnnotatorLease.objects.filter(item=item, stage=stage, status=AnnotatorLeaseStatus.LEASED).update(
+        status=AnnotatorLeaseStatus.RELEASED)
+
+
+def move_item(*, item: Item, stage: str, status: str, user, note: str) -> Item:
+    _close_stage(item=item, stage=stage)
+    return item_update(item_id=item.pk, base_version=item.version, changes={}, user=user, note=note, stage=stage,
+                       status=status)
+
+
+def mark_submitted(lease: AnnotatorLease, now) -> None:
+    lease.status, lease.submitted_at = AnnotatorLeaseStatus.SUBMITTED, now
+    lease.save(update_fields=["status", "submitted_at"])
+
+
+def locked_item(item_id: int) -> Item:
+    return Item.objects.select_for_update().get(pk=item_id)

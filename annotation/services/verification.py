@@ -1,0 +1,90 @@
+"""Question verification (Table 7): keep/delete decisions by k annotators, and adjudication of disagreements."""
+from __future__ import annotations
+
+from typing import Iterable
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from ..models import (
+    CRITERIA, Adjudication, AdjudicationStatus, AnnotatorLeaseStatus, Decision, ItemStatus, Stage,
+    VerificationDecision,
+)
+from .items import StaleVersion
+from .leases import WorkflowError, locked_item, mark_submitted, move_item, stage_config, take_slot
+
+
+@transaction.atomic
+def verification_submit(
+    *, item_id: int, user, decision: str, criteria: Iterable[str], comment: str = "", item_version: int, now=None,
+) -> VerificationDecision:
+    """Record one annotator's keep/delete decision with the Table-7 criteria.
+
+    When the stage has its k decisions: all keep -> rewrite, all delete -> rejected
+    (the criteria in the revision note), otherwise an adjudication is opened.
+    Refused with StaleVersion when the item changed since the annotator saw `item_version`.
+    """
+    now = now or timezone.now()
+    criteria = set(criteria)
+    if criteria - set(CRITERIA):
+        raise ValidationError(f"unknown criteria {sorted(criteria - set(CRITERIA))}")
+    if decision == Decision.DELETE and not criteria:
+        raise ValidationError("A delete decision needs at least one criterion (Table 7, 1.1-1.5).")
+    if decision == Decision.KEEP and criteria:
+        raise ValidationError("An item that meets a deletion criterion cannot be kept: untick it or delete.")
+    if decision not in Decision.values:
+        raise ValidationError(f"unknown decision {decision!r}")
+    config = stage_config(Stage.VERIFICATION)
+    item = locked_item(item_id)
+    if item.version != item_version:
+        raise StaleVersion(item, item_version)
+    lease = take_slot(item=item, stage=Stage.VERIFICATION, user=user, now=now, config=config)
+    if lease.status == AnnotatorLeaseStatus.SUBMITTED:
+        raise WorkflowError("you have already verified this item")
+    verdict = VerificationDecision.objects.create(
+        lease=lease, item=item, annotator=user, decision=decision, comment=comment,
+        item_version=item_version, **{name: name in criteria for name in CRITERIA})
+    mark_submitted(lease, now)
+
+    decisions = list(VerificationDecision.objects.filter(
+        item=item, lease__stage=Stage.VERIFICATION, lease__status=AnnotatorLeaseStatus.SUBMITTED))
+    if len(decisions) >= config.annotators_required:
+        verdicts = {d.decision for d in decisions}
+        who = ", ".join(sorted(d.annotator.get_username() for d in decisions))
+        if verdicts == {Decision.KEEP}:
+            move_item(item=item, stage=Stage.VERIFICATION, status=ItemStatus.REWRITE, user=user,
+                  note=f"verification: kept by {who}")
+        elif verdicts == {Decision.DELETE}:
+            reasons = sorted({c for d in decisions for c in d.criteria})
+            move_item(item=item, stage=Stage.VERIFICATION, status=ItemStatus.REJECTED, user=user,
+                  note=f"verification: deleted by {who} ({', '.join(reasons)})")
+        else:
+            Adjudication.objects.get_or_create(
+                item=item, stage=Stage.VERIFICATION, status=AdjudicationStatus.OPEN,
+                defaults={"reason": "; ".join(f"{d.annotator.get_username()}: {d.decision}" for d in decisions)})
+    return verdict
+
+
+@transaction.atomic
+def adjudication_resolve(*, adjudication_id: int, user, decision: str, comment: str = "") -> Adjudication:
+    """Settle a disagreement: keep (item goes on to rewrite) or delete (rejected)."""
+    adjudication = Adjudication.objects.select_for_update().get(pk=adjudication_id)
+    if adjudication.status != AdjudicationStatus.OPEN:
+        raise WorkflowError("this disagreement has already been resolved")
+    if decision not in Decision.values:
+        raise ValidationError(f"unknown decision {decision!r}")
+    from detectbench_web.roles import is_researcher
+
+    took_part = VerificationDecision.objects.filter(item=adjudication.item_id, annotator=user,
+                                                    lease__status=AnnotatorLeaseStatus.SUBMITTED).exists()
+    if took_part and not is_researcher(user):
+        raise WorkflowError("an adjudicator must not be one of the annotators who disagreed")
+    item = locked_item(adjudication.item_id)
+    status = ItemStatus.REWRITE if decision == Decision.KEEP else ItemStatus.REJECTED
+    move_item(item=item, stage=adjudication.stage, status=status, user=user,
+          note=f"adjudication: {decision}" + (f" ({comment})" if comment else ""))
+    adjudication.status, adjudication.decision, adjudication.comment = AdjudicationStatus.RESOLVED, decision, comment
+    adjudication.resolved_by, adjudication.resolved_at = user, timezone.now()
+    adjudication.save()
+    return adjudication

@@ -1,0 +1,93 @@
+"""Item browser pages for annotators and researchers, and the researchers' import page."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, redirect, render
+
+from detectbench_web.roles import annotator_required, researcher_required
+
+from .. import clue_graph
+from ..forms import ItemFilterForm, ItemImportForm
+from ..highlight import segments
+from ..item_facts import QUESTION_TYPES
+from ..models import Item, ItemStatus
+from ..selectors import item_facets, item_list, item_revisions
+from ..services import ImportRejected, item_import
+from .common import item_options
+
+
+@annotator_required
+def item_list_view(request):
+    form = ItemFilterForm(request.GET)
+    form.is_valid()
+    filters = form.cleaned_data if form.is_valid() else {}
+    items = item_list(
+        split=filters.get("split") or None,
+        source=filters.get("source") or None,
+        status=filters.get("status") or None,
+        question_type=filters.get("question_type") or None,
+        search=filters.get("q") or None,
+    ).order_by("source", "split", "id").only(
+        "id", "source", "external_id", "split", "question", "status", "question_type", "context_words",
+        "evidence_count", "reasoning_steps", "version",
+    )
+    page = Paginator(items, 50).get_page(filters.get("page") or 1)
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "form": form, "page": page, "filters": filters, "query": query.urlencode(),
+        "facets": item_facets(), "statuses": ItemStatus.choices, "question_types": QUESTION_TYPES,
+    }
+    template = "annotation/item_list.html#results" if request.htmx else "annotation/item_list.html"
+    return render(request, template, context)
+
+
+@annotator_required
+def item_detail_view(request, pk: int):
+    item = get_object_or_404(Item, pk=pk)
+    graph = clue_graph.parse_clue_graph(item.evidence, item.reasoning)
+    anchors = clue_graph.anchor_clues(graph.clues, item.context)
+    spans = [(a.start, a.end, a.clue_index, a.exact) for a in anchors if a is not None]
+    clues = [
+        {"clue": clue, "anchor": anchor, "number": i + 1}
+        for i, (clue, anchor) in enumerate(zip(graph.clues, anchors))
+    ]
+    context = {
+        "item": item,
+        "graph": graph,
+        "clues": clues,
+        "segments": segments(item.context, spans),
+        "issues": clue_graph.check_graph(graph, item.context),
+        "options": item_options(item),
+        "revisions": item_revisions(item=item)[:20],
+    }
+    return render(request, "annotation/item_detail.html", context)
+
+
+@researcher_required
+def item_import_view(request):
+    report = None
+    errors = []
+    if request.method == "POST":
+        form = ItemImportForm(request.POST, request.FILES)
+        if form.is_valid():
+            upload = form.cleaned_data["file"]
+            try:
+                report = item_import(
+                    stream=upload.file, file_name=upload.name, source=form.cleaned_data["source"],
+                    split=form.cleaned_data["split"], user=request.user,
+                    dry_run=form.cleaned_data["dry_run"], skip_invalid=form.cleaned_data["skip_invalid"],
+                )
+            except ImportRejected as exc:
+                errors = exc.errors
+                messages.error(request, f"{len(exc.errors)} invalid line(s) in {upload.name}: nothing was imported.")
+            else:
+                messages.success(request, f"{upload.name}: {report.summary()}")
+                if not report.dry_run and not report.errors:
+                    return redirect(f"{request.path}?done=1")
+                errors = report.errors
+    else:
+        form = ItemImportForm()
+    return render(request, "annotation/item_import.html", {"form": form, "report": report, "errors": errors[:200],
+                                                           "error_count": len(errors)})

@@ -1,0 +1,64 @@
+"""Researchers' pages: curation progress (and queueing imported items), verification agreement and its export."""
+from __future__ import annotations
+
+import csv
+import io
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+
+from detectbench_web.roles import researcher_required
+
+from .. import selectors, services
+from ..forms import EnterWorkflowForm
+from ..models import Stage
+
+
+@researcher_required
+def progress_view(request):
+    if request.method == "POST":
+        form = EnterWorkflowForm(request.POST)
+        if form.is_valid():
+            moved = services.items_enter_workflow(user=request.user, split=form.cleaned_data["split"] or None,
+                                                  source=form.cleaned_data["source"] or None)
+            messages.success(request, f"{moved} imported item(s) queued for verification.")
+        return redirect("annotation:progress")
+    return render(request, "annotation/progress.html", {"board": selectors.progress_board(),
+                                                        "form": EnterWorkflowForm(), "stages": Stage.choices})
+
+
+@researcher_required
+def agreement_view(request):
+    return render(request, "annotation/agreement.html", {"report": selectors.verification_agreement()})
+
+
+def agreement_rows(report: dict) -> list[dict]:
+    rows = []
+    for q in report["questions"]:
+        rows.append({"question": q["question"], "pair": "all", "items": q["items"],
+                     "percent_agreement": q["percent_agreement"], "cohen_kappa": "",
+                     "fleiss_kappa": q["fleiss_kappa"]})
+        for pair in q["pairs"]:
+            rows.append({"question": q["question"], "pair": " & ".join(pair["raters"]), "items": pair["items"],
+                         "percent_agreement": pair["percent_agreement"], "cohen_kappa": pair["cohen_kappa"],
+                         "fleiss_kappa": ""})
+    return rows
+
+
+@researcher_required
+def agreement_export_view(request, fmt: str):
+    report = selectors.verification_agreement()
+    if fmt == "json":
+        response = JsonResponse(report, json_dumps_params={"indent": 2})
+    elif fmt == "csv":
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=["question", "pair", "items", "percent_agreement", "cohen_kappa",
+                                                 "fleiss_kappa"])
+        writer.writeheader()
+        writer.writerows(agreement_rows(report))
+        response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    else:
+        raise Http404("csv or json")
+    response["Content-Disposition"] = f'attachment; filename="verification-agreement.{fmt}"'
+    return response

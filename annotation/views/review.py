@@ -1,0 +1,51 @@
+"""Review: approve and publish an item, or send it back to an earlier stage."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+
+from detectbench_web.roles import annotator_required
+
+from .. import services
+from ..diffing import content_diff
+from ..forms import ReviewForm
+from ..graph_editing import editable_graph
+from ..models import Item, Stage
+from .clue_graph import graph_context
+from .common import error_text, stage_context
+
+
+@annotator_required
+def review_view(request, pk: int):
+    item = get_object_or_404(Item, pk=pk)
+    status = 200
+    if request.method == "POST":
+        form = ReviewForm(request.POST)
+        if form.is_valid():
+            try:
+                services.review_submit(item_id=item.pk, user=request.user, action=form.cleaned_data["action"],
+                                       send_back_to=form.cleaned_data["send_back_to"],
+                                       comment=form.cleaned_data["comment"],
+                                       item_version=form.cleaned_data["item_version"])
+            except services.StaleVersion as exc:
+                form.add_error(None, f"The item changed (now version {exc.item.version}) while you reviewed it.")
+                status = 409
+            except (ValidationError, services.WorkflowError) as exc:
+                form.add_error(None, error_text(exc))
+                status = 409
+            else:
+                messages.success(request, f"{item}: review saved.")
+                return redirect("annotation:queue")
+        else:
+            status = 400
+    else:
+        form = ReviewForm(initial={"item_version": item.version})
+    graph = editable_graph(item.evidence, item.reasoning)
+    context = stage_context(request, item, Stage.REVIEW)
+    context.update(graph_context(item, graph, base_version=item.version))
+    verified = item.revisions.filter(stage=Stage.VERIFICATION).order_by("-number").first()
+    context.update({"form": form, "since_verification": content_diff(verified.snapshot, item.content())
+                    if verified else [], "history_url": reverse("annotation:history", args=[item.pk])})
+    return render(request, "annotation/review.html", context, status=status)
