@@ -1,0 +1,123 @@
+"""Which judge label to hand out next for review, and how likely each label was to be drawn
+(pure, no Django).
+
+Every label gets an audit key u, uniform on [0, 1), when it is recorded. Two streams hand
+labels out:
+
+* the random stream takes the available label with the smallest u: a uniform random order,
+  fixed in advance, so the labels with u <= u* (u* the largest key it has drawn) have all
+  been handed out, whatever the other stream did: a uniform (Bernoulli) sample of rate u*;
+* the order stream, in triage order, takes the available label with the lowest belief
+  (unscored labels first, ties by u), and only labels below the accept threshold. In audit
+  order every hand-out comes from the random stream.
+
+Hand-out number n (1, 2, ...) of a queue comes from the random stream when
+floor(n * share) > floor((n - 1) * share): exactly floor(N * share) of the first N hand-outs,
+spread evenly (share 0.2: the 5th, 10th, ...). When the order stream has nothing left below
+the threshold, the hand-out comes from the random stream and is recorded as such.
+
+Inclusion probabilities for inverse-probability weights: with k* the largest triage key the
+order stream has drawn, a label with triage key <= k* was certain to be handed out (pi = 1);
+any other label was handed out exactly when u <= u* (pi = u*).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+TRIAGE = "triage"
+AUDIT = "audit"
+ORDERS = (TRIAGE, AUDIT)
+
+RANDOM = "random"
+ORDER = "order"
+STREAMS = (RANDOM, ORDER)
+
+
+def is_random_handout(number: int, share: float) -> bool:
+    """Whether hand-out `number` (from 1) of a queue is drawn uniformly at random."""
+    if number < 1:
+        raise ValueError("hand-outs are numbered from 1")
+    if not 0.0 <= share <= 1.0:
+        raise ValueError("the random share is between 0 and 1")
+    # The rounding keeps 0.29 * 100 at 29, not 28.999...
+    return math.floor(round(number * share, 9)) > math.floor(round((number - 1) * share, 9))
+
+
+def handout_stream(order: str, number: int, share: float) -> str:
+    """The stream of hand-out `number` in a queue with this order and random share."""
+    if order not in ORDERS:
+        raise ValueError(f"unknown review order {order!r}")
+    if order == AUDIT or is_random_handout(number, share):
+        return RANDOM
+    return ORDER
+
+
+def triage_key(belief: float | None, audit_key: float) -> tuple[float, float]:
+    """Lowest belief first, unscored labels (no belief) before every scored one, ties by u."""
+    return (-1.0 if belief is None else float(belief), float(audit_key))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A label as the hand-out policy sees it."""
+
+    id: int
+    belief: float | None
+    audit_key: float
+
+
+def eligible_for_order(candidate: Candidate, threshold: float | None) -> bool:
+    """Whether the order stream may hand out this label (below the accept threshold)."""
+    return threshold is None or candidate.belief is None or candidate.belief < threshold
+
+
+def pick(candidates: Iterable[Candidate], stream: str, threshold: float | None = None) -> tuple[Candidate | None, str]:
+    """The label a stream hands out among the available ones, and the stream actually used
+    (the random stream when the order stream has nothing left below the threshold)."""
+    pool = list(candidates)
+    if stream == ORDER:
+        eligible = [c for c in pool if eligible_for_order(c, threshold)]
+        if eligible:
+            return min(eligible, key=lambda c: (triage_key(c.belief, c.audit_key), c.id)), ORDER
+        stream = RANDOM
+    if stream != RANDOM:
+        raise ValueError(f"unknown stream {stream!r}")
+    if not pool:
+        return None, RANDOM
+    return min(pool, key=lambda c: (c.audit_key, c.id)), RANDOM
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """A label with the stream that first handed it out (None: never handed out)."""
+
+    belief: float | None
+    audit_key: float
+    first_stream: str | None
+
+
+def sampling_frontier(labels: Sequence[Drawn]) -> tuple[float, tuple[float, float] | None]:
+    """u* (0 when the random stream drew nothing) and k* (None when the order stream drew nothing)."""
+    u_star = max((d.audit_key for d in labels if d.first_stream == RANDOM), default=0.0)
+    k_star = max((triage_key(d.belief, d.audit_key) for d in labels if d.first_stream == ORDER), default=None)
+    return u_star, k_star
+
+
+def inclusion_probability(label: Drawn, u_star: float, k_star: tuple[float, float] | None) -> float:
+    """The chance that this label was handed out, given the frontier of both streams."""
+    if k_star is not None and triage_key(label.belief, label.audit_key) <= k_star:
+        return 1.0
+    return u_star
+
+
+def in_uniform_sample(label: Drawn, u_star: float) -> bool:
+    """Whether the label belongs to the uniform sample (u <= u*), however it was handed out."""
+    return label.first_stream is not None and u_star > 0 and label.audit_key <= u_star
+
+
+def inclusion_probabilities(labels: Sequence[Drawn]) -> list[float]:
+    """The inclusion probability of every label (IPW weight = 1 / it, for drawn labels)."""
+    u_star, k_star = sampling_frontier(labels)
+    return [inclusion_probability(d, u_star, k_star) for d in labels]

@@ -1,0 +1,164 @@
+"""Trust figures against hand computation (annotation.trust is pure: no database)."""
+import math
+
+import pytest
+
+from annotation import agreement, trust
+
+Z95 = 1.959963984540054
+
+
+def wilson(p, n):
+    centre = (p + Z95 ** 2 / (2 * n)) / (1 + Z95 ** 2 / n)
+    half = Z95 * math.sqrt(p * (1 - p) / n + Z95 ** 2 / (4 * n * n)) / (1 + Z95 ** 2 / n)
+    return centre - half, centre + half
+
+
+def test_accuracy_unweighted_is_the_share_agreeing_with_a_wilson_interval():
+    estimate = trust.accuracy([True, True, True, False])
+    assert estimate.value == 0.75 and estimate.n == 4 and estimate.n_eff == 4
+    low, high = wilson(0.75, 4)
+    assert estimate.low == pytest.approx(low, abs=1e-12) and estimate.high == pytest.approx(high, abs=1e-12)
+
+
+def test_accuracy_weighted_uses_the_weights_and_kish_effective_n():
+    estimate = trust.accuracy([True, False, True, False], [1, 1, 2, 4])
+    assert estimate.value == pytest.approx(3 / 8)
+    n_eff = 8 ** 2 / (1 + 1 + 4 + 16)
+    assert estimate.n_eff == pytest.approx(n_eff)
+    low, high = wilson(3 / 8, n_eff)
+    assert (estimate.low, estimate.high) == (pytest.approx(low), pytest.approx(high))
+
+
+def test_accuracy_of_nothing_is_none():
+    assert trust.accuracy([]).value is None
+
+
+def _table_pairs(table, labels=("a", "b")):
+    judge, human = [], []
+    for i, row in enumerate(table):
+        for j, count in enumerate(row):
+            judge += [labels[i]] * count
+            human += [labels[j]] * count
+    return judge, human
+
+
+def test_kappa_and_its_interval_by_hand():
+    # judge rows, people columns: p_o = 0.7; marginals judge (.5, .5), people (.6, .4): p_e = 0.5
+    judge, human = _table_pairs([[20, 5], [10, 15]])
+    estimate = trust.kappa(judge, human)
+    assert estimate.value == pytest.approx(0.4)
+    # Fleiss-Cohen-Everitt variance worked out by hand:
+    # A = .4(1 - 1.1*.6)^2 + .3(1 - .9*.6)^2 = .10972
+    # B = .6^2 (.1(.6 + .5)^2 + .2(.4 + .5)^2) = .10188,  C = (.4 - .5*.6)^2 = .01
+    variance = (0.10972 + 0.10188 - 0.01) / (1 - 0.5) ** 2 / 50
+    half = Z95 * math.sqrt(variance)
+    assert estimate.low == pytest.approx(0.4 - half) and estimate.high == pytest.approx(0.4 + half)
+    assert estimate.value == pytest.approx(agreement.cohen_kappa(judge, human))
+
+
+def test_weighted_kappa_equals_kappa_of_repeated_rows():
+    judge = ["a", "a", "b", "b", "a"]
+    human = ["a", "b", "b", "a", "a"]
+    weights = [2, 1, 3, 1, 1]
+    expanded_j = [j for j, w in zip(judge, weights) for _ in range(w)]
+    expanded_h = [h for h, w in zip(human, weights) for _ in range(w)]
+    weighted = trust.kappa(judge, human, weights)
+    assert weighted.value == pytest.approx(agreement.cohen_kappa(expanded_j, expanded_h))
+    assert weighted.n == 5 and weighted.n_eff == pytest.approx(64 / 16)
+    # The interval is the one of the same table with n_eff = 4 reviews: wider than the 8 repeated ones.
+    repeated = trust.kappa(expanded_j, expanded_h)
+    assert (weighted.high - weighted.low) == pytest.approx((repeated.high - repeated.low) * math.sqrt(8 / 4))
+
+
+def test_kappa_is_none_when_everything_is_one_label():
+    assert trust.kappa(["a", "a"], ["a", "a"]).value is None
+
+
+BELIEFS = [0.05, 0.15, 0.95, 1.0, 0.3, 0.35]
+AGREE = [False, True, True, True, False, True]
+
+
+def test_reliability_bins_counts_and_means():
+    bins = trust.reliability_bins(BELIEFS, AGREE)
+    assert len(bins) == 10
+    assert [b.count for b in bins] == [1, 1, 0, 2, 0, 0, 0, 0, 0, 2]
+    assert bins[3].mean_belief == pytest.approx(0.325) and bins[3].agreement == 0.5
+    assert bins[9].mean_belief == pytest.approx(0.975) and bins[9].agreement == 1.0
+    assert bins[2].mean_belief is None and bins[2].agreement is None
+    assert (bins[3].lower, bins[3].upper) == (0.3, 0.4)
+
+
+def test_bin_edges_belong_to_the_upper_bin_and_one_to_the_last():
+    assert trust.bin_index(0.3) == 3 and trust.bin_index(0.7) == 7 and trust.bin_index(1.0) == 9
+    assert trust.bin_index(0.0) == 0 and trust.bin_index(0.2999) == 2
+    with pytest.raises(ValueError):
+        trust.bin_index(1.2)
+
+
+def test_ece_by_hand():
+    expected = (abs(0 - 0.05) + abs(1 - 0.15) + 2 * abs(0.5 - 0.325) + 2 * abs(1 - 0.975)) / 6
+    assert trust.expected_calibration_error(BELIEFS, AGREE) == pytest.approx(expected)
+    assert expected == pytest.approx(1.3 / 6)
+
+
+def test_weighted_ece_by_hand():
+    weights = [1, 1, 1, 1, 2, 2]
+    # bin 3 now: beliefs .3 (w2, wrong) and .35 (w2, right): mean belief .325, agreement .5, weight 4 of 8
+    expected = (0.05 + 0.85 + 4 * 0.175 + 2 * 0.025) / 8
+    assert trust.expected_calibration_error(BELIEFS, AGREE, weights) == pytest.approx(expected)
+
+
+def test_brier_by_hand_weighted_and_not():
+    squares = [0.05 ** 2, 0.85 ** 2, 0.05 ** 2, 0.0, 0.3 ** 2, 0.65 ** 2]
+    assert trust.brier_score(BELIEFS, AGREE) == pytest.approx(sum(squares) / 6)
+    weights = [1, 1, 1, 1, 2, 2]
+    assert trust.brier_score(BELIEFS, AGREE, weights) == pytest.approx(
+        sum(s * w for s, w in zip(squares, weights)) / 8)
+
+
+def test_brier_when_everything_agrees_is_still_defined():
+    assert trust.brier_score([0.9, 0.8], [True, True]) == pytest.approx((0.01 + 0.04) / 2)
+
+
+def test_agreement_above_a_threshold_and_coverage():
+    beliefs = [0.9, 0.8, 0.6, 0.4]
+    agree = [True, False, True, False]
+    estimate, coverage = trust.above_threshold(beliefs, agree, 0.6)
+    assert estimate.value == pytest.approx(2 / 3) and estimate.n == 3
+    assert (estimate.low, estimate.high) == tuple(pytest.approx(x) for x in wilson(2 / 3, 3))
+    assert coverage == 3 / 4
+    population = [0.9, 0.8, 0.6, 0.4, 0.95, 0.1, 0.2, 0.7]
+    _, coverage = trust.above_threshold(beliefs, agree, 0.6, population=population)
+    assert coverage == 5 / 8
+    # Weighted coverage without a population: (1 + 1 + 1) / (1 + 1 + 1 + 3)
+    _, coverage = trust.above_threshold(beliefs, agree, 0.6, weights=[1, 1, 1, 3])
+    assert coverage == pytest.approx(0.5)
+
+
+def test_coverage_curve_points():
+    beliefs = [0.9, 0.8, 0.6, 0.4]
+    agree = [True, False, True, False]
+    curve = {p.threshold: p for p in trust.coverage_curve(beliefs, agree)}
+    assert len(curve) == 21
+    assert curve[0.0].coverage == 1.0 and curve[0.0].agreement == 0.5 and curve[0.0].n == 4
+    assert curve[0.85].coverage == 0.25 and curve[0.85].agreement == 1.0
+    assert curve[0.95].n == 0 and curve[0.95].agreement is None
+
+
+def test_trust_figures_bundle():
+    judge = ["yes", "yes", "no", "no", "yes", "no"]
+    human = ["no", "yes", "no", "no", "no", "no"]
+    figures = trust.trust_figures(judge, human, BELIEFS, threshold=0.9)
+    assert figures["n"] == 6
+    assert figures["accuracy"]["value"] == pytest.approx(4 / 6)
+    assert figures["kappa"]["value"] == pytest.approx(agreement.cohen_kappa(judge, human))
+    assert figures["ece"] == pytest.approx(trust.expected_calibration_error(BELIEFS, [j == h for j, h in zip(judge, human)]))
+    assert figures["above_threshold"]["n"] == 2 and figures["coverage_above_threshold"] == pytest.approx(2 / 6)
+
+
+def test_weights_must_match_and_be_non_negative():
+    with pytest.raises(ValueError):
+        trust.accuracy([True], [1, 2])
+    with pytest.raises(ValueError):
+        trust.accuracy([True], [-1])
