@@ -46,6 +46,21 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Iterable, Sequence
 
+from .text import (
+    PUNCTUATION_TRIM,
+    STOPWORDS,
+    has_negation,
+    is_cjk,
+    node_key,
+    normalize,
+    numbers,
+    stem,
+    stems,
+    straight_quotes,
+    token_spans,
+    tokens,
+)
+
 __all__ = [
     "ANCHOR_MIN_SCORE",
     "ARROW",
@@ -473,50 +488,10 @@ def _render_steps(steps: Iterable, *, numbering: bool | None) -> list[str]:
 
 
 # --------------------------------------------------------------------------
-# Text normalisation and tokens
+# Text normalisation and tokens (annotation.text)
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
-_QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "‘": "'", "’": "'", "`": "'"})
-_STOPWORDS = frozenset(
-    """a an the of to in on at by for with from and or but is are was were be been being
-    it its this that these those he she they them his her their him i you we us our your
-    as so if then than there here has have had do does did not no into up out about
-    which who whom what when where while also very just all any some s t d ll re ve m""".split()
-)
-_SUFFIXES = ("ingly", "edly", "ing", "ed", "ly", "s")
-
-
-def normalize_text(text: str) -> str:
-    """Lowercase, unify quotes, collapse whitespace (for comparing node texts)."""
-    return " ".join(text.translate(_QUOTES).lower().split())
-
-
-@functools.lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    """A crude stemmer: drop one inflection suffix and a final e, keep 6 characters.
-
-    Enough to match translation variants (melted/melt, sizes/size,
-    horizontally/horizontal, noticed/notice) without a dependency.
-    """
-    if word.endswith("ies") and len(word) > 4:
-        word = word[:-3] + "y"
-    else:
-        for suffix in _SUFFIXES:
-            if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
-                word = word[: -len(suffix)]
-                break
-    if len(word) > 3 and word.endswith("e"):
-        word = word[:-1]
-    return word[:6]
-
-
-def _tokens(text: str) -> list[str]:
-    return [_stem(m.group(0).lower()) for m in _TOKEN.finditer(text)]
-
-
-_NUMBER = re.compile(r"\d+(?:[.,/:]\d+)*")
-_NEGATION = re.compile(r"\b(?:not|no|never|none|neither|nor|cannot)\b|n't", re.IGNORECASE)
+#: Kept as a name of this module for callers; see annotation.text.normalize.
+normalize_text = normalize
 
 
 def _same_node(a: str, b: str) -> bool:
@@ -525,21 +500,21 @@ def _same_node(a: str, b: str) -> bool:
     Fuzzy equality needs the same numbers and the same polarity: "x is 11/12
     of y" is not "x is less than y", "1984 is not ..." is not "6984 is ...".
     """
-    na, nb = normalize_text(a).strip(_TRIM), normalize_text(b).strip(_TRIM)
+    na, nb = node_key(a), node_key(b)
     if not na or not nb:
         return False
     if na == nb:
         return True
-    if sorted(_NUMBER.findall(na)) != sorted(_NUMBER.findall(nb)):
+    if numbers(na) != numbers(nb):
         return False
-    if bool(_NEGATION.search(na)) != bool(_NEGATION.search(nb)):
+    if has_negation(na) != has_negation(nb):
         return False
     return _similarity(a, b) >= REFERENCE_MIN_SIMILARITY
 
 
 def _similarity(a: str, b: str) -> float:
     """Token-level similarity of two node texts in [0, 1] (SequenceMatcher ratio)."""
-    ta, tb = _tokens(a), _tokens(b)
+    ta, tb = stems(a), stems(b)
     if not ta and not tb:
         return 1.0 if normalize_text(a) == normalize_text(b) else 0.0
     if not ta or not tb:
@@ -552,7 +527,7 @@ def _similarity(a: str, b: str) -> float:
 
 _SENTENCE_END = re.compile(r"[.!?。！？…\n]")
 _CLAUSE_END = re.compile(r"[,;:，；：、—()（）]")
-_TRIM = " \t\r\n\"'“”‘’`.,;:!?。，；：！？"
+_TRIM = PUNCTUATION_TRIM
 
 
 class _ContextIndex:
@@ -560,12 +535,12 @@ class _ContextIndex:
 
     def __init__(self, context: str) -> None:
         self.context = context
-        spans = [(m.start(), m.end()) for m in _TOKEN.finditer(context)]
+        spans = list(token_spans(context))
         words = [context[s:e].lower() for s, e in spans]
         self.spans = spans
         self.words = words
-        self.stems = [_stem(w) for w in words]
-        self.stop = [w in _STOPWORDS for w in words]
+        self.stems = [stem(w) for w in words]
+        self.stop = [w in STOPWORDS for w in words]
         # Clause and sentence boundaries between consecutive tokens.
         clauses: list[tuple[int, int]] = []
         sentence_of: list[int] = []
@@ -605,7 +580,7 @@ class _ContextIndex:
         chars: list[str] = []
         offsets: list[int] = []
         previous_space = True
-        for i, ch in enumerate(context.translate(_QUOTES)):
+        for i, ch in enumerate(straight_quotes(context)):
             if ch.isspace():
                 if previous_space:
                     continue
@@ -624,11 +599,8 @@ def _index(context: str) -> _ContextIndex:
     return _ContextIndex(context)
 
 
-_CJK_CHAR = re.compile(f"[{_CJK}]")
-
-
 def _wordish(ch: str) -> bool:
-    return ch.isalnum() and not _CJK_CHAR.match(ch)
+    return ch.isalnum() and not is_cjk(ch)
 
 
 def _boundary_ok(text: str, start: int, end: int) -> bool:
@@ -681,11 +653,11 @@ def _f_beta(overlap: float, needle_length: int, span_length: int) -> float:
 
 
 def _fuzzy(needle: str, index: _ContextIndex) -> tuple[int, int, float] | None:
-    words = [m.group(0).lower() for m in _TOKEN.finditer(needle)]
+    words = tokens(needle)
     if not words or not index.spans:
         return None
-    stems = [_stem(w) for w in words]
-    content_stems = [s for s, w in zip(stems, words) if w not in _STOPWORDS]
+    stems = [stem(w) for w in words]
+    content_stems = [s for s, w in zip(stems, words) if w not in STOPWORDS]
     use_stopwords = not content_stems
     if use_stopwords:
         content_stems = stems
@@ -806,13 +778,13 @@ class _Nodes:
         self.texts: list[str] = []
 
     def add(self, text: str) -> None:
-        key = normalize_text(text).strip(_TRIM)
+        key = node_key(text)
         if key and key not in self.exact:
             self.exact.add(key)
             self.texts.append(text)
 
     def __contains__(self, text: str) -> bool:
-        key = normalize_text(text).strip(_TRIM)
+        key = node_key(text)
         if not key:
             return False
         if key in self.exact:
@@ -824,18 +796,18 @@ def _is_restatement(step: Step, clues: Sequence[Clue]) -> bool:
     """A single-input step that repeats an evidence line (reasoning often lists them first)."""
     if len(step.inputs) != 1:
         return False
-    given = normalize_text(step.inputs[0]).strip(_TRIM)
-    output = normalize_text(step.output).strip(_TRIM)
+    given = node_key(step.inputs[0])
+    output = node_key(step.output)
     for clue in clues:
-        if normalize_text(clue.text).strip(_TRIM) == given and normalize_text(clue.implication).strip(_TRIM) == output:
+        if node_key(clue.text) == given and node_key(clue.implication) == output:
             return True
     return False
 
 
 def _step_key(step: Step) -> tuple[frozenset[str], str]:
     return (
-        frozenset(normalize_text(s).strip(_TRIM) for s in step.inputs),
-        normalize_text(step.output).strip(_TRIM),
+        frozenset(node_key(s) for s in step.inputs),
+        node_key(step.output),
     )
 
 

@@ -1,14 +1,15 @@
 """Checks an annotator sees while rewriting an item or building its clue graph (pure Python)."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Sequence
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-_STOP = frozenset("a an the of to in on at by for with from and or but is are was were be been it he she they his her "
-                  "their this that answer therefore so thus".split())
+from .text import CONTRACTION_PIECES, NEGATION_WORDS, QUANTIFIER_WORDS, content_words, tokens
+
+#: Words of a conclusion's wording, not of its content ("Therefore, the answer is ...").
+_CONCLUSION_WORDS = ("answer", "therefore", "thus", "hence")
+_DISTINGUISHING = NEGATION_WORDS | QUANTIFIER_WORDS | CONTRACTION_PIECES
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,7 @@ class Check:
 
 
 def _norm(text: str) -> str:
-    return " ".join(_WORD.findall((text or "").lower()))
+    return " ".join(tokens(text))
 
 
 def option_checks(options: Sequence[str], answer_index: int | None) -> list[Check]:
@@ -41,7 +42,9 @@ def option_checks(options: Sequence[str], answer_index: int | None) -> list[Chec
 
 
 def _content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall((text or "").lower()) if w not in _STOP}
+    # Options often differ only in "no" / "not" / "all" or a letter naming a person ("D is ..."):
+    # those count here.
+    return content_words(text, ignore=_CONCLUSION_WORDS, keep=_DISTINGUISHING)
 
 
 def reaches_answer(final_output: str | None, options: Sequence[str], answer_index: int) -> bool:

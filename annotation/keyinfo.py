@@ -15,19 +15,18 @@ report the same number. Definition:
 """
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
 from rouge_score import rouge_scorer
 
-_TOKEN_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]|[a-z0-9]+")
+from .text import rouge_tokens
 
 
 class KeyInfoTokenizer:
-    """Lowercased Latin words and single CJK characters."""
+    """Lowercased Latin words and single CJK characters (annotation.text.rouge_tokens)."""
 
     def tokenize(self, text: str) -> list[str]:
-        return _TOKEN_RE.findall((text or "").lower())
+        return rouge_tokens(text)
 
 
 _SCORER = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False, tokenizer=KeyInfoTokenizer())
