@@ -1,8 +1,6 @@
 """REST API for researchers (token or session auth; IsResearcher): endpoints, runs, results."""
 from __future__ import annotations
 
-from django.core.exceptions import NON_FIELD_ERRORS
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -58,16 +56,6 @@ class RunLaunchSerializer(serializers.Serializer):
     chunk_size = serializers.IntegerField(required=False, default=400, min_value=1, max_value=10_000)
 
 
-def _refused(exc: DjangoValidationError) -> serializers.ValidationError:
-    """A service's ValidationError as a 400: field errors by field name, the rest under "detail"."""
-    if hasattr(exc, "error_dict"):
-        errors = dict(exc.message_dict)
-        if NON_FIELD_ERRORS in errors:
-            errors["detail"] = errors.pop(NON_FIELD_ERRORS)
-        return serializers.ValidationError(errors)
-    return serializers.ValidationError({"detail": exc.messages})
-
-
 class ResultSerializer(serializers.ModelSerializer):
     class Meta:
         model = Result
@@ -83,10 +71,7 @@ class EndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.C
     queryset = ModelEndpoint.objects.order_by("name")
 
     def perform_create(self, serializer):
-        try:
-            serializer.instance = services.endpoint_create(**serializer.validated_data)
-        except DjangoValidationError as exc:
-            raise _refused(exc) from None
+        serializer.instance = services.endpoint_create(**serializer.validated_data)
 
 
 class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -111,10 +96,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def create(self, request, *args, **kwargs):
         launch = RunLaunchSerializer(data=request.data)
         launch.is_valid(raise_exception=True)
-        try:
-            run = services.run_launch(user=request.user, **launch.validated_data)
-        except DjangoValidationError as exc:
-            raise _refused(exc) from None
+        run = services.run_launch(user=request.user, **launch.validated_data)
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
     @action(detail=True, methods=["post"])

@@ -1,17 +1,22 @@
-"""Writes of the evaluation app: endpoints, launching, cancelling and resuming runs."""
+"""Writes of the evaluation app: endpoints, launching, cancelling and resuming runs.
+
+A refused call raises an `evaluation.errors` / `detectbench_web.errors` ServiceError (model
+validation in `full_clean()` raises Django's ValidationError, which the mappers accept too).
+"""
 from __future__ import annotations
 
 from typing import Sequence
 from urllib.parse import urlparse
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.models import Item
 from annotation.selectors import item_list
 
+from detectbench_web.errors import Invalid
+
 from . import execution
+from .errors import EmptySelection, NoDemonstrations, UnknownMethod
 from .methods import METHODS
 from .models import EndpointKind, ModelEndpoint, OptionOrder, Result, Run, RunStatus
 
@@ -55,7 +60,7 @@ def endpoint_for_cli(*, base_url: str = "", model: str = "", api_key_env: str = 
 def select_item_ids(*, split: str = "", item_status: str = "", question_type: str = "",
                     ids: Sequence[int] = (), limit: int | None = None) -> list[int]:
     if limit is not None and limit < 1:
-        raise ValidationError({"limit": "The limit must be at least 1."})
+        raise Invalid("The limit must be at least 1.", field="limit")
     items = item_list(split=split or None, status=item_status or None, question_type=question_type or None)
     if ids:
         items = items.filter(pk__in=list(ids))
@@ -77,13 +82,13 @@ def run_launch(*, endpoint: ModelEndpoint, method: str, split: str = "", item_st
                enqueue: bool = True) -> Run:
     """Create a run over a fixed item selection and queue its chunks (after commit)."""
     if method not in METHODS:
-        raise ValidationError({"method": f"Unknown method {method!r}; choose from {', '.join(METHODS)}."})
+        raise UnknownMethod(f"Unknown method {method!r}; choose from {', '.join(METHODS)}.", field="method")
     spec = METHODS[method]
     item_ids = select_item_ids(split=split, item_status=item_status, question_type=question_type, ids=ids, limit=limit)
     if not item_ids:
-        raise ValidationError("No items match this selection.")
-    if spec.shots and Item.objects.filter(split="train").count() < spec.shots + 1:
-        raise ValidationError(f"{method} needs demonstrations: import the train split first.")
+        raise EmptySelection("No items match this selection.")
+    if spec.shots and not _enough_demonstrations(spec.shots, item_ids):
+        raise NoDemonstrations(f"{method} needs demonstrations: import the train split first.", field="method")
     run = Run(
         endpoint=endpoint, method=method, k=k or spec.default_k, split=split, item_status=item_status,
         question_type=question_type, limit=limit, requested_ids=list(ids), item_ids=item_ids, seed=seed,
@@ -96,6 +101,12 @@ def run_launch(*, endpoint: ModelEndpoint, method: str, split: str = "", item_st
     if enqueue:
         _enqueue(run, run.item_ids)
     return run
+
+
+def _enough_demonstrations(shots: int, item_ids: list[int]) -> bool:
+    """Every selected item gets ``shots`` usable train items as demonstrations (never itself)."""
+    pool = set(execution.demonstration_pool())
+    return len(pool) > shots or (len(pool) == shots and not pool.intersection(item_ids))
 
 
 def missing_item_ids(run: Run) -> list[int]:

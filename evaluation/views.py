@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
+from detectbench_web.error_mapping import REFUSED, add_form_errors
 from detectbench_web.roles import researcher_required
 
 from . import selectors, services
@@ -15,15 +15,6 @@ from .figures import Bar, bar_chart
 from .forms import ComparisonFilterForm, EndpointForm, RunLaunchForm
 from .metrics import RunMetrics
 from .models import TABLE9_PRESET, Run
-
-
-def _add_service_errors(form, exc: ValidationError) -> None:
-    """A service's ValidationError on the form: beside the field it names, else at the top."""
-    if not hasattr(exc, "error_dict"):
-        form.add_error(None, exc)
-        return
-    for field, errors in exc.error_dict.items():
-        form.add_error(field if field in form.fields else None, errors)
 
 
 @researcher_required
@@ -35,8 +26,8 @@ def endpoint_list_view(request):
             data.update(TABLE9_PRESET)
         try:
             endpoint = services.endpoint_create(**data)
-        except ValidationError as exc:
-            _add_service_errors(form, exc)
+        except REFUSED as exc:
+            add_form_errors(form, exc)
         else:
             messages.success(request, f"Endpoint {endpoint.name} created.")
             return redirect("evaluation:endpoint_list")
@@ -63,8 +54,8 @@ def run_launch_view(request):
                 limit=data["limit"], seed=data["seed"], samples=data["samples"], k=data["k"],
                 option_order=data["option_order"], user=request.user,
             )
-        except ValidationError as exc:
-            _add_service_errors(form, exc)
+        except REFUSED as exc:
+            add_form_errors(form, exc)
         else:
             messages.success(request, f"Launched {len(launched)} run(s).")
             if len(launched) == 1:

@@ -2,18 +2,25 @@
 import io
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from evaluation import services
+from evaluation.errors import UnknownMethod
 from evaluation.models import ModelEndpoint, Run
 from tests.support.items import import_items
 
 pytestmark = pytest.mark.django_db
 
 HUGE = 10**12
+
+
+def named_fields(body: dict) -> set[str]:
+    """The fields a 400 names: serializer errors by key, a refused service call in "field" / "errors"."""
+    return set(body) | set(body.get("errors") or {}) | {body.get("field")}
 
 
 @pytest.fixture
@@ -51,7 +58,39 @@ def test_api_launch_bad_json_and_empty_selection(api, test_items, endpoint):
     assert response.status_code == 400
     response = api.post("/api/evaluation/runs/", {"endpoint": endpoint.pk, "method": "naive", "split": "nope"},
                         format="json")
-    assert response.status_code == 400 and "No items" in str(response.json())
+    assert response.status_code == 400 and response.json()["code"] == "empty_selection"
+    assert "No items" in response.json()["detail"]
+
+
+def test_api_refused_launch_is_a_400_with_its_code(api, test_items, endpoint):
+    """A few-shot method without train items: the service refuses, the API answers 400 (never 500)."""
+    response = api.post("/api/evaluation/runs/", {"endpoint": endpoint.pk, "method": "naive-3shot", "split": "test"},
+                        format="json")
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert body["code"] == "no_demonstrations" and body["field"] == "method" and "train" in body["detail"]
+    assert not Run.objects.exists()
+
+
+def test_launch_page_shows_a_refused_selection(researcher_client, test_items, endpoint):
+    response = researcher_client.post(reverse("evaluation:run_launch"), {
+        "endpoint": endpoint.pk, "methods": ["naive"], "split": "nope", "seed": 1, "samples": 1,
+        "option_order": "original"})
+    assert response.status_code == 200
+    assert response.context["form"].non_field_errors() == ["No items match this selection."]
+
+
+def test_endpoint_page_shows_model_validation_beside_its_field(researcher_client):
+    response = researcher_client.post(reverse("evaluation:endpoint_list"), {
+        "name": "e", "kind": "builtin", "model": "gpt-9", "max_concurrency": 4, "timeout_s": 10, "max_attempts": 2})
+    assert response.status_code == 200
+    assert response.context["form"].errors.get("model"), response.context["form"].errors
+    assert not ModelEndpoint.objects.filter(name="e").exists()
+
+
+def test_evaluate_command_reports_a_refused_launch(test_items):
+    with pytest.raises(CommandError, match="No items match"):
+        call_command("evaluate", "--builtin", "first-option", "--split", "nope", stdout=io.StringIO())
 
 
 @pytest.mark.parametrize("field, value", [
@@ -64,7 +103,7 @@ def test_api_endpoint_rejects_bad_fields_by_name(api, field, value):
     body = {"name": "e", "kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m", field: value}
     response = api.post("/api/evaluation/endpoints/", body, format="json")
     assert response.status_code == 400, response.content
-    assert field in response.json(), response.json()
+    assert field in named_fields(response.json()), response.json()
     assert not ModelEndpoint.objects.filter(name="e").exists()
     assert "secret-123" not in response.content.decode()
     if field == "api_key_env":
@@ -109,14 +148,12 @@ def test_evaluate_command_refuses_non_positive_numbers(test_items, args):
 
 def test_run_method_is_checked_against_the_registry(test_items, endpoint):
     """Run.method has no choices: the registry is the list, in Run.clean() and in the launch service."""
-    from django.core.exceptions import ValidationError
-
     run = services.run_launch(endpoint=endpoint, method="naive", split="test", enqueue=False)
     run.method = "naive-2shot"
     with pytest.raises(ValidationError) as refused:
         run.full_clean()
     assert "method" in refused.value.message_dict
-    with pytest.raises(ValidationError) as refused:
+    with pytest.raises(UnknownMethod) as refused:
         services.run_launch(endpoint=endpoint, method="naive-2shot", split="test", enqueue=False)
-    assert "method" in refused.value.message_dict
+    assert refused.value.field == "method" and refused.value.http_status == 400
     assert Run.objects.count() == 1

@@ -6,8 +6,9 @@ import json
 import sys
 import time
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+
+from detectbench_web.error_mapping import REFUSED, error_text
 
 from evaluation import selectors, services
 from evaluation.baselines import BUILTIN_MODELS
@@ -71,9 +72,12 @@ class Command(BaseCommand):
         unknown = [m for m in methods if m not in METHODS]
         if unknown:
             raise CommandError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}")
-        endpoint = services.endpoint_for_cli(base_url=o["base_url"] or "", model=o["model"] or "",
-                                             api_key_env=o["api_key_env"], builtin=o["builtin"] or "",
-                                             concurrency=o["concurrency"])
+        try:
+            endpoint = services.endpoint_for_cli(base_url=o["base_url"] or "", model=o["model"] or "",
+                                                 api_key_env=o["api_key_env"], builtin=o["builtin"] or "",
+                                                 concurrency=o["concurrency"])
+        except REFUSED as exc:
+            raise CommandError(error_text(exc)) from exc
         in_process = o["wait"] and (o["in_process"] or not workers_available())
         progress = o["wait"] and not o["no_progress"]
         for method in methods:
@@ -84,8 +88,8 @@ class Command(BaseCommand):
                     option_order=OptionOrder.PERMUTED if o["permute_options"] else OptionOrder.ORIGINAL,
                     enqueue=not in_process, note="evaluate command",
                 )
-            except ValidationError as exc:
-                raise CommandError("; ".join(exc.messages)) from exc
+            except REFUSED as exc:
+                raise CommandError(error_text(exc)) from exc
             if in_process:
                 stop = self._progress_thread(run) if progress else None
                 try:

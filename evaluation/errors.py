@@ -1,0 +1,26 @@
+"""How the evaluation services refuse a call: subclasses of the project's error contract.
+
+Views and APIs do not catch these one by one: `detectbench_web.error_mapping` turns any of
+them into form errors, an error page or a JSON body with their HTTP status.
+"""
+from __future__ import annotations
+
+from detectbench_web.errors import Invalid
+
+
+class UnknownMethod(Invalid):
+    """The method is not in the registry (evaluation.methods.METHODS)."""
+
+    code = "unknown_method"
+
+
+class EmptySelection(Invalid):
+    """No item matches the run's selection."""
+
+    code = "empty_selection"
+
+
+class NoDemonstrations(Invalid):
+    """A few-shot method was asked for before enough usable train items were imported."""
+
+    code = "no_demonstrations"
