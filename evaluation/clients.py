@@ -167,6 +167,13 @@ class OpenAIChatClient(ModelClient):
         body = {**extra_body, "model": self.model, "messages": list(messages), **params}
         return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
+    def read(self, body: bytes, *, latency_s: float, attempts: int) -> Completion:
+        """The Completion of a response body (a subclass may read more of it, e.g. the log-probabilities);
+        MalformedResponse when it is not a chat completion (retried like a bad response)."""
+        text, tokens_in, tokens_out = read_completion(body)
+        return Completion(text=text, tokens_in=tokens_in, tokens_out=tokens_out, latency_s=latency_s,
+                          attempts=attempts)
+
     async def complete(self, messages, *, sample_key):
         started = time.monotonic()
         content = self._request(messages)
@@ -181,9 +188,7 @@ class OpenAIChatClient(ModelClient):
                     # is read by read_completion.
                     body = await self._client.post("/chat/completions", content=content, cast_to=bytes)
                     latency = time.monotonic() - sent
-                text, tokens_in, tokens_out = read_completion(body)
-                return Completion(text=text, tokens_in=tokens_in, tokens_out=tokens_out, latency_s=latency,
-                                  attempts=attempt)
+                return self.read(body, latency_s=latency, attempts=attempt)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below; non-retryable ones end the call
