@@ -12,7 +12,7 @@ from detectbench_web.roles import IsAnnotator
 
 from . import services
 from .forms import MAX_COMMENT, MAX_GRAPH_ROWS, MAX_GRAPH_TEXT, MAX_NOTE
-from .graph_editing import EditableStep, editable_graph
+from .clue_graph.editing import EditableStep, editable_graph
 from .models import CRITERIA, Decision, Item, ItemRevision, Stage
 from .selectors import item_list
 

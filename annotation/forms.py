@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from django import forms
 
-from .graph_editing import EditableGraph, EditableStep
+from .clue_graph.editing import EditableGraph, EditableStep
 from .item_checks import option_checks
 from .models import CRITERIA, Criterion, Decision, ReviewAction, Stage
 

@@ -3,6 +3,10 @@
 A new sub-domain adds its module here and to the imports below (Django finds
 models through this package).
 """
+from .belief import (
+    BeliefLabel, BeliefLease, BeliefLeaseStatus, BeliefQueue, BeliefReview, HandoutStream, LabelSource, LabelStatus,
+    LabelTask, ReviewOrder, ReviewVia,
+)
 from .items import CONTENT_FIELDS, Item, ItemRevision, ItemStatus, QuestionType
 from .workflow import (
     CRITERIA, NEXT_STATUS, Adjudication, AdjudicationStatus, AnnotatorLease, AnnotatorLeaseStatus, Criterion, Decision,
@@ -14,4 +18,6 @@ __all__ = [
     "CRITERIA", "NEXT_STATUS", "Adjudication", "AdjudicationStatus", "AnnotatorLease", "AnnotatorLeaseStatus",
     "Criterion", "Decision", "Draft", "ReviewAction", "ReviewDecision", "Stage", "StageConfig",
     "VerificationDecision",
+    "BeliefLabel", "BeliefLease", "BeliefLeaseStatus", "BeliefQueue", "BeliefReview", "HandoutStream", "LabelSource",
+    "LabelStatus", "LabelTask", "ReviewOrder", "ReviewVia",
 ]

@@ -5,6 +5,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from .belief import LabelSource
 from .items import Item, ItemStatus
 class Stage(models.TextChoices):
     """The stages in which annotators work on an item (a subset of ItemStatus)."""
@@ -112,6 +113,8 @@ class VerificationDecision(models.Model):
     bias = models.BooleanField(default=False, verbose_name=Criterion.BIAS.label)
     comment = models.TextField(blank=True)
     item_version = models.PositiveIntegerField(help_text="The item version the annotator saw.")
+    source = models.CharField(max_length=20, choices=LabelSource.choices, default=LabelSource.HUMAN_ONLY,
+                              help_text="Whether the judge's screening suggestion was accepted, overridden or absent.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

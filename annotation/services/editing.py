@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from ..graph_editing import EditableGraph
+from ..clue_graph.editing import EditableGraph
 from ..models import NEXT_STATUS, AnnotatorLease, AnnotatorLeaseStatus, Draft, Item, Stage
 from .items import StaleVersion, item_update
 from .leases import WorkflowError, locked_item, mark_submitted, move_item, stage_config, take_slot

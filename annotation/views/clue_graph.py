@@ -15,8 +15,8 @@ from detectbench_web.roles import annotator_required
 
 from .. import clue_graph, selectors, services
 from ..forms import GRAPH_META_KEYS, ClueGraphForm
-from ..graph_drawing import build_graph, render_svg
-from ..graph_editing import EditableGraph, EditableStep, editable_graph
+from ..clue_graph.drawing import build_graph, render_svg
+from ..clue_graph.editing import EditableGraph, EditableStep, editable_graph
 from ..highlight import segments
 from ..item_checks import reaches_answer
 from ..models import Item, Stage

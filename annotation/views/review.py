@@ -11,7 +11,7 @@ from detectbench_web.roles import annotator_required
 from .. import services
 from ..diffing import content_diff
 from ..forms import ReviewForm
-from ..graph_editing import editable_graph
+from ..clue_graph.editing import editable_graph
 from ..models import Item, Stage
 from .clue_graph import graph_context
 from .common import error_text, stage_context

@@ -234,7 +234,7 @@ def test_rewrite_and_clue_graph_finish_move_the_item_on_and_review_publishes(ann
 
 
 def _graph_post(item) -> dict:
-    from annotation.graph_editing import editable_graph
+    from annotation.clue_graph.editing import editable_graph
     from annotation.views.clue_graph import _graph_meta
 
     graph = editable_graph(item.evidence, item.reasoning)
