@@ -2,7 +2,7 @@
 
 The clue-graph screen edits clues (``text -> implication``) and reasoning steps
 (``A + B -> C``). Saving writes ``evidence`` and ``multi_hop_reasoning`` in the
-official format with clue_graph.render_evidence / render_reasoning. Parts the
+official format with render.render_evidence / render_reasoning. Parts the
 screen does not edit are kept as they were: the evidence header and the
 combined steps that follow it, the step headers, the numbering style of the
 clues and of the steps (``1. ``, ``(1) ``, ``- ``; rows are renumbered after
@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from . import clue_graph
-from .clue_graph import DEFAULT_EVIDENCE_HEADER, DEFAULT_REASONING_HEADER
+from .data import DEFAULT_EVIDENCE_HEADER, DEFAULT_REASONING_HEADER, Clue, ClueGraph, Step
+from .parse import parse_clue_graph
+from .render import render_evidence, render_reasoning
 
 
 @dataclass
@@ -74,28 +75,28 @@ class EditableGraph:
         steps = [replace(s, inputs=[text if given == old else given for given in s.inputs]) for s in self.steps]
         return replace(self, clues=clues, steps=steps)
 
-    def parsed(self) -> clue_graph.ClueGraph:
+    def parsed(self) -> ClueGraph:
         evidence, reasoning = self.texts()
-        return clue_graph.parse_clue_graph(evidence, reasoning)
+        return parse_clue_graph(evidence, reasoning)
 
     def texts(self) -> tuple[str, str]:
         """(evidence, multi_hop_reasoning) in the official format."""
         clues = [
-            clue_graph.Clue(index=n - 1, text=t.strip(), implication=i.strip(), line_no=0,
+            Clue(index=n - 1, text=t.strip(), implication=i.strip(), line_no=0,
                             prefix=_numbered(self.clue_prefix, n))
             for n, (t, i) in enumerate(((t, i) for t, i in self.clues if t.strip() or i.strip()), 1)
         ]
-        evidence = clue_graph.render_evidence(
+        evidence = render_evidence(
             clues, self.evidence_header or DEFAULT_EVIDENCE_HEADER, self.evidence_steps)
         reasoning_steps, number = [], 0
         for s in self.steps:
             if not (s.output.strip() or any(x.strip() for x in s.inputs)):
                 continue
             number = 1 if s.header else number + 1  # numbering starts again under each header
-            reasoning_steps.append(clue_graph.Step(
+            reasoning_steps.append(Step(
                 inputs=tuple(x.strip() for x in s.inputs if x.strip()), output=s.output.strip(), line_no=0,
                 header=s.header, prefix=_numbered(self.step_prefix, number)))
-        reasoning = clue_graph.render_reasoning(reasoning_steps, self.reasoning_header)
+        reasoning = render_reasoning(reasoning_steps, self.reasoning_header)
         if self.evidence_notes:
             evidence = "\n".join([evidence, *self.evidence_notes]).strip("\n")
         if self.reasoning_notes:
@@ -115,7 +116,7 @@ def _prefix_template(prefixes) -> str:
 
 def editable_graph(evidence: str, reasoning: str) -> EditableGraph:
     """The rows of an item's clue graph as stored."""
-    graph = clue_graph.parse_clue_graph(evidence, reasoning)
+    graph = parse_clue_graph(evidence, reasoning)
     return EditableGraph(
         clues=[(c.text, c.implication) for c in graph.clues],
         steps=[EditableStep(list(s.inputs), s.output, s.header) for s in graph.steps],

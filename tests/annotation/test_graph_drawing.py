@@ -8,8 +8,8 @@ import pytest
 
 from annotation import clue_graph
 from annotation.diffing import content_diff, inline_diff
-from annotation.graph_drawing import build_graph, render_svg
-from annotation.graph_editing import editable_graph
+from annotation.clue_graph.drawing import build_graph, render_svg
+from annotation.clue_graph.editing import editable_graph
 from annotation.item_checks import option_checks, reaches_answer
 
 CLUES = [("muddy boots by the desk", "someone came from the garden"), ("the gardener had a key", "he could lock it")]
