@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from .baselines import BUILTIN_MODELS
+from .judge.models import JudgeConfig, JudgeRun  # noqa: F401 - the judge's models: Django finds them here
 from .methods import METHODS
 from .parsing import PARSE_STATUSES
 
