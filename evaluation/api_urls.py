@@ -1,9 +1,14 @@
-from rest_framework.routers import DefaultRouter
+from django.urls import path
 
 from . import apis
 
 app_name = "evaluation_api"
-router = DefaultRouter()
-router.register("endpoints", apis.EndpointViewSet, basename="endpoint")
-router.register("runs", apis.RunViewSet, basename="run")
-urlpatterns = router.urls
+urlpatterns = [
+    path("endpoints/", apis.EndpointListAPI.as_view(), name="endpoint-list"),
+    path("endpoints/<int:pk>/", apis.EndpointDetailAPI.as_view(), name="endpoint-detail"),
+    path("runs/", apis.RunListAPI.as_view(), name="run-list"),
+    path("runs/<int:pk>/", apis.RunDetailAPI.as_view(), name="run-detail"),
+    path("runs/<int:pk>/cancel/", apis.RunCancelAPI.as_view(), name="run-cancel"),
+    path("runs/<int:pk>/resume/", apis.RunResumeAPI.as_view(), name="run-resume"),
+    path("runs/<int:pk>/results/", apis.RunResultsAPI.as_view(), name="run-results"),
+]

@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.decorators import action
+from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 
 from annotation.item_facts import QUESTION_TYPES
@@ -17,15 +16,20 @@ from .models import ModelEndpoint, OptionOrder, Result, Run
 
 
 class EndpointSerializer(serializers.ModelSerializer):
+    table9_preset = serializers.BooleanField(write_only=True, required=False, default=False,
+                                             help_text="Use the paper's Table 9 generation parameters.")
+
     class Meta:
         model = ModelEndpoint
         fields = ["id", "name", "kind", "base_url", "model", "api_key_env", "temperature", "top_p", "max_tokens",
                   "seed", "extra_params", "max_concurrency", "requests_per_minute", "timeout_s", "max_attempts",
-                  "retry_budget_s", "price_in_per_mtok", "price_out_per_mtok", "use_cache", "created_at"]
+                  "retry_budget_s", "price_in_per_mtok", "price_out_per_mtok", "use_cache", "created_at", "table9_preset"]
         read_only_fields = ["id", "created_at"]
 
 
 class RunSerializer(serializers.ModelSerializer):
+    """A run as the API shows it; ``progress`` comes from ``selectors.with_progress`` (no query here)."""
+
     progress = serializers.SerializerMethodField()
 
     class Meta:
@@ -36,7 +40,7 @@ class RunSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_progress(self, run: Run) -> dict:
-        p = self.context.get("progress", {}).get(run.pk) or selectors.run_progress(run=run)
+        p = run.progress
         return {"total": p.total, "done": p.done, "errors": p.errors}
 
 
@@ -64,52 +68,86 @@ class ResultSerializer(serializers.ModelSerializer):
                   "tokens_in", "tokens_out", "latency_s", "attempts", "cached", "error", "updated_at"]
 
 
-class EndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-                      viewsets.GenericViewSet):
+class EndpointListAPI(generics.ListCreateAPIView):
+    """GET: the endpoints; POST: create one (through ``services.endpoint_create``)."""
+
     permission_classes = [IsResearcher]
     serializer_class = EndpointSerializer
-    queryset = ModelEndpoint.objects.order_by("name")
+
+    def get_queryset(self):
+        return selectors.endpoint_list()
 
     def perform_create(self, serializer):
         serializer.instance = services.endpoint_create(**serializer.validated_data)
 
 
-class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class EndpointDetailAPI(generics.RetrieveAPIView):
+    permission_classes = [IsResearcher]
+    serializer_class = EndpointSerializer
+
+    def get_queryset(self):
+        return selectors.endpoint_list()
+
+
+class RunListAPI(generics.ListAPIView):
+    """GET: runs newest first, with progress; POST: launch one (``services.run_launch``)."""
+
     permission_classes = [IsResearcher]
     serializer_class = RunSerializer
-    queryset = Run.objects.select_related("endpoint").order_by("-created_at")
 
-    def list(self, request, *args, **kwargs):
-        page = self.paginate_queryset(self.get_queryset())
-        progress = selectors.run_progress_many(run_ids=[r.pk for r in page])
-        data = RunSerializer(page, many=True, context={"progress": progress}).data
-        return self.get_paginated_response(data)
+    def get_queryset(self):
+        return selectors.run_queryset()
 
-    def retrieve(self, request, *args, **kwargs):
+    def paginate_queryset(self, queryset):
+        return selectors.with_progress(list(super().paginate_queryset(queryset)))
+
+    def post(self, request):
+        launch = RunLaunchSerializer(data=request.data)
+        launch.is_valid(raise_exception=True)
+        run = services.run_launch(user=request.user, **launch.validated_data)
+        return Response(_OneRun.run_data(run), status=status.HTTP_201_CREATED)
+
+
+class _OneRun(generics.GenericAPIView):
+    permission_classes = [IsResearcher]
+    serializer_class = RunSerializer
+    queryset = Run.objects.select_related("endpoint")
+
+    @staticmethod
+    def run_data(run: Run) -> dict:
+        return RunSerializer(selectors.with_progress([run])[0]).data
+
+    def respond(self, run: Run) -> Response:
+        return Response(self.run_data(run))
+
+
+class RunDetailAPI(_OneRun):
+    """A run with its metrics and its metrics per question type."""
+
+    def get(self, request, pk: int):
         run = self.get_object()
-        data = RunSerializer(run).data
         summary, types = selectors.run_summary_and_question_types(run=run)
+        data = self.run_data(run)
         data["metrics"] = summary.as_json()
         data["by_question_type"] = {k: v.as_dict() for k, v in types.items()}
         return Response(data)
 
-    def create(self, request, *args, **kwargs):
-        launch = RunLaunchSerializer(data=request.data)
-        launch.is_valid(raise_exception=True)
-        run = services.run_launch(user=request.user, **launch.validated_data)
-        return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
-    @action(detail=True, methods=["post"])
-    def cancel(self, request, pk=None):
-        return Response(RunSerializer(services.run_cancel(run=self.get_object())).data)
+class RunCancelAPI(_OneRun):
+    def post(self, request, pk: int):
+        return self.respond(services.run_cancel(run=self.get_object()))
 
-    @action(detail=True, methods=["post"])
-    def resume(self, request, pk=None):
-        return Response(RunSerializer(services.run_resume(run=self.get_object())).data)
 
-    @action(detail=True, methods=["get"])
-    def results(self, request, pk=None):
-        run = get_object_or_404(Run, pk=pk)
-        results = Result.objects.filter(run=run).order_by("item_id", "sample_index")
-        page = self.paginate_queryset(results)
-        return self.get_paginated_response(ResultSerializer(page, many=True).data)
+class RunResumeAPI(_OneRun):
+    def post(self, request, pk: int):
+        return self.respond(services.run_resume(run=self.get_object()))
+
+
+class RunResultsAPI(generics.ListAPIView):
+    """The rows of one run, paginated."""
+
+    permission_classes = [IsResearcher]
+    serializer_class = ResultSerializer
+
+    def get_queryset(self):
+        return selectors.result_list(run=get_object_or_404(Run.objects.only("pk"), pk=self.kwargs["pk"]))

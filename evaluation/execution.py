@@ -23,16 +23,15 @@ from django.db import close_old_connections, connection, connections, transactio
 from django.utils import timezone
 
 from annotation.clue_graph import gold_key_information
-from annotation.keyinfo import keyinfo_score
 from annotation.models import Item, ItemStatus
 
 from .clients import BuiltinClient, ModelClient, OpenAIChatClient, RetryPolicy
 from .engine import RAMP_SPACING_S, Engine, Job, JobResult
 from .limiter import FileLimiter, Limiter, LocalLimiter, RedisLimiter
 from .methods import Completion, get_method
-from .parsing import section_text as parse_section
 from .models import CachedResponse, ModelEndpoint, OptionOrder, Result, Run, RunStatus
 from .prompts import ItemView, choose_demonstrations, present
+from .scoring import answer_shown_first, score_outcome
 
 log = logging.getLogger(__name__)
 
@@ -89,29 +88,25 @@ def make_client(endpoint: ModelEndpoint, *, seed: int) -> ModelClient:
 
 
 def _result_row(run: Run, result: JobResult) -> Result:
+    """The database row of one job's result (the judgement itself is `scoring.score_outcome`)."""
     job, outcome = result.job, result.outcome
     shown = job.shown
     row = Result(run_id=run.pk, item_id=job.item_id, sample_index=job.sample_index,
-                 shown_order=list(shown.order), answer_first=shown.order[0] == shown.item.answer_index,
+                 shown_order=list(shown.order), answer_first=answer_shown_first(shown),
                  attempts=result.attempts, updated_at=timezone.now())
     if outcome is None:
         row.error = result.error or "failed"
         return row
+    score = score_outcome(shown, outcome)
     row.messages = outcome.exchanges
     row.raw_output = outcome.output
     row.key_information = outcome.key_information
-    row.keyinfo = keyinfo_score(outcome.key_information, list(shown.item.key_information))
+    row.free_answer = outcome.free_answer
     row.tokens_in, row.tokens_out = outcome.tokens_in, outcome.tokens_out
     row.latency_s = outcome.latency_s
     row.cached = outcome.cached
-    row.free_answer = outcome.free_answer
-    if outcome.answer is None:  # free text: "ok" when the output has an answer section
-        row.parse_status = "ok" if parse_section(outcome.output, "answer") else "missing"
-    else:
-        row.parse_status = outcome.answer.status
-        row.answer_label = outcome.answer.label[:10]
-        row.answer_index = shown.original_index(outcome.answer.index)
-        row.is_correct = row.answer_index == shown.item.answer_index
+    row.parse_status, row.keyinfo = score.parse_status, score.keyinfo
+    row.answer_index, row.answer_label, row.is_correct = score.answer_index, score.answer_label, score.is_correct
     return row
 
 

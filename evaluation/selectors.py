@@ -26,15 +26,35 @@ class Progress:
 
 
 def endpoint_list() -> QuerySet[ModelEndpoint]:
+    """Endpoints by name, each with ``run_count``."""
     return ModelEndpoint.objects.annotate(run_count=Count("runs")).order_by("name")
 
 
-def run_list(*, limit: int | None = 200) -> list[Run]:
-    runs = list(Run.objects.select_related("endpoint").defer("item_ids", "requested_ids").order_by("-created_at")[:limit])
+def run_queryset() -> QuerySet[Run]:
+    """Runs newest first with their endpoint (one query), without the long id lists."""
+    return Run.objects.select_related("endpoint").defer("item_ids", "requested_ids").order_by("-created_at")
+
+
+def with_progress(runs: list[Run]) -> list[Run]:
+    """The runs, each with ``.progress`` set (two queries for all of them)."""
     progress = run_progress_many(run_ids=[r.pk for r in runs])
     for run in runs:
         run.progress = progress.get(run.pk, Progress(0, 0, 0))
     return runs
+
+
+def run_list(*, limit: int | None = 200) -> list[Run]:
+    return with_progress(list(run_queryset()[:limit]))
+
+
+def run_get(*, pk: int) -> Run:
+    """One run with its endpoint and ``.progress``; Run.DoesNotExist if there is none."""
+    return with_progress([Run.objects.select_related("endpoint").get(pk=pk)])[0]
+
+
+def result_list(*, run: Run) -> QuerySet[Result]:
+    """Every row of a run, in (item, sample) order, as the API returns them (item as an id: no join)."""
+    return Result.objects.filter(run=run).order_by("item_id", "sample_index")
 
 
 def run_progress_many(*, run_ids: list[int]) -> dict[int, Progress]:

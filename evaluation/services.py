@@ -18,12 +18,16 @@ from detectbench_web.errors import Invalid
 from . import execution
 from .errors import EmptySelection, NoDemonstrations, UnknownMethod
 from .methods import METHODS
-from .models import EndpointKind, ModelEndpoint, OptionOrder, Result, Run, RunStatus
+from .models import TABLE9_PRESET, EndpointKind, ModelEndpoint, OptionOrder, Result, Run, RunStatus
 
 
 @transaction.atomic
 def endpoint_create(*, name: str, kind: str = EndpointKind.OPENAI, base_url: str = "", model: str,
-                    api_key_env: str = "", max_concurrency: int = 8, **fields) -> ModelEndpoint:
+                    api_key_env: str = "", max_concurrency: int = 8, table9_preset: bool = False,
+                    **fields) -> ModelEndpoint:
+    """A new endpoint; ``table9_preset`` sets the paper's Table 9 generation parameters over the given ones."""
+    if table9_preset:
+        fields.update(TABLE9_PRESET)
     endpoint = ModelEndpoint(name=name, kind=kind, base_url=base_url, model=model, api_key_env=api_key_env,
                              max_concurrency=max_concurrency, **fields)
     endpoint.full_clean()

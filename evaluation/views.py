@@ -14,18 +14,15 @@ from . import selectors, services
 from .figures import Bar, bar_chart
 from .forms import ComparisonFilterForm, EndpointForm, RunLaunchForm
 from .metrics import RunMetrics
-from .models import TABLE9_PRESET, Run
+from .models import Run
 
 
 @researcher_required
 def endpoint_list_view(request):
     form = EndpointForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        data = dict(form.cleaned_data)
-        if data.pop("table9_preset", False):
-            data.update(TABLE9_PRESET)
         try:
-            endpoint = services.endpoint_create(**data)
+            endpoint = services.endpoint_create(**form.cleaned_data)
         except REFUSED as exc:
             add_form_errors(form, exc)
         else:

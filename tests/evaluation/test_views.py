@@ -116,6 +116,10 @@ def test_api_role_checks_and_launch_cancel_resume(researcher, annotator, detectb
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=researcher).key}")
     created = api.post("/api/evaluation/endpoints/", {"name": "b", "kind": "builtin", "model": "lexical"}, format="json")
     assert created.status_code == 201, created.content
+    preset = api.post("/api/evaluation/endpoints/", {"name": "t9", "kind": "builtin", "model": "lexical",
+                                                     "temperature": 0.1, "table9_preset": True}, format="json")
+    assert preset.status_code == 201 and (preset.data["temperature"], preset.data["max_tokens"]) == (0.95, 2000)
+    assert api.get(f"/api/evaluation/endpoints/{preset.data['id']}/").data["seed"] == 42
     bad = api.post("/api/evaluation/endpoints/", {"name": "c", "kind": "builtin", "model": "gpt"}, format="json")
     assert bad.status_code == 400
     with django_capture_on_commit_callbacks():
