@@ -1,0 +1,62 @@
+"""annotation.clue_graph.checks: every issue kind on a small example."""
+from __future__ import annotations
+
+from annotation.clue_graph import ISSUE_KINDS, check_graph, parse_clue_graph
+
+from .test_anchor import CONTEXT
+
+
+def kinds(issues):
+    return [issue.kind for issue in issues]
+
+
+def test_dangling_reference():
+    graph = parse_clue_graph(
+        "The door was locked -> The killer had a key",
+        "the killer had a key. + The gardener lied -> The gardener did it",
+    )
+    issues = [i for i in check_graph(graph, "The door was locked.") if i.kind == "dangling_reference"]
+    # Case and final punctuation are tolerated; the unknown input is reported once.
+    assert len(issues) == 1 and "The gardener lied" in issues[0].message and issues[0].line_no == 1
+
+
+def test_fuzzy_reference_tolerates_small_paraphrases_but_not_other_numbers():
+    graph = parse_clue_graph(
+        "Many horses -> There are two possible gender combinations for the children\nx -> 1984 is not a multiple of 9",
+        "Two possible gender combinations for the children -> 1/3\n6984 is a multiple of 9 -> answer",
+    )
+    dangling = [i for i in check_graph(graph, "") if i.kind == "dangling_reference"]
+    assert [i.line_no for i in dangling] == [2]
+
+
+def test_repeated_and_redundant_steps():
+    graph = parse_clue_graph(
+        "A fact -> Bob lied\nC fact -> Dan hid",
+        "Bob lied + Dan hid -> Eve\nBob lied + Dan hid -> Eve\nDan hid + Bob lied -> Eve\nBob lied -> Eve\nEve -> answer",
+    )
+    found = kinds(check_graph(graph, "A fact. C fact."))
+    assert "dangling_reference" not in found
+    assert found.count("repeated_step") == 2  # input order does not matter
+    assert found.count("redundant_step") == 1
+    assert "unused_clue" not in found and "no_conclusion" not in found
+
+
+def test_unused_clue_and_no_conclusion():
+    graph = parse_clue_graph("A fact -> B\nC fact -> D", "B -> E")
+    issues = check_graph(graph, "A fact. C fact.")
+    unused = [i for i in issues if i.kind == "unused_clue"]
+    assert [(i.clue_index, i.line_no) for i in unused] == [(1, 2)]
+    assert kinds(check_graph(parse_clue_graph("A fact -> B", "Therefore B."), "A fact."))[-1] == "no_conclusion"
+    assert "no_conclusion" in kinds(check_graph(parse_clue_graph("A fact -> B", "B ->"), "A fact."))
+
+
+def test_unanchored_and_fuzzy_clues():
+    graph = parse_clue_graph(
+        "a crumpled train timetable -> x\nThe wax of the lantern dripped down sideways -> y\nThe weather in Paris -> z",
+        "x + y + z -> answer",
+    )
+    issues = check_graph(graph, CONTEXT)
+    assert [(i.kind, i.clue_index) for i in issues if i.kind in ("fuzzy_clue", "unanchored_clue")] == [
+        ("fuzzy_clue", 1), ("unanchored_clue", 2),
+    ]
+    assert all(i.kind in ISSUE_KINDS for i in issues)
