@@ -9,6 +9,7 @@ Every setting the apps read is declared here; nothing here touches the disk
 (`manage.py prepare_var` / `make run` create the folders under var/).
 """
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -206,7 +207,7 @@ X_FRAME_OPTIONS = "DENY"
 # --- REST framework -------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "detectbench_web.auth_throttling.ThrottledTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["detectbench_web.roles.IsResearcher"],
@@ -215,6 +216,43 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
 }
+# --- Security: brute-force protection (issue 11) ---------------------------
+# Wrong passwords: django-axes locks a username+address pair out after AXES_FAILURE_LIMIT failures
+# for AXES_COOLOFF_TIME (a page saying so, HTTP 429). Wrong API tokens: 429 per address after
+# the "token_failure" rate (detectbench_web.auth_throttling). DRF throttles: anonymous and
+# per-user rates on every API. Client address = REMOTE_ADDR unless NUM_PROXIES says how many
+# trusted proxies append X-Forwarded-For (a client-sent header must not pick its own bucket).
+INSTALLED_APPS += ["axes"]
+MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # last: turns a locked-out login into the lockout page
+AUTHENTICATION_BACKENDS = ["detectbench_web.auth_throttling.LoginLockoutBackend", *AUTHENTICATION_BACKENDS]
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "10"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_LOCKOUT_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "detectbench_web.auth_throttling.lockout_response"  # registration/locked_out.html, 429
+NUM_PROXIES = int(os.environ.get("NUM_PROXIES", "0"))
+AXES_IPWARE_PROXY_COUNT = NUM_PROXIES or None
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if NUM_PROXIES else ("REMOTE_ADDR",)
+REST_FRAMEWORK.update({
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": os.environ.get("API_THROTTLE_ANON", "60/minute"),
+        "user": os.environ.get("API_THROTTLE_USER", "1200/minute"),
+        "token_failure": os.environ.get("API_THROTTLE_TOKEN_FAILURE", "10/minute"),
+    },
+    "NUM_PROXIES": NUM_PROXIES,
+})
+# Throttle counters must be shared by all web processes: Redis when there is one.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": "detectbench"}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# --- end of brute-force protection ------------------------------------------
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "DetectBench Web API",
     "DESCRIPTION": "Items, curation, studies and model evaluation for DetectBench.",

@@ -1,0 +1,89 @@
+"""Brute-force protection: password logins are locked out by django-axes, API tokens by a failure throttle.
+
+- `LoginLockoutBackend` is axes' lockout check (first in AUTHENTICATION_BACKENDS): after
+  AXES_FAILURE_LIMIT wrong passwords for one username from one address, every login of that
+  pair is refused for AXES_COOLOFF_TIME, the right password included.
+- `ThrottledTokenAuthentication` is DRF's token authentication that counts wrong tokens per
+  client address (rate scope "token_failure"). DRF's own throttles run only after
+  authentication succeeded, so a guessed token is answered 401 forever without this; once
+  the limit is reached every token from that address is refused with 429 until the window
+  has passed, a correct one included, so guessing cannot tell a hit from a miss.
+"""
+from __future__ import annotations
+
+from axes.backends import AxesStandaloneBackend
+from rest_framework.authentication import TokenAuthentication, get_authorization_header
+from rest_framework.exceptions import AuthenticationFailed, Throttled
+from rest_framework.throttling import SimpleRateThrottle
+
+
+class LoginLockoutBackend(AxesStandaloneBackend):
+    """django-axes' lockout check for every login over HTTP.
+
+    A login without a request (the test client's `login()`, a shell) comes from no client
+    address that could be locked, so it goes on to the next backend; axes itself would raise.
+    Every HTTP path (login page, admin login, DRF) passes the request.
+    """
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        if request is None:
+            return None
+        return super().authenticate(request, username=username, password=password, **kwargs)
+
+
+class TokenFailureThrottle(SimpleRateThrottle):
+    """Wrong API tokens per client address; only failures are recorded."""
+
+    scope = "token_failure"
+
+    def get_cache_key(self, request, view=None):
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+    def _load(self, request) -> None:
+        self.key = self.get_cache_key(request)
+        self.history = self.cache.get(self.key, [])
+        self.now = self.timer()
+        while self.history and self.history[-1] <= self.now - self.duration:
+            self.history.pop()
+
+    def wait_if_blocked(self, request) -> float | None:
+        """Seconds until this address may try a token again, or None when it may now."""
+        self._load(request)
+        if len(self.history) >= self.num_requests:
+            return self.wait()
+        return None
+
+    def record_failure(self, request) -> None:
+        self._load(request)
+        self.history.insert(0, self.now)
+        self.cache.set(self.key, self.history, self.duration)
+
+
+class ThrottledTokenAuthentication(TokenAuthentication):
+    """TokenAuthentication that refuses an address with 429 after too many wrong tokens."""
+
+    def authenticate(self, request):
+        auth = get_authorization_header(request).split()
+        if not auth or auth[0].lower() != self.keyword.lower().encode():
+            return None  # no token offered: other authentication classes decide
+        throttle = TokenFailureThrottle()
+        wait = throttle.wait_if_blocked(request)
+        if wait is not None:
+            raise Throttled(wait=wait, detail="Too many invalid API tokens from this address; try again later.")
+        try:
+            return super().authenticate(request)
+        except AuthenticationFailed:
+            throttle.record_failure(request)
+            raise
+
+
+def lockout_response(request, original_response=None, credentials=None):
+    """AXES_LOCKOUT_CALLABLE: the lockout page with the lock's length in minutes, HTTP 429."""
+    from django.conf import settings
+    from django.shortcuts import render
+
+    minutes = round(settings.AXES_COOLOFF_TIME.total_seconds() / 60)
+    context = {"failure_limit": settings.AXES_FAILURE_LIMIT, "lockout_minutes": minutes}
+    response = render(request, "registration/locked_out.html", context, status=429)
+    response["Retry-After"] = str(minutes * 60)
+    return response

@@ -1,0 +1,146 @@
+"""Brute force: wrong passwords lock a username+address out (django-axes), wrong API tokens are
+throttled per address, every API has anonymous and per-user rates; the suite's own logins still work."""
+from __future__ import annotations
+
+import itertools
+import time
+
+import pytest
+from django.conf import settings
+from django.core.cache import cache
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+pytestmark = pytest.mark.django_db
+
+_addresses = (f"198.51.100.{n}" for n in itertools.count(1))
+
+
+def _address() -> str:
+    """A fresh client address per use, so throttle counters of other tests never meet this one's."""
+    return next(_addresses)
+
+
+def _login(client, username, password, address):
+    return client.post(reverse("login"), {"username": username, "password": password}, REMOTE_ADDR=address)
+
+
+def _logged_in(client) -> bool:
+    return "_auth_user_id" in client.session
+
+
+def test_thirty_wrong_passwords_then_the_right_one_is_refused(client, researcher):
+    address = _address()
+    statuses = [_login(client, "res1", f"wrong-{n}", address).status_code for n in range(30)]
+    # The first failures show the form again; the failure that reaches the limit and every
+    # attempt after it get the lockout page.
+    limit = settings.AXES_FAILURE_LIMIT
+    assert statuses[:limit - 1] == [200] * (limit - 1)
+    assert set(statuses[limit - 1:]) == {429}
+    response = _login(client, "res1", "pw-res1", address)
+    assert response.status_code == 429
+    text = response.content.decode()
+    assert "Too many failed logins" in text and "15 minutes" in text
+    assert 'class="topbar"' in text  # the site's layout, not a bare message
+    assert response["Retry-After"] == "900"
+    assert not _logged_in(client)
+
+
+def test_the_lock_holds_for_the_username_and_address_only(client, researcher, annotator):
+    address = _address()
+    for n in range(settings.AXES_FAILURE_LIMIT):
+        _login(client, "res1", f"wrong-{n}", address)
+    assert _login(client, "res1", "pw-res1", address).status_code == 429
+    # The same user from another address, and another user from the same address, may log in.
+    assert _login(client, "res1", "pw-res1", _address()).status_code == 302
+    client.logout()
+    assert _login(client, "ann1", "pw-ann1", address).status_code == 302
+    assert _logged_in(client)
+
+
+def test_a_success_below_the_limit_resets_the_count(client, researcher):
+    address = _address()
+    for n in range(settings.AXES_FAILURE_LIMIT - 1):
+        assert _login(client, "res1", f"wrong-{n}", address).status_code == 200
+    assert _login(client, "res1", "pw-res1", address).status_code == 302
+    client.logout()
+    for n in range(settings.AXES_FAILURE_LIMIT - 1):
+        assert _login(client, "res1", f"again-{n}", address).status_code == 200
+    assert _login(client, "res1", "pw-res1", address).status_code == 302
+
+
+def test_admin_login_is_locked_out_too(client, researcher):
+    address = _address()
+    url = reverse("admin:login")
+    for n in range(settings.AXES_FAILURE_LIMIT):
+        client.post(url, {"username": "res1", "password": f"wrong-{n}"}, REMOTE_ADDR=address)
+    response = client.post(url, {"username": "res1", "password": "pw-res1"}, REMOTE_ADDR=address)
+    assert response.status_code == 429 and not _logged_in(client)
+
+
+def test_the_test_clients_own_logins_still_work(client, researcher):
+    assert client.login(username="res1", password="pw-res1")
+    assert client.get(reverse("home")).status_code == 200
+    client.logout()
+    assert not client.login(username="res1", password="wrong")
+    client.force_login(researcher)
+    assert client.get(reverse("home")).status_code == 200
+
+
+def _api(token: str | None, address: str):
+    api = APIClient(REMOTE_ADDR=address)
+    if token:
+        api.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    return api.get(reverse("studies_api:study_list"))
+
+
+def test_bad_token_brute_force_is_throttled_and_then_even_the_right_token_is_refused(researcher):
+    good = Token.objects.create(user=researcher).key
+    address = _address()
+    statuses = [_api("f" * 40 if n % 2 else f"{n:040x}", address).status_code for n in range(30)]
+    assert statuses[:10] == [401] * 10
+    assert set(statuses[10:]) == {429}
+    refused = _api(good, address)
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    # Another address is not affected; a good token from it works.
+    assert _api(good, _address()).status_code == 200
+
+
+def test_good_tokens_are_not_counted_as_failures(researcher):
+    good = Token.objects.create(user=researcher).key
+    address = _address()
+    assert all(_api(good, address).status_code == 200 for _ in range(15))
+
+
+def test_every_api_has_anonymous_and_per_user_rates():
+    rest = settings.REST_FRAMEWORK
+    assert rest["DEFAULT_THROTTLE_CLASSES"] == ["rest_framework.throttling.AnonRateThrottle",
+                                                "rest_framework.throttling.UserRateThrottle"]
+    assert set(rest["DEFAULT_THROTTLE_RATES"]) >= {"anon", "user", "token_failure"}
+    assert rest["NUM_PROXIES"] == 0  # a client-sent X-Forwarded-For cannot choose its own bucket
+
+
+def test_a_user_over_the_rate_gets_429(researcher):
+    """Fill this user's window up to the configured rate (DRF's own counter in the shared cache)."""
+    good = Token.objects.create(user=researcher).key
+    limit = int(settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["user"].split("/")[0])
+    assert _api(good, _address()).status_code == 200
+    key = f"throttle_user_{researcher.pk}"
+    now = time.time()
+    cache.set(key, [now] * limit, 60)
+    try:
+        response = _api(good, _address())
+        assert response.status_code == 429 and "Retry-After" in response
+    finally:
+        cache.delete(key)
+
+
+def test_spoofed_forwarded_for_does_not_escape_the_token_throttle(researcher):
+    address = _address()
+    for n in range(10):
+        APIClient(REMOTE_ADDR=address, HTTP_X_FORWARDED_FOR=f"203.0.113.{n}").get(
+            reverse("studies_api:study_list"), HTTP_AUTHORIZATION=f"Token {n:040x}")
+    spoof = APIClient(REMOTE_ADDR=address, HTTP_X_FORWARDED_FOR="203.0.113.99")
+    response = spoof.get(reverse("studies_api:study_list"), HTTP_AUTHORIZATION="Token " + "e" * 40)
+    assert response.status_code == 429
