@@ -266,3 +266,13 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
 }
+
+# --- evaluation ------------------------------------------------------------
+# Read by evaluation.execution (the pure limiter/engine get them as arguments).
+#: Seconds a Redis limiter lease lives unrenewed: the slots of a killed worker come back after this.
+EVALUATION_LIMITER_LEASE_S = float(os.environ.get("EVALUATION_LIMITER_LEASE_S", "10"))
+#: Slow start: the first requests of a chunk are launched this many seconds apart (0 = all at once).
+EVALUATION_RAMP_SPACING_S = float(os.environ.get("EVALUATION_RAMP_SPACING_S", "0.002"))
+#: Slot files of the embedded-mode limiter (used when REDIS_URL is empty); created on first use.
+EVALUATION_LIMITER_DIR = Path(os.environ.get("EVALUATION_LIMITER_DIR", VAR_DIR / "limiter"))
+# --- end of evaluation -------------------------------------------------------
