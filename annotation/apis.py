@@ -1,7 +1,6 @@
 """REST API of the curation workflow (token or session auth; annotators and researchers)."""
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
@@ -11,6 +10,7 @@ from rest_framework.views import APIView
 from detectbench_web.roles import IsAnnotator
 
 from . import services
+from .errors import ITEM_API_FIELDS
 from .forms import MAX_COMMENT, MAX_GRAPH_ROWS, MAX_GRAPH_TEXT, MAX_NOTE
 from .clue_graph.editing import EditableStep, editable_graph
 from .models import CRITERIA, Decision, Item, ItemRevision, Stage
@@ -20,8 +20,7 @@ from .selectors import item_list
 class ItemSerializer(serializers.ModelSerializer):
     class Meta:
         model = Item
-        fields = ("id", "source", "external_id", "split", "status", "version", "context", "question", "options",
-                  "answer_index", "evidence", "reasoning", "question_type", "updated_at")
+        fields = ITEM_API_FIELDS
 
 
 class RevisionSerializer(serializers.ModelSerializer):
@@ -66,7 +65,11 @@ class ClueGraphInSerializer(serializers.Serializer):
 
 
 class ConflictSerializer(serializers.Serializer):
+    """The body of a refused stale edit (409): the error contract plus the stored item."""
+
+    code = serializers.CharField()
     detail = serializers.CharField()
+    base_version = serializers.IntegerField()
     current_version = serializers.IntegerField()
     current = ItemSerializer()
 
@@ -80,19 +83,6 @@ class LeaseSerializer(serializers.Serializer):
     item = ItemSerializer()
     stage = serializers.CharField()
     expires_at = serializers.DateTimeField()
-
-
-REFUSALS = (services.StaleVersion, DjangoValidationError, services.WorkflowError)
-
-
-def _refused(exc: Exception) -> Response:
-    """A refused service call: 409 with the current item when stale, 400 when invalid, 409 when out of turn."""
-    if isinstance(exc, services.StaleVersion):
-        return Response({"detail": str(exc), "current_version": exc.item.version,
-                         "current": ItemSerializer(exc.item).data}, status=status.HTTP_409_CONFLICT)
-    if isinstance(exc, DjangoValidationError):
-        return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
-    return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
 
 
 @extend_schema(tags=["annotation"], parameters=[
@@ -142,10 +132,7 @@ class VerificationSubmitApi(APIView):
         item = get_object_or_404(Item, pk=pk)
         data = VerificationInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            verdict = services.verification_submit(item_id=item.pk, user=request.user, **data.validated_data)
-        except REFUSALS as exc:
-            return _refused(exc)
+        verdict = services.verification_submit(item_id=item.pk, user=request.user, **data.validated_data)
         item.refresh_from_db()
         return Response(VerificationOutSerializer({"id": verdict.pk, "decision": verdict.decision,
                                                    "criteria": verdict.criteria, "item_status": item.status}).data,
@@ -172,12 +159,9 @@ class ClueGraphSubmitApi(APIView):
         graph.clues = [(c["text"], c["implication"]) for c in data.validated_data["clues"]]
         graph.steps = [EditableStep(list(s["inputs"]), s["output"], headers[i] if i < len(headers) else None)
                        for i, s in enumerate(data.validated_data["steps"])]
-        try:
-            saved = services.clue_graph_save(item_id=item.pk, base_version=data.validated_data["base_version"],
-                                             graph=graph, user=request.user,
-                                             note=data.validated_data["note"] or "clue graph submitted via API")
-        except REFUSALS as exc:
-            return _refused(exc)
+        saved = services.clue_graph_save(item_id=item.pk, base_version=data.validated_data["base_version"],
+                                         graph=graph, user=request.user,
+                                         note=data.validated_data["note"] or "clue graph submitted via API")
         return Response(ItemSerializer(saved).data)
 
 

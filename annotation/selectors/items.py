@@ -65,3 +65,11 @@ def item_history(*, item: Item) -> list[dict]:
         entries.append({"revision": revision, "diffs": content_diff(previous, revision.snapshot) if previous else []})
         previous = revision.snapshot
     return list(reversed(entries))
+
+
+def item_conflict(*, item: Item, base_version: int) -> dict:
+    """What others changed since `base_version`: the diff to the stored item and who changed it."""
+    base = revision_snapshot(item=item, number=base_version) or {}
+    return {"version": item.version, "base_version": base_version,
+            "diffs": content_diff(base, item.content()),
+            "authors": [r.author for r in item.revisions.filter(number__gt=base_version).select_related("author")]}

@@ -4,10 +4,13 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from detectbench_web.errors import Invalid
+
+from ..errors import StaleVersion, WorkflowError
 from ..clue_graph.editing import EditableGraph
 from ..models import NEXT_STATUS, AnnotatorLease, AnnotatorLeaseStatus, Draft, Item, Stage
-from .items import StaleVersion, item_update
-from .leases import WorkflowError, locked_item, mark_submitted, move_item, stage_config, take_slot
+from .items import item_update
+from .leases import locked_item, mark_submitted, move_item, stage_config, take_slot
 
 
 def item_edit(*, item_id: int, base_version: int, changes: dict, user, stage: str, note: str = "",
@@ -47,7 +50,7 @@ def clue_graph_save(*, item_id: int, base_version: int, graph: EditableGraph, us
 def stage_submit(*, item_id: int, user, stage: str, item_version: int, now=None) -> Item:
     """Mark the user's work in an editing stage (rewrite, clue graph) done; advance when k are done."""
     if stage not in (Stage.REWRITE, Stage.CLUE_GRAPH):
-        raise ValueError("stage_submit is for the editing stages")
+        raise Invalid("stage_submit is for the editing stages", field="stage")
     now = now or timezone.now()
     config = stage_config(stage)
     item = locked_item(item_id)

@@ -7,32 +7,18 @@ import json
 from dataclasses import dataclass, field
 from typing import BinaryIO, Iterable, TextIO
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F
 
 from .. import clue_graph
 from ..dataformat import ParsedRecord, RecordError, parse_jsonl
+from detectbench_web.error_mapping import as_service_error
+from detectbench_web.errors import Invalid, NotFound
+
+from ..errors import ImportRejected, ItemNotFound, StaleVersion
 from ..item_facts import question_type, token_count, word_count
 from ..models import CONTENT_FIELDS, Item, ItemRevision
-
-
-class ImportRejected(Exception):
-    """The file has invalid lines and nothing was imported."""
-
-    def __init__(self, errors: list[RecordError]):
-        self.errors = errors
-        shown = "\n".join(str(e) for e in errors[:20])
-        more = f"\n... and {len(errors) - 20} more" if len(errors) > 20 else ""
-        super().__init__(f"{len(errors)} invalid line(s), nothing imported:\n{shown}{more}")
-
-
-class StaleVersion(Exception):
-    """An edit was based on an older version of the item than the one stored."""
-
-    def __init__(self, item: Item, base_version: int):
-        self.item = item
-        self.base_version = base_version
-        super().__init__(f"{item} is at version {item.version}, the edit started from version {base_version}")
 
 
 @dataclass
@@ -180,13 +166,15 @@ def item_update(
     """Apply content changes to an item as a new revision, refusing edits based on a stale version.
 
     Raises StaleVersion (with the current item) when someone saved in between, and
-    ValidationError when the result is not a valid item.
+    Invalid (with the field errors) when the result is not a valid item.
     """
     unknown = set(changes) - set(CONTENT_FIELDS)
     if unknown:
-        raise ValueError(f"not content fields: {sorted(unknown)}")
+        raise Invalid(f"not content fields: {sorted(unknown)}", code="not_content")
     with transaction.atomic():
-        item = Item.objects.select_for_update().get(pk=item_id)
+        item = Item.objects.select_for_update().filter(pk=item_id).first()
+        if item is None:
+            raise ItemNotFound(f"no item {item_id}")
         if item.version != base_version:
             raise StaleVersion(item, base_version)
         changed = [name for name, value in changes.items() if getattr(item, name) != value]
@@ -194,7 +182,10 @@ def item_update(
             return item
         for name in changed:
             setattr(item, name, changes[name])
-        item.full_clean(exclude=["question_type"])
+        try:
+            item.full_clean(exclude=["question_type"])
+        except ValidationError as exc:
+            raise as_service_error(exc) from exc
         for name, value in derived_facts(
             context=item.context, question=item.question, evidence=item.evidence, reasoning=item.reasoning
         ).items():
@@ -213,7 +204,9 @@ def item_update(
 
 def item_revert(*, item_id: int, revision_number: int, base_version: int, user=None) -> Item:
     """Restore the content of an earlier revision; the revert is itself a new revision."""
-    revision = ItemRevision.objects.get(item_id=item_id, number=revision_number)
+    revision = ItemRevision.objects.filter(item_id=item_id, number=revision_number).first()
+    if revision is None:
+        raise NotFound(f"item {item_id} has no revision {revision_number}", code="revision_not_found")
     snapshot = {k: v for k, v in revision.snapshot.items() if k in CONTENT_FIELDS}
     return item_update(item_id=item_id, base_version=base_version, changes=snapshot, user=user,
                        note=f"reverted to revision {revision_number}")
@@ -238,7 +231,7 @@ def items_export(*, items: Iterable[Item], out: TextIO, fmt: str = "jsonl") -> i
                              r["answer"], r["clue_graph"]["evidence"], r["clue_graph"]["multi_hop_reasoning"]])
             count += 1
     else:
-        raise ValueError(f"unknown export format {fmt!r} (jsonl or csv)")
+        raise Invalid(f"unknown export format {fmt!r} (jsonl or csv)", field="fmt")
     return count
 
 

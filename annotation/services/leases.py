@@ -9,6 +9,9 @@ from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from detectbench_web.errors import Invalid
+
+from ..errors import ItemNotFound, NoSlot
 from ..models import (
     CONTENT_FIELDS, Adjudication, AdjudicationStatus, AnnotatorLease, AnnotatorLeaseStatus, Item, ItemRevision,
     ItemStatus, Stage, StageConfig,
@@ -16,14 +19,6 @@ from ..models import (
 from .items import item_update
 
 LIVE = (AnnotatorLeaseStatus.LEASED, AnnotatorLeaseStatus.SUBMITTED)
-
-
-class WorkflowError(Exception):
-    """A workflow action that does not fit the item's current state."""
-
-
-class NoSlot(WorkflowError):
-    """The stage already has its k annotators for this item (or this annotator may not take it)."""
 
 
 def stage_config(stage: str) -> StageConfig:
@@ -110,7 +105,7 @@ def lease_next(*, user, stage: str, now=None) -> AnnotatorLease | None:
     after the lock, when every earlier lease on that item is visible.
     """
     if stage not in Stage.values:
-        raise ValueError(f"unknown stage {stage!r}")
+        raise Invalid(f"unknown stage {stage!r}", field="stage")
     now = now or timezone.now()
     config = stage_config(stage)
     with transaction.atomic():
@@ -174,4 +169,7 @@ def mark_submitted(lease: AnnotatorLease, now) -> None:
 
 
 def locked_item(item_id: int) -> Item:
-    return Item.objects.select_for_update().get(pk=item_id)
+    item = Item.objects.select_for_update().filter(pk=item_id).first()
+    if item is None:
+        raise ItemNotFound(f"no item {item_id}")
+    return item

@@ -1,12 +1,14 @@
 """Review: a second annotator approves (publishes) an item or sends it back to an earlier stage."""
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from detectbench_web.errors import Invalid
+
+from ..errors import StaleVersion
 from ..models import AnnotatorLease, AnnotatorLeaseStatus, ItemStatus, ReviewAction, ReviewDecision, Stage
-from .items import StaleVersion, item_update
+from .items import item_update
 from .leases import LIVE, locked_item, mark_submitted, move_item, stage_config, take_slot
 
 STAGE_ORDER = list(Stage.values)
@@ -19,13 +21,13 @@ def review_submit(*, item_id: int, user, action: str, item_version: int, send_ba
     now = now or timezone.now()
     if action == ReviewAction.SEND_BACK:
         if send_back_to not in (Stage.VERIFICATION, Stage.REWRITE, Stage.CLUE_GRAPH):
-            raise ValidationError("Choose the stage to send the item back to.")
+            raise Invalid("Choose the stage to send the item back to.", field="send_back_to")
         if not comment.strip():
-            raise ValidationError("Say what needs fixing when sending an item back.")
+            raise Invalid("Say what needs fixing when sending an item back.", field="comment")
     elif action == ReviewAction.APPROVE:
         send_back_to = ""
     else:
-        raise ValidationError(f"unknown review action {action!r}")
+        raise Invalid(f"unknown review action {action!r}", field="action")
     item = locked_item(item_id)
     if item.version != item_version:
         raise StaleVersion(item, item_version)

@@ -3,16 +3,18 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from detectbench_web.errors import Invalid, NotFound
+from detectbench_web.roles import is_researcher
+
+from ..errors import StaleVersion, WorkflowError
 from ..models import (
     CRITERIA, Adjudication, AdjudicationStatus, AnnotatorLeaseStatus, Decision, ItemStatus, Stage,
     VerificationDecision,
 )
-from .items import StaleVersion
-from .leases import WorkflowError, locked_item, mark_submitted, move_item, stage_config, take_slot
+from .leases import locked_item, mark_submitted, move_item, stage_config, take_slot
 
 
 @transaction.atomic
@@ -28,13 +30,14 @@ def verification_submit(
     now = now or timezone.now()
     criteria = set(criteria)
     if criteria - set(CRITERIA):
-        raise ValidationError(f"unknown criteria {sorted(criteria - set(CRITERIA))}")
+        raise Invalid(f"unknown criteria {sorted(criteria - set(CRITERIA))}", field="criteria")
     if decision == Decision.DELETE and not criteria:
-        raise ValidationError("A delete decision needs at least one criterion (Table 7, 1.1-1.5).")
+        raise Invalid("A delete decision needs at least one criterion (Table 7, 1.1-1.5).", field="criteria")
     if decision == Decision.KEEP and criteria:
-        raise ValidationError("An item that meets a deletion criterion cannot be kept: untick it or delete.")
+        raise Invalid("An item that meets a deletion criterion cannot be kept: untick it or delete.",
+                      field="criteria")
     if decision not in Decision.values:
-        raise ValidationError(f"unknown decision {decision!r}")
+        raise Invalid(f"unknown decision {decision!r}", field="decision")
     config = stage_config(Stage.VERIFICATION)
     item = locked_item(item_id)
     if item.version != item_version:
@@ -69,13 +72,13 @@ def verification_submit(
 @transaction.atomic
 def adjudication_resolve(*, adjudication_id: int, user, decision: str, comment: str = "") -> Adjudication:
     """Settle a disagreement: keep (item goes on to rewrite) or delete (rejected)."""
-    adjudication = Adjudication.objects.select_for_update().get(pk=adjudication_id)
+    adjudication = Adjudication.objects.select_for_update().filter(pk=adjudication_id).first()
+    if adjudication is None:
+        raise NotFound(f"no adjudication {adjudication_id}", code="adjudication_not_found")
     if adjudication.status != AdjudicationStatus.OPEN:
         raise WorkflowError("this disagreement has already been resolved")
     if decision not in Decision.values:
-        raise ValidationError(f"unknown decision {decision!r}")
-    from detectbench_web.roles import is_researcher
-
+        raise Invalid(f"unknown decision {decision!r}", field="decision")
     took_part = VerificationDecision.objects.filter(item=adjudication.item_id, annotator=user,
                                                     lease__status=AnnotatorLeaseStatus.SUBMITTED).exists()
     if took_part and not is_researcher(user):

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.safestring import mark_safe
@@ -14,13 +13,14 @@ from django_htmx.http import reswap, retarget
 from detectbench_web.roles import annotator_required
 
 from .. import clue_graph, selectors, services
+from ..errors import StaleVersion
 from ..forms import GRAPH_META_KEYS, ClueGraphForm
 from ..clue_graph.drawing import build_graph, render_svg
 from ..clue_graph.editing import EditableGraph, EditableStep, editable_graph
 from ..highlight import segments
 from ..item_checks import reaches_answer
 from ..models import Item, Stage
-from .common import conflict_details, error_text, stage_context
+from .common import attempt, stage_context
 
 
 def _graph_meta(graph: EditableGraph) -> str:
@@ -136,23 +136,23 @@ def clue_graph_view(request, pk: int):
             # The annotator's text stays in the editor beside the message; nothing is saved.
             error, status, base_version = "; ".join(form.named_errors()), 400, base_version or ""
         else:
-            try:
-                saved = services.clue_graph_save(item_id=item.pk, base_version=base_version, graph=graph,
-                                                 user=request.user, note=form.cleaned_data["note"].strip(),
-                                                 finish=finish)
-            except services.StaleVersion as exc:
-                _save_graph_draft(request, item, graph, base_version)
-                conflict = conflict_details(exc.item, base_version)
-                item, status = exc.item, 409
-                base_version = item.version  # saving again, after seeing the diff, starts from the stored version
-            except (ValidationError, services.WorkflowError) as exc:
-                error, status = error_text(exc), 409 if isinstance(exc, services.WorkflowError) else 400
-            else:
+            saved, refusal = attempt(lambda: services.clue_graph_save(
+                item_id=item.pk, base_version=base_version, graph=graph, user=request.user,
+                note=form.cleaned_data["note"].strip(), finish=finish))
+            if refusal is None:
                 if finish:
                     messages.success(request, f"{item}: clue graph done, sent to review.")
                     return redirect("annotation:queue")
                 messages.success(request, f"Saved version {saved.version}.")
                 return redirect("annotation:clue_graph", pk=item.pk)
+            status = refusal.http_status
+            if isinstance(refusal, StaleVersion):
+                _save_graph_draft(request, item, graph, base_version)
+                item = refusal.item
+                conflict = selectors.item_conflict(item=item, base_version=base_version)
+                base_version = item.version  # saving again, after seeing the diff, starts from the stored version
+            else:
+                error = refusal.message
     elif draft is not None:
         graph, base_version = EditableGraph.from_data(draft.data), draft.base_version
     else:

@@ -1,9 +1,15 @@
-"""What the annotation pages share: the options list, the stage bar, the conflict shown after a stale save."""
+"""What the annotation pages share: the options list, the stage bar, running a service call."""
 from __future__ import annotations
 
+from typing import Callable, TypeVar
+
+from detectbench_web.error_mapping import REFUSED, add_form_errors, as_service_error
+from detectbench_web.errors import ServiceError
+
 from .. import selectors
-from ..diffing import content_diff
 from ..models import Stage
+
+T = TypeVar("T")
 
 STAGE_SCREENS = {
     Stage.VERIFICATION: "annotation:verify",
@@ -17,17 +23,19 @@ def item_options(item) -> list[dict]:
     return [{"index": i, "text": t, "correct": i == item.answer_index} for i, t in enumerate(item.options)]
 
 
-def error_text(exc: Exception) -> str:
-    """A refused service call (ValidationError, WorkflowError) as one message for the page."""
-    return "; ".join(getattr(exc, "messages", [str(exc)]))
+def attempt(call: Callable[[], T], *, form=None) -> tuple[T | None, ServiceError | None]:
+    """Run one service call: its result, or the refusal (as a ServiceError, added to `form` when given).
 
-
-def conflict_details(item, base_version: int) -> dict:
-    """What the other person changed: the diff from the version the user started from to the stored one."""
-    base = selectors.revision_snapshot(item=item, number=base_version) or {}
-    return {"version": item.version, "base_version": base_version,
-            "diffs": content_diff(base, item.content()),
-            "authors": [r.author for r in item.revisions.filter(number__gt=base_version).select_related("author")]}
+    The page answers with `refusal.http_status`; a StaleVersion refusal carries the
+    current item for the conflict view.
+    """
+    try:
+        return call(), None
+    except REFUSED as exc:
+        refusal = as_service_error(exc)
+        if form is not None:
+            add_form_errors(form, refusal)
+        return None, refusal
 
 
 def stage_context(request, item, stage: str) -> dict:

@@ -5,6 +5,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 
+from detectbench_web.error_mapping import error_page
 from detectbench_web.roles import annotator_required, researcher_required
 
 from .. import clue_graph
@@ -13,8 +14,9 @@ from ..highlight import segments
 from ..item_facts import QUESTION_TYPES
 from ..models import Item, ItemStatus
 from ..selectors import item_facets, item_list, item_revisions
-from ..services import ImportRejected, item_import
-from .common import item_options
+from ..errors import ImportRejected
+from ..services import item_import
+from .common import attempt, item_options
 
 
 @annotator_required
@@ -73,15 +75,15 @@ def item_import_view(request):
         form = ItemImportForm(request.POST, request.FILES)
         if form.is_valid():
             upload = form.cleaned_data["file"]
-            try:
-                report = item_import(
-                    stream=upload.file, file_name=upload.name, source=form.cleaned_data["source"],
-                    split=form.cleaned_data["split"], user=request.user,
-                    dry_run=form.cleaned_data["dry_run"], skip_invalid=form.cleaned_data["skip_invalid"],
-                )
-            except ImportRejected as exc:
-                errors = exc.errors
-                messages.error(request, f"{len(exc.errors)} invalid line(s) in {upload.name}: nothing was imported.")
+            report, refusal = attempt(lambda: item_import(
+                stream=upload.file, file_name=upload.name, source=form.cleaned_data["source"],
+                split=form.cleaned_data["split"], user=request.user,
+                dry_run=form.cleaned_data["dry_run"], skip_invalid=form.cleaned_data["skip_invalid"]))
+            if isinstance(refusal, ImportRejected):
+                errors = refusal.line_errors
+                messages.error(request, f"{len(errors)} invalid line(s) in {upload.name}: nothing was imported.")
+            elif refusal is not None:
+                return error_page(request, refusal)
             else:
                 messages.success(request, f"{upload.name}: {report.summary()}")
                 if not report.dry_run and not report.errors:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
@@ -14,7 +13,7 @@ from ..forms import ReviewForm
 from ..clue_graph.editing import editable_graph
 from ..models import Item, Stage
 from .clue_graph import graph_context
-from .common import error_text, stage_context
+from .common import attempt, stage_context
 
 
 @annotator_required
@@ -24,20 +23,14 @@ def review_view(request, pk: int):
     if request.method == "POST":
         form = ReviewForm(request.POST)
         if form.is_valid():
-            try:
-                services.review_submit(item_id=item.pk, user=request.user, action=form.cleaned_data["action"],
-                                       send_back_to=form.cleaned_data["send_back_to"],
-                                       comment=form.cleaned_data["comment"],
-                                       item_version=form.cleaned_data["item_version"])
-            except services.StaleVersion as exc:
-                form.add_error(None, f"The item changed (now version {exc.item.version}) while you reviewed it.")
-                status = 409
-            except (ValidationError, services.WorkflowError) as exc:
-                form.add_error(None, error_text(exc))
-                status = 409
-            else:
+            _, refusal = attempt(lambda: services.review_submit(
+                item_id=item.pk, user=request.user, action=form.cleaned_data["action"],
+                send_back_to=form.cleaned_data["send_back_to"], comment=form.cleaned_data["comment"],
+                item_version=form.cleaned_data["item_version"]), form=form)
+            if refusal is None:
                 messages.success(request, f"{item}: review saved.")
                 return redirect("annotation:queue")
+            status = refusal.http_status
         else:
             status = 400
     else:

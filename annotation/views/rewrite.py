@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -10,10 +9,11 @@ from detectbench_web.roles import annotator_required
 
 from .. import selectors, services
 from ..diffing import content_diff
+from ..errors import StaleVersion
 from ..forms import RewriteForm
 from ..item_checks import option_checks
 from ..models import Item, Stage
-from .common import conflict_details, error_text, stage_context
+from .common import attempt, stage_context
 
 
 def _rewrite_initial(item, data: dict | None = None) -> dict:
@@ -36,29 +36,26 @@ def rewrite_view(request, pk: int):
         form = RewriteForm(request.POST)
         if form.is_valid():
             base_version, finish = form.cleaned_data["base_version"], bool(request.POST.get("finish"))
-            try:
-                saved = services.item_edit(item_id=item.pk, base_version=base_version, changes=form.changes(),
-                                           user=request.user, stage=Stage.REWRITE, finish=finish,
-                                           note=form.cleaned_data["note"].strip() or "rewritten")
-            except services.StaleVersion as exc:
-                # Never overwrite: keep the user's text as a draft and show what the other person changed.
-                services.draft_save(item_id=item.pk, user=request.user, stage=Stage.REWRITE,
-                                    base_version=base_version, data={**form.changes(), "base_version": base_version})
-                conflict = conflict_details(exc.item, base_version)
-                status = 409
-                item = exc.item
-                # The next save, made after seeing the other change, starts from the stored version.
-                form = RewriteForm({**request.POST.dict(), "base_version": item.version})
-                form.is_valid()
-            except (ValidationError, services.WorkflowError) as exc:
-                form.add_error(None, error_text(exc))
-                status = 409 if isinstance(exc, services.WorkflowError) else 400
-            else:
+            changes = form.changes()
+            saved, refusal = attempt(lambda: services.item_edit(
+                item_id=item.pk, base_version=base_version, changes=changes, user=request.user, stage=Stage.REWRITE,
+                finish=finish, note=form.cleaned_data["note"].strip() or "rewritten"), form=form)
+            if refusal is None:
                 if finish:
                     messages.success(request, f"{item}: rewrite done.")
                     return redirect("annotation:queue")
                 messages.success(request, f"Saved version {saved.version}.")
                 return redirect("annotation:rewrite", pk=item.pk)
+            status = refusal.http_status
+            if isinstance(refusal, StaleVersion):
+                # Never overwrite: keep the user's text as a draft and show what the other person changed.
+                services.draft_save(item_id=item.pk, user=request.user, stage=Stage.REWRITE,
+                                    base_version=base_version, data={**changes, "base_version": base_version})
+                item = refusal.item
+                conflict = selectors.item_conflict(item=item, base_version=base_version)
+                # The next save, made after seeing the other change, starts from the stored version.
+                form = RewriteForm({**request.POST.dict(), "base_version": item.version})
+                form.is_valid()
         else:
             status = 400
     else:

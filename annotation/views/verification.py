@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
 
 from detectbench_web.roles import annotator_required
@@ -10,7 +9,7 @@ from detectbench_web.roles import annotator_required
 from .. import selectors, services
 from ..forms import CRITERIA_KEYS, AdjudicationForm, VerificationForm
 from ..models import Adjudication, AdjudicationStatus, Criterion, Item, Stage
-from .common import error_text, item_options, stage_context
+from .common import attempt, item_options, stage_context
 
 
 @annotator_required
@@ -20,21 +19,14 @@ def verify_view(request, pk: int):
     if request.method == "POST":
         form = VerificationForm(request.POST)
         if form.is_valid():
-            try:
-                services.verification_submit(
-                    item_id=item.pk, user=request.user, decision=form.cleaned_data["decision"],
-                    criteria=form.cleaned_data["criteria"], comment=form.cleaned_data["comment"],
-                    item_version=form.cleaned_data["item_version"])
-            except services.StaleVersion as exc:
-                form.add_error(None, f"The item changed (now version {exc.item.version}) while you verified it: "
-                                     f"look at it again.")
-                status = 409
-            except (services.WorkflowError, ValidationError) as exc:
-                form.add_error(None, error_text(exc))
-                status = 409
-            else:
+            _, refusal = attempt(lambda: services.verification_submit(
+                item_id=item.pk, user=request.user, decision=form.cleaned_data["decision"],
+                criteria=form.cleaned_data["criteria"], comment=form.cleaned_data["comment"],
+                item_version=form.cleaned_data["item_version"]), form=form)
+            if refusal is None:
                 messages.success(request, f"Saved: {form.cleaned_data['decision']} for {item}. Press n for the next item.")
                 return redirect("annotation:verify", pk=item.pk)
+            status = refusal.http_status
         else:
             status = 400
     else:
@@ -59,16 +51,13 @@ def adjudication_view(request, pk: int):
     if request.method == "POST":
         form = AdjudicationForm(request.POST)
         if form.is_valid():
-            try:
-                services.adjudication_resolve(adjudication_id=pk, user=request.user,
-                                              decision=form.cleaned_data["decision"],
-                                              comment=form.cleaned_data["comment"])
-            except (ValidationError, services.WorkflowError) as exc:
-                form.add_error(None, error_text(exc))
-                status = 409
-            else:
+            _, refusal = attempt(lambda: services.adjudication_resolve(
+                adjudication_id=pk, user=request.user, decision=form.cleaned_data["decision"],
+                comment=form.cleaned_data["comment"]), form=form)
+            if refusal is None:
                 messages.success(request, f"{adjudication.item}: resolved.")
                 return redirect("annotation:adjudication_list")
+            status = refusal.http_status
         else:
             status = 400
     else:

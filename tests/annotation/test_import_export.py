@@ -163,7 +163,7 @@ def test_service_rejection_lists_every_error():
     text = "\n".join([_line(id=1, answer=-1), "{", _line(id=3, options="abc")])
     with pytest.raises(ImportRejected) as excinfo:
         item_import_text(text=text, file_name="f.jsonl", source="s", split="dev")
-    assert [(e.line, e.field) for e in excinfo.value.errors] == [(1, "answer"), (2, None), (3, "options")]
+    assert [(e.line, e.field) for e in excinfo.value.line_errors] == [(1, "answer"), (2, None), (3, "options")]
 
 
 def test_csv_export_has_one_row_per_item():

@@ -8,6 +8,8 @@ import pytest
 from django.db import connection, connections
 from django.utils import timezone
 
+from detectbench_web.errors import Invalid
+
 from annotation.models import AnnotatorLease, AnnotatorLeaseStatus, ItemStatus, Stage
 from annotation.services import NoSlot, lease_next, lease_release, leases_expire
 
@@ -61,7 +63,7 @@ def test_k_annotators_share_an_item_but_never_more(annotator, annotator2, django
 def test_items_outside_the_stage_are_not_handed_out(annotator):
     make_items(2, status=ItemStatus.IMPORTED)
     assert lease_next(user=annotator, stage=Stage.VERIFICATION) is None
-    with pytest.raises(ValueError):
+    with pytest.raises(Invalid):
         lease_next(user=annotator, stage="published")
 
 

@@ -2,7 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.services import ImportRejected, item_import
+from annotation.errors import ImportRejected
+from annotation.services import item_import
 
 
 class Command(BaseCommand):

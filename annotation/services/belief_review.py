@@ -1,0 +1,244 @@
+"""Belief labels, review: hand-outs as leases, reviews, and the reviews made in the
+verification and clue-graph screens.
+
+A label is never leased to two reviewers at once (a partial unique index, and candidates
+locked with SELECT ... FOR UPDATE SKIP LOCKED); each label gets `reviewers_per_label`
+reviews from different people, one after the other.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Iterable
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from detectbench_web.errors import Conflict, Forbidden, Invalid, NotFound
+
+from .. import review_order
+from ..models import (
+    BeliefLabel, BeliefLease, BeliefLeaseStatus, BeliefQueue, BeliefReview, LabelSource, LabelStatus, LabelTask,
+    ReviewVia, Stage,
+)
+from ..models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED, KEEP_ASPECT, SCREENING_CRITERIA
+from ..selectors.belief import reviewer_choices, screening_suggestions
+from .belief import label_finalize
+from .editing import item_edit
+
+MAX_TRIES = 50
+
+
+def _queue(queue_id: int) -> BeliefQueue:
+    queue = BeliefQueue.objects.filter(pk=queue_id).first()
+    if queue is None:
+        raise NotFound(f"no review queue {queue_id}")
+    return queue
+
+
+def _next_handout_number(queue_id: int) -> int:
+    """The queue's next hand-out number (a short transaction of its own: the row lock is brief)."""
+    with transaction.atomic():
+        BeliefQueue.objects.filter(pk=queue_id).update(handouts=F("handouts") + 1)
+        return BeliefQueue.objects.values_list("handouts", flat=True).get(pk=queue_id)
+
+
+def _candidates(queue: BeliefQueue, user, now):
+    """Labels of the queue that this reviewer may take now (no GROUP BY, so rows can be locked)."""
+    live = BeliefLease.objects.filter(label=OuterRef("pk"), status=BeliefLeaseStatus.LEASED, expires_at__gt=now)
+    mine = BeliefLease.objects.filter(label=OuterRef("pk"), reviewer=user).filter(
+        Q(status=BeliefLeaseStatus.SUBMITTED) | Q(status=BeliefLeaseStatus.LEASED, expires_at__gt=now))
+    reviews = BeliefReview.objects.filter(label=OuterRef("pk"))
+    done = reviews.order_by().values("label").annotate(n=Count("pk")).values("n")
+    return (BeliefLabel.objects.filter(queue=queue).exclude(status=LabelStatus.ERROR)
+            .exclude(Exists(live)).exclude(Exists(mine)).exclude(Exists(reviews.filter(reviewer=user)))
+            .annotate(done=Coalesce(Subquery(done), 0)).filter(done__lt=queue.reviewers_per_label))
+
+
+def _ordered(candidates, stream: str, threshold: float | None):
+    if stream == review_order.ORDER:
+        if threshold is not None:
+            candidates = candidates.filter(Q(belief__isnull=True) | Q(belief__lt=threshold))
+        return candidates.order_by(F("belief").asc(nulls_first=True), "audit_key", "pk")
+    return candidates.order_by("audit_key", "pk")
+
+
+def _lock_next(queue: BeliefQueue, user, now, stream: str, skipped: list[int]) -> tuple[BeliefLabel | None, str]:
+    """Lock the stream's first label that nobody else has locked; the order stream falls back to
+    the random one when nothing is left below the threshold."""
+    candidates = _candidates(queue, user, now).exclude(pk__in=skipped)
+    for current in ([stream, review_order.RANDOM] if stream == review_order.ORDER else [stream]):
+        label = (_ordered(candidates, current, queue.accept_threshold)
+                 .select_for_update(skip_locked=True, of=("self",)).first())
+        if label is not None:
+            return label, current
+    return None, stream
+
+
+def _may_still_take(label: BeliefLabel, queue: BeliefQueue, user, now) -> bool:
+    """Re-checked after the lock: leases and reviews committed since the candidate query began."""
+    if BeliefLease.objects.filter(label=label, status=BeliefLeaseStatus.LEASED, expires_at__gt=now).exists():
+        return False
+    if BeliefReview.objects.filter(label=label, reviewer=user).exists():
+        return False
+    return BeliefReview.objects.filter(label=label).count() < queue.reviewers_per_label
+
+
+def belief_lease_next(*, queue_id: int, user, now=None) -> BeliefLease | None:
+    """Hand the reviewer the next label of a queue as a lease, or None when nothing is left.
+
+    A reviewer who holds a live lease in the queue gets it back (renewed). Otherwise the
+    hand-out number decides the stream (`review_order.handout_stream`) and the stream's
+    first label that no one else has locked is leased; the label remembers the stream that
+    first drew it (the sampling design of the trust figures).
+    """
+    now = now or timezone.now()
+    queue = _queue(queue_id)
+    with transaction.atomic():
+        mine = (BeliefLease.objects.select_for_update(skip_locked=True, of=("self",))
+                .filter(label__queue=queue, reviewer=user, status=BeliefLeaseStatus.LEASED, expires_at__gt=now)
+                .order_by("leased_at").first())
+        if mine is not None:
+            mine.expires_at = now + timedelta(minutes=queue.lease_minutes)
+            mine.save(update_fields=["expires_at"])
+            return mine
+    number = _next_handout_number(queue.pk)
+    stream = review_order.handout_stream(queue.order, number, queue.random_share)
+    skipped: list[int] = []
+    with transaction.atomic():
+        for _ in range(MAX_TRIES):
+            label, used = _lock_next(queue, user, now, stream, skipped)
+            if label is None:
+                return None
+            if not _may_still_take(label, queue, user, now):
+                skipped.append(label.pk)
+                continue
+            # An expired lease still marked leased would block the one-holder index: give it back first.
+            BeliefLease.objects.filter(label=label, status=BeliefLeaseStatus.LEASED, expires_at__lte=now).update(
+                status=BeliefLeaseStatus.RELEASED)
+            try:
+                with transaction.atomic():
+                    lease = BeliefLease.objects.create(
+                        label=label, reviewer=user, stream=used, handout_number=number, leased_at=now,
+                        expires_at=now + timedelta(minutes=queue.lease_minutes))
+            except IntegrityError:
+                skipped.append(label.pk)
+                continue
+            if not label.first_stream:
+                BeliefLabel.objects.filter(pk=label.pk, first_stream="").update(first_stream=used)
+            return lease
+    return None
+
+
+@transaction.atomic
+def belief_lease_release(*, lease_id: int, user) -> None:
+    """Give a label back to the queue (the reviewer skips it)."""
+    BeliefLease.objects.filter(pk=lease_id, reviewer=user, status=BeliefLeaseStatus.LEASED).update(
+        status=BeliefLeaseStatus.RELEASED)
+
+
+def _check_choice(label: BeliefLabel, human_label: str) -> None:
+    allowed = reviewer_choices(label)
+    if human_label not in allowed:
+        raise Invalid(f"{human_label!r} is not one of {allowed}", field="human_label")
+
+
+def _agrees(label: BeliefLabel, human_label: str) -> bool | None:
+    return human_label == label.label if label.status == LabelStatus.SCORED else None
+
+
+@transaction.atomic
+def belief_review_submit(*, lease_id: int, user, human_label: str, comment: str = "", now=None) -> BeliefReview:
+    """Record the reviewer's label for the label of their lease; set the final label when it has its k reviews.
+
+    A lease that expired is still accepted while nobody else holds the label.
+    """
+    now = now or timezone.now()
+    lease = (BeliefLease.objects.select_for_update(of=("self",)).select_related("label__queue")
+             .filter(pk=lease_id).first())
+    if lease is None:
+        raise NotFound(f"no lease {lease_id}")
+    if lease.reviewer_id != user.pk:
+        raise Forbidden("this label was handed to someone else")
+    if lease.status == BeliefLeaseStatus.SUBMITTED:
+        raise Conflict("you have already reviewed this label", code="already_reviewed")
+    label = BeliefLabel.objects.select_for_update().select_related("queue").get(pk=lease.label_id)
+    if lease.status == BeliefLeaseStatus.RELEASED or lease.expires_at <= now:
+        taken = BeliefLease.objects.filter(label=label, status=BeliefLeaseStatus.LEASED, expires_at__gt=now).exclude(
+            pk=lease.pk).exists()
+        if taken:
+            raise Conflict("your lease expired and the label was handed to someone else", code="lease_expired")
+        if BeliefReview.objects.filter(label=label).count() >= label.queue.reviewers_per_label:
+            raise Conflict("your lease expired and the label has its reviews", code="lease_expired")
+    _check_choice(label, human_label)
+    review = BeliefReview.objects.create(
+        label=label, lease=lease, reviewer=user, human_label=human_label, agrees=_agrees(label, human_label),
+        blind=label.queue.blind, via=ReviewVia.QUEUE, comment=comment,
+        seconds=max((now - lease.leased_at).total_seconds(), 0.0))
+    lease.status, lease.submitted_at = BeliefLeaseStatus.SUBMITTED, now
+    lease.save(update_fields=["status", "submitted_at"])
+    label_finalize(label, reviewers_required=label.queue.reviewers_per_label)
+    return review
+
+
+def _review_in_screen(label: BeliefLabel, user, human_label: str, via: str, comment: str = "") -> None:
+    """A review given in a workflow screen (the person's own decision), once per person and label."""
+    if BeliefReview.objects.filter(label=label, reviewer=user).exists():
+        return
+    BeliefReview.objects.create(label=label, reviewer=user, human_label=human_label,
+                                agrees=_agrees(label, human_label), blind=False, via=via, comment=comment)
+    label_finalize(label, reviewers_required=label.queue.reviewers_per_label)
+
+
+def belief_screening_reviewed(*, item, user, decision: str, criteria: Iterable[str]) -> str:
+    """The judge's screening suggestions for the item, reviewed by a verification decision.
+
+    Called inside `verification_submit`. Returns where the decision came from: judge
+    accepted (every scored suggestion kept), judge overridden, or human only (no suggestion).
+    """
+    criteria = set(criteria)
+    agreed: list[bool] = []
+    for label in screening_suggestions(item=item):
+        if label.aspect == KEEP_ASPECT:
+            human = decision
+        elif label.aspect in SCREENING_CRITERIA:
+            human = "yes" if SCREENING_CRITERIA[label.aspect] in criteria else "no"
+        else:
+            continue
+        if label.status == LabelStatus.SCORED:
+            agreed.append(human == label.label)
+        _review_in_screen(label, user, human, ReviewVia.VERIFICATION)
+    if not agreed:
+        return LabelSource.HUMAN_ONLY
+    return LabelSource.JUDGE_ACCEPTED if all(agreed) else LabelSource.JUDGE_OVERRIDDEN
+
+
+DRAFT_ACTIONS = {"accept": DRAFT_ACCEPTED, "edit": DRAFT_EDITED, "discard": DRAFT_DISCARDED}
+
+
+@transaction.atomic
+def belief_draft_resolve(*, label_id: int, user, action: str, base_version: int):
+    """Accept, edit or discard the judge's clue-graph draft of an item in the clue-graph stage.
+
+    Accept and edit write the draft as the item's clue graph (a new revision; edit then goes
+    on in the editor); discard leaves the item as it is. Each is recorded as the person's
+    review of the draft. Returns the item.
+    """
+    if action not in DRAFT_ACTIONS:
+        raise Invalid(f"action is one of {sorted(DRAFT_ACTIONS)}", field="action")
+    label = (BeliefLabel.objects.select_for_update().select_related("queue", "item")
+             .filter(pk=label_id, task=LabelTask.CLUE_GRAPH).first())
+    if label is None:
+        raise NotFound(f"no clue-graph draft {label_id}")
+    if BeliefReview.objects.filter(label=label, reviewer=user).exists():
+        raise Conflict("you have already decided on this draft", code="already_reviewed")
+    item = label.item
+    if action != "discard":
+        draft = label.payload or {}
+        item = item_edit(item_id=item.pk, base_version=base_version, user=user, stage=Stage.CLUE_GRAPH,
+                         changes={"evidence": str(draft.get("evidence", "")),
+                                  "reasoning": str(draft.get("multi_hop_reasoning", ""))},
+                         note=f"clue-graph draft of the judge ({label.producer or label.queue.name}) {action}ed")
+    _review_in_screen(label, user, DRAFT_ACTIONS[action], ReviewVia.CLUE_GRAPH)
+    return item
