@@ -7,5 +7,7 @@ urlpatterns = [
     path("", apis.StudyListApi.as_view(), name="study_list"),
     path("<slug:slug>/", apis.StudyDetailApi.as_view(), name="study_detail"),
     path("<slug:slug>/attempts/", apis.AttemptListApi.as_view(), name="attempt_list"),
+    path("<slug:slug>/attempts/<int:pk>/extend/", apis.AttemptExtendApi.as_view(), name="attempt_extend"),
+    path("<slug:slug>/attempts/<int:pk>/expire/", apis.AttemptExpireApi.as_view(), name="attempt_expire"),
     path("<slug:slug>/export/", apis.StudyExportApi.as_view(), name="study_export"),
 ]

@@ -1,15 +1,24 @@
-"""REST API for researchers (IsResearcher): studies, attempts and the full export of answers."""
+"""REST API for researchers (IsResearcher): studies, their setup, attempts and the full export of answers.
+
+Serializers validate; each view calls one service or selector. Refused calls (`studies.errors`)
+become JSON with their status through the project's DRF exception handler.
+"""
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from rest_framework import generics, serializers
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, serializers, status
 from rest_framework.response import Response as ApiResponse
-from rest_framework.views import APIView
 
 from detectbench_web.roles import IsResearcher
 
-from . import selectors
+from . import selectors, services
+from .forms import RESERVED_SLUGS, SETTING_FIELDS
 from .models import Attempt, Study
+
+STUDY_FIELDS = ["slug", "title", "status", "per_participant", "raters", "time_limit_seconds",
+                "question_time_limit_seconds", "grace_seconds", "language", "bonus_per_correct", "bonus_currency",
+                "completion_code", "completion_url", "seed", "pool_split", "pool_sample"]
 
 
 class StudySerializer(serializers.ModelSerializer):
@@ -18,10 +27,23 @@ class StudySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Study
-        fields = ["slug", "title", "status", "per_participant", "raters", "time_limit_seconds",
-                  "question_time_limit_seconds", "grace_seconds", "language", "bonus_per_correct", "bonus_currency",
-                  "completion_code", "completion_url", "seed", "pool_split", "pool_sample", "n_items", "n_attempts",
-                  "created_at"]
+        fields = [*STUDY_FIELDS, "n_items", "n_attempts", "created_at"]
+
+
+class StudySetupSerializer(serializers.ModelSerializer):
+    """A new study or changed settings; `pool_items` (external or database ids) overrides the seeded sample."""
+
+    pool_items = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
+                                       max_length=10_000, default=list)
+
+    class Meta:
+        model = Study
+        fields = [*STUDY_FIELDS, "consent_text", "instructions", "practice_item", "pool_items"]
+
+    def validate_slug(self, slug: str) -> str:
+        if slug in RESERVED_SLUGS:
+            raise serializers.ValidationError("This slug is reserved.")
+        return slug
 
 
 class AttemptSerializer(serializers.ModelSerializer):
@@ -33,21 +55,70 @@ class AttemptSerializer(serializers.ModelSerializer):
                   "joined_at", "started_at", "deadline", "ended_at", "n_answered"]
 
 
-class StudyListApi(generics.ListAPIView):
+class ExtendSerializer(serializers.Serializer):
+    minutes = serializers.IntegerField(min_value=1, max_value=24 * 60)
+
+
+class StudyExportSerializer(serializers.Serializer):
+    study = serializers.CharField()
+    attempts = serializers.ListField(child=serializers.DictField())
+    rows = serializers.ListField(child=serializers.DictField())
+
+
+def _settings(data: dict) -> dict:
+    return {name: value for name, value in data.items() if name in SETTING_FIELDS}
+
+
+class StudyListApi(generics.ListCreateAPIView):
+    """GET: every study; POST: create one (its pool: `pool_items`, else the seeded sample of `pool_split`)."""
+
     permission_classes = [IsResearcher]
-    serializer_class = StudySerializer
+
+    def get_serializer_class(self):
+        return StudySetupSerializer if self.request.method == "POST" else StudySerializer
 
     def get_queryset(self):
         return selectors.study_list()
 
+    @extend_schema(tags=["studies"], request=StudySetupSerializer, responses={201: StudySerializer})
+    def post(self, request, *args, **kwargs):
+        return self.create(request, *args, **kwargs)
 
-class StudyDetailApi(generics.RetrieveAPIView):
+    def create(self, request, *args, **kwargs):
+        setup = self.get_serializer(data=request.data)
+        setup.is_valid(raise_exception=True)
+        data = setup.validated_data
+        study = services.study_create(slug=data["slug"], pool_items=data.get("pool_items"), user=request.user,
+                                      **_settings(data))
+        return ApiResponse(StudySerializer(selectors.study_list().get(pk=study.pk)).data,
+                           status=status.HTTP_201_CREATED)
+
+
+class StudyDetailApi(generics.RetrieveUpdateAPIView):
+    """GET: one study; PATCH: change its settings (the pool only before anyone started)."""
+
     permission_classes = [IsResearcher]
-    serializer_class = StudySerializer
     lookup_field = "slug"
+    http_method_names = ["get", "patch", "head", "options"]
+
+    def get_serializer_class(self):
+        return StudySetupSerializer if self.request.method == "PATCH" else StudySerializer
 
     def get_queryset(self):
         return selectors.study_list()
+
+    @extend_schema(tags=["studies"], request=StudySetupSerializer, responses=StudySerializer)
+    def patch(self, request, *args, **kwargs):
+        return self.partial_update(request, *args, **kwargs)
+
+    def update(self, request, *args, **kwargs):
+        study = self.get_object()
+        setup = self.get_serializer(study, data=request.data, partial=True)
+        setup.is_valid(raise_exception=True)
+        data = setup.validated_data
+        data.pop("slug", None)  # the slug names the study: it does not change
+        services.study_update(study_id=study.pk, pool_items=data.get("pool_items"), **_settings(data))
+        return ApiResponse(StudySerializer(self.get_queryset().get(pk=study.pk)).data)
 
 
 class AttemptListApi(generics.ListAPIView):
@@ -55,20 +126,54 @@ class AttemptListApi(generics.ListAPIView):
     serializer_class = AttemptSerializer
 
     def get_queryset(self):
-        from django.db.models import Count
-
-        study = get_object_or_404(Study, slug=self.kwargs["slug"])
-        return study.attempts.annotate(
-            n_answered=Count("responses")).order_by("joined_at")
+        return selectors.attempt_list(study=get_object_or_404(Study, slug=self.kwargs["slug"]))
 
 
-class StudyExportApi(APIView):
+class _AttemptActionApi(generics.GenericAPIView):
+    """POST on one attempt of a study; answers the attempt as it is afterwards."""
+
+    permission_classes = [IsResearcher]
+    serializer_class = AttemptSerializer
+
+    def get_queryset(self):
+        return selectors.attempt_list(study=get_object_or_404(Study, slug=self.kwargs["slug"]))
+
+    def _answer(self, attempt_id: int) -> ApiResponse:
+        return ApiResponse(AttemptSerializer(self.get_queryset().get(pk=attempt_id)).data)
+
+
+class AttemptExtendApi(_AttemptActionApi):
+    """Move a running attempt's deadline by `minutes`."""
+
+    @extend_schema(tags=["studies"], request=ExtendSerializer, responses=AttemptSerializer)
+    def post(self, request, slug: str, pk: int):
+        attempt = self.get_object()
+        extend = ExtendSerializer(data=request.data)
+        extend.is_valid(raise_exception=True)
+        services.attempt_extend(attempt_id=attempt.pk, seconds=extend.validated_data["minutes"] * 60)
+        return self._answer(attempt.pk)
+
+
+class AttemptExpireApi(_AttemptActionApi):
+    """Close a running attempt now; its unanswered items go back to the pool (idempotent)."""
+
+    @extend_schema(tags=["studies"], request=None, responses=AttemptSerializer)
+    def post(self, request, slug: str, pk: int):
+        attempt = self.get_object()
+        services.attempt_expire(attempt_id=attempt.pk)
+        return self._answer(attempt.pk)
+
+
+class StudyExportApi(generics.GenericAPIView):
     """Every lease, response and refused answer of a study (same rows as the CSV/JSON export)."""
 
     permission_classes = [IsResearcher]
+    serializer_class = StudyExportSerializer
+    lookup_field = "slug"
+    queryset = Study.objects.all()
 
     def get(self, request, slug: str):
-        study = get_object_or_404(Study, slug=slug)
+        study = self.get_object()
         return ApiResponse({
             "study": study.slug,
             "attempts": selectors.study_attempts_export(study),

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from .errors import AnswerInvalid
+
 MAX_HIGHLIGHTS = 40
 MAX_HIGHLIGHTS_CHARS = 100_000  # the raw JSON of one answer's highlights (a story is a few thousand characters)
 
@@ -33,14 +35,6 @@ def shown_item(*, context: str, question: str, options: Sequence[str], translati
     ):
         return ShownItem(translated["context"], translated["question"], tuple(translated["options"]), language)
     return ShownItem(context, question, tuple(options))
-
-
-class AnswerInvalid(ValueError):
-    """The submitted answer is malformed; `errors` maps field -> message."""
-
-    def __init__(self, errors: dict[str, str]):
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
-        self.errors = errors
 
 
 def parse_highlights(raw: str | None) -> Any:

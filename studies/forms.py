@@ -1,15 +1,13 @@
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from annotation.models import Item
-
 from .models import Study
 
 RESERVED_SLUGS = {"a"}
 
 
 class StudyForm(forms.ModelForm):
-    """Study settings plus the item pool: a seeded sample of a split, or an explicit list."""
+    """Study settings plus the item pool: a seeded sample of a split, or an explicit list (validates only)."""
 
     pool_items = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 3}),
@@ -47,26 +45,13 @@ class StudyForm(forms.ModelForm):
             raise forms.ValidationError(_("This slug is reserved."))
         return slug
 
-    def clean(self):
-        data = super().clean()
-        split = data.get("pool_split")
-        raw = (data.get("pool_items") or "").replace(",", " ").split()
-        if raw and split:
-            by_external = dict(Item.objects.filter(split=split, external_id__in=raw).values_list("external_id", "id"))
-            ids, missing = [], []
-            for token in raw:
-                if token in by_external:
-                    ids.append(by_external[token])
-                elif token.isdigit() and Item.objects.filter(pk=int(token)).exists():
-                    ids.append(int(token))
-                else:
-                    missing.append(token)
-            if missing:
-                self.add_error("pool_items", _("Unknown items: %(ids)s") % {"ids": ", ".join(missing[:10])})
-            data["item_ids"] = ids
-        else:
-            data["item_ids"] = None
-        return data
+    def clean_pool_items(self) -> list[str]:
+        """The explicit item list as tokens; which items they name is the service's business."""
+        return (self.cleaned_data.get("pool_items") or "").replace(",", " ").split()
+
+
+#: The form's fields that are study settings (passed to the setup services as they are).
+SETTING_FIELDS = [name for name in StudyForm.Meta.fields if name != "slug"]
 
 
 class ExtendForm(forms.Form):

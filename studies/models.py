@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -78,6 +79,10 @@ class Study(models.Model):
         if self.language and self.language not in dict(settings.LANGUAGES):
             raise ValidationError({"language": "Unknown language."})
 
+    def bonus_for(self, correct: int) -> Decimal:
+        """A participant's bonus for `correct` right answers."""
+        return self.bonus_per_correct * correct
+
 
 class StudyItem(models.Model):
     """An item of a study's pool with its quota and load (answers + running leases), guarded by the database."""
@@ -133,7 +138,8 @@ class Attempt(models.Model):
                 name="attempt_unique_external_participant",
             ),
             models.CheckConstraint(
-                condition=Q(status__in=["joined", "full"]) | Q(deadline__isnull=False, started_at__isnull=False),
+                condition=Q(status__in=[AttemptStatus.JOINED, AttemptStatus.FULL])
+                | Q(deadline__isnull=False, started_at__isnull=False),
                 name="attempt_started_has_deadline",
             ),
         ]

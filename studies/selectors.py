@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
+from enum import Enum
 from typing import Iterator
 
 from django.db.models import Count, F, Q, QuerySet
@@ -14,7 +15,10 @@ from annotation.clue_graph import gold_key_information
 from annotation.keyinfo import keyinfo_score
 
 from . import stats
-from .models import Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, RefusedAnswer, Response, Study, StudyItem
+from .models import (
+    Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, RefusedAnswer, Response, Study, StudyItem,
+    StudyStatus,
+)
 
 
 def attempt_by_token(token: str) -> Attempt | None:
@@ -30,16 +34,76 @@ def study_has_room(study: Study) -> bool:
     return StudyItem.objects.filter(study=study, load__lt=F("quota")).count() >= study.per_participant
 
 
+def attempt_resumable(*, study: Study, participant_id: str = "", cookie_token: str = "") -> Attempt | None:
+    """The attempt a returning participant resumes: by external participant id, else by the browser's cookie."""
+    participant_id = participant_id.strip()[:100]
+    existing = None
+    if participant_id:
+        existing = Attempt.objects.filter(study=study, external_participant_id=participant_id).first()
+    if existing is None and cookie_token:
+        existing = Attempt.objects.filter(study=study, token=cookie_token).first()
+    return existing
+
+
+class Entry(str, Enum):
+    """What the public link of a study leads to."""
+
+    RESUME = "resume"      # the participant has an attempt: back to it
+    CLOSED = "closed"      # not open
+    FULL = "full"          # no new attempt could be filled
+    CONSENT = "consent"    # the consent form (joining takes a place only after it)
+
+
+@dataclass
+class StudyEntry:
+    study: Study
+    entry: Entry
+    attempt: Attempt | None = None
+
+
+def study_entry(*, slug: str, participant_id: str = "", cookie_token: str = "") -> StudyEntry | None:
+    """Where the public link leads (None: no such study). Reads only: a GET never takes a place."""
+    study = study_public(slug)
+    if study is None:
+        return None
+    existing = attempt_resumable(study=study, participant_id=participant_id, cookie_token=cookie_token)
+    if existing is not None:
+        return StudyEntry(study, Entry.RESUME, existing)
+    if study.status != StudyStatus.OPEN:
+        return StudyEntry(study, Entry.CLOSED)
+    if not study_has_room(study):
+        return StudyEntry(study, Entry.FULL)
+    return StudyEntry(study, Entry.CONSENT)
+
+
 def attempt_counts(attempt: Attempt) -> dict:
-    """Answered / correct counts of one attempt (for the completion page)."""
-    return attempt.responses.aggregate(answered=Count("id"), correct=Count("id", filter=Q(is_correct=True)))
+    """Answered / correct counts of one attempt and its bonus (for the completion page)."""
+    counts = attempt.responses.aggregate(answered=Count("id"), correct=Count("id", filter=Q(is_correct=True)))
+    return {**counts, "bonus": attempt.study.bonus_for(counts["correct"])}
 
 
 def study_list() -> QuerySet[Study]:
+    """Studies with their pool size and number of attempts, in one query."""
     return Study.objects.annotate(
         n_items=Count("pool", distinct=True),
         n_attempts=Count("attempts", distinct=True),
     ).order_by("-created_at")
+
+
+def attempt_list(*, study: Study) -> QuerySet[Attempt]:
+    """A study's attempts in joining order, each with its number of answers (one query)."""
+    return study.attempts.annotate(n_answered=Count("responses")).order_by("joined_at")
+
+
+def study_export(study: Study) -> dict:
+    """The JSON export: the study's settings, every attempt, and every lease, answer and refused answer."""
+    return {
+        "study": {"slug": study.slug, "title": study.title, "per_participant": study.per_participant,
+                  "raters": study.raters, "time_limit_seconds": study.time_limit_seconds,
+                  "language": study.language, "seed": study.seed},
+        "attempts": study_attempts_export(study),
+        "rows": list(study_export_rows(study)),
+    }
 
 
 # --------------------------------------------------------------------------- monitor
@@ -165,7 +229,7 @@ def study_results(study: Study) -> StudyResults:
         participants.append(ParticipantResult(
             attempt=attempt, answered=len(rs), correct=correct,
             accuracy=correct / len(rs) if rs else None,
-            bonus=study.bonus_per_correct * correct,
+            bonus=study.bonus_for(correct),
             keyinfo=_mean([keyinfo_of[r.pk] for r in rs]),
             median_seconds=stats.median([r.seconds for r in rs]),
         ))

@@ -10,13 +10,12 @@ from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from detectbench_web.error_mapping import REFUSED, add_form_errors, error_text
 from detectbench_web.roles import researcher_required
 
 from . import selectors, services
-from .forms import ExtendForm, StudyForm
-from .models import Attempt, Study
-
-SETTING_FIELDS = [name for name in StudyForm.Meta.fields if name != "slug"]
+from .forms import SETTING_FIELDS, ExtendForm, StudyForm
+from .models import Attempt, AttemptStatus, Study
 
 
 @researcher_required
@@ -29,19 +28,14 @@ def study_create_view(request):
     form = StudyForm(request.POST or None, initial={"pool_split": "test", "pool_sample": 250})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        item_ids = data["item_ids"] or services.sample_pool(
-            split=data["pool_split"], sample=data["pool_sample"], seed=data["seed"])
-        if not item_ids:
-            form.add_error("pool_split", "This split has no items.")
+        try:
+            study = services.study_create(slug=data["slug"], pool_items=data["pool_items"], user=request.user,
+                                          **{name: data[name] for name in SETTING_FIELDS})
+        except REFUSED as error:
+            add_form_errors(form, error)
         else:
-            fields = {name: data[name] for name in SETTING_FIELDS}
-            try:
-                study = services.study_create(slug=data["slug"], item_ids=item_ids, user=request.user, **fields)
-            except ValueError as error:
-                form.add_error(None, str(error))
-            else:
-                messages.success(request, f"Study {study.slug} created with {len(item_ids)} items.")
-                return redirect("studies:study_monitor", slug=study.slug)
+            messages.success(request, f"Study {study.slug} created with {study.pool.count()} items.")
+            return redirect("studies:study_monitor", slug=study.slug)
     return render(request, "studies/study_form.html", {"form": form, "study": None})
 
 
@@ -52,15 +46,11 @@ def study_edit_view(request, slug: str):
     form.fields["slug"].disabled = True
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        fields = {name: data[name] for name in SETTING_FIELDS}
-        item_ids = data["item_ids"]
-        if item_ids is None and (data["pool_split"], data["pool_sample"], data["seed"]) != (
-                form.initial["pool_split"], form.initial["pool_sample"], form.initial["seed"]):
-            item_ids = services.sample_pool(split=data["pool_split"], sample=data["pool_sample"], seed=data["seed"])
         try:
-            services.study_update(study_id=study.pk, item_ids=item_ids, **fields)
-        except ValueError as error:
-            form.add_error(None, str(error))
+            services.study_update(study_id=study.pk, pool_items=data["pool_items"],
+                                  **{name: data[name] for name in SETTING_FIELDS})
+        except REFUSED as error:
+            add_form_errors(form, error)
         else:
             messages.success(request, "Study saved.")
             return redirect("studies:study_monitor", slug=study.slug)
@@ -70,7 +60,8 @@ def study_edit_view(request, slug: str):
 @researcher_required
 def study_monitor_view(request, slug: str):
     study = get_object_or_404(Study, slug=slug)
-    context = {"study": study, "monitor": selectors.study_monitor(study), "extend_form": ExtendForm()}
+    context = {"study": study, "monitor": selectors.study_monitor(study), "extend_form": ExtendForm(),
+               "AttemptStatus": AttemptStatus}
     template = "studies/study_monitor.html#live" if request.htmx else "studies/study_monitor.html"
     return render(request, template, context)
 
@@ -80,12 +71,15 @@ def study_monitor_view(request, slug: str):
 def attempt_extend_view(request, slug: str, attempt_id: int):
     attempt = get_object_or_404(Attempt, pk=attempt_id, study__slug=slug)
     form = ExtendForm(request.POST)
-    if form.is_valid():
-        try:
-            services.attempt_extend(attempt_id=attempt.pk, seconds=form.cleaned_data["minutes"] * 60)
-            messages.success(request, f"Attempt {attempt.pk} extended by {form.cleaned_data['minutes']} minutes.")
-        except ValueError as error:
-            messages.error(request, str(error))
+    if not form.is_valid():
+        messages.error(request, " ".join(m for ms in form.errors.values() for m in ms))
+        return redirect("studies:study_monitor", slug=slug)
+    try:
+        services.attempt_extend(attempt_id=attempt.pk, seconds=form.cleaned_data["minutes"] * 60)
+    except REFUSED as error:
+        messages.error(request, error_text(error))
+    else:
+        messages.success(request, f"Attempt {attempt.pk} extended by {form.cleaned_data['minutes']} minutes.")
     return redirect("studies:study_monitor", slug=slug)
 
 
@@ -116,15 +110,9 @@ def study_export_view(request, slug: str, fmt: str):
     if fmt not in ("csv", "json"):
         raise Http404("Export formats: csv, json.")
     if fmt == "json":
-        payload = {
-            "study": {"slug": study.slug, "title": study.title, "per_participant": study.per_participant,
-                      "raters": study.raters, "time_limit_seconds": study.time_limit_seconds,
-                      "language": study.language, "seed": study.seed},
-            "attempts": selectors.study_attempts_export(study),
-            "rows": list(selectors.study_export_rows(study)),
-        }
-        response = HttpResponse(json.dumps(payload, cls=DjangoJSONEncoder, ensure_ascii=False, indent=1),
-                                content_type="application/json")
+        response = HttpResponse(
+            json.dumps(selectors.study_export(study), cls=DjangoJSONEncoder, ensure_ascii=False, indent=1),
+            content_type="application/json")
     else:
         writer = csv.DictWriter(_Echo(), fieldnames=selectors.EXPORT_FIELDS)
 

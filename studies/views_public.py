@@ -8,12 +8,14 @@ from __future__ import annotations
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone, translation
+from django.utils import translation
 from django.views.decorators.http import require_GET, require_POST
 
 from . import selectors, services
-from .content import AnswerInvalid, ShownItem, clean_answer, parse_highlights, shown_item
-from .models import Attempt, AttemptStatus, Study, StudyStatus
+from .content import ShownItem, parse_highlights, shown_item
+from .errors import AnswerInvalid, AnswerRefused, StudyNotOpen
+from .models import Attempt, AttemptStatus, RefusedAnswer, Study
+from .selectors import Entry
 
 COOKIE_PREFIX = "dbstudy_"
 COOKIE_MAX_AGE = 14 * 24 * 3600
@@ -22,7 +24,7 @@ EXTERNAL_PARAMS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
 
 def _render(request, study: Study, template: str, context: dict, status: int = 200) -> HttpResponse:
     """Participant pages speak the study's language when it has one, else the browser's."""
-    context = {"study": study, **context}
+    context = {"study": study, "AttemptStatus": AttemptStatus, "Reason": RefusedAnswer.Reason, **context}
     if study.language:
         with translation.override(study.language):
             response = render(request, template, context, status=status)
@@ -50,22 +52,18 @@ def _hub(attempt: Attempt) -> str:
 @require_GET
 def study_landing(request, slug: str):
     """The public link: resume an existing attempt, else consent. GET never takes a place (link scanners)."""
-    study = selectors.study_public(slug)
-    if study is None:
-        raise Http404("Unknown study.")
     external = {name: request.GET.get(name, "")[:100] for name in EXTERNAL_PARAMS}
-    existing = None
-    if external["PROLIFIC_PID"]:
-        existing = study.attempts.filter(external_participant_id=external["PROLIFIC_PID"]).first()
-    if existing is None and request.COOKIES.get(COOKIE_PREFIX + slug):
-        existing = study.attempts.filter(token=request.COOKIES[COOKIE_PREFIX + slug]).first()
-    if existing is not None:
-        return redirect(_hub(existing))
-    if study.status != StudyStatus.OPEN:
-        return _render(request, study, "studies/public/closed.html", {}, status=403)
-    if not selectors.study_has_room(study):
-        return _render(request, study, "studies/public/full.html", {}, status=200)
-    return _render(request, study, "studies/public/consent.html", {"external": external})
+    entry = selectors.study_entry(slug=slug, participant_id=external["PROLIFIC_PID"],
+                                  cookie_token=request.COOKIES.get(COOKIE_PREFIX + slug, ""))
+    if entry is None:
+        raise Http404("Unknown study.")
+    if entry.entry == Entry.RESUME:
+        return redirect(_hub(entry.attempt))
+    if entry.entry == Entry.CLOSED:
+        return _render(request, entry.study, "studies/public/closed.html", {}, status=StudyNotOpen.http_status)
+    if entry.entry == Entry.FULL:
+        return _render(request, entry.study, "studies/public/full.html", {}, status=200)
+    return _render(request, entry.study, "studies/public/consent.html", {"external": external})
 
 
 @require_POST
@@ -83,8 +81,8 @@ def study_join_view(request, slug: str):
             session_id=external["SESSION_ID"], cookie_token=request.COOKIES.get(COOKIE_PREFIX + slug, ""),
             user_agent=request.headers.get("User-Agent", ""),
         )
-    except services.StudyNotOpen:
-        return _render(request, study, "studies/public/closed.html", {}, status=403)
+    except StudyNotOpen as refusal:
+        return _render(request, study, "studies/public/closed.html", {}, status=refusal.http_status)
     response = redirect(_hub(attempt))
     response.set_cookie(COOKIE_PREFIX + slug, attempt.token, max_age=COOKIE_MAX_AGE, httponly=True,
                         samesite="Lax", secure=request.is_secure())
@@ -104,15 +102,10 @@ def attempt_view(request, token: str):
             "attempt": attempt, "practice": practice,
             "practice_url": reverse("studies_public:practice", args=[attempt.token]),
         })
-    if attempt.status == AttemptStatus.STARTED:
-        if attempt.grace_deadline() < timezone.now():
-            attempt = services.attempt_expire(attempt_id=attempt.pk, overdue_only=True)
-            if attempt.status != AttemptStatus.STARTED:
-                return _end_page(request, attempt)
-        question = services.question_open(attempt=attempt)
-        if question is not None:
-            template = "studies/public/question.html#question" if request.htmx else "studies/public/question.html"
-            return _render(request, study, template, _question_context(attempt, question))
+    question = services.attempt_question(attempt=attempt)  # closes an attempt past its deadline
+    if question is not None:
+        template = "studies/public/question.html#question" if request.htmx else "studies/public/question.html"
+        return _render(request, study, template, _question_context(attempt, question))
     return _end_page(request, attempt)
 
 
@@ -128,7 +121,7 @@ def _end_page(request, attempt: Attempt, status: int = 200) -> HttpResponse:
     counts = selectors.attempt_counts(attempt)
     template = "studies/public/complete.html" if attempt.status == AttemptStatus.FINISHED else "studies/public/ended.html"
     return _render(request, study, template, {
-        "attempt": attempt, "counts": counts, "bonus": services.bonus_for(correct=counts["correct"], study=study),
+        "attempt": attempt, "counts": counts, "bonus": counts["bonus"],
     }, status=status)
 
 
@@ -138,8 +131,8 @@ def attempt_start_view(request, token: str):
     attempt = _attempt_or_404(token)
     try:
         services.attempt_start(attempt_id=attempt.pk)
-    except services.StudyNotOpen:
-        return _render(request, attempt.study, "studies/public/closed.html", {}, status=403)
+    except StudyNotOpen as refusal:
+        return _render(request, attempt.study, "studies/public/closed.html", {}, status=refusal.http_status)
     return redirect(_hub(attempt))
 
 
@@ -152,22 +145,22 @@ def answer_view(request, token: str):
             confidence=request.POST.get("confidence") or None,
             highlights=parse_highlights(request.POST.get("highlights")),
         )
-    except services.AnswerRefused as refusal:
+    except AnswerRefused as refusal:
         if refusal.http_status == 404:
-            raise Http404(str(refusal))
+            raise Http404(refusal.message)
         attempt = _attempt_or_404(token)
         template = "studies/public/refused.html#refused" if request.htmx else "studies/public/refused.html"
         return _render(request, attempt.study, template,
-                       {"attempt": attempt, "message": str(refusal), "reason": refusal.reason},
+                       {"attempt": attempt, "message": refusal.message, "reason": refusal.reason},
                        status=refusal.http_status)
     except AnswerInvalid as invalid:
         attempt = _attempt_or_404(token)
-        question = services.question_open(attempt=attempt) if attempt.status == AttemptStatus.STARTED else None
+        question = services.attempt_question(attempt=attempt)
         if question is None:
             return redirect(_hub(attempt))
         template = "studies/public/question.html#question" if request.htmx else "studies/public/question.html"
         return _render(request, attempt.study, template,
-                       _question_context(attempt, question, errors=invalid.errors), status=400)
+                       _question_context(attempt, question, errors=invalid.messages), status=invalid.http_status)
     attempt = response.attempt  # finished in the same transaction if that was the last answer
     if request.htmx and response.next_question is not None:
         return _render(request, attempt.study, "studies/public/question.html#question",
@@ -187,26 +180,23 @@ def practice_view(request, token: str):
     (services refuse such a study).
     """
     attempt = _attempt_or_404(token)
-    item = attempt.study.practice_item
-    if item is None:
+    if attempt.study.practice_item_id is None:
         raise Http404("No practice question.")
-    shown = _shown(item, attempt.study)
     try:
-        option, _, _ = clean_answer(
-            context=shown.context, n_options=len(shown.options), chosen_option=request.POST.get("chosen_option"),
+        right = services.practice_check(
+            study=attempt.study, chosen_option=request.POST.get("chosen_option"),
             confidence=request.POST.get("confidence") or None,
             highlights=parse_highlights(request.POST.get("highlights")))
     except AnswerInvalid as invalid:
         return _render(request, attempt.study, "studies/public/practice_result.html",
-                       {"attempt": attempt, "errors": invalid.errors}, status=400)
+                       {"attempt": attempt, "errors": invalid.messages}, status=invalid.http_status)
     return _render(request, attempt.study, "studies/public/practice_result.html",
-                   {"attempt": attempt, "right": option == item.answer_index, "errors": {}})
+                   {"attempt": attempt, "right": right, "errors": {}})
 
 
 @require_POST
 def attempt_return_view(request, token: str):
     """The participant stops early: unanswered items go back to the pool, answers are kept."""
     attempt = _attempt_or_404(token)
-    if attempt.status in (AttemptStatus.STARTED, AttemptStatus.JOINED):
-        services.attempt_return(attempt_id=attempt.pk)
+    services.attempt_return(attempt_id=attempt.pk)  # idempotent: an attempt that ended stays as it is
     return redirect(_hub(attempt))

@@ -41,7 +41,8 @@ def test_sixty_bots_at_once_fill_exactly_fifty_attempts(live_server, detectbench
     for attempt in Attempt.objects.filter(study=study, status=AttemptStatus.FINISHED):
         assert attempt.responses.values("item").distinct().count() == 15
     # Never more than `raters` answers + running leases per item (also a CHECK constraint in the database).
-    live = ParticipantLease.objects.filter(attempt__study=study).exclude(status__in=[ParticipantLeaseStatus.RELEASED, ParticipantLeaseStatus.TIMED_OUT])
+    live = ParticipantLease.objects.filter(attempt__study=study).exclude(
+        status__in=[ParticipantLeaseStatus.RELEASED, ParticipantLeaseStatus.TIMED_OUT])
     assert max(Counter(live.values_list("item_id", flat=True)).values()) == 3
 
 

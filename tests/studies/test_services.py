@@ -4,10 +4,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from studies.models import Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, RefusedAnswer, Response, StudyItem
+from studies.errors import AnswerInvalid, AnswerRefused, AttemptNotRunning, PracticeItemInPool, RatersBelowLoad
+from studies.models import (
+    Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, RefusedAnswer, Response, StudyItem,
+)
 from studies.services import (
-    AnswerInvalid, AnswerRefused, attempt_expire, attempt_extend, attempt_return, attempt_start, attempts_sweep,
-    question_open, response_submit, study_join, study_update,
+    attempt_expire, attempt_extend, attempt_return, attempt_start, attempts_sweep, question_open, response_submit,
+    study_join, study_update,
 )
 
 from .conftest import started_attempt
@@ -211,8 +214,9 @@ def test_raters_cannot_drop_below_current_load(make_study):
     study = make_study(n_items=3, per_participant=3, raters=2)
     started_attempt(study, "a")
     started_attempt(study, "b")
-    with pytest.raises(ValueError):
+    with pytest.raises(RatersBelowLoad) as error:
         study_update(study_id=study.pk, raters=1)
+    assert (error.value.field, error.value.http_status, error.value.busiest) == ("raters", 409, 2)
 
 
 # --------------------------------------------------------------------------- review fixes
@@ -269,7 +273,7 @@ def test_extending_an_expired_attempt_is_refused_and_hands_nothing_back(make_stu
     first = started_attempt(study, "a")
     attempt_expire(attempt_id=first.pk)
     second = started_attempt(study, "b")  # takes the released items
-    with pytest.raises(ValueError):
+    with pytest.raises(AttemptNotRunning):
         attempt_extend(attempt_id=first.pk, seconds=600)
     assert second.status == AttemptStatus.STARTED
     assert set(StudyItem.objects.filter(study=study).values_list("load", flat=True)) == {1}
@@ -281,10 +285,10 @@ def test_practice_item_can_never_be_a_study_item(make_study, items):
     from studies.services import study_create
 
     ids = items(4)
-    with pytest.raises(ValueError, match="practice"):
+    with pytest.raises(PracticeItemInPool, match="practice"):
         study_create(slug="prac", item_ids=ids, practice_item=Item.objects.get(pk=ids[0]))
     study = make_study(n_items=3)
-    with pytest.raises(ValueError, match="practice"):
+    with pytest.raises(PracticeItemInPool, match="practice"):
         study_update(study_id=study.pk, practice_item=Item.objects.get(pk=ids[0]))
     assert study_update(study_id=study.pk, practice_item=Item.objects.get(pk=ids[3])).practice_item_id == ids[3]
 

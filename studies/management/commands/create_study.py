@@ -1,6 +1,8 @@
 """Create a study from a split: a seeded sample (or all) of its items."""
 from django.core.management.base import BaseCommand, CommandError
 
+from detectbench_web.error_mapping import REFUSED, error_text
+
 from studies.models import DEFAULT_TIME_LIMIT, StudyStatus
 from studies.services import sample_pool, study_create
 
@@ -39,8 +41,8 @@ class Command(BaseCommand):
                 completion_url=o["completion_url"], status=o["status"], seed=o["seed"], pool_split=o["split"],
                 pool_sample=o["sample"],
             )
-        except Exception as error:  # noqa: BLE001 - report validation problems as a command error
-            raise CommandError(str(error)) from error
+        except REFUSED as error:
+            raise CommandError(error_text(error)) from error
         places = len(item_ids) * study.raters // study.per_participant
         self.stdout.write(f"created study {study.slug} ({study.status}): {len(item_ids)} items x {study.raters} raters, "
                           f"{study.per_participant} per participant -> {places} complete attempts; "

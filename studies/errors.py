@@ -1,0 +1,117 @@
+"""How studies' services refuse a call: subclasses of the project's one error contract.
+
+Each refusal keeps the code and HTTP status the participant pages and the researcher pages
+answer with; `detectbench_web.error_mapping` turns them into form errors, pages and API
+responses. Pure Python: no Django import (`content` raises `AnswerInvalid`).
+"""
+from __future__ import annotations
+
+from detectbench_web.errors import Invalid, ServiceError
+
+
+class StudyError(ServiceError):
+    """A refused call on a study or an attempt (the call does not fit the current state)."""
+
+    code = "study_error"
+    http_status = 409
+
+
+class StudyNotOpen(StudyError):
+    """Joining or starting a study that is not open (the page shows "closed")."""
+
+    code = "not_open"
+    http_status = 403
+
+    def __init__(self, message: str = "This study is not open.", **kwargs):
+        super().__init__(message, **kwargs)
+
+
+class AttemptNotRunning(StudyError):
+    """A researcher action that needs a running attempt (extend)."""
+
+    code = "not_running"
+
+    def __init__(self, message: str = "Only a running attempt can be extended.", **kwargs):
+        super().__init__(message, **kwargs)
+
+
+class PoolFrozen(StudyError):
+    """The item pool is fixed once participants have started."""
+
+    code = "pool_frozen"
+
+    def __init__(self, message: str = "The item pool cannot change after participants have started.", **kwargs):
+        super().__init__(message, **kwargs)
+
+
+class RatersBelowLoad(StudyError):
+    """Fewer raters per item than an item already has (answers plus running leases)."""
+
+    code = "raters_below_load"
+
+    def __init__(self, busiest: int):
+        super().__init__(f"An item already has {busiest} raters; raters cannot go below that.", field="raters")
+        self.busiest = busiest
+
+
+class AnswerRefused(StudyError):
+    """An answer that cannot be accepted; `reason` (= `code`) is a `RefusedAnswer.Reason` or `UNKNOWN`.
+
+    Refused answers of a known attempt are kept for the record (`RefusedAnswer`).
+    """
+
+    UNKNOWN = "unknown"
+
+    def __init__(self, reason: str, message: str, http_status: int = 409):
+        super().__init__(message, code=str(reason), http_status=http_status)
+        self.reason = str(reason)
+
+
+class StudySetupInvalid(Invalid):
+    """A study's settings or item pool are wrong (400, beside the field they name)."""
+
+    code = "study_invalid"
+
+
+class EmptyPool(StudySetupInvalid):
+    code = "empty_pool"
+
+    def __init__(self, message: str = "This split has no items.", field: str = "pool_split"):
+        super().__init__(message, field=field)
+
+
+class UnknownItems(StudySetupInvalid):
+    code = "unknown_items"
+
+    def __init__(self, missing: list[str], field: str = "pool_items"):
+        super().__init__(f"Unknown items: {', '.join(missing[:10])}", field=field)
+        self.missing = list(missing)
+
+
+class PracticeItemInPool(StudySetupInvalid):
+    """The practice question tells the participant whether they were right: it must never be a study item."""
+
+    code = "practice_in_pool"
+
+    def __init__(self):
+        super().__init__("The practice item is part of the study's item pool; choose another practice item.",
+                         field="practice_item")
+
+
+class AnswerInvalid(Invalid):
+    """A malformed answer (400); `errors` maps each field to its messages, `messages` to the first one."""
+
+    code = "answer_invalid"
+
+    def __init__(self, errors: dict[str, str | list[str]]):
+        super().__init__(errors={k: [v] if isinstance(v, str) else list(v) for k, v in errors.items()})
+
+    @property
+    def messages(self) -> dict[str, str]:
+        return {field: messages[0] for field, messages in self.errors.items() if messages}
+
+
+__all__ = [
+    "AnswerInvalid", "AnswerRefused", "AttemptNotRunning", "EmptyPool", "PoolFrozen", "PracticeItemInPool",
+    "RatersBelowLoad", "StudyError", "StudyNotOpen", "StudySetupInvalid", "UnknownItems",
+]

@@ -1,0 +1,18 @@
+"""Writes for studies, one transaction each, by sub-domain: `setup` (a study and its item pool),
+`attempts` (joining, the hand-out of participant leases, dropout and time) and `responses`
+(the current question, accepting or refusing an answer). Refusals are `studies.errors`.
+"""
+from .attempts import (
+    attempt_expire, attempt_extend, attempt_return, attempt_start, attempts_sweep, study_join,
+)
+from .responses import (
+    Question, Submitted, attempt_question, practice_check, question_open, response_submit, shown_item_of,
+)
+from .setup import pool_items_resolve, sample_pool, study_create, study_set_pool, study_update
+
+__all__ = [
+    "Question", "Submitted",
+    "attempt_expire", "attempt_extend", "attempt_question", "attempt_return", "attempt_start", "attempts_sweep",
+    "practice_check", "pool_items_resolve", "question_open", "response_submit", "sample_pool", "shown_item_of",
+    "study_create", "study_join", "study_set_pool", "study_update",
+]

@@ -1,0 +1,180 @@
+"""Attempts: joining, the hand-out of participant leases, dropout and time (expiry, return, extension, sweep).
+
+Lock order everywhere: attempt row -> study row -> study-item rows. Every change of a
+study item's load (hand-out and release) happens while holding the study row, so that
+hand-outs of one study are serialized and quotas can never be exceeded; the database
+check `load <= quota` guards it as well.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timedelta
+from typing import Sequence
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from ..allocation import Slot, choose_items, presentation_order
+from ..errors import AttemptNotRunning, StudyNotOpen
+from ..models import Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, Study, StudyItem, StudyStatus
+from ..selectors import attempt_resumable
+
+
+def study_join(*, study: Study, participant_id: str = "", external_study_id: str = "", session_id: str = "",
+               cookie_token: str = "", user_agent: str = "") -> Attempt:
+    """Join a study after consent; idempotent on the external participant id or the browser's attempt cookie."""
+    participant_id = participant_id.strip()[:100]
+    existing = attempt_resumable(study=study, participant_id=participant_id, cookie_token=cookie_token)
+    if existing is not None:
+        return existing
+    if study.status != StudyStatus.OPEN:
+        raise StudyNotOpen()
+    try:
+        with transaction.atomic():
+            return Attempt.objects.create(
+                study=study, external_participant_id=participant_id, external_study_id=external_study_id[:100],
+                external_session_id=session_id[:100], user_agent=user_agent[:300],
+            )
+    except IntegrityError:  # the same participant joined twice at once
+        return Attempt.objects.get(study=study, external_participant_id=participant_id)
+
+
+@transaction.atomic
+def attempt_start(*, attempt_id: int, now: datetime | None = None) -> Attempt:
+    """Hand out the attempt's items as leases and start its clock; the attempt becomes FULL when the pool cannot.
+
+    Idempotent: an attempt that already started is returned unchanged (double click, second tab).
+    """
+    now = now or timezone.now()
+    attempt = Attempt.objects.select_for_update(of=("self",)).select_related("study").get(pk=attempt_id)
+    if attempt.status not in (AttemptStatus.JOINED, AttemptStatus.FULL):
+        return attempt
+    study = Study.objects.select_for_update().get(pk=attempt.study_id)  # serializes this study's hand-outs
+    if study.status != StudyStatus.OPEN:
+        raise StudyNotOpen()
+    _release_overdue(study, now)
+    rows = list(
+        StudyItem.objects.select_for_update(skip_locked=True)
+        .filter(study=study, load__lt=F("quota"))
+        .values_list("id", "item_id", "quota", "load", "released_at")
+    )
+    item_of = {row[0]: row[1] for row in rows}
+    seed = f"{study.seed}:{attempt.pk}"
+    chosen = choose_items((Slot(pk, quota, load, released is not None) for pk, _, quota, load, released in rows),
+                          study.per_participant, seed=seed)
+    if chosen is None:
+        attempt.status = AttemptStatus.FULL
+        attempt.save(update_fields=["status"])
+        return attempt
+    deadline = now + timedelta(seconds=study.time_limit_seconds)
+    StudyItem.objects.filter(pk__in=chosen).update(load=F("load") + 1, released_at=None)
+    ParticipantLease.objects.bulk_create(
+        ParticipantLease(attempt=attempt, study_item_id=pk, item_id=item_of[pk], position=i, expires_at=deadline)
+        for i, pk in enumerate(presentation_order(chosen, seed=seed))
+    )
+    attempt.status, attempt.started_at, attempt.deadline = AttemptStatus.STARTED, now, deadline
+    attempt.save(update_fields=["status", "started_at", "deadline"])
+    return attempt
+
+
+@transaction.atomic
+def leases_time_out(*, attempt_id: int, lease_ids: Sequence[int], now: datetime) -> None:
+    attempt = Attempt.objects.select_for_update().get(pk=attempt_id)
+    Study.objects.select_for_update().filter(pk=attempt.study_id).first()
+    _leases_release(ParticipantLease.objects.filter(pk__in=lease_ids, status=ParticipantLeaseStatus.ACTIVE), now,
+                    ParticipantLeaseStatus.TIMED_OUT)
+    attempt_finish_if_done(attempt_id=attempt_id, now=now)
+
+
+def attempt_finish_if_done(*, attempt_id: int, now: datetime) -> None:
+    if not ParticipantLease.objects.filter(attempt_id=attempt_id, status=ParticipantLeaseStatus.ACTIVE).exists():
+        Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.STARTED).update(
+            status=AttemptStatus.FINISHED, ended_at=now)
+
+
+
+# --------------------------------------------------------------------------- dropout and time
+
+@transaction.atomic
+def attempt_expire(*, attempt_id: int, now: datetime | None = None, status: str = AttemptStatus.EXPIRED,
+                   overdue_only: bool = False) -> Attempt:
+    """Close a running attempt (deadline passed, researcher, or the participant returned it).
+
+    Its unanswered leases go back to the pool; its answers are kept. Idempotent. With `overdue_only`
+    (the sweep, a late answer, a page load after the deadline) the deadline is checked again under the
+    row lock, so that an extension committed in the meantime wins. Returning an attempt after its
+    deadline (plus grace) closes it as expired: the deadline holds on every write path.
+    """
+    now = now or timezone.now()
+    attempt = Attempt.objects.select_for_update(of=("self",)).select_related("study").get(pk=attempt_id)
+    if attempt.status not in (AttemptStatus.STARTED, AttemptStatus.JOINED):
+        return attempt
+    overdue = attempt.deadline is not None and attempt.grace_deadline() < now
+    if overdue_only and not overdue:
+        return attempt
+    if overdue:
+        status = AttemptStatus.EXPIRED
+    Study.objects.select_for_update().filter(pk=attempt.study_id).first()
+    _leases_release(ParticipantLease.objects.filter(attempt=attempt, status=ParticipantLeaseStatus.ACTIVE), now,
+                    ParticipantLeaseStatus.RELEASED)
+    attempt.status, attempt.ended_at = status, now
+    attempt.save(update_fields=["status", "ended_at"])
+    return attempt
+
+
+def attempt_return(*, attempt_id: int, now: datetime | None = None) -> Attempt:
+    """The participant gives up (Prolific: "return the submission")."""
+    return attempt_expire(attempt_id=attempt_id, now=now, status=AttemptStatus.RETURNED)
+
+
+@transaction.atomic
+def attempt_extend(*, attempt_id: int, seconds: int) -> Attempt:
+    """Move a running attempt's deadline (researcher action); its leases follow."""
+    attempt = Attempt.objects.select_for_update().get(pk=attempt_id)
+    if attempt.status != AttemptStatus.STARTED:
+        raise AttemptNotRunning()
+    attempt.deadline += timedelta(seconds=seconds)
+    attempt.save(update_fields=["deadline"])
+    attempt.leases.filter(status=ParticipantLeaseStatus.ACTIVE).update(expires_at=attempt.deadline)
+    return attempt
+
+
+def attempts_sweep(*, now: datetime | None = None) -> list[int]:
+    """Expire every running attempt whose deadline (plus grace) has passed; returns their ids."""
+    now = now or timezone.now()
+    candidates = Attempt.objects.filter(status=AttemptStatus.STARTED, deadline__lt=now).select_related("study")
+    expired = []
+    for attempt in candidates:
+        if attempt.grace_deadline() < now:
+            if attempt_expire(attempt_id=attempt.pk, now=now, overdue_only=True).status == AttemptStatus.EXPIRED:
+                expired.append(attempt.pk)
+    return expired
+
+
+def _release_overdue(study: Study, now: datetime) -> None:
+    """Inside a hand-out (study row held): release the leases of attempts past their deadline."""
+    overdue = list(
+        Attempt.objects.select_for_update(skip_locked=True)
+        .filter(study=study, status=AttemptStatus.STARTED, deadline__lt=now - timedelta(seconds=study.grace_seconds))
+    )
+    if not overdue:
+        return
+    _leases_release(ParticipantLease.objects.filter(attempt__in=overdue, status=ParticipantLeaseStatus.ACTIVE), now,
+                    ParticipantLeaseStatus.RELEASED)
+    Attempt.objects.filter(pk__in=[a.pk for a in overdue]).update(status=AttemptStatus.EXPIRED, ended_at=now)
+
+
+def _leases_release(leases, now: datetime, status: str) -> int:
+    """End active leases and give their quota back (caller holds the study row)."""
+    rows = list(leases.values_list("id", "study_item_id"))
+    if not rows:
+        return 0
+    ParticipantLease.objects.filter(pk__in=[pk for pk, _ in rows]).update(status=status, ended_at=now)
+    per_item = Counter(study_item_id for _, study_item_id in rows)
+    by_count: dict[int, list[int]] = {}
+    for study_item_id, count in per_item.items():
+        by_count.setdefault(count, []).append(study_item_id)
+    for count, ids in by_count.items():
+        StudyItem.objects.filter(pk__in=ids).update(load=F("load") - count, released_at=now)
+    return len(rows)

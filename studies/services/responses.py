@@ -1,0 +1,244 @@
+"""Questions and answers: the current question of an attempt, and accepting or refusing an answer."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from annotation.models import Item
+
+from ..content import clean_answer, shown_item
+from ..errors import AnswerInvalid, AnswerRefused
+from ..models import Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, RefusedAnswer, Response, Study
+from .attempts import attempt_expire, attempt_finish_if_done, leases_time_out
+
+
+@dataclass
+class Question:
+    """The question an attempt is on now, with the time the participant has left for it."""
+
+    lease: ParticipantLease
+    number: int          # 1-based among the attempt's items
+    total: int
+    answered: int
+    seconds_left: int    # min(attempt deadline, question deadline) - now
+
+
+def question_open(*, attempt: Attempt, now: datetime | None = None) -> Question | None:
+    """The attempt's current question (first unanswered lease); records when it was first shown.
+
+    Questions whose own time limit has passed are timed out first (their items return to the pool).
+    Returns None when nothing is left (the attempt is then finished).
+    """
+    now = now or timezone.now()
+    leases = _attempt_leases(attempt)
+    limit = attempt.study.question_time_limit_seconds
+    grace = timedelta(seconds=attempt.study.grace_seconds)
+    if limit:
+        overdue = [l for l in leases if l.status == ParticipantLeaseStatus.ACTIVE and l.shown_at
+                   and l.shown_at + timedelta(seconds=limit) + grace < now]
+        if overdue:
+            leases_time_out(attempt_id=attempt.pk, lease_ids=[l.pk for l in overdue], now=now)
+            for l in overdue:
+                l.status = ParticipantLeaseStatus.TIMED_OUT
+    if not any(l.status == ParticipantLeaseStatus.ACTIVE for l in leases):
+        attempt_finish_if_done(attempt_id=attempt.pk, now=now)
+        attempt.refresh_from_db(fields=["status", "ended_at"])
+        return None
+    return _question_from(attempt, leases, now)
+
+
+def attempt_question(*, attempt: Attempt, now: datetime | None = None) -> Question | None:
+    """The question the attempt's page shows now; None when the attempt is not running (any more).
+
+    A page load after the deadline (plus grace) closes the attempt before the sweep does; an extension
+    committed meanwhile wins (the deadline is checked again under the row lock). `attempt` is updated.
+    """
+    now = now or timezone.now()
+    if attempt.status != AttemptStatus.STARTED:
+        return None
+    if attempt.grace_deadline() < now:
+        closed = attempt_expire(attempt_id=attempt.pk, now=now, overdue_only=True)
+        attempt.status, attempt.ended_at, attempt.deadline = closed.status, closed.ended_at, closed.deadline
+        if attempt.status != AttemptStatus.STARTED:
+            return None
+    return question_open(attempt=attempt, now=now)
+
+
+def practice_check(*, study: Study, chosen_option: Any, confidence: Any = None, highlights: Any = None) -> bool:
+    """Whether a practice answer is right (AnswerInvalid when malformed); nothing is stored.
+
+    Telling it is safe: the practice item is never one of the study's items (setup refuses that).
+    """
+    item = study.practice_item
+    shown = shown_item(context=item.context, question=item.question, options=item.options,
+                       translations=item.translations, language=study.language)
+    option, _, _ = clean_answer(context=shown.context, n_options=len(shown.options), chosen_option=chosen_option,
+                                confidence=confidence, highlights=highlights)
+    return option == item.answer_index
+
+
+SHOWN_ITEM_FIELDS = ("id", "context", "question", "options", "translations")
+
+
+def _attempt_leases(attempt: Attempt) -> list[ParticipantLease]:
+    """The attempt's leases in presentation order, with only what the question flow needs."""
+    return list(
+        ParticipantLease.objects.filter(attempt=attempt).only("id", "position", "status", "shown_at", "item_id")
+        .order_by("position")
+    )
+
+
+def shown_item_of(lease: ParticipantLease) -> Item:
+    """The item of a lease with only the fields a participant may see (already loaded after an answer)."""
+    if ParticipantLease.item.is_cached(lease):
+        return lease.item
+    item = Item.objects.only(*SHOWN_ITEM_FIELDS).get(pk=lease.item_id)
+    lease.item = item
+    return item
+
+
+def _question_from(attempt: Attempt, leases: list[ParticipantLease], now: datetime) -> Question:
+    """The first active lease of `leases` as the current question; records when it is first shown."""
+    lease = next(l for l in leases if l.status == ParticipantLeaseStatus.ACTIVE)
+    if lease.shown_at is None:  # first time shown (after an answer, its UPDATE did this already)
+        ParticipantLease.objects.filter(pk=lease.pk, shown_at__isnull=True).update(shown_at=now)
+        lease.shown_at = now
+    left = attempt.seconds_left(now)
+    limit = attempt.study.question_time_limit_seconds
+    if limit:
+        left = min(left, max(0, int((lease.shown_at + timedelta(seconds=limit) - now).total_seconds())))
+    answered = sum(1 for l in leases if l.status == ParticipantLeaseStatus.ANSWERED)
+    return Question(lease=lease, number=lease.position + 1, total=len(leases), answered=answered, seconds_left=left)
+
+
+def response_submit(*, token: str, position: int, chosen_option: Any, confidence: Any = None,
+                    highlights: Any = None, now: datetime | None = None) -> Submitted:
+    """Accept one answer, or refuse it (AnswerRefused: kept as a RefusedAnswer) or reject it (AnswerInvalid).
+
+    Accepted: within the attempt's deadline (and the question's limit) plus the study's grace seconds;
+    answers in the grace period are flagged late. Refused after that: the attempt is expired right away.
+    """
+    now = now or timezone.now()
+    try:
+        return _response_submit(token=token, position=position, chosen_option=chosen_option,
+                                confidence=confidence, highlights=highlights, now=now)
+    except AnswerRefused as refusal:
+        _refusal_record(token=token, position=position, reason=refusal.reason, now=now,
+                        payload={"chosen_option": _bounded(chosen_option), "confidence": _bounded(confidence),
+                                 "highlights": highlights})
+        raise
+
+
+@dataclass
+class Submitted:
+    """An accepted answer and what comes next (None when it was the last one: the attempt is finished)."""
+
+    response: Response
+    attempt: Attempt
+    next_question: Question | None
+
+
+@transaction.atomic
+def _response_submit(*, token, position, chosen_option, confidence, highlights, now) -> Submitted:
+    # The hot path of a study: BEGIN, attempt (locked), its leases, the answered and the next item (one
+    # statement), INSERT the response, UPDATE both leases (one statement), COMMIT; the last answer adds
+    # the UPDATE that finishes the attempt. The attempt row lock serializes every change of its leases.
+    attempt = Attempt.objects.select_for_update(of=("self",)).select_related("study").filter(token=token).first()
+    if attempt is None:
+        raise AnswerRefused(AnswerRefused.UNKNOWN, "Unknown attempt.", 404)
+    if attempt.status != AttemptStatus.STARTED:
+        raise AnswerRefused(RefusedAnswer.Reason.CLOSED, CLOSED_MESSAGE, 410)
+    study = attempt.study
+    leases = _attempt_leases(attempt)
+    at = _as_position(position)
+    lease = next((l for l in leases if l.position == at), None)
+    if lease is None:
+        raise AnswerRefused(AnswerRefused.UNKNOWN, "This question is not part of your attempt.", 404)
+    grace = timedelta(seconds=study.grace_seconds)
+    if now > attempt.deadline + grace:
+        raise AnswerRefused(RefusedAnswer.Reason.LATE, "Time is up: answers after the deadline are not accepted.", 409)
+    if lease.status == ParticipantLeaseStatus.ANSWERED:
+        raise AnswerRefused(RefusedAnswer.Reason.ALREADY_ANSWERED, "This question has already been answered.", 409)
+    if lease.status != ParticipantLeaseStatus.ACTIVE:
+        raise AnswerRefused(RefusedAnswer.Reason.QUESTION_TIMEOUT, "The time for this question is up.", 409)
+    if lease.shown_at is None:  # questions come one at a time: an answer needs the time its question was shown
+        raise AnswerInvalid({"position": "This question has not been shown yet."})
+    shown_at = lease.shown_at
+    question_deadline = attempt.deadline
+    if study.question_time_limit_seconds:
+        question_deadline = min(question_deadline, shown_at + timedelta(seconds=study.question_time_limit_seconds))
+        if now > question_deadline + grace:
+            raise AnswerRefused(RefusedAnswer.Reason.QUESTION_TIMEOUT, "The time for this question is up.", 409)
+    following = next((l for l in leases if l.status == ParticipantLeaseStatus.ACTIVE and l.pk != lease.pk), None)
+    items = Item.objects.only(*SHOWN_ITEM_FIELDS, "answer_index").in_bulk(
+        [lease.item_id] + ([following.item_id] if following else []))
+    item = items[lease.item_id]
+    shown = shown_item(context=item.context, question=item.question, options=item.options,
+                       translations=item.translations, language=study.language)
+    option, conf, spans = clean_answer(context=shown.context, n_options=len(shown.options),
+                                       chosen_option=chosen_option, confidence=confidence, highlights=highlights)
+    response = Response.objects.create(
+        attempt=attempt, item=item, lease=lease, chosen_option=option, confidence=conf, highlights=spans,
+        language=shown.language, is_correct=option == item.answer_index, shown_at=shown_at, answered_at=now,
+        is_late=now > question_deadline,
+    )
+    lease.status, lease.ended_at, lease.shown_at = ParticipantLeaseStatus.ANSWERED, now, shown_at
+    if following is None:
+        ParticipantLease.objects.filter(pk=lease.pk).update(
+            status=ParticipantLeaseStatus.ANSWERED, ended_at=now, shown_at=shown_at)
+        # The final answer and the end of the attempt commit together: the completion code follows this.
+        Attempt.objects.filter(pk=attempt.pk).update(status=AttemptStatus.FINISHED, ended_at=now)
+        attempt.status, attempt.ended_at = AttemptStatus.FINISHED, now
+        return Submitted(response=response, attempt=attempt, next_question=None)
+    # The answered lease ends and the next question is shown from now on (unless it was shown already).
+    # Plain SQL: the ORM's Case/When version of this statement costs more CPU than the rest of the request's queries.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {ParticipantLease._meta.db_table} SET"
+            " status = CASE WHEN id = %(answered)s THEN %(status)s ELSE status END,"
+            " ended_at = CASE WHEN id = %(answered)s THEN %(now)s ELSE ended_at END,"
+            " shown_at = CASE WHEN id = %(answered)s THEN %(shown_at)s ELSE COALESCE(shown_at, %(now)s) END"
+            " WHERE id IN (%(answered)s, %(following)s)",
+            {"answered": lease.pk, "following": following.pk, "status": ParticipantLeaseStatus.ANSWERED.value,
+             "now": now, "shown_at": shown_at},
+        )
+    if following.shown_at is None:
+        following.shown_at = now
+    following.item = items[following.item_id]  # rendered next: no second query for it
+    return Submitted(response=response, attempt=attempt, next_question=_question_from(attempt, leases, now))
+
+
+CLOSED_MESSAGE = "This attempt is no longer running: time is up or it was closed."
+
+
+def _bounded(value: Any, limit: int = 100) -> Any:
+    """A raw form value as kept with a refused answer: strings cut to `limit` characters."""
+    return value[:limit] if isinstance(value, str) else value
+
+
+def _as_position(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return -1
+
+
+@transaction.atomic
+def _refusal_record(*, token: str, position: Any, reason: str, now: datetime, payload: dict) -> None:
+    attempt = Attempt.objects.filter(token=token).first()
+    if attempt is None:
+        return
+    lease = (ParticipantLease.objects.filter(attempt=attempt, position=_as_position(position))
+             .only("id", "item_id").first())
+    RefusedAnswer.objects.create(attempt=attempt, item_id=lease.item_id if lease else None, reason=reason,
+                                 received_at=now, payload=payload)
+    if reason == RefusedAnswer.Reason.LATE:
+        attempt_expire(attempt_id=attempt.pk, now=now, overdue_only=True)
+    elif reason == RefusedAnswer.Reason.QUESTION_TIMEOUT and lease is not None:
+        leases_time_out(attempt_id=attempt.pk, lease_ids=[lease.pk], now=now)
+
+

@@ -1,0 +1,126 @@
+"""Study setup: create a study, change its settings, choose and freeze its item pool."""
+from __future__ import annotations
+
+import random
+from typing import Any, Sequence
+
+from django.db import transaction
+
+from annotation.models import Item
+
+from ..errors import EmptyPool, PoolFrozen, PracticeItemInPool, RatersBelowLoad, UnknownItems
+from ..models import ParticipantLease, Study, StudyItem
+
+#: The settings a seeded sample of the pool is drawn from: changing one of them draws it again.
+POOL_FIELDS = ("pool_split", "pool_sample", "seed")
+
+
+def sample_pool(*, split: str, sample: int | None, seed: int) -> list[int]:
+    """Item ids of a split, a seeded random sample of `sample` of them (all when None), in id order."""
+    ids = list(Item.objects.filter(split=split).order_by("id").values_list("id", flat=True))
+    if sample is not None and sample < len(ids):
+        ids = sorted(random.Random(seed).sample(ids, sample))
+    return ids
+
+
+def pool_items_resolve(*, split: str, tokens: Sequence[str]) -> list[int]:
+    """An explicit item list (external ids of the split, or database ids) as item ids; UnknownItems otherwise."""
+    tokens = [t for t in tokens if t]
+    by_external = dict(Item.objects.filter(split=split, external_id__in=tokens).values_list("external_id", "id"))
+    numbers = {int(t) for t in tokens if t not in by_external and _is_id(t)}
+    existing = set(Item.objects.filter(pk__in=numbers).values_list("id", flat=True)) if numbers else set()
+    ids, missing = [], []
+    for token in tokens:
+        if token in by_external:
+            ids.append(by_external[token])
+        elif _is_id(token) and int(token) in existing:
+            ids.append(int(token))
+        else:
+            missing.append(token)
+    if missing:
+        raise UnknownItems(missing)
+    return ids
+
+
+def _is_id(token: str) -> bool:
+    return token.isascii() and token.isdigit() and len(token) <= 18
+
+
+def _pool_of(*, split: str, sample: int | None, seed: int, pool_items: Sequence[str] | None) -> list[int]:
+    """The explicit list when given, else the seeded sample of the split; EmptyPool when there is nothing."""
+    if pool_items:
+        return pool_items_resolve(split=split, tokens=pool_items)
+    ids = sample_pool(split=split, sample=sample, seed=seed)
+    if not ids:
+        raise EmptyPool()
+    return ids
+
+
+@transaction.atomic
+def study_create(*, slug: str, title: str = "", item_ids: Sequence[int] | None = None,
+                 pool_items: Sequence[str] | None = None, user=None, **fields: Any) -> Study:
+    """Create a study (draft unless `status` is given) with its item pool.
+
+    The pool is `item_ids`, else the explicit `pool_items` (external or database ids of the split), else
+    the seeded sample that `pool_split`, `pool_sample` and `seed` describe.
+    """
+    study = Study(slug=slug, title=title or slug, created_by=user, **fields)
+    study.full_clean(exclude=["created_by", "practice_item"])
+    if item_ids is None:
+        item_ids = _pool_of(split=study.pool_split, sample=study.pool_sample, seed=study.seed, pool_items=pool_items)
+    study.save()
+    _pool_write(study, item_ids)
+    _practice_check(study)
+    return study
+
+
+@transaction.atomic
+def study_update(*, study_id: int, item_ids: Sequence[int] | None = None, pool_items: Sequence[str] | None = None,
+                 **fields: Any) -> Study:
+    """Change a study's settings; the pool may change only while no attempt has started.
+
+    The pool changes to `item_ids`, or to the explicit `pool_items`, or is drawn again when a setting
+    of its sample (`pool_split`, `pool_sample`, `seed`) changes; raters may not go below an item's load.
+    """
+    study = Study.objects.select_for_update().get(pk=study_id)
+    resample = any(name in fields and fields[name] != getattr(study, name) for name in POOL_FIELDS)
+    for name, value in fields.items():
+        setattr(study, name, value)
+    study.full_clean(exclude=["created_by", "practice_item"])
+    study.save()
+    if item_ids is None and (pool_items or resample):
+        item_ids = _pool_of(split=study.pool_split, sample=study.pool_sample, seed=study.seed, pool_items=pool_items)
+    if item_ids is not None and list(item_ids) != list(study.pool.values_list("item_id", flat=True)):
+        study_set_pool(study=study, item_ids=item_ids)
+    if "raters" in fields:
+        busiest = max(study.pool.values_list("load", flat=True), default=0)
+        if study.raters < busiest:
+            raise RatersBelowLoad(busiest)
+        study.pool.update(quota=study.raters)
+    _practice_check(study)
+    return study
+
+
+def _practice_check(study: Study) -> None:
+    """The practice question tells the participant whether they were right: it must never be a study item."""
+    if study.practice_item_id and study.pool.filter(item_id=study.practice_item_id).exists():
+        raise PracticeItemInPool()
+
+
+@transaction.atomic
+def study_set_pool(*, study: Study, item_ids: Sequence[int]) -> None:
+    """Replace the item pool (quota = the study's raters); refused once participants have started."""
+    if ParticipantLease.objects.filter(attempt__study=study).exists():
+        raise PoolFrozen()
+    study.pool.all().delete()
+    _pool_write(study, item_ids)
+
+
+def _pool_write(study: Study, item_ids: Sequence[int]) -> None:
+    unique = list(dict.fromkeys(item_ids))
+    existing = set(Item.objects.filter(pk__in=unique).values_list("id", flat=True))
+    if len(existing) != len(unique):
+        raise UnknownItems([str(i) for i in unique if i not in existing])
+    StudyItem.objects.bulk_create(
+        StudyItem(study=study, item_id=item_id, position=i, quota=study.raters) for i, item_id in enumerate(unique)
+    )
