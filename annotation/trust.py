@@ -21,6 +21,7 @@ estimate, and its interval uses Kish's effective sample size n_eff = (sum w)^2 /
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import asdict, dataclass
 from typing import Hashable, Sequence
 
@@ -136,8 +137,12 @@ def kappa(judge: Sequence[Hashable], human: Sequence[Hashable], weights: Sequenc
     if chance >= 1 - 1e-12:
         return Estimate(None, None, None, n, n_eff)
     value = float(cohen_kappa_score(list(judge), list(human), labels=categories, sample_weight=w))
-    result = cohens_kappa(table * n_eff, return_results=True)
-    half = float(norm.ppf(0.5 + CONFIDENCE / 2)) * float(result.std_kappa)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        std = float(cohens_kappa(table * n_eff, return_results=True).std_kappa)
+    if not math.isfinite(std):  # a degenerate table (e.g. one side all one label): no interval
+        return Estimate(value, None, None, n, n_eff)
+    half = float(norm.ppf(0.5 + CONFIDENCE / 2)) * std
     return Estimate(value, value - half, value + half, n, n_eff)
 
 

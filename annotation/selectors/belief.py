@@ -1,0 +1,139 @@
+"""Belief labels, reads: labels and reviews (also for the judge side), the review queues, a
+reviewer's lease, and the judge's suggestions shown in the verification and clue-graph screens.
+
+The final label of a target is `final_label` when set, else the judge's `label`;
+`provenance` names where it came from.
+"""
+from __future__ import annotations
+
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+
+from ..models import (
+    BeliefLabel, BeliefLease, BeliefLeaseStatus, BeliefQueue, BeliefReview, LabelSource, LabelStatus, LabelTask,
+)
+from ..models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED, KEEP_ASPECT, SCREENING_CRITERIA
+
+#: What a reviewer may answer when the judge gave no choices.
+DEFAULT_CHOICES = {
+    LabelTask.FREE_TEXT: ["correct", "incorrect"],
+    LabelTask.CLUE_GRAPH: [DRAFT_ACCEPTED, DRAFT_EDITED, DRAFT_DISCARDED],
+}
+SCREENING_CHOICES = {KEEP_ASPECT: ["keep", "delete"], **{aspect: ["yes", "no"] for aspect in SCREENING_CRITERIA}}
+PENDING = "pending"
+
+
+def reviewer_choices(label: BeliefLabel) -> list[str]:
+    """The labels a reviewer may give: the judge's choices, else the task's usual ones."""
+    if label.task == LabelTask.CLUE_GRAPH:
+        return DEFAULT_CHOICES[LabelTask.CLUE_GRAPH]
+    if label.choices:
+        return list(label.choices)
+    if label.task == LabelTask.SCREENING:
+        return SCREENING_CHOICES.get(label.aspect, ["yes", "no"])
+    return DEFAULT_CHOICES.get(label.task, ["correct", "incorrect"])
+
+
+def belief_labels(*, queue: BeliefQueue | None = None, task: str | None = None,
+                  target__in=None, **filters) -> QuerySet[BeliefLabel]:
+    """Labels, filtered like a queryset (the judge side reads its labels here)."""
+    labels = BeliefLabel.objects.all()
+    if queue is not None:
+        labels = labels.filter(queue=queue)
+    if task is not None:
+        labels = labels.filter(task=task)
+    if target__in is not None:
+        labels = labels.filter(target__in=list(target__in))
+    return labels.filter(**filters)
+
+
+def final_label(label: BeliefLabel) -> str:
+    return label.final_label or label.label
+
+
+def provenance(label: BeliefLabel, threshold: float | None) -> str:
+    """Where the label's final value comes from; `pending` while it still waits for review."""
+    if label.final_source:
+        return label.final_source
+    if (label.status == LabelStatus.SCORED and threshold is not None and label.belief is not None
+            and label.belief >= threshold):
+        return LabelSource.AUTO_ACCEPTED
+    return PENDING
+
+
+def belief_reviews(*, queue: BeliefQueue | None = None, label_id: int | None = None) -> QuerySet[BeliefReview]:
+    reviews = BeliefReview.objects.select_related("label", "reviewer").order_by("pk")
+    if queue is not None:
+        reviews = reviews.filter(label__queue=queue)
+    if label_id is not None:
+        reviews = reviews.filter(label_id=label_id)
+    return reviews
+
+
+def belief_queue_get(*, name: str) -> BeliefQueue | None:
+    return BeliefQueue.objects.filter(name=name).first()
+
+
+def belief_queues(*, user) -> list[BeliefQueue]:
+    """The queues with how many labels each has, how many still need a review, and the user's part."""
+    needing = BeliefLabel.objects.filter(queue=OuterRef("pk")).exclude(status=LabelStatus.ERROR).filter(final_source="")
+    queues = (BeliefQueue.objects.annotate(
+        n_labels=Count("labels", distinct=True),
+        n_reviewed=Count("labels", filter=~Q(labels__final_source=""), distinct=True),
+        n_mine=Count("labels__reviews", filter=Q(labels__reviews__reviewer=user), distinct=True),
+        has_pending=Exists(needing),
+    ).order_by("name"))
+    live = {lease.label.queue_id: lease for lease in BeliefLease.objects.filter(
+        reviewer=user, status=BeliefLeaseStatus.LEASED).select_related("label")}
+    result = list(queues)
+    for queue in result:
+        queue.my_lease = live.get(queue.pk)
+    return result
+
+
+def belief_lease_for(*, lease_id: int) -> BeliefLease | None:
+    """A lease with its label, queue and item, and the label's reviews so far."""
+    return (BeliefLease.objects.select_related("label__queue", "label__item", "reviewer")
+            .filter(pk=lease_id).first())
+
+
+def _latest_per_aspect(labels) -> list[BeliefLabel]:
+    chosen: dict[str, BeliefLabel] = {}
+    for label in labels:
+        chosen.setdefault(label.aspect, label)
+    return list(chosen.values())
+
+
+def screening_suggestions(*, item) -> list[BeliefLabel]:
+    """The judge's screening labels of the item (the latest per aspect, up to its current version),
+    keep/delete first, then 1.1-1.5."""
+    labels = (BeliefLabel.objects.filter(item=item, task=LabelTask.SCREENING, item_version__lte=item.version)
+              .exclude(status=LabelStatus.ERROR).select_related("queue").order_by("-item_version", "-created_at", "-pk"))
+    chosen = _latest_per_aspect(labels)
+    order = [KEEP_ASPECT, *SCREENING_CRITERIA]
+    return sorted(chosen, key=lambda label: order.index(label.aspect) if label.aspect in order else len(order))
+
+
+def screening_view(*, item, user) -> dict | None:
+    """What the verification screen shows of the judge's suggestions (None when it has none)."""
+    suggestions = screening_suggestions(item=item)
+    if not suggestions:
+        return None
+    by_criterion = {SCREENING_CRITERIA[s.aspect]: s for s in suggestions if s.aspect in SCREENING_CRITERIA}
+    keep = next((s for s in suggestions if s.aspect == KEEP_ASPECT), None)
+    suggested = sorted(c for c, s in by_criterion.items() if s.status == LabelStatus.SCORED and s.label == "yes")
+    decision = keep.label if keep is not None and keep.status == LabelStatus.SCORED else None
+    if decision is None:
+        decision = "delete" if suggested else "keep"
+    # A keep suggestion with criteria (or delete without) cannot be submitted as it is.
+    consistent = (decision == "keep") == (not suggested)
+    return {"keep": keep, "by_criterion": by_criterion, "labels": suggestions, "decision": decision,
+            "criteria": suggested, "consistent": consistent,
+            "judged_version": max(s.item_version for s in suggestions)}
+
+
+def clue_graph_draft(*, item, user) -> BeliefLabel | None:
+    """The judge's latest clue-graph draft of the item that this user has not decided on yet."""
+    return (BeliefLabel.objects.filter(item=item, task=LabelTask.CLUE_GRAPH, item_version__lte=item.version,
+                                       status=LabelStatus.SCORED)
+            .exclude(Exists(BeliefReview.objects.filter(label=OuterRef("pk"), reviewer=user)))
+            .select_related("queue").order_by("-item_version", "-created_at", "-pk").first())
