@@ -187,7 +187,7 @@ class ClueGraphForm(NamedErrorsMixin, forms.Form):
 
 class ReviewForm(NamedErrorsMixin, forms.Form):
     action = forms.ChoiceField(choices=ReviewAction.choices, widget=forms.RadioSelect)
-    send_back_to = forms.ChoiceField(choices=[("", "—")] + [c for c in Stage.choices if c[0] != Stage.REVIEW],
+    send_back_to = forms.ChoiceField(choices=[("", "—")] + [(s.value, s.label) for s in Stage.send_back_targets()],
                                      required=False)
     comment = forms.CharField(required=False, max_length=MAX_COMMENT, widget=forms.Textarea(attrs={"rows": 3}))
     item_version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)

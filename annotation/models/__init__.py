@@ -7,16 +7,17 @@ from .belief import (
     BeliefLabel, BeliefLease, BeliefLeaseStatus, BeliefQueue, BeliefReview, HandoutStream, LabelSource, LabelStatus,
     LabelTask, ReviewOrder, ReviewVia,
 )
-from .items import CONTENT_FIELDS, Item, ItemRevision, ItemStatus, QuestionType
+from .items import CONTENT_FIELDS, Item, ItemRevision, QuestionType
+from .stages import ItemStatus, Stage
 from .workflow import (
-    CRITERIA, NEXT_STATUS, Adjudication, AdjudicationStatus, AnnotatorLease, AnnotatorLeaseStatus, Criterion, Decision,
-    Draft, ReviewAction, ReviewDecision, Stage, StageConfig, VerificationDecision,
+    CRITERIA, Adjudication, AdjudicationStatus, AnnotatorLease, AnnotatorLeaseStatus, Criterion, Decision,
+    Draft, ReviewAction, ReviewDecision, StageConfig, VerificationDecision,
 )
 
 __all__ = [
     "CONTENT_FIELDS", "Item", "ItemRevision", "ItemStatus", "QuestionType",
-    "CRITERIA", "NEXT_STATUS", "Adjudication", "AdjudicationStatus", "AnnotatorLease", "AnnotatorLeaseStatus",
-    "Criterion", "Decision", "Draft", "ReviewAction", "ReviewDecision", "Stage", "StageConfig",
+    "Stage", "CRITERIA", "Adjudication", "AdjudicationStatus", "AnnotatorLease", "AnnotatorLeaseStatus",
+    "Criterion", "Decision", "Draft", "ReviewAction", "ReviewDecision", "StageConfig",
     "VerificationDecision",
     "BeliefLabel", "BeliefLease", "BeliefLeaseStatus", "BeliefQueue", "BeliefReview", "HandoutStream", "LabelSource",
     "LabelStatus", "LabelTask", "ReviewOrder", "ReviewVia",

@@ -7,16 +7,7 @@ from django.db import models
 from django.db.models import Q
 
 from ..item_facts import QUESTION_TYPES
-
-
-class ItemStatus(models.TextChoices):
-    IMPORTED = "imported", "Imported"
-    VERIFICATION = "verification", "Question verification"
-    REWRITE = "rewrite", "Question rewriting"
-    CLUE_GRAPH = "clue_graph", "Clue-graph construction"
-    REVIEW = "review", "Review"
-    PUBLISHED = "published", "Published"
-    REJECTED = "rejected", "Rejected"
+from .stages import ItemStatus
 
 
 class QuestionType(models.TextChoices):

@@ -6,23 +6,8 @@ from django.db import models
 from django.db.models import Q
 
 from .belief import LabelSource
-from .items import Item, ItemStatus
-class Stage(models.TextChoices):
-    """The stages in which annotators work on an item (a subset of ItemStatus)."""
-
-    VERIFICATION = "verification", "Question verification"
-    REWRITE = "rewrite", "Question rewriting"
-    CLUE_GRAPH = "clue_graph", "Clue-graph construction"
-    REVIEW = "review", "Review"
-
-
-#: The stage that follows each stage when it is completed.
-NEXT_STATUS = {
-    Stage.VERIFICATION: ItemStatus.REWRITE,
-    Stage.REWRITE: ItemStatus.CLUE_GRAPH,
-    Stage.CLUE_GRAPH: ItemStatus.REVIEW,
-    Stage.REVIEW: ItemStatus.PUBLISHED,
-}
+from .items import Item
+from .stages import Stage
 
 
 class StageConfig(models.Model):
@@ -49,6 +34,11 @@ class AnnotatorLeaseStatus(models.TextChoices):
     RELEASED = "released", "Released"  # given back or expired: the slot is free again
     SUPERSEDED = "superseded", "Superseded"  # the item was sent back to this stage: start afresh
 
+    @classmethod
+    def live(cls) -> list[AnnotatorLeaseStatus]:
+        """The statuses of a lease that holds a slot (counted towards k)."""
+        return [cls.LEASED, cls.SUBMITTED]
+
 
 class AnnotatorLease(models.Model):
     """One annotator's slot on an item in a stage: a lease while working, then submitted."""
@@ -67,18 +57,24 @@ class AnnotatorLease(models.Model):
             # One live slot per annotator per item-stage: nobody counts twice towards k.
             models.UniqueConstraint(
                 fields=["item", "stage", "annotator"],
-                condition=Q(status__in=["leased", "submitted"]),
+                condition=Q(status__in=AnnotatorLeaseStatus.live()),
                 name="annotator_lease_one_live_slot",
             ),
-            models.CheckConstraint(condition=Q(expires_at__gte=models.F("leased_at")), name="annotator_lease_expiry_after_lease"),
-            models.CheckConstraint(
-                condition=~Q(status="submitted") | Q(submitted_at__isnull=False), name="annotator_lease_submitted_has_time"),
+            models.CheckConstraint(condition=Q(expires_at__gte=models.F("leased_at")),
+                                   name="annotator_lease_expiry_after_lease"),
+            models.CheckConstraint(condition=~Q(status=AnnotatorLeaseStatus.SUBMITTED) | Q(submitted_at__isnull=False),
+                                   name="annotator_lease_submitted_has_time"),
         ]
         indexes = [models.Index(fields=["stage", "status", "expires_at"], name="annotator_lease_queue_idx"),
                    models.Index(fields=["annotator", "status"], name="annotator_lease_user_idx")]
 
     def __str__(self) -> str:
         return f"{self.item} {self.stage} {self.annotator} ({self.status})"
+
+    @property
+    def is_leased(self) -> bool:
+        """Still being worked on (not yet submitted, given back or superseded)."""
+        return self.status == AnnotatorLeaseStatus.LEASED
 
 
 class Criterion(models.TextChoices):
@@ -122,9 +118,9 @@ class VerificationDecision(models.Model):
         constraints = [
             # Delete needs a reason (a Table-7 criterion); keep means no criterion applies.
             models.CheckConstraint(
-                condition=(Q(decision="keep") & Q(needs_media=False, heavy_math=False, no_daily_scenario=False,
+                condition=(Q(decision=Decision.KEEP) & Q(needs_media=False, heavy_math=False, no_daily_scenario=False,
                                                    wrong_answer=False, bias=False))
-                | (Q(decision="delete") & (Q(needs_media=True) | Q(heavy_math=True) | Q(no_daily_scenario=True)
+                | (Q(decision=Decision.DELETE) & (Q(needs_media=True) | Q(heavy_math=True) | Q(no_daily_scenario=True)
                                            | Q(wrong_answer=True) | Q(bias=True))),
                 name="verification_decision_matches_criteria",
             ),
@@ -160,9 +156,10 @@ class Adjudication(models.Model):
     class Meta:
         ordering = ["created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["item", "stage"], condition=Q(status="open"),
+            models.UniqueConstraint(fields=["item", "stage"], condition=Q(status=AdjudicationStatus.OPEN),
                                     name="adjudication_one_open_per_item_stage"),
-            models.CheckConstraint(condition=Q(status="open") | ~Q(decision=""), name="adjudication_resolved_has_decision"),
+            models.CheckConstraint(condition=Q(status=AdjudicationStatus.OPEN) | ~Q(decision=""),
+                                   name="adjudication_resolved_has_decision"),
         ]
 
     def __str__(self) -> str:
@@ -190,8 +187,9 @@ class ReviewDecision(models.Model):
         ordering = ["item_id", "created_at"]
         constraints = [
             models.CheckConstraint(
-                condition=(Q(action="approve") & Q(send_back_to=""))
-                | (Q(action="send_back") & ~Q(send_back_to="") & ~Q(send_back_to="review") & ~Q(comment="")),
+                condition=(Q(action=ReviewAction.APPROVE) & Q(send_back_to=""))
+                | (Q(action=ReviewAction.SEND_BACK) & ~Q(send_back_to="") & ~Q(send_back_to=Stage.REVIEW)
+                   & ~Q(comment="")),
                 name="review_send_back_has_stage_and_comment",
             ),
         ]

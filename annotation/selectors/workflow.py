@@ -27,9 +27,9 @@ def queue_overview(*, user) -> list[dict]:
     done = dict(AnnotatorLease.objects.filter(annotator=user, status=AnnotatorLeaseStatus.SUBMITTED)
                 .values_list("stage").annotate(n=Count("id")).values_list("stage", "n"))
     return [
-        {"stage": stage, "label": label, "k": configs[stage].annotators_required, "waiting": waiting.get(stage, 0),
-         "leases": [a for a in mine if a.stage == stage], "done": done.get(stage, 0)}
-        for stage, label in Stage.choices
+        {"stage": stage, "label": stage.label, "k": configs[stage].annotators_required,
+         "waiting": waiting.get(stage, 0), "leases": [a for a in mine if a.stage == stage], "done": done.get(stage, 0)}
+        for stage in Stage
     ]
 
 

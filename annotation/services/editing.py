@@ -8,7 +8,7 @@ from detectbench_web.errors import Invalid
 
 from ..errors import StaleVersion, WorkflowError
 from ..clue_graph.editing import EditableGraph
-from ..models import NEXT_STATUS, AnnotatorLease, AnnotatorLeaseStatus, Draft, Item, Stage
+from ..models import AnnotatorLease, AnnotatorLeaseStatus, Draft, Item, Stage
 from .items import item_update
 from .leases import locked_item, mark_submitted, move_item, stage_config, take_slot
 
@@ -49,7 +49,7 @@ def clue_graph_save(*, item_id: int, base_version: int, graph: EditableGraph, us
 @transaction.atomic
 def stage_submit(*, item_id: int, user, stage: str, item_version: int, now=None) -> Item:
     """Mark the user's work in an editing stage (rewrite, clue graph) done; advance when k are done."""
-    if stage not in (Stage.REWRITE, Stage.CLUE_GRAPH):
+    if stage not in Stage.values or not Stage(stage).editing:
         raise Invalid("stage_submit is for the editing stages", field="stage")
     now = now or timezone.now()
     config = stage_config(stage)
@@ -61,7 +61,7 @@ def stage_submit(*, item_id: int, user, stage: str, item_version: int, now=None)
         mark_submitted(lease, now)
     done = AnnotatorLease.objects.filter(item=item, stage=stage, status=AnnotatorLeaseStatus.SUBMITTED).count()
     if done >= config.annotators_required:
-        return move_item(item=item, stage=stage, status=NEXT_STATUS[stage], user=user, note=f"{stage} done")
+        return move_item(item=item, stage=stage, status=Stage(stage).next_status, user=user, note=f"{stage} done")
     return item
 
 

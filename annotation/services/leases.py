@@ -18,9 +18,6 @@ from ..models import (
 )
 from .items import item_update
 
-LIVE = (AnnotatorLeaseStatus.LEASED, AnnotatorLeaseStatus.SUBMITTED)
-
-
 def stage_config(stage: str) -> StageConfig:
     config = StageConfig.objects.filter(stage=stage).first()
     return config or StageConfig(stage=stage)

@@ -9,9 +9,7 @@ from detectbench_web.errors import Invalid
 from ..errors import StaleVersion
 from ..models import AnnotatorLease, AnnotatorLeaseStatus, ItemStatus, ReviewAction, ReviewDecision, Stage
 from .items import item_update
-from .leases import LIVE, locked_item, mark_submitted, move_item, stage_config, take_slot
-
-STAGE_ORDER = list(Stage.values)
+from .leases import locked_item, mark_submitted, move_item, stage_config, take_slot
 
 
 @transaction.atomic
@@ -20,7 +18,7 @@ def review_submit(*, item_id: int, user, action: str, item_version: int, send_ba
     """Approve (publish) or send the item back to an earlier stage with a comment."""
     now = now or timezone.now()
     if action == ReviewAction.SEND_BACK:
-        if send_back_to not in (Stage.VERIFICATION, Stage.REWRITE, Stage.CLUE_GRAPH):
+        if send_back_to not in Stage.send_back_targets():
             raise Invalid("Choose the stage to send the item back to.", field="send_back_to")
         if not comment.strip():
             raise Invalid("Say what needs fixing when sending an item back.", field="comment")
@@ -39,8 +37,8 @@ def review_submit(*, item_id: int, user, action: str, item_version: int, send_ba
         move_item(item=item, stage=Stage.REVIEW, status=ItemStatus.PUBLISHED, user=user, note="review: approved")
     else:
         # The stages from the target on are done afresh: their earlier slots no longer count.
-        redo = STAGE_ORDER[STAGE_ORDER.index(send_back_to):]
-        AnnotatorLease.objects.filter(item=item, stage__in=redo, status__in=LIVE).update(
+        AnnotatorLease.objects.filter(item=item, stage__in=Stage(send_back_to).and_later(),
+                                      status__in=AnnotatorLeaseStatus.live()).update(
             status=AnnotatorLeaseStatus.SUPERSEDED)
         item_update(item_id=item.pk, base_version=item.version, changes={}, user=user, stage=Stage.REVIEW,
                     status=send_back_to, note=f"review: sent back to {send_back_to}: {comment}")

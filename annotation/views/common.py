@@ -11,14 +11,6 @@ from ..models import Stage
 
 T = TypeVar("T")
 
-STAGE_SCREENS = {
-    Stage.VERIFICATION: "annotation:verify",
-    Stage.REWRITE: "annotation:rewrite",
-    Stage.CLUE_GRAPH: "annotation:clue_graph",
-    Stage.REVIEW: "annotation:review",
-}
-
-
 def item_options(item) -> list[dict]:
     return [{"index": i, "text": t, "correct": i == item.answer_index} for i, t in enumerate(item.options)]
 

@@ -10,7 +10,6 @@ from detectbench_web.roles import annotator_required
 
 from .. import selectors, services
 from ..models import Item, Stage
-from .common import STAGE_SCREENS
 
 
 @annotator_required
@@ -27,7 +26,7 @@ def next_item_view(request, stage: str):
     if lease is None:
         messages.info(request, f"No more items for you in {Stage(stage).label}.")
         return redirect("annotation:queue")
-    return redirect(STAGE_SCREENS[stage], pk=lease.item_id)
+    return redirect(Stage(stage).screen, pk=lease.item_id)
 
 
 @annotator_required

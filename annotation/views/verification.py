@@ -8,7 +8,7 @@ from detectbench_web.roles import annotator_required
 
 from .. import selectors, services
 from ..forms import CRITERIA_KEYS, AdjudicationForm, VerificationForm
-from ..models import Adjudication, AdjudicationStatus, Criterion, Item, Stage
+from ..models import Adjudication, AnnotatorLeaseStatus, AdjudicationStatus, Criterion, Item, Stage
 from .common import attempt, item_options, stage_context
 
 
@@ -33,7 +33,7 @@ def verify_view(request, pk: int):
         form = VerificationForm(initial={"item_version": item.version})
     context = stage_context(request, item, Stage.VERIFICATION)
     mine = item.verification_decisions.filter(annotator=request.user).exclude(
-        lease__status="superseded").first()
+        lease__status=AnnotatorLeaseStatus.SUPERSEDED).first()
     context.update({"form": form, "criteria": [(c, label, CRITERIA_KEYS[c]) for c, label in Criterion.choices],
                     "my_decision": mine})
     return render(request, "annotation/verify.html", context, status=status)
@@ -62,7 +62,7 @@ def adjudication_view(request, pk: int):
             status = 400
     else:
         form = AdjudicationForm()
-    decisions = adjudication.item.verification_decisions.exclude(lease__status="superseded").select_related(
+    decisions = adjudication.item.verification_decisions.exclude(lease__status=AnnotatorLeaseStatus.SUPERSEDED).select_related(
         "annotator")
     return render(request, "annotation/adjudication.html", {
         "adjudication": adjudication, "item": adjudication.item, "options": item_options(adjudication.item),
