@@ -22,6 +22,7 @@ from .specs import CLUE_GRAPH, DRAFT, FREE_TEXT, SCREENING, JudgeInput, get_task
 from .templates import render, template_hash
 
 SCORED, UNSCORED = "scored", "unscored"
+NO_LOGPROBS = "the endpoint returned no log-probabilities for the verdict (belief unknown)."
 SAMPLE_SEPARATOR = "\n\n----- sample {index} -----\n\n"
 
 
@@ -53,6 +54,14 @@ class JudgeOutcome:
         self.attempts += completion.attempts
         self.cached = self.cached and completion.cached
         return text, logprobs
+
+
+def _scored_or_without_belief(aspect: str, label: str, belief: float | None, payload: dict) -> LabelDraft:
+    """A scored label, or, when no belief could be found, an unscored one that keeps the verdict in its payload
+    (a scored label always has a belief: trust figures and triage need it)."""
+    if belief is None:
+        return LabelDraft(aspect, "", None, UNSCORED, {**payload, "verdict_without_belief": label})
+    return LabelDraft(aspect, label, min(1.0, max(0.0, belief)), SCORED, payload)
 
 
 class JudgeSolver:
@@ -104,18 +113,16 @@ class JudgeSolver:
         except ReplyInvalid as exc:
             return self._unscored(str(exc), text, outcome)
         outcome.rationale = read.rationale
-        missing_logprobs = False
         for verdict in read.verdicts:
             if verbal:
                 belief = verdict.confidence
             else:
                 belief = beliefs.logprob_belief(logprobs, text, verdict.span, verdict.label,
                                                 self.spec.choices(verdict.aspect))
-                missing_logprobs = missing_logprobs or belief is None
             payload = {} if verdict.confidence is None else {"stated_confidence": verdict.confidence}
-            outcome.labels.append(LabelDraft(verdict.aspect, verdict.label, belief, SCORED, payload))
-        if missing_logprobs:
-            outcome.rationale = f"(no log-probabilities for a verdict: belief unknown) {outcome.rationale}".strip()
+            outcome.labels.append(_scored_or_without_belief(verdict.aspect, verdict.label, belief, payload))
+        if any(label.status == UNSCORED for label in outcome.labels):
+            outcome.rationale = f"unscored: {NO_LOGPROBS} {outcome.rationale}".strip()
         return outcome
 
     def _read_draft(self, data: JudgeInput, text: str, logprobs: tuple, outcome: JudgeOutcome) -> JudgeOutcome:
@@ -129,7 +136,9 @@ class JudgeSolver:
         else:
             belief = beliefs.sequence_belief(logprobs)
         payload = drafts.anchored_payload(draft, data.context)
-        outcome.labels.append(LabelDraft("graph", DRAFT, belief, SCORED, payload))
+        outcome.labels.append(_scored_or_without_belief("graph", DRAFT, belief, payload))
+        if belief is None:
+            outcome.rationale = f"unscored: {NO_LOGPROBS}"
         return outcome
 
     def _read_samples(self, data: JudgeInput, texts: list[str], outcome: JudgeOutcome) -> JudgeOutcome:
@@ -155,6 +164,8 @@ class JudgeSolver:
     # -- the built-in judge ----------------------------------------------------
     def solve_builtin(self, data: JudgeInput) -> JudgeOutcome:
         outcome = JudgeOutcome(labels=[], attempts=0, cached=False)
+        if self.task == FREE_TEXT and not data.answer.strip():
+            return self._unscored("the result has no answer to grade", "", outcome)
         if self.task == FREE_TEXT:
             label, belief, payload, outcome.rationale = builtin.judge_free_text(data)
             outcome.labels.append(LabelDraft("verdict", label, round(belief, 6), SCORED, payload))

@@ -123,3 +123,10 @@ def test_cache_envelope_keeps_the_logprobs():
     assert unpack(Completion(text=packed, cached=True)) == ("{}", tokens)
     assert unpack(Completion(text=packed, cached=False))[0] == packed  # only cache entries are opened
     assert pack_for_cache(Completion(text="plain")) == "plain"
+
+
+def test_a_verdict_without_logprobs_is_unscored_and_keeps_the_verdict():
+    outcome, _ = solve(JudgeSolver(task="free-text", belief_source="logprob"), DATA, 1, '{"verdict": "correct"}')
+    label = outcome.labels[0]
+    assert (label.label, label.belief, label.status) == ("", None, "unscored")
+    assert label.payload["verdict_without_belief"] == "correct" and "log-probabilities" in outcome.rationale
