@@ -20,7 +20,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-import httpcore2  # noqa: F401 - imported here, at worker start, not by the first client of a run (~60 ms)
+# httpx2 (and its httpcore2) is the openai SDK's own HTTP layer, a dependency of openai itself: its Timeout and
+# Limits configure the SDK's transport. httpcore2 is imported here, at worker start, rather than by the first
+# client of a run (~60 ms later, on the run's clock).
+import httpcore2  # noqa: F401
 import httpx2
 import openai
 

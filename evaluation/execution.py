@@ -26,7 +26,7 @@ from annotation.clue_graph import gold_key_information
 from annotation.models import Item, ItemStatus
 
 from .clients import BuiltinClient, ModelClient, OpenAIChatClient, RetryPolicy
-from .engine import RAMP_SPACING_S, Engine, Job, JobResult
+from .engine import Engine, Job, JobResult
 from .limiter import FileLimiter, Limiter, LocalLimiter, RedisLimiter
 from .methods import Completion, get_method
 from .models import CachedResponse, ModelEndpoint, OptionOrder, Result, Run, RunStatus
@@ -63,21 +63,22 @@ def item_view(item: Item) -> ItemView:
 
 
 def make_limiter(endpoint: ModelEndpoint) -> Limiter:
-    """The shared limiter: Redis when REDIS_URL is set, else slot files under VAR_DIR (embedded mode)."""
+    """The shared limiter: Redis when settings.REDIS_URL is set, else slot files (embedded mode)."""
     if endpoint.is_builtin:
         return LocalLimiter(limit=endpoint.max_concurrency)
-    redis_url = getattr(settings, "REDIS_URL", "") or os.environ.get("REDIS_URL", "")
-    if redis_url:
-        return RedisLimiter(redis_url=redis_url, key=f"endpoint-{endpoint.pk}", limit=endpoint.max_concurrency,
-                            requests_per_minute=endpoint.requests_per_minute)
-    directory = Path(getattr(settings, "VAR_DIR", "var")) / "limiter" / f"endpoint-{endpoint.pk}"
-    return FileLimiter(directory=directory, limit=endpoint.max_concurrency,
-                       requests_per_minute=endpoint.requests_per_minute)
+    if settings.REDIS_URL:
+        return RedisLimiter(redis_url=settings.REDIS_URL, key=f"endpoint-{endpoint.pk}", limit=endpoint.max_concurrency,
+                            requests_per_minute=endpoint.requests_per_minute,
+                            lease_s=settings.EVALUATION_LIMITER_LEASE_S)
+    return FileLimiter(directory=Path(settings.EVALUATION_LIMITER_DIR) / f"endpoint-{endpoint.pk}",
+                       limit=endpoint.max_concurrency, requests_per_minute=endpoint.requests_per_minute)
 
 
 def make_client(endpoint: ModelEndpoint, *, seed: int) -> ModelClient:
     if endpoint.is_builtin:
         return BuiltinClient(name=endpoint.model, seed=seed)
+    # Not a setting: each endpoint names its own variable, read from the workers' environment at use,
+    # so that the key is never stored (ModelEndpoint.api_key_env).
     api_key = os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
     return OpenAIChatClient(
         base_url=endpoint.base_url, model=endpoint.model, api_key=api_key, params=endpoint.generation_params(),
@@ -183,7 +184,7 @@ def demonstration_pool() -> list[int]:
 
 
 @dataclass
-class _Planner:
+class JobPlanner:
     """Renders jobs for (item, sample) pairs in batches, so the first requests need not wait for all of them."""
     run: Run
     method: object
@@ -191,7 +192,7 @@ class _Planner:
     pool: list[int]
 
     @classmethod
-    def for_run(cls, run: Run) -> "_Planner":
+    def for_run(cls, run: Run) -> "JobPlanner":
         method = get_method(run.method)
         return cls(run=run, method=method, permute=run.option_order == OptionOrder.PERMUTED,
                    pool=demonstration_pool() if method.shots else [])
@@ -227,12 +228,6 @@ def _wanted(run: Run, item_ids: list[int]) -> tuple[list[tuple[int, int]], int]:
         Result.objects.filter(run=run, item_id__in=item_ids, error="").values_list("item_id", "sample_index")
     )
     return [(i, s) for i in item_ids for s in range(run.samples) if (i, s) not in done], len(done)
-
-
-def _plan(run: Run, item_ids: list[int]) -> tuple[list[Job], int]:
-    """The jobs still to do in these items, all at once (rows that exist without error are skipped)."""
-    wanted, skipped = _wanted(run, item_ids)
-    return (_Planner.for_run(run).jobs(wanted) if wanted else []), skipped
 
 
 #: Jobs are planned (items loaded, prompts rendered) on the database thread in batches while the first
@@ -292,8 +287,8 @@ async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport)
     batches = [wanted[:FIRST_PLAN_BATCH]] + [wanted[i:i + PLAN_BATCH]
                                              for i in range(FIRST_PLAN_BATCH, len(wanted), PLAN_BATCH)]
     # The first batch is planned on the database thread while the client is built here.
-    def plan_first() -> tuple[_Planner, list[Job]]:
-        planner = _Planner.for_run(run)
+    def plan_first() -> tuple[JobPlanner, list[Job]]:
+        planner = JobPlanner.for_run(run)
         return planner, planner.jobs(batches[0])
 
     first = loop.run_in_executor(db, plan_first)
@@ -316,8 +311,7 @@ async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport)
     engine = Engine(method=method, client=client, k=run.k, concurrency=endpoint.max_concurrency,
                     base_url=endpoint.base_url, model=endpoint.model, params=endpoint.generation_params(),
                     cache_fetch=cache_fetch if use_cache else None,
-                    ramp_spacing_s=0.0 if endpoint.is_builtin else float(
-                        getattr(settings, "EVALUATION_RAMP_SPACING_S", RAMP_SPACING_S)))
+                    ramp_spacing_s=0.0 if endpoint.is_builtin else settings.EVALUATION_RAMP_SPACING_S)
     buffer: list[JobResult] = []
     state = {"cancelled": False, "checked": time.monotonic()}
     done = asyncio.Event()

@@ -122,7 +122,8 @@ async def _pause(waited: int) -> None:
     await asyncio.sleep(min(0.05, 0.002 * (1.5 ** min(waited, 10))) * random.uniform(0.5, 1.5))
 
 
-DEFAULT_LEASE_S = float(os.environ.get("EVALUATION_LIMITER_LEASE_S", "10"))
+#: The lease of a slot when none is given (settings.EVALUATION_LIMITER_LEASE_S is what the app passes).
+DEFAULT_LEASE_S = 10.0
 
 
 class RedisLimiter(Limiter):
@@ -218,9 +219,6 @@ class RedisLimiter(Limiter):
         if tokens:
             self._held.difference_update(tokens)
             await self._redis.zrem(self.slots_key, *tokens)
-
-    async def in_use(self) -> int:
-        return int(await self._redis.zcard(self.slots_key))
 
     async def close(self) -> None:
         await super().close()

@@ -12,7 +12,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Sequence
 
-from . import parsing
+from .parsing import (
+    AMBIGUOUS,
+    OK,
+    ParsedAnswer,
+    parse_answer,
+    parse_free_answer,
+    parse_key_information,
+    section_text,
+)
 from .prompts import Presented, render, templates_hash
 
 # Bump when the way prompts are assembled changes (not the template texts: those are hashed).
@@ -38,7 +46,7 @@ class Outcome:
     """What one (item, sample) produced: every call made, the final output and its reading."""
 
     output: str = ""
-    answer: parsing.ParsedAnswer | None = None  # None for free-text methods
+    answer: ParsedAnswer | None = None  # None for free-text methods
     key_information: str = ""
     free_answer: str = ""
     exchanges: list[dict] = field(default_factory=list)
@@ -59,8 +67,8 @@ class Outcome:
 
     def read(self, shown: Presented, output: str) -> "Outcome":
         self.output = output
-        self.answer = parsing.parse_answer(output, shown.options, labels=shown.label_style)
-        self.key_information = parsing.parse_key_information(output)
+        self.answer = parse_answer(output, shown.options, labels=shown.label_style)
+        self.key_information = parse_key_information(output)
         return self
 
 
@@ -197,17 +205,17 @@ class SelfConsistency(Method):
         readings = []
         for i in range(max(1, k)):
             text = outcome.record(f"sc-{i}", messages, await generate(messages, f"sc-{i}"))
-            readings.append((text, parsing.parse_answer(text, shown.options, labels=shown.label_style)))
-        winner = majority_vote([r.index if r.status == parsing.OK else None for _, r in readings])
+            readings.append((text, parse_answer(text, shown.options, labels=shown.label_style)))
+        winner = majority_vote([r.index if r.status == OK else None for _, r in readings])
         if winner is None:
             outcome.read(shown, readings[-1][0])
-            if any(r.status == parsing.AMBIGUOUS for _, r in readings):
-                outcome.answer = parsing.ParsedAnswer(parsing.AMBIGUOUS)
+            if any(r.status == AMBIGUOUS for _, r in readings):
+                outcome.answer = ParsedAnswer(AMBIGUOUS)
             return outcome
-        text, reading = next((t, r) for t, r in readings if r.status == parsing.OK and r.index == winner)
+        text, reading = next((t, r) for t, r in readings if r.status == OK and r.index == winner)
         outcome.output = text
         outcome.answer = reading
-        outcome.key_information = parsing.parse_key_information(text)
+        outcome.key_information = parse_key_information(text)
         return outcome
 
 
@@ -228,7 +236,7 @@ class ComplexityCoT(Method):
         chains = []
         for i in range(max(1, k)):
             text = outcome.record(f"cot-{i}", first, await generate(first, f"cot-{i}"))
-            chains.append(parsing.section_text(text, "thought") or text.strip())
+            chains.append(section_text(text, "thought") or text.strip())
         chain = longest_chain(chains)
         final = [user(render(self.template, chain_of_thought=chain, **shown.fields()))]
         output = outcome.record("answer", final, await generate(final, "answer"))
@@ -281,8 +289,8 @@ class FreeText(Method):
         messages = self.messages(shown, demos)
         output = outcome.record("main", messages, await generate(messages, "main"))
         outcome.output = output
-        outcome.key_information = parsing.parse_key_information(output)
-        outcome.free_answer = parsing.parse_free_answer(output)
+        outcome.key_information = parse_key_information(output)
+        outcome.free_answer = parse_free_answer(output)
         return outcome
 
 

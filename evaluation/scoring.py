@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from annotation.keyinfo import keyinfo_score
 
-from . import parsing
 from .methods import Outcome
+from .parsing import MISSING, OK, section_text
 from .prompts import Presented
 
 #: Stored labels are at most this long (Result.answer_label).
@@ -37,7 +37,7 @@ def answer_shown_first(shown: Presented) -> bool:
 def score_outcome(shown: Presented, outcome: Outcome) -> Score:
     keyinfo = keyinfo_score(outcome.key_information, list(shown.item.key_information))
     if outcome.answer is None:  # free text: "ok" when the output has an answer section
-        status = parsing.OK if parsing.section_text(outcome.output, "answer") else parsing.MISSING
+        status = OK if section_text(outcome.output, "answer") else MISSING
         return Score(parse_status=status, answer_index=None, answer_label="", is_correct=None, keyinfo=keyinfo)
     answer_index = shown.original_index(outcome.answer.index)
     return Score(parse_status=outcome.answer.status, answer_index=answer_index,

@@ -47,11 +47,6 @@ def run_list(*, limit: int | None = 200) -> list[Run]:
     return with_progress(list(run_queryset()[:limit]))
 
 
-def run_get(*, pk: int) -> Run:
-    """One run with its endpoint and ``.progress``; Run.DoesNotExist if there is none."""
-    return with_progress([Run.objects.select_related("endpoint").get(pk=pk)])[0]
-
-
 def result_list(*, run: Run) -> QuerySet[Result]:
     """Every row of a run, in (item, sample) order, as the API returns them (item as an id: no join)."""
     return Result.objects.filter(run=run).order_by("item_id", "sample_index")

@@ -1,5 +1,6 @@
 """Runs executed in this process against the real stand-in server and PostgreSQL: known answers, cache,
 failures recorded, exact resume, cancel, and the `evaluate` command on the real test split."""
+import asyncio
 import io
 import json
 import re
@@ -159,7 +160,7 @@ def test_cancel_stops_new_requests(items):
     assert_one_row_per_item_and_sample(run)
 
 
-def test_first_wave_of_requests_is_spread_and_still_reaches_the_limit(items):
+def test_first_wave_of_requests_is_spread_and_still_reaches_the_limit(items, settings):
     """Slow start: the first `concurrency` requests arrive spread over a short ramp, not as one burst (which a
     server of steady latency would send back as one burst, processed serially, delaying that whole wave's
     refills); the limit is still reached, and every row is done exactly once. The server runs in its own
@@ -167,6 +168,8 @@ def test_first_wave_of_requests_is_spread_and_still_reaches_the_limit(items):
     from evaluation.engine import RAMP_MAX_S, RAMP_SPACING_S
     from tests.support.model_server import start_server_process
 
+    assert settings.EVALUATION_RAMP_SPACING_S == RAMP_SPACING_S  # the setting's default is the engine's
+    settings.EVALUATION_RAMP_SPACING_S = spacing = 0.004  # ... and the run reads the setting
     concurrency = 32
     with start_server_process(latency_s=0.2) as server:
         run = launch(endpoint_for(server, max_concurrency=concurrency))
@@ -175,7 +178,7 @@ def test_first_wave_of_requests_is_spread_and_still_reaches_the_limit(items):
     arrivals = sorted(stats["arrivals"])
     first_wave = arrivals[:concurrency]
     spread = first_wave[-1] - first_wave[0]
-    planned = (concurrency - 1) * min(RAMP_SPACING_S, RAMP_MAX_S / concurrency)
+    planned = (concurrency - 1) * min(spacing, RAMP_MAX_S / concurrency)
     assert spread >= 0.5 * planned, [round((a - first_wave[0]) * 1000, 1) for a in first_wave]
     assert spread < planned + 0.15  # a short ramp: the first wave still starts at once, near enough
     assert max(sum(1 for b in first_wave if a <= b < a + 0.005) for a in first_wave) <= concurrency // 2
@@ -259,3 +262,22 @@ def test_demonstrations_come_only_from_usable_train_items(items):
 
     assert not any(shown(t) for t in rejected + no_graph)
     assert all(shown(t) for t in usable)  # 3 shots from a pool of exactly 3
+
+
+def test_the_limiter_is_configured_from_settings_only(tmp_path, settings):
+    """Redis with the settings' lease when REDIS_URL is set, else slot files under EVALUATION_LIMITER_DIR."""
+    from evaluation.execution import make_limiter
+    from evaluation.limiter import FileLimiter, LocalLimiter, RedisLimiter
+
+    endpoint = services.endpoint_create(name="limited", base_url="http://127.0.0.1:9/v1", model="m",
+                                        max_concurrency=3, requests_per_minute=60)
+    settings.EVALUATION_LIMITER_LEASE_S = 2.5
+    shared = make_limiter(endpoint)
+    assert isinstance(shared, RedisLimiter) and (shared.lease_s, shared.limit, shared.rpm) == (2.5, 3, 60)
+    assert shared.slots_key == f"evaluation:limiter:endpoint-{endpoint.pk}:slots"
+    asyncio.run(shared.close())
+    settings.REDIS_URL = ""
+    settings.EVALUATION_LIMITER_DIR = tmp_path / "slots"
+    files = make_limiter(endpoint)
+    assert isinstance(files, FileLimiter) and files.directory == tmp_path / "slots" / f"endpoint-{endpoint.pk}"
+    assert isinstance(make_limiter(services.endpoint_for_cli(builtin="random")), LocalLimiter)

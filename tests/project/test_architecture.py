@@ -8,12 +8,14 @@ from tests.support import architecture
 #: Plain-Python modules (DESIGN.md convention 3): importable and testable without Django.
 PURE = (
     "annotation.text",
+    "annotation.keyinfo",
     "annotation.clue_graph",
     "annotation.agreement",
     "annotation.diffing",
     "annotation.trust",
     "annotation.review_order",
     "evaluation.parsing",
+    "evaluation.methods",
     "evaluation.scoring",
     "evaluation.prompts",
     "evaluation.judge.parsing",
