@@ -9,6 +9,11 @@ from .roles import IsAnnotator, admin_site_has_permission
 admin.site.has_permission = admin_site_has_permission
 admin.site.site_header = "DetectBench Web administration"
 
+# Error pages with the site's layout (used when DEBUG is off).
+handler403 = "detectbench_web.views.permission_denied"
+handler404 = "detectbench_web.views.page_not_found"
+handler500 = "detectbench_web.views.server_error"
+
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
