@@ -1,8 +1,30 @@
-from django.contrib import admin
+"""The Django admin for researchers: every write goes through the annotation services.
 
+Items are created and edited as versioned revisions (item_create / item_update), stage
+configurations are set with stage_config_set, open leases can be given back with
+leases_give_back; the workflow's records (leases, decisions, adjudications, reviews,
+drafts) are read-only here: they change only through the workflow pages.
+"""
+from django.contrib import admin, messages
+
+from . import services
 from .models import (
-    Adjudication, AnnotatorLease, Draft, Item, ItemRevision, ReviewDecision, StageConfig, VerificationDecision,
+    CONTENT_FIELDS, Adjudication, AnnotatorLease, Draft, Item, ItemRevision, ReviewDecision, StageConfig,
+    VerificationDecision,
 )
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """History and workflow records: viewed here, changed only by the services behind the pages."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 class ItemRevisionInline(admin.TabularInline):
@@ -31,38 +53,30 @@ class ItemAdmin(admin.ModelAdmin):
         return False  # nothing is deleted: reject an item instead
 
     def save_model(self, request, obj, form, change):
-        # Edits from the admin go through the same versioned service as every other edit.
-        from .services import derived_facts, item_update
-
+        # Edits from the admin go through the same versioned services as every other edit.
+        data = form.cleaned_data
         if change:
-            changes = {name: form.cleaned_data[name] for name in form.changed_data if name in obj.content()}
-            status = form.cleaned_data.get("status") if "status" in form.changed_data else None
-            updated = item_update(item_id=obj.pk, base_version=obj.version, changes=changes, user=request.user,
-                                  note="edited in the admin", status=status)
-            obj.version = updated.version
+            changes = {name: data[name] for name in form.changed_data if name in CONTENT_FIELDS}
+            status = data.get("status") if "status" in form.changed_data else None
+            saved = services.item_update(item_id=obj.pk, base_version=obj.version, changes=changes,
+                                         user=request.user, note="edited in the admin", status=status)
         else:
-            for name, value in derived_facts(context=obj.context, question=obj.question, evidence=obj.evidence,
-                                             reasoning=obj.reasoning).items():
-                setattr(obj, name, value)
-            super().save_model(request, obj, form, change)
-            ItemRevision.objects.create(item=obj, number=obj.version, author=request.user, stage=obj.status,
-                                        note="created in the admin", changed_fields=[], snapshot=obj.content())
+            saved = services.item_create(
+                source=data["source"], external_id=data["external_id"], split=data["split"],
+                external_id_is_int=data.get("external_id_is_int", True), status=data.get("status") or None,
+                content={name: data[name] for name in CONTENT_FIELDS if name in data}, user=request.user,
+                note="created in the admin")
+        obj.pk, obj.version = saved.pk, saved.version
+
+    def save_related(self, request, form, formsets, change):
+        pass  # the only inline (revisions) is read-only
 
 
 @admin.register(ItemRevision)
-class ItemRevisionAdmin(admin.ModelAdmin):
+class ItemRevisionAdmin(ReadOnlyAdmin):
     list_display = ("item", "number", "created_at", "author", "stage", "note")
     list_filter = ("stage",)
     search_fields = ("item__external_id", "note")
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-    def has_add_permission(self, request):
-        return False
 
 
 @admin.register(StageConfig)
@@ -70,38 +84,51 @@ class StageConfigAdmin(admin.ModelAdmin):
     list_display = ("stage", "annotators_required", "lease_minutes")
     list_editable = ("annotators_required", "lease_minutes")
 
+    def save_model(self, request, obj, form, change):
+        saved = services.stage_config_set(stage=obj.stage, annotators_required=obj.annotators_required,
+                                          lease_minutes=obj.lease_minutes)
+        obj.pk = saved.pk
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # a stage without a row falls back to the defaults; set k instead
+
 
 @admin.register(AnnotatorLease)
-class AnnotatorLeaseAdmin(admin.ModelAdmin):
+class AnnotatorLeaseAdmin(ReadOnlyAdmin):
     list_display = ("item", "stage", "annotator", "status", "leased_at", "expires_at", "submitted_at")
     list_filter = ("stage", "status")
     list_select_related = ("item", "annotator")
-    readonly_fields = ("item", "stage", "annotator", "leased_at", "submitted_at")
+    actions = ["give_back"]
+
+    def has_give_back_permission(self, request):
+        return request.user.has_perm("annotation.change_annotatorlease")
+
+    @admin.action(description="Give the selected open leases back to the queue", permissions=["give_back"])
+    def give_back(self, request, queryset):
+        n = services.leases_give_back(lease_ids=queryset.values_list("pk", flat=True))
+        self.message_user(request, f"{n} lease(s) given back.", messages.SUCCESS)
 
 
 @admin.register(VerificationDecision)
-class VerificationDecisionAdmin(admin.ModelAdmin):
+class VerificationDecisionAdmin(ReadOnlyAdmin):
     list_display = ("item", "annotator", "decision", "needs_media", "heavy_math", "no_daily_scenario",
                     "wrong_answer", "bias", "created_at")
     list_filter = ("decision",)
     list_select_related = ("item", "annotator")
 
-    def has_change_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(Adjudication)
-class AdjudicationAdmin(admin.ModelAdmin):
+class AdjudicationAdmin(ReadOnlyAdmin):
     list_display = ("item", "stage", "status", "decision", "resolved_by", "created_at", "resolved_at")
     list_filter = ("status",)
 
 
 @admin.register(ReviewDecision)
-class ReviewDecisionAdmin(admin.ModelAdmin):
+class ReviewDecisionAdmin(ReadOnlyAdmin):
     list_display = ("item", "reviewer", "action", "send_back_to", "created_at")
     list_filter = ("action",)
 
 
 @admin.register(Draft)
-class DraftAdmin(admin.ModelAdmin):
+class DraftAdmin(ReadOnlyAdmin):
     list_display = ("item", "user", "stage", "base_version", "updated_at")

@@ -5,16 +5,13 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from detectbench_web.roles import IsAnnotator
 
-from . import services
+from . import selectors, services
 from .errors import ITEM_API_FIELDS
 from .forms import MAX_COMMENT, MAX_GRAPH_ROWS, MAX_GRAPH_TEXT, MAX_NOTE
-from .clue_graph.editing import EditableStep, editable_graph
 from .models import CRITERIA, Decision, Item, ItemRevision, Stage
-from .selectors import item_list
 
 
 class ItemSerializer(serializers.ModelSerializer):
@@ -97,8 +94,8 @@ class ItemListApi(generics.ListAPIView):
 
     def get_queryset(self):
         params = self.request.query_params
-        return item_list(status=params.get("status") or None, split=params.get("split") or None,
-                         source=params.get("source") or None).order_by("pk")
+        return selectors.item_list(status=params.get("status") or None, split=params.get("split") or None,
+                                   source=params.get("source") or None).order_by("pk")
 
 
 @extend_schema(tags=["annotation"])
@@ -116,12 +113,13 @@ class ItemRevisionListApi(generics.ListAPIView):
     serializer_class = RevisionSerializer
 
     def get_queryset(self):
-        item = get_object_or_404(Item, pk=self.kwargs["pk"])
-        return item.revisions.select_related("author").order_by("-number")
+        return selectors.item_revisions(item=get_object_or_404(Item, pk=self.kwargs["pk"]))
 
 
-class VerificationSubmitApi(APIView):
+class VerificationSubmitApi(generics.GenericAPIView):
     permission_classes = [IsAnnotator]
+    serializer_class = VerificationInSerializer
+    queryset = Item.objects.all()
 
     @extend_schema(tags=["annotation"], request=VerificationInSerializer,
                    responses={201: VerificationOutSerializer, 400: OpenApiResponse(description="invalid decision"),
@@ -129,18 +127,20 @@ class VerificationSubmitApi(APIView):
                                                                "changed since `item_version`")})
     def post(self, request, pk: int):
         """Submit a keep/delete decision with the Table-7 criteria for an item in verification."""
-        item = get_object_or_404(Item, pk=pk)
-        data = VerificationInSerializer(data=request.data)
+        item = self.get_object()
+        data = self.get_serializer(data=request.data)
         data.is_valid(raise_exception=True)
         verdict = services.verification_submit(item_id=item.pk, user=request.user, **data.validated_data)
-        item.refresh_from_db()
         return Response(VerificationOutSerializer({"id": verdict.pk, "decision": verdict.decision,
-                                                   "criteria": verdict.criteria, "item_status": item.status}).data,
+                                                   "criteria": verdict.criteria,
+                                                   "item_status": verdict.item.status}).data,
                         status=status.HTTP_201_CREATED)
 
 
-class ClueGraphSubmitApi(APIView):
+class ClueGraphSubmitApi(generics.GenericAPIView):
     permission_classes = [IsAnnotator]
+    serializer_class = ClueGraphInSerializer
+    queryset = Item.objects.all()
 
     @extend_schema(tags=["annotation"], request=ClueGraphInSerializer,
                    responses={200: ItemSerializer, 400: OpenApiResponse(description="invalid graph"),
@@ -151,28 +151,26 @@ class ClueGraphSubmitApi(APIView):
 
         Refused with 409 and the current item when `base_version` is not the stored version.
         """
-        item = get_object_or_404(Item, pk=pk)
-        data = ClueGraphInSerializer(data=request.data)
+        item = self.get_object()
+        data = self.get_serializer(data=request.data)
         data.is_valid(raise_exception=True)
-        graph = editable_graph(item.evidence, item.reasoning)
-        headers = [s.header for s in graph.steps]
-        graph.clues = [(c["text"], c["implication"]) for c in data.validated_data["clues"]]
-        graph.steps = [EditableStep(list(s["inputs"]), s["output"], headers[i] if i < len(headers) else None)
-                       for i, s in enumerate(data.validated_data["steps"])]
-        saved = services.clue_graph_save(item_id=item.pk, base_version=data.validated_data["base_version"],
-                                         graph=graph, user=request.user,
-                                         note=data.validated_data["note"] or "clue graph submitted via API")
+        saved = services.clue_graph_replace(
+            item_id=item.pk, base_version=data.validated_data["base_version"], user=request.user,
+            clues=[(c["text"], c["implication"]) for c in data.validated_data["clues"]],
+            steps=[(s["inputs"], s["output"]) for s in data.validated_data["steps"]],
+            note=data.validated_data["note"] or "clue graph submitted via API")
         return Response(ItemSerializer(saved).data)
 
 
-class NextItemApi(APIView):
+class NextItemApi(generics.GenericAPIView):
     permission_classes = [IsAnnotator]
+    serializer_class = NextItemInSerializer
 
     @extend_schema(tags=["annotation"], request=NextItemInSerializer,
                    responses={200: LeaseSerializer, 204: OpenApiResponse(description="the queue is empty")})
     def post(self, request):
         """Lease the next item of a stage (the same lease again while it is live)."""
-        data = NextItemInSerializer(data=request.data)
+        data = self.get_serializer(data=request.data)
         data.is_valid(raise_exception=True)
         lease = services.lease_next(user=request.user, stage=data.validated_data["stage"])
         if lease is None:

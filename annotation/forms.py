@@ -113,6 +113,13 @@ class RewriteForm(NamedErrorsMixin, forms.Form):
             self.add_error(None, problem.message)
         return data
 
+    def draft_content(self, *, default_answer_index: int) -> dict:
+        """The text as typed (unfinished is fine: a draft), for autosaving; call after is_valid()."""
+        answer_index = self.cleaned_data.get("answer_index")
+        return {"context": self.data.get("context", ""), "question": self.data.get("question", ""),
+                "options": [self.data.get(f"option_{i}", "") for i in range(self.option_count)],
+                "answer_index": default_answer_index if answer_index is None else answer_index}
+
     def changes(self) -> dict:
         return {"context": self.cleaned_data["context"], "question": self.cleaned_data["question"].strip(),
                 "options": self.options(), "answer_index": self.cleaned_data["answer_index"]}

@@ -5,8 +5,14 @@ from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db import connection
 from django.db.models import Count, Q, QuerySet
 
+from .. import clue_graph
 from ..diffing import content_diff
+from ..highlight import segments
 from ..models import Item, ItemRevision
+
+#: The columns the item browser shows.
+BROWSER_FIELDS = ("id", "source", "external_id", "split", "question", "status", "question_type", "context_words",
+                  "evidence_count", "reasoning_steps", "version")
 
 
 def item_list(
@@ -73,3 +79,37 @@ def item_conflict(*, item: Item, base_version: int) -> dict:
     return {"version": item.version, "base_version": base_version,
             "diffs": content_diff(base, item.content()),
             "authors": [r.author for r in item.revisions.filter(number__gt=base_version).select_related("author")]}
+
+
+def item_browser(*, split=None, source=None, status=None, question_type=None, search=None) -> QuerySet[Item]:
+    """The item browser's rows: the filtered items in a stable order, only the columns it shows."""
+    return (item_list(split=split, source=source, status=status, question_type=question_type, search=search)
+            .order_by("source", "split", "id").only(*BROWSER_FIELDS))
+
+
+def item_detail(*, item: Item) -> dict:
+    """An item's page: its clue graph, the clues anchored in the context, the checks, recent revisions."""
+    graph = clue_graph.parse_clue_graph(item.evidence, item.reasoning)
+    anchors = clue_graph.anchor_clues(graph.clues, item.context)
+    spans = [(a.start, a.end, a.clue_index, a.exact) for a in anchors if a is not None]
+    return {
+        "graph": graph,
+        "clues": [{"clue": clue, "anchor": anchor, "number": i + 1}
+                  for i, (clue, anchor) in enumerate(zip(graph.clues, anchors))],
+        "segments": segments(item.context, spans),
+        "issues": clue_graph.check_graph(graph, item.context),
+        "revisions": item_revisions(item=item)[:20],
+    }
+
+
+def item_changes_since_previous(*, item: Item, fields: list[str] | None = None) -> list:
+    """The diff of the item's last change (from the revision before it to the stored item)."""
+    previous = revision_snapshot(item=item, number=item.version - 1)
+    return content_diff(previous, item.content(), fields) if previous else []
+
+
+def item_changes_since_stage(*, item: Item, stage: str) -> list:
+    """The diff from the item as it was at its last revision in `stage` (e.g. verification) to the stored item."""
+    revision = item.revisions.filter(stage=stage).order_by("-number").only("snapshot").first()
+    return content_diff(revision.snapshot, item.content()) if revision else []
+

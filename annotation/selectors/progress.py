@@ -58,3 +58,17 @@ def verification_agreement() -> dict:
         questions.append({"question": name, "label": labels[name], **summary})
     return {"stage": Stage.VERIFICATION, "k": stage_configs()[Stage.VERIFICATION].annotators_required,
             "questions": questions}
+
+
+def agreement_rows(report: dict) -> list[dict]:
+    """The agreement report as flat rows (one per question, then one per rater pair) for the CSV export."""
+    rows = []
+    for q in report["questions"]:
+        rows.append({"question": q["question"], "pair": "all", "items": q["items"],
+                     "percent_agreement": q["percent_agreement"], "cohen_kappa": "",
+                     "fleiss_kappa": q["fleiss_kappa"]})
+        for pair in q["pairs"]:
+            rows.append({"question": q["question"], "pair": " & ".join(pair["raters"]), "items": pair["items"],
+                         "percent_agreement": pair["percent_agreement"], "cohen_kappa": pair["cohen_kappa"],
+                         "fleiss_kappa": ""})
+    return rows

@@ -36,7 +36,7 @@ def queue_overview(*, user) -> list[dict]:
 def lease_for(*, user, item: Item, stage: str) -> AnnotatorLease | None:
     """The user's live (leased or submitted) lease on the item in the stage."""
     return (AnnotatorLease.objects.filter(item=item, stage=stage, annotator=user,
-                                      status__in=[AnnotatorLeaseStatus.LEASED, AnnotatorLeaseStatus.SUBMITTED])
+                                          status__in=AnnotatorLeaseStatus.live())
             .order_by("-leased_at").first())
 
 
@@ -49,3 +49,20 @@ def open_adjudications() -> list[Adjudication]:
         lease__status=AnnotatorLeaseStatus.SUBMITTED).select_related("annotator")
     return list(Adjudication.objects.filter(status=AdjudicationStatus.OPEN).select_related("item")
                 .prefetch_related(Prefetch("item__verification_decisions", queryset=decisions, to_attr="current")))
+
+
+def verification_by(*, user, item: Item) -> VerificationDecision | None:
+    """The user's current (not superseded) verification decision on the item."""
+    return (item.verification_decisions.filter(annotator=user)
+            .exclude(lease__status=AnnotatorLeaseStatus.SUPERSEDED).first())
+
+
+def adjudication_detail(*, adjudication_id: int) -> dict | None:
+    """An adjudication with its item and the current verification decisions it settles (None if there is none)."""
+    adjudication = Adjudication.objects.select_related("item").filter(pk=adjudication_id).first()
+    if adjudication is None:
+        return None
+    decisions = list(adjudication.item.verification_decisions.exclude(lease__status=AnnotatorLeaseStatus.SUPERSEDED)
+                     .select_related("annotator"))
+    return {"adjudication": adjudication, "item": adjudication.item, "decisions": decisions,
+            "open": adjudication.status == AdjudicationStatus.OPEN}

@@ -10,22 +10,24 @@ Callers may import from the sub-module or from here; a new sub-domain adds its
 module and its names below.
 """
 from ..errors import ImportRejected, ItemNotFound, NoSlot, StaleVersion, WorkflowError
-from .editing import clue_graph_save, draft_discard, draft_save, item_edit, stage_submit
+from .editing import clue_graph_replace, clue_graph_save, draft_discard, draft_save, item_edit, stage_submit
 from .items import (
-    ImportReport, derived_facts, item_import, item_import_text, item_revert, item_update,
+    ImportReport, derived_facts, item_create, item_import, item_revert, item_update,
     items_export,
 )
-from .leases import items_enter_workflow, lease_next, lease_release, leases_expire
+from .leases import (
+    items_enter_workflow, lease_next, lease_release, leases_expire, leases_give_back, stage_config_set,
+)
 from .review import review_submit
 from .verification import adjudication_resolve, verification_submit
 
 __all__ = [
     # refusals (annotation.errors)
     "ImportRejected", "ItemNotFound", "NoSlot", "StaleVersion", "WorkflowError",
-    "ImportReport", "derived_facts", "item_import", "item_import_text",
+    "ImportReport", "derived_facts", "item_create", "item_import",
     "item_revert", "item_update", "items_export",
-    "items_enter_workflow", "lease_next", "lease_release", "leases_expire",
+    "items_enter_workflow", "lease_next", "lease_release", "leases_expire", "leases_give_back", "stage_config_set",
     "adjudication_resolve", "verification_submit",
-    "clue_graph_save", "draft_discard", "draft_save", "item_edit", "stage_submit",
+    "clue_graph_replace", "clue_graph_save", "draft_discard", "draft_save", "item_edit", "stage_submit",
     "review_submit",
 ]

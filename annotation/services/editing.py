@@ -6,8 +6,8 @@ from django.utils import timezone
 
 from detectbench_web.errors import Invalid
 
-from ..errors import StaleVersion, WorkflowError
-from ..clue_graph.editing import EditableGraph
+from ..errors import ItemNotFound, StaleVersion, WorkflowError
+from ..clue_graph.editing import EditableGraph, EditableStep, editable_graph
 from ..models import AnnotatorLease, AnnotatorLeaseStatus, Draft, Item, Stage
 from .items import item_update
 from .leases import locked_item, mark_submitted, move_item, stage_config, take_slot
@@ -44,6 +44,20 @@ def clue_graph_save(*, item_id: int, base_version: int, graph: EditableGraph, us
     evidence, reasoning = graph.texts()
     return item_edit(item_id=item_id, base_version=base_version, changes={"evidence": evidence, "reasoning": reasoning},
                      user=user, stage=Stage.CLUE_GRAPH, note=note or "clue graph edited", finish=finish)
+
+
+def clue_graph_replace(*, item_id: int, base_version: int, clues: list[tuple[str, str]],
+                       steps: list[tuple[list[str], str]], user, note: str = "") -> Item:
+    """Replace an item's clues and steps (the API's whole-graph submit), keeping the stored headers and notes."""
+    item = Item.objects.filter(pk=item_id).only("evidence", "reasoning").first()
+    if item is None:
+        raise ItemNotFound(f"no item {item_id}")
+    graph = editable_graph(item.evidence, item.reasoning)
+    headers = [step.header for step in graph.steps]
+    graph.clues = [(text, implication) for text, implication in clues]
+    graph.steps = [EditableStep(list(inputs), output, headers[i] if i < len(headers) else None)
+                   for i, (inputs, output) in enumerate(steps)]
+    return clue_graph_save(item_id=item_id, base_version=base_version, graph=graph, user=user, note=note)
 
 
 @transaction.atomic

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import csv
-import io
 import json
 from dataclasses import dataclass, field
 from typing import BinaryIO, Iterable, TextIO
@@ -202,6 +201,29 @@ def item_update(
         return item
 
 
+@transaction.atomic
+def item_create(*, source: str, external_id: str, split: str, content: dict, user=None,
+                external_id_is_int: bool = True, status: str | None = None, note: str = "created") -> Item:
+    """Create one item (e.g. in the admin) with its derived facts and its first revision."""
+    unknown = set(content) - set(CONTENT_FIELDS)
+    if unknown:
+        raise Invalid(f"not content fields: {sorted(unknown)}", code="not_content")
+    item = Item(source=source, external_id=external_id, external_id_is_int=external_id_is_int, split=split, **content)
+    if status is not None:
+        item.status = status
+    for name, value in derived_facts(context=item.context, question=item.question, evidence=item.evidence,
+                                     reasoning=item.reasoning).items():
+        setattr(item, name, value)
+    try:
+        item.full_clean(exclude=["question_type"])
+    except ValidationError as exc:
+        raise as_service_error(exc) from exc
+    item.save()
+    ItemRevision.objects.create(item=item, number=item.version, author=user, stage=item.status, note=note,
+                                changed_fields=list(content), snapshot=item.content())
+    return item
+
+
 def item_revert(*, item_id: int, revision_number: int, base_version: int, user=None) -> Item:
     """Restore the content of an earlier revision; the revert is itself a new revision."""
     revision = ItemRevision.objects.filter(item_id=item_id, number=revision_number).first()
@@ -233,8 +255,3 @@ def items_export(*, items: Iterable[Item], out: TextIO, fmt: str = "jsonl") -> i
     else:
         raise Invalid(f"unknown export format {fmt!r} (jsonl or csv)", field="fmt")
     return count
-
-
-def item_import_text(*, text: str, **kwargs) -> ImportReport:
-    """Convenience for tests and the admin: import from a string."""
-    return item_import(stream=io.BytesIO(text.encode("utf-8")), **kwargs)

@@ -142,10 +142,32 @@ def lease_next(*, user, stage: str, now=None) -> AnnotatorLease | None:
 
 
 @transaction.atomic
-def lease_release(*, lease_id: int, user) -> None:
-    """Give a lease back to the queue (the annotator skips the item)."""
-    AnnotatorLease.objects.filter(pk=lease_id, annotator=user, status=AnnotatorLeaseStatus.LEASED).update(
+def lease_release(*, item_id: int, stage: str, user) -> int:
+    """Give the user's open lease on an item in a stage back to the queue (they skip the item); 0 if none."""
+    return AnnotatorLease.objects.filter(item_id=item_id, stage=stage, annotator=user,
+                                         status=AnnotatorLeaseStatus.LEASED).update(
         status=AnnotatorLeaseStatus.RELEASED)
+
+
+@transaction.atomic
+def leases_give_back(*, lease_ids: Iterable[int]) -> int:
+    """A researcher gives open leases back to the queue (e.g. an annotator left); submitted ones are kept."""
+    return AnnotatorLease.objects.filter(pk__in=list(lease_ids), status=AnnotatorLeaseStatus.LEASED).update(
+        status=AnnotatorLeaseStatus.RELEASED)
+
+
+@transaction.atomic
+def stage_config_set(*, stage: str, annotators_required: int, lease_minutes: int) -> StageConfig:
+    """Set how many annotators a stage needs (k) and how long its leases last."""
+    if stage not in Stage.values:
+        raise Invalid(f"unknown stage {stage!r}", field="stage")
+    if annotators_required < 1:
+        raise Invalid("A stage needs at least one annotator.", field="annotators_required")
+    if lease_minutes < 1:
+        raise Invalid("A lease lasts at least one minute.", field="lease_minutes")
+    config, _ = StageConfig.objects.update_or_create(
+        stage=stage, defaults={"annotators_required": annotators_required, "lease_minutes": lease_minutes})
+    return config
 
 
 def _close_stage(*, item: Item, stage: str) -> None:

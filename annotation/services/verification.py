@@ -56,16 +56,17 @@ def verification_submit(
         verdicts = {d.decision for d in decisions}
         who = ", ".join(sorted(d.annotator.get_username() for d in decisions))
         if verdicts == {Decision.KEEP}:
-            move_item(item=item, stage=Stage.VERIFICATION, status=ItemStatus.REWRITE, user=user,
-                  note=f"verification: kept by {who}")
+            move_item(item=item, stage=Stage.VERIFICATION, status=Stage.VERIFICATION.next_status, user=user,
+                      note=f"verification: kept by {who}")
         elif verdicts == {Decision.DELETE}:
             reasons = sorted({c for d in decisions for c in d.criteria})
             move_item(item=item, stage=Stage.VERIFICATION, status=ItemStatus.REJECTED, user=user,
-                  note=f"verification: deleted by {who} ({', '.join(reasons)})")
+                      note=f"verification: deleted by {who} ({', '.join(reasons)})")
         else:
             Adjudication.objects.get_or_create(
                 item=item, stage=Stage.VERIFICATION, status=AdjudicationStatus.OPEN,
                 defaults={"reason": "; ".join(f"{d.annotator.get_username()}: {d.decision}" for d in decisions)})
+    item.refresh_from_db(fields=["status", "version"])  # the verdict's item as it is now (it may have moved on)
     return verdict
 
 
@@ -84,7 +85,7 @@ def adjudication_resolve(*, adjudication_id: int, user, decision: str, comment: 
     if took_part and not is_researcher(user):
         raise WorkflowError("an adjudicator must not be one of the annotators who disagreed")
     item = locked_item(adjudication.item_id)
-    status = ItemStatus.REWRITE if decision == Decision.KEEP else ItemStatus.REJECTED
+    status = Stage(adjudication.stage).next_status if decision == Decision.KEEP else ItemStatus.REJECTED
     move_item(item=item, stage=adjudication.stage, status=status, user=user,
           note=f"adjudication: {decision}" + (f" ({comment})" if comment else ""))
     adjudication.status, adjudication.decision, adjudication.comment = AdjudicationStatus.RESOLVED, decision, comment

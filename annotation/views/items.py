@@ -8,12 +8,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from detectbench_web.error_mapping import error_page
 from detectbench_web.roles import annotator_required, researcher_required
 
-from .. import clue_graph
+from .. import selectors
 from ..forms import ItemFilterForm, ItemImportForm
-from ..highlight import segments
 from ..item_facts import QUESTION_TYPES
 from ..models import Item, ItemStatus
-from ..selectors import item_facets, item_list, item_revisions
 from ..errors import ImportRejected
 from ..services import item_import
 from .common import attempt, item_options
@@ -24,22 +22,16 @@ def item_list_view(request):
     form = ItemFilterForm(request.GET)
     form.is_valid()
     filters = form.cleaned_data if form.is_valid() else {}
-    items = item_list(
-        split=filters.get("split") or None,
-        source=filters.get("source") or None,
-        status=filters.get("status") or None,
-        question_type=filters.get("question_type") or None,
-        search=filters.get("q") or None,
-    ).order_by("source", "split", "id").only(
-        "id", "source", "external_id", "split", "question", "status", "question_type", "context_words",
-        "evidence_count", "reasoning_steps", "version",
-    )
+    items = selectors.item_browser(
+        split=filters.get("split") or None, source=filters.get("source") or None,
+        status=filters.get("status") or None, question_type=filters.get("question_type") or None,
+        search=filters.get("q") or None)
     page = Paginator(items, 50).get_page(filters.get("page") or 1)
     query = request.GET.copy()
     query.pop("page", None)
     context = {
         "form": form, "page": page, "filters": filters, "query": query.urlencode(),
-        "facets": item_facets(), "statuses": ItemStatus.choices, "question_types": QUESTION_TYPES,
+        "facets": selectors.item_facets(), "statuses": ItemStatus.choices, "question_types": QUESTION_TYPES,
     }
     template = "annotation/item_list.html#results" if request.htmx else "annotation/item_list.html"
     return render(request, template, context)
@@ -48,22 +40,7 @@ def item_list_view(request):
 @annotator_required
 def item_detail_view(request, pk: int):
     item = get_object_or_404(Item, pk=pk)
-    graph = clue_graph.parse_clue_graph(item.evidence, item.reasoning)
-    anchors = clue_graph.anchor_clues(graph.clues, item.context)
-    spans = [(a.start, a.end, a.clue_index, a.exact) for a in anchors if a is not None]
-    clues = [
-        {"clue": clue, "anchor": anchor, "number": i + 1}
-        for i, (clue, anchor) in enumerate(zip(graph.clues, anchors))
-    ]
-    context = {
-        "item": item,
-        "graph": graph,
-        "clues": clues,
-        "segments": segments(item.context, spans),
-        "issues": clue_graph.check_graph(graph, item.context),
-        "options": item_options(item),
-        "revisions": item_revisions(item=item)[:20],
-    }
+    context = {"item": item, "options": item_options(item), **selectors.item_detail(item=item)}
     return render(request, "annotation/item_detail.html", context)
 
 

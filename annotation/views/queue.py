@@ -32,9 +32,7 @@ def next_item_view(request, stage: str):
 @annotator_required
 @require_POST
 def release_view(request, pk: int, stage: str):
-    lease = selectors.lease_for(user=request.user, item=get_object_or_404(Item, pk=pk), stage=stage)
-    if lease is not None:
-        services.lease_release(lease_id=lease.pk, user=request.user)
+    services.lease_release(item_id=get_object_or_404(Item, pk=pk).pk, stage=stage, user=request.user)
     if request.POST.get("next"):
         return next_item_view(request, stage)
     return redirect("annotation:queue")

@@ -33,19 +33,6 @@ def agreement_view(request):
     return render(request, "annotation/agreement.html", {"report": selectors.verification_agreement()})
 
 
-def agreement_rows(report: dict) -> list[dict]:
-    rows = []
-    for q in report["questions"]:
-        rows.append({"question": q["question"], "pair": "all", "items": q["items"],
-                     "percent_agreement": q["percent_agreement"], "cohen_kappa": "",
-                     "fleiss_kappa": q["fleiss_kappa"]})
-        for pair in q["pairs"]:
-            rows.append({"question": q["question"], "pair": " & ".join(pair["raters"]), "items": pair["items"],
-                         "percent_agreement": pair["percent_agreement"], "cohen_kappa": pair["cohen_kappa"],
-                         "fleiss_kappa": ""})
-    return rows
-
-
 @researcher_required
 def agreement_export_view(request, fmt: str):
     report = selectors.verification_agreement()
@@ -56,7 +43,7 @@ def agreement_export_view(request, fmt: str):
         writer = csv.DictWriter(out, fieldnames=["question", "pair", "items", "percent_agreement", "cohen_kappa",
                                                  "fleiss_kappa"])
         writer.writeheader()
-        writer.writerows(agreement_rows(report))
+        writer.writerows(selectors.agreement_rows(report))
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     else:
         raise Http404("csv or json")

@@ -7,8 +7,7 @@ from django.urls import reverse
 
 from detectbench_web.roles import annotator_required
 
-from .. import services
-from ..diffing import content_diff
+from .. import selectors, services
 from ..forms import ReviewForm
 from ..clue_graph.editing import editable_graph
 from ..models import Item, Stage
@@ -38,7 +37,6 @@ def review_view(request, pk: int):
     graph = editable_graph(item.evidence, item.reasoning)
     context = stage_context(request, item, Stage.REVIEW)
     context.update(graph_context(item, graph, base_version=item.version))
-    verified = item.revisions.filter(stage=Stage.VERIFICATION).order_by("-number").first()
-    context.update({"form": form, "since_verification": content_diff(verified.snapshot, item.content())
-                    if verified else [], "history_url": reverse("annotation:history", args=[item.pk])})
+    context.update({"form": form, "history_url": reverse("annotation:history", args=[item.pk]),
+                    "since_verification": selectors.item_changes_since_stage(item=item, stage=Stage.VERIFICATION)})
     return render(request, "annotation/review.html", context, status=status)

@@ -61,12 +61,11 @@ def rewrite_view(request, pk: int):
     else:
         form = RewriteForm(initial=_rewrite_initial(item, draft.data if draft else None),
                            option_count=len((draft.data if draft else {}).get("options") or item.options))
-    previous = selectors.revision_snapshot(item=item, number=item.version - 1)
     context = stage_context(request, item, Stage.REWRITE)
     context.update({
         "form": form, "conflict": conflict, "draft": draft if request.method == "GET" else None,
-        "previous_diff": content_diff(previous, item.content(), ["context", "question", "options", "answer_index"])
-        if previous else [],
+        "previous_diff": selectors.item_changes_since_previous(
+            item=item, fields=["context", "question", "options", "answer_index"]),
         "checks": option_checks(item.options, item.answer_index),
     })
     return render(request, "annotation/rewrite.html", context, status=status)
@@ -86,10 +85,7 @@ def rewrite_draft_view(request, pk: int):
     if form.size_errors():
         return render(request, "annotation/rewrite.html#draft_status", {"draft_errors": form.size_errors()},
                       status=422)
-    answer_index = form.cleaned_data.get("answer_index")
-    data = {"context": request.POST.get("context", ""), "question": request.POST.get("question", ""),
-            "options": [request.POST.get(f"option_{i}", "") for i in range(form.option_count)],
-            "answer_index": item.answer_index if answer_index is None else answer_index}
+    data = form.draft_content(default_answer_index=item.answer_index)
     base_version = form.cleaned_data.get("base_version") or item.version
     draft = services.draft_save(item_id=item.pk, user=request.user, stage=Stage.REWRITE, base_version=base_version,
                                 data={**data, "base_version": base_version})

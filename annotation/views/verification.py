@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from django.contrib import messages
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 
 from detectbench_web.roles import annotator_required
 
 from .. import selectors, services
 from ..forms import CRITERIA_KEYS, AdjudicationForm, VerificationForm
-from ..models import Adjudication, AnnotatorLeaseStatus, AdjudicationStatus, Criterion, Item, Stage
+from ..models import Criterion, Item, Stage
 from .common import attempt, item_options, stage_context
 
 
@@ -32,8 +33,7 @@ def verify_view(request, pk: int):
     else:
         form = VerificationForm(initial={"item_version": item.version})
     context = stage_context(request, item, Stage.VERIFICATION)
-    mine = item.verification_decisions.filter(annotator=request.user).exclude(
-        lease__status=AnnotatorLeaseStatus.SUPERSEDED).first()
+    mine = selectors.verification_by(user=request.user, item=item)
     context.update({"form": form, "criteria": [(c, label, CRITERIA_KEYS[c]) for c, label in Criterion.choices],
                     "my_decision": mine})
     return render(request, "annotation/verify.html", context, status=status)
@@ -46,7 +46,9 @@ def adjudication_list_view(request):
 
 @annotator_required
 def adjudication_view(request, pk: int):
-    adjudication = get_object_or_404(Adjudication.objects.select_related("item"), pk=pk)
+    detail = selectors.adjudication_detail(adjudication_id=pk)
+    if detail is None:
+        raise Http404("no such adjudication")
     status = 200
     if request.method == "POST":
         form = AdjudicationForm(request.POST)
@@ -55,16 +57,13 @@ def adjudication_view(request, pk: int):
                 adjudication_id=pk, user=request.user, decision=form.cleaned_data["decision"],
                 comment=form.cleaned_data["comment"]), form=form)
             if refusal is None:
-                messages.success(request, f"{adjudication.item}: resolved.")
+                messages.success(request, f"{detail['item']}: resolved.")
                 return redirect("annotation:adjudication_list")
             status = refusal.http_status
         else:
             status = 400
     else:
         form = AdjudicationForm()
-    decisions = adjudication.item.verification_decisions.exclude(lease__status=AnnotatorLeaseStatus.SUPERSEDED).select_related(
-        "annotator")
     return render(request, "annotation/adjudication.html", {
-        "adjudication": adjudication, "item": adjudication.item, "options": item_options(adjudication.item),
-        "decisions": decisions, "form": form, "open": adjudication.status == AdjudicationStatus.OPEN,
-        "criteria_labels": dict(Criterion.choices)}, status=status)
+        **detail, "options": item_options(detail["item"]), "form": form, "criteria_labels": dict(Criterion.choices)},
+        status=status)

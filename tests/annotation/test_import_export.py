@@ -11,7 +11,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import Item, ItemRevision
-from annotation.services import ImportRejected, item_import_text
+from annotation.errors import ImportRejected
+from tests.support.items import import_text
 from tests.conftest import REPO_DIR, subprocess_env
 
 pytestmark = pytest.mark.django_db
@@ -154,7 +155,7 @@ def test_dry_run_writes_nothing(tmp_path):
 
 def test_string_ids_and_extra_fields_round_trip():
     record = dict(GOOD, id="case-007", difficulty="hard")
-    item_import_text(text=json.dumps(record) + "\n", file_name="x.jsonl", source="s", split="dev")
+    import_text(json.dumps(record) + "\n", file_name="x.jsonl", source="s", split="dev")
     exported = json.loads(_export("--source", "s"))
     assert exported == record
 
@@ -162,12 +163,12 @@ def test_string_ids_and_extra_fields_round_trip():
 def test_service_rejection_lists_every_error():
     text = "\n".join([_line(id=1, answer=-1), "{", _line(id=3, options="abc")])
     with pytest.raises(ImportRejected) as excinfo:
-        item_import_text(text=text, file_name="f.jsonl", source="s", split="dev")
+        import_text(text, file_name="f.jsonl", source="s", split="dev")
     assert [(e.line, e.field) for e in excinfo.value.line_errors] == [(1, "answer"), (2, None), (3, "options")]
 
 
 def test_csv_export_has_one_row_per_item():
-    item_import_text(text=_line(id=1) + "\n" + _line(id=2) + "\n", file_name="f.jsonl", source="s", split="dev")
+    import_text(_line(id=1) + "\n" + _line(id=2) + "\n", file_name="f.jsonl", source="s", split="dev")
     out = _export("--source", "s", "--format", "csv")
     assert out.splitlines()[0] == "id,context,question,options,answer,evidence,multi_hop_reasoning"
     assert len(out.strip().splitlines()) == 3

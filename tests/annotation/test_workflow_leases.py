@@ -45,7 +45,7 @@ def test_released_lease_goes_back_to_the_queue(annotator, annotator2):
     set_k(Stage.VERIFICATION, 1)
     make_items(1)
     lease = lease_next(user=annotator, stage=Stage.VERIFICATION)
-    lease_release(lease_id=lease.pk, user=annotator)
+    lease_release(item_id=lease.item_id, stage=lease.stage, user=annotator)
     assert lease_next(user=annotator2, stage=Stage.VERIFICATION).item == lease.item
 
 

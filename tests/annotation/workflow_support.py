@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from annotation.models import Item, ItemStatus, StageConfig
-from annotation.services import item_import_text
+from tests.support.items import import_text
 
 CONTEXT = ("On a snowy winter night the butler found the study door locked from inside. "
            "The window was open and muddy boots stood by the desk. The gardener had a key to the study.")
@@ -31,7 +31,7 @@ def record(i: int, **over) -> dict:
 
 def make_items(n: int, *, status: str = ItemStatus.VERIFICATION, source: str = "t", start: int = 1) -> list[Item]:
     text = "\n".join(json.dumps(record(i)) for i in range(start, start + n)) + "\n"
-    item_import_text(text=text, file_name="t.jsonl", source=source, split="test")
+    import_text(text, file_name="t.jsonl", source=source, split="test")
     items = Item.objects.filter(source=source, external_id__in=[str(i) for i in range(start, start + n)])
     items.update(status=status)
     return list(items.order_by("pk"))

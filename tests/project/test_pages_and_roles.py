@@ -7,7 +7,7 @@ from django.db import connection
 from django.urls import reverse
 
 from annotation.models import Item
-from annotation.services import item_import_text
+from tests.support.items import import_text
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +23,7 @@ def _items(n: int = 3):
             "clue_graph": {"evidence": "The gardener left muddy boots by the door -> he had been outside\nwindow was open from inside -> someone opened it",
                            "multi_hop_reasoning": "After correlating the clues we get:\nhe had been outside + someone opened it -> The gardener."},
         }))
-    item_import_text(text="\n".join(lines) + "\n", file_name="t.jsonl", source="t", split="dev")
+    import_text("\n".join(lines) + "\n", file_name="t.jsonl", source="t", split="dev")
 
 
 def test_anonymous_is_sent_to_login(client):

@@ -1,0 +1,209 @@
+"""Belief-label review: the queues (annotators), a label under review (htmx), the trust figures
+and review policy of a queue with their export (researchers), and the clue-graph draft decision.
+"""
+from __future__ import annotations
+
+import csv
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from detectbench_web.error_mapping import REFUSED, add_form_errors, error_text
+from detectbench_web.errors import Forbidden
+from detectbench_web.roles import annotator_required, researcher_required
+
+from ..forms_belief import BeliefPolicyForm, BeliefReviewForm, DraftDecisionForm
+from ..models import BeliefLabel, BeliefLeaseStatus, BeliefQueue, Criterion, LabelTask
+from ..models.belief import SCREENING_CRITERIA
+from ..selectors.belief import belief_lease_for, belief_queues, reviewer_choices
+from ..selectors.belief_trust import EXPORT_COLUMNS, belief_trust
+from ..services.belief import belief_queue_policy_set
+from ..services.belief_review import belief_draft_resolve, belief_lease_next, belief_lease_release, belief_review_submit
+from ..trust_figure import coverage_svg, reliability_svg
+from .common import item_options
+
+ASPECT_TEXT = {"verdict": "Is the free-text answer the same as the gold option?", "keep": "Keep or delete the item?",
+               "graph": "Is the drafted clue graph right?"}
+
+
+@annotator_required
+def belief_queue_list_view(request):
+    return render(request, "annotation/belief_queues.html", {"queues": belief_queues(user=request.user)})
+
+
+@annotator_required
+@require_POST
+def belief_next_view(request, name: str):
+    queue = get_object_or_404(BeliefQueue, name=name)
+    lease = belief_lease_next(queue_id=queue.pk, user=request.user)
+    if lease is None:
+        messages.info(request, f"No judge labels left for you in {queue.name}.")
+        return redirect("annotation:belief_queues")
+    return redirect("annotation:belief_review", pk=lease.pk)
+
+
+def _aspect_text(label: BeliefLabel) -> str:
+    if label.task == LabelTask.SCREENING and label.aspect in SCREENING_CRITERIA:
+        return f"Does criterion {Criterion(SCREENING_CRITERIA[label.aspect]).label} hold?"
+    return ASPECT_TEXT.get(label.aspect, label.aspect)
+
+
+def _review_context(request, lease, form=None) -> dict:
+    label = lease.label
+    review = getattr(lease, "review", None) if lease.status == BeliefLeaseStatus.SUBMITTED else None
+    choices = reviewer_choices(label)
+    return {
+        "lease": lease, "label": label, "queue": label.queue, "item": label.item,
+        "options": item_options(label.item), "review": review, "choices": choices,
+        "hide_judge": label.queue.blind and review is None,
+        "form": form or BeliefReviewForm(choices=choices),
+        "aspect_text": _aspect_text(label),
+        "payload_rows": [(k, v) for k, v in (label.payload or {}).items() if k not in ("evidence", "multi_hop_reasoning")],
+    }
+
+
+@annotator_required
+def belief_review_view(request, pk: int):
+    """One leased label: the item, what the judge labelled and (unless blind) its label and belief."""
+    lease = belief_lease_for(lease_id=pk)
+    if lease is None:
+        raise Http404("no such lease")
+    if lease.reviewer_id != request.user.pk:
+        raise Forbidden("this label was handed to someone else")
+    status = 200
+    form = None
+    if request.method == "POST":
+        form = BeliefReviewForm(request.POST, choices=reviewer_choices(lease.label))
+        if form.is_valid():
+            try:
+                belief_review_submit(lease_id=lease.pk, user=request.user,
+                                     human_label=form.cleaned_data["human_label"],
+                                     comment=form.cleaned_data["comment"])
+            except REFUSED as exc:
+                add_form_errors(form, exc)
+                status = 409
+            else:
+                lease = belief_lease_for(lease_id=pk)
+                if not request.htmx:
+                    return redirect("annotation:belief_review", pk=pk)
+                return render(request, "annotation/belief_review.html#answer", _review_context(request, lease))
+        else:
+            status = 422 if request.htmx else 400
+    context = _review_context(request, lease, form)
+    if request.htmx and request.method == "POST":
+        return render(request, "annotation/belief_review.html#answer", context, status=status)
+    return render(request, "annotation/belief_review.html", context, status=status)
+
+
+@annotator_required
+@require_POST
+def belief_release_view(request, pk: int):
+    lease = belief_lease_for(lease_id=pk)
+    if lease is None or lease.reviewer_id != request.user.pk:
+        raise Http404("no such lease of yours")
+    belief_lease_release(lease_id=pk, user=request.user)
+    if request.POST.get("next"):
+        return belief_next_view(request, lease.label.queue.name)
+    return redirect("annotation:belief_queues")
+
+
+@researcher_required
+def belief_trust_index_view(request):
+    """The trust page of the first queue (each trust page links to the others)."""
+    queue = BeliefQueue.objects.order_by("name").first()
+    if queue is None:
+        messages.info(request, "No judge has labelled anything yet.")
+        return redirect("annotation:belief_queues")
+    return redirect("annotation:belief_trust", name=queue.name)
+
+
+@researcher_required
+def belief_trust_view(request, name: str):
+    """Trust figures of a queue (uniform sample and weighted), its diagram and curve, its policy form."""
+    queue = get_object_or_404(BeliefQueue, name=name)
+    status = 200
+    if request.method == "POST":
+        form = BeliefPolicyForm(request.POST, instance=BeliefQueue.objects.get(pk=queue.pk))
+        if form.is_valid():
+            try:
+                belief_queue_policy_set(queue_id=queue.pk, **form.policy())
+            except REFUSED as exc:
+                add_form_errors(form, exc)
+                status = 400
+            else:
+                messages.success(request, f"Review policy of {queue.name} saved.")
+                return redirect("annotation:belief_trust", name=queue.name)
+        else:
+            status = 400
+    else:
+        form = BeliefPolicyForm(instance=queue)
+    figures = belief_trust(queue=queue)
+    return render(request, "annotation/belief_trust.html", {
+        "queue": queue, "figures": figures, "form": form, "rows": _figure_rows(figures),
+        "reliability_svg": reliability_svg(figures["uniform"]["bins"], title="Reliability (uniform sample)"),
+        "coverage_svg": coverage_svg(figures["uniform"]["curve"], threshold=queue.accept_threshold),
+        "queues": BeliefQueue.objects.order_by("name"),
+    }, status=status)
+
+
+FIGURE_ROWS = (("accuracy", "Accuracy (agreement with people)"), ("kappa", "Cohen's kappa"),
+               ("ece", "Expected calibration error"), ("brier", "Brier score"),
+               ("above_threshold", "Agreement above the threshold"),
+               ("coverage_above_threshold", "Share of labels above the threshold"))
+
+
+def _figure_rows(figures: dict) -> list[dict]:
+    """The table of the trust page: each figure for the uniform sample and the weighted estimate."""
+    def cell(value):
+        return value if isinstance(value, dict) or value is None else {"value": value}
+    return [{"id": key, "name": name, "uniform": cell(figures["uniform"][key]),
+             "weighted": cell(figures["weighted"][key])} for key, name in FIGURE_ROWS]
+
+
+def _plain(figures: dict) -> dict:
+    return {k: v for k, v in figures.items() if k not in ("queue", "rows")}
+
+
+@researcher_required
+def belief_trust_export_view(request, name: str, fmt: str):
+    """The trust figures (JSON) or the review rows they are computed from (CSV)."""
+    queue = get_object_or_404(BeliefQueue, name=name)
+    figures = belief_trust(queue=queue)
+    if fmt == "json":
+        policy = {f: getattr(queue, f) for f in ("name", "order", "random_share", "reviewers_per_label", "blind",
+                                                 "accept_threshold", "lease_minutes")}
+        response = JsonResponse({"queue": policy, "figures": _plain(figures), "reviews": figures["rows"]},
+                                json_dumps_params={"indent": 1})
+    elif fmt == "csv":
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        writer = csv.DictWriter(response, fieldnames=EXPORT_COLUMNS)
+        writer.writeheader()
+        writer.writerows(figures["rows"])
+    else:
+        raise Http404("export as csv or json")
+    response["Content-Disposition"] = f'attachment; filename="trust-{queue.name}.{fmt}"'
+    return response
+
+
+@annotator_required
+@require_POST
+def belief_draft_view(request, pk: int):
+    """Accept, edit or discard the judge's clue-graph draft, back to the clue-graph screen."""
+    label = get_object_or_404(BeliefLabel, pk=pk, task=LabelTask.CLUE_GRAPH)
+    form = DraftDecisionForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose accept, edit or discard.")
+    else:
+        try:
+            belief_draft_resolve(label_id=label.pk, user=request.user, action=form.cleaned_data["action"],
+                                 base_version=form.cleaned_data["base_version"])
+        except REFUSED as exc:
+            messages.error(request, error_text(exc))
+        else:
+            messages.success(request, {"accept": "The judge's draft is now the clue graph.",
+                                       "edit": "The judge's draft is in the editor: edit it and save.",
+                                       "discard": "The judge's draft was discarded."}[form.cleaned_data["action"]])
+    return redirect("annotation:clue_graph", pk=label.item_id)
+
