@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import apis
+from . import apis, apis_belief
 
 app_name = "annotation_api"
 urlpatterns = [
@@ -10,4 +10,10 @@ urlpatterns = [
     path("items/<int:pk>/verification/", apis.VerificationSubmitApi.as_view(), name="verification_submit"),
     path("items/<int:pk>/clue-graph/", apis.ClueGraphSubmitApi.as_view(), name="clue_graph_submit"),
     path("next/", apis.NextItemApi.as_view(), name="next_item"),
+    path("belief/queues/", apis_belief.BeliefQueueListApi.as_view(), name="belief_queues"),
+    path("belief/queues/<slug:name>/next/", apis_belief.BeliefNextApi.as_view(), name="belief_next"),
+    path("belief/queues/<slug:name>/trust/", apis_belief.BeliefTrustApi.as_view(), name="belief_trust"),
+    path("belief/labels/", apis_belief.BeliefLabelListApi.as_view(), name="belief_labels"),
+    path("belief/reviews/", apis_belief.BeliefReviewListApi.as_view(), name="belief_reviews"),
+    path("belief/leases/<int:pk>/review/", apis_belief.BeliefReviewSubmitApi.as_view(), name="belief_review_submit"),
 ]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import clue_graph, history, items, queue, researchers, review, rewrite, verification
+from .views import belief, clue_graph, history, items, queue, researchers, review, rewrite, verification
 
 app_name = "annotation"
 urlpatterns = [
@@ -22,6 +22,15 @@ urlpatterns = [
     path("items/<int:pk>/revert/", history.revert_view, name="revert"),
     path("adjudication/", verification.adjudication_list_view, name="adjudication_list"),
     path("adjudication/<int:pk>/", verification.adjudication_view, name="adjudication"),
+    # belief-label review (annotators) and judge trust (researchers)
+    path("belief/", belief.belief_queue_list_view, name="belief_queues"),
+    path("belief/<slug:name>/next/", belief.belief_next_view, name="belief_next"),
+    path("belief/leases/<int:pk>/", belief.belief_review_view, name="belief_review"),
+    path("belief/leases/<int:pk>/release/", belief.belief_release_view, name="belief_release"),
+    path("belief/drafts/<int:pk>/", belief.belief_draft_view, name="belief_draft"),
+    path("belief/trust/", belief.belief_trust_index_view, name="belief_trust_index"),
+    path("belief/<slug:name>/trust/", belief.belief_trust_view, name="belief_trust"),
+    path("belief/<slug:name>/trust/export.<str:fmt>", belief.belief_trust_export_view, name="belief_trust_export"),
     # researchers
     path("progress/", researchers.progress_view, name="progress"),
     path("agreement/", researchers.agreement_view, name="agreement"),

@@ -1,0 +1,183 @@
+"""REST API of belief-label review: queues, labels and reviews (researchers), the next label and
+a review (annotators), the trust figures of a queue (researchers)."""
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.response import Response
+
+from detectbench_web.roles import IsAnnotator, IsResearcher
+
+from .forms_belief import MAX_REVIEW_COMMENT
+from .models import BeliefLabel, BeliefQueue, BeliefReview, LabelStatus, LabelTask
+from .selectors.belief import belief_labels, belief_reviews, provenance, reviewer_choices
+from .selectors.belief_trust import belief_trust
+from .services.belief_review import belief_lease_next, belief_review_submit
+
+JUDGE_FIELDS = ("label", "belief", "belief_source", "rationale")
+
+
+class BeliefQueueSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = BeliefQueue
+        fields = ("id", "name", "description", "order", "random_share", "reviewers_per_label", "blind",
+                  "accept_threshold", "lease_minutes", "created_at")
+
+
+class BeliefLabelSerializer(serializers.ModelSerializer):
+    queue = serializers.CharField(source="queue.name", read_only=True)
+    provenance = serializers.SerializerMethodField(help_text="judge-accepted, judge-overridden, human-only, "
+                                                             "auto-accepted, or pending")
+    final = serializers.SerializerMethodField(help_text="final_label when set, else the judge's label")
+
+    class Meta:
+        model = BeliefLabel
+        fields = ("id", "queue", "item", "item_version", "task", "target", "aspect", "label", "choices", "payload",
+                  "belief", "belief_source", "status", "rationale", "raw_output", "prompt_hash", "producer", "tokens",
+                  "latency_ms", "final_label", "final_source", "final", "provenance", "first_stream", "created_at")
+
+    def get_provenance(self, label) -> str:
+        return provenance(label, label.queue.accept_threshold)
+
+    def get_final(self, label) -> str:
+        return label.final_label or label.label
+
+
+class BeliefReviewSerializer(serializers.ModelSerializer):
+    reviewer = serializers.CharField(source="reviewer.username", read_only=True)
+    judge_label = serializers.CharField(source="label.label", read_only=True)
+    belief = serializers.FloatField(source="label.belief", read_only=True, allow_null=True)
+
+    class Meta:
+        model = BeliefReview
+        fields = ("id", "label", "lease", "reviewer", "human_label", "judge_label", "belief", "agrees", "blind",
+                  "via", "comment", "seconds", "created_at")
+
+
+class HandedLabelSerializer(serializers.Serializer):
+    """A label as a reviewer sees it: without the judge's verdict when the queue is blind."""
+
+    id = serializers.IntegerField()
+    item = serializers.IntegerField(source="item_id")
+    item_version = serializers.IntegerField()
+    task = serializers.CharField()
+    target = serializers.CharField()
+    aspect = serializers.CharField()
+    payload = serializers.JSONField()
+    choices = serializers.SerializerMethodField()
+    label = serializers.CharField(allow_null=True)
+    belief = serializers.FloatField(allow_null=True)
+    belief_source = serializers.CharField(allow_null=True)
+    rationale = serializers.CharField(allow_null=True)
+
+    def get_choices(self, label) -> list[str]:
+        return reviewer_choices(label)
+
+    def to_representation(self, label):
+        data = super().to_representation(label)
+        if label.queue.blind:
+            data.update({name: None for name in JUDGE_FIELDS})
+        return data
+
+
+class BeliefLeaseSerializer(serializers.Serializer):
+    lease = serializers.IntegerField(source="pk")
+    queue = serializers.CharField(source="label.queue.name")
+    stream = serializers.CharField()
+    expires_at = serializers.DateTimeField()
+    blind = serializers.BooleanField(source="label.queue.blind")
+    label = HandedLabelSerializer()
+
+
+class BeliefReviewInSerializer(serializers.Serializer):
+    human_label = serializers.CharField(max_length=64)
+    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_REVIEW_COMMENT)
+
+
+@extend_schema(tags=["belief review"])
+class BeliefQueueListApi(generics.ListAPIView):
+    """The review queues (one per judge config) and their policy."""
+
+    permission_classes = [IsAnnotator]
+    serializer_class = BeliefQueueSerializer
+    queryset = BeliefQueue.objects.order_by("name")
+
+
+@extend_schema(tags=["belief review"], parameters=[
+    OpenApiParameter("queue", str, description="Queue name"),
+    OpenApiParameter("task", str, enum=LabelTask.values),
+    OpenApiParameter("status", str, enum=LabelStatus.values),
+    OpenApiParameter("target", str, description="e.g. result:123 (repeatable)", many=True)])
+class BeliefLabelListApi(generics.ListAPIView):
+    """Judge labels with their belief, final label and its provenance."""
+
+    permission_classes = [IsResearcher]
+    serializer_class = BeliefLabelSerializer
+
+    def get_queryset(self):
+        params = self.request.query_params
+        queue = get_object_or_404(BeliefQueue, name=params["queue"]) if params.get("queue") else None
+        filters = {"status": params["status"]} if params.get("status") else {}
+        return belief_labels(queue=queue, task=params.get("task") or None,
+                             target__in=params.getlist("target") or None, **filters).select_related(
+            "queue").order_by("pk")
+
+
+@extend_schema(tags=["belief review"], parameters=[
+    OpenApiParameter("queue", str, description="Queue name"), OpenApiParameter("label", int)])
+class BeliefReviewListApi(generics.ListAPIView):
+    """People's reviews of judge labels (append-only)."""
+
+    permission_classes = [IsResearcher]
+    serializer_class = BeliefReviewSerializer
+
+    def get_queryset(self):
+        params = self.request.query_params
+        queue = get_object_or_404(BeliefQueue, name=params["queue"]) if params.get("queue") else None
+        label = int(params["label"]) if params.get("label", "").isdigit() else None
+        return belief_reviews(queue=queue, label_id=label)
+
+
+class BeliefNextApi(generics.GenericAPIView):
+    permission_classes = [IsAnnotator]
+    serializer_class = BeliefLeaseSerializer
+
+    @extend_schema(tags=["belief review"], request=None,
+                   responses={200: BeliefLeaseSerializer, 204: OpenApiResponse(description="nothing left for you")})
+    def post(self, request, name: str):
+        """Lease the next judge label of a queue (the same lease again while it is live)."""
+        queue = get_object_or_404(BeliefQueue, name=name)
+        lease = belief_lease_next(queue_id=queue.pk, user=request.user)
+        if lease is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(BeliefLeaseSerializer(lease).data)
+
+
+class BeliefReviewSubmitApi(generics.GenericAPIView):
+    permission_classes = [IsAnnotator]
+    serializer_class = BeliefReviewInSerializer
+
+    @extend_schema(tags=["belief review"], request=BeliefReviewInSerializer,
+                   responses={201: BeliefReviewSerializer, 400: OpenApiResponse(description="not one of the choices"),
+                              403: OpenApiResponse(description="someone else's lease"),
+                              409: OpenApiResponse(description="already reviewed, or the lease expired and the "
+                                                               "label went to someone else")})
+    def post(self, request, pk: int):
+        """Submit your label for the judge label of your lease; the answer reveals the judge's label."""
+        data = BeliefReviewInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        review = belief_review_submit(lease_id=pk, user=request.user, **data.validated_data)
+        return Response(BeliefReviewSerializer(review).data, status=status.HTTP_201_CREATED)
+
+
+class BeliefTrustApi(generics.GenericAPIView):
+    permission_classes = [IsResearcher]
+
+    @extend_schema(tags=["belief review"], responses={200: OpenApiResponse(description="trust figures")})
+    def get(self, request, name: str):
+        """Trust figures of a queue: the uniform-sample and the weighted estimates, with their n."""
+        queue = get_object_or_404(BeliefQueue, name=name)
+        figures = belief_trust(queue=queue)
+        return Response({"queue": BeliefQueueSerializer(queue).data,
+                         **{k: v for k, v in figures.items() if k not in ("queue", "rows")}})
