@@ -19,7 +19,8 @@ the anchoring, the item facts, the KeyInfo metric and the offline baselines.
 * :func:`normalize` / :func:`node_key`: lowercase, straight quotes, collapsed
   whitespace (and, for a node key, surrounding punctuation trimmed).
 * :data:`STOPWORDS`: English function words ignored when texts are compared
-  by content.
+  by content; :data:`REASONING_WORDS`: the words of talk about the reasoning
+  itself ("correlating the above clues leads to the answer").
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ __all__ = [
     "CONTRACTION_PIECES",
     "NEGATION_WORDS",
     "QUANTIFIER_WORDS",
+    "REASONING_WORDS",
     "PUNCTUATION_TRIM",
     "STOPWORDS",
     "content_words",
@@ -81,6 +83,18 @@ STOPWORDS = frozenset(
     as so if then than there here has have had do does did not no into up out about
     which who whom what when where while also very just all any some""".split()
 ) | CONTRACTION_PIECES
+
+#: Words about the reasoning itself, not about the story ("Linking the above clues leads to the
+#: answer."): a line made only of these and stop words says nothing.
+REASONING_WORDS = frozenset(
+    """answer answers clue clues above after through together deduce deduced deducing derive derived
+    deriving correlate correlated correlating correlation combine combined combining link linked linking
+    associate associated associating connect connected connecting conclusion conclusions conclude
+    concluded final finally ultimately lead leads leading led arrive arrived arriving reasoning reason
+    logic logical logically analysis analyze analyzing analyse analysing compare comparing information
+    given based following result results therefore thus hence consequently can get obtain obtained find
+    determine determined infer inferred draw drawn""".split()
+)
 
 _SUFFIXES = ("ingly", "edly", "ing", "ed", "ly", "s")
 

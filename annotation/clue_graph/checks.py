@@ -1,4 +1,8 @@
-"""Check a clue graph against its context: every issue is one of the declared IssueKind values."""
+"""Check a clue graph against its context: every issue is one of the declared IssueKind values.
+
+Pure Python (no Django). Step inputs are resolved to nodes by
+:func:`.nodes.link_steps`, the same resolution the drawing uses.
+"""
 from __future__ import annotations
 
 import enum
@@ -8,7 +12,8 @@ from typing import Sequence
 from ..text import node_key
 from .anchor import ANCHOR_MIN_SCORE, anchor_clues
 from .data import Clue, ClueGraph, Step
-from .nodes import same_node
+from .nodes import NodeIndex, clue_node_id, is_talk, link_steps
+from .parse import is_header, split_numbering
 
 
 class IssueKind(enum.StrEnum):
@@ -38,31 +43,11 @@ class Issue:
     line_no: int | None = None
     clue_index: int | None = None
     section: str | None = None
+    #: The text the issue is about (the step input of a dangling reference).
+    subject: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", IssueKind(self.kind))
-
-
-class _Nodes:
-    """Known node texts of a graph, compared after normalisation with a fuzzy threshold."""
-
-    def __init__(self) -> None:
-        self.exact: set[str] = set()
-        self.texts: list[str] = []
-
-    def add(self, text: str) -> None:
-        key = node_key(text)
-        if key and key not in self.exact:
-            self.exact.add(key)
-            self.texts.append(text)
-
-    def __contains__(self, text: str) -> bool:
-        key = node_key(text)
-        if not key:
-            return False
-        if key in self.exact:
-            return True
-        return any(same_node(text, known) for known in self.texts)
 
 
 def _is_restatement(step: Step, clues: Sequence[Clue]) -> bool:
@@ -84,45 +69,53 @@ def _step_key(step: Step) -> tuple[frozenset[str], str]:
     )
 
 
-def _check_steps(
+def _check_repeats(
     steps: Sequence[Step],
     clues: Sequence[Clue],
-    known: _Nodes,
+    known: NodeIndex,
     section: str,
-    issues: list[Issue],
     *,
     earlier: Sequence[Step] = (),
-) -> None:
-    """Check one section's steps; ``earlier`` are steps it may legitimately repeat."""
-    derived = _Nodes()
+) -> list[list[Issue]]:
+    """Repeated and redundant steps of one section, per step; ``earlier`` are steps it may legitimately repeat."""
+    found: list[list[Issue]] = []
+    derived = NodeIndex()
     seen: dict[tuple[frozenset[str], str], int] = {}
     earlier_keys = {_step_key(step) for step in earlier}
-    for step in steps:
+    for number, step in enumerate(steps):
         key = _step_key(step)
         restated = _is_restatement(step, clues) or key in earlier_keys
-        for given in step.inputs:
-            if given not in known and given not in derived:
-                issues.append(
-                    Issue(
-                        "dangling_reference",
-                        f"step input {given!r} is neither a clue, an implication nor an earlier step's output",
-                        step.line_no,
-                        section=section,
-                    )
-                )
+        issues: list[Issue] = []
+        found.append(issues)
         if key in seen:
-            issues.append(
-                Issue("repeated_step", f"step repeats line {seen[key]}: {step.output!r}", step.line_no, section=section)
-            )
-        elif not restated and step.output and (step.output in derived or step.output in known):
-            issues.append(
-                Issue("redundant_step", f"output {step.output!r} was already derived", step.line_no, section=section)
-            )
+            issues.append(Issue(IssueKind.REPEATED_STEP, f"step repeats line {seen[key]}: {step.output!r}",
+                                step.line_no, section=section))
+        elif not restated and step.output and (derived.find_same(step.output) or known.find_same(step.output)):
+            issues.append(Issue(IssueKind.REDUNDANT_STEP, f"output {step.output!r} was already derived",
+                                step.line_no, section=section))
         seen.setdefault(key, step.line_no)
         if step.output:
-            derived.add(step.output)
-    for text in derived.texts:
-        known.add(text)
+            derived.add(f"{section}{number}", step.output)
+            known.add(f"{section}{number}", step.output)
+    return found
+
+
+def _says_something(text: str, nodes: NodeIndex, final: str) -> bool:
+    """Whether a line that is not a clue, a step nor a header carries content the graph lacks.
+
+    Not so: a header in an unexpected place, talk about the reasoning ("The answer
+    is derived after correlating the above clues."), a sentence that refers to a
+    node of the graph, and one that restates the final conclusion in more words
+    (``Therefore, the missing number is "33".`` after a last step reaching 33).
+    """
+    body = split_numbering(text)[1]
+    if is_header(body) or is_talk(body) or nodes.resolve(body) is not None:
+        return False
+    if final:
+        restated = NodeIndex()
+        restated.add("line", body)
+        return restated.resolve(final) is None
+    return True
 
 
 def check_graph(graph: ClueGraph, context: str, *, min_score: float = ANCHOR_MIN_SCORE) -> list[Issue]:
@@ -130,58 +123,68 @@ def check_graph(graph: ClueGraph, context: str, *, min_score: float = ANCHOR_MIN
 
     * ``unanchored_clue`` / ``fuzzy_clue``: a clue not found in the context
       (best score < ``min_score``) / found only approximately;
-    * ``unparsed_line``: a line that is neither a clue, a step nor a header;
-    * ``dangling_reference``: a step input that is not a clue text, an
-      implication, or the output of an earlier step (evidence steps come before
-      the reasoning); texts are compared lowercased with whitespace and quotes
-      normalised, and count as equal from a token similarity of
-      ``REFERENCE_MIN_SIMILARITY``;
+    * ``unparsed_line``: a line that is neither a clue, a step nor a header and
+      says something the graph does not (see :func:`_says_something`);
+    * ``dangling_reference``: a step input that refers to no clue (text or
+      implication) and no conclusion of an earlier step (evidence steps come
+      before the reasoning), as resolved by :func:`.nodes.link_steps`;
     * ``repeated_step``: the same inputs and output twice in one section;
     * ``redundant_step``: a step whose output was already derived or is already
       an implication (a step that merely restates an evidence line is fine);
-    * ``unused_clue``: a clue whose text and implication are never an input of
-      a step (only when the graph has steps);
+    * ``unused_clue``: a clue that no step input refers to (only when the graph
+      has steps; a step that restates an evidence line does not count);
     * ``no_conclusion``: the graph has no steps, or its last step has no output.
     """
     issues: list[Issue] = []
     for clue, anchor in zip(graph.clues, anchor_clues(graph.clues, context, min_score=0.0)):
         if anchor is None or anchor.score < min_score:
             score = 0.0 if anchor is None else anchor.score
-            issues.append(
-                Issue("unanchored_clue", f"clue {clue.index + 1} not found in the context (best score {score:.2f})",
-                      clue.line_no, clue.index, "evidence")
-            )
+            issues.append(Issue(IssueKind.UNANCHORED_CLUE,
+                                f"clue {clue.index + 1} not found in the context (best score {score:.2f})",
+                                clue.line_no, clue.index, "evidence"))
         elif not anchor.exact:
-            issues.append(
-                Issue("fuzzy_clue", f"clue {clue.index + 1} matches the context only approximately (score {anchor.score:.2f}): {anchor.text!r}",
-                      clue.line_no, clue.index, "evidence")
-            )
-    for section, line_no, text in graph.unparsed_lines:
-        issues.append(Issue("unparsed_line", f"cannot parse {text!r}", line_no, section=section))
+            issues.append(Issue(IssueKind.FUZZY_CLUE,
+                                f"clue {clue.index + 1} matches the context only approximately "
+                                f"(score {anchor.score:.2f}): {anchor.text!r}",
+                                clue.line_no, clue.index, "evidence"))
 
-    known = _Nodes()
+    links = link_steps(graph)
+    every_node = NodeIndex()
     for clue in graph.clues:
-        known.add(clue.text)
-        known.add(clue.implication)
-    _check_steps(graph.evidence_steps, graph.clues, known, "evidence", issues)
-    _check_steps(graph.steps, graph.clues, known, "reasoning", issues, earlier=graph.evidence_steps)
+        every_node.add(clue_node_id(clue.index), clue.text)
+        every_node.add(clue_node_id(clue.index), clue.implication)
+    for link in links:
+        every_node.add(link.target, link.step.output)
+    final = links[-1].step.output if links else ""
+    for section, line_no, text in graph.unparsed_lines:
+        if _says_something(text, every_node, final):
+            issues.append(Issue(IssueKind.UNPARSED_LINE, f"cannot parse {text!r}", line_no, section=section))
 
-    all_steps = graph.all_steps
-    if all_steps:
-        used = _Nodes()
-        for step in all_steps:
-            if not _is_restatement(step, graph.clues):
-                for given in step.inputs:
-                    used.add(given)
+    known = NodeIndex()
+    for clue in graph.clues:
+        known.add(clue_node_id(clue.index), clue.text)
+        known.add(clue_node_id(clue.index), clue.implication)
+    repeats = _check_repeats(graph.evidence_steps, graph.clues, known, "evidence")
+    repeats += _check_repeats(graph.steps, graph.clues, known, "reasoning", earlier=graph.evidence_steps)
+    for link, step_issues in zip(links, repeats):
+        for given, sources in zip(link.step.inputs, link.sources):
+            if sources is None:
+                issues.append(Issue(IssueKind.DANGLING_REFERENCE,
+                                    f"step input {given!r} is neither a clue, an implication nor an earlier step's output",
+                                    link.step.line_no, section=link.section, subject=given))
+        issues.extend(step_issues)
+
+    if links:
+        used = {node for link in links if not _is_restatement(link.step, graph.clues)
+                for ids in link.sources if ids for node in ids}
         for clue in graph.clues:
-            if clue.text not in used and clue.implication not in used:
-                issues.append(
-                    Issue("unused_clue", f"clue {clue.index + 1} is not used by any step", clue.line_no, clue.index, "evidence")
-                )
+            if clue_node_id(clue.index) not in used:
+                issues.append(Issue(IssueKind.UNUSED_CLUE, f"clue {clue.index + 1} is not used by any step",
+                                    clue.line_no, clue.index, "evidence"))
     final = graph.steps[-1] if graph.steps else (graph.evidence_steps[-1] if graph.evidence_steps else None)
     if final is None:
-        issues.append(Issue("no_conclusion", "the clue graph has no reasoning steps", section="reasoning"))
+        issues.append(Issue(IssueKind.NO_CONCLUSION, "the clue graph has no reasoning steps", section="reasoning"))
     elif not final.output.strip():
-        issues.append(Issue("no_conclusion", "the last step has no conclusion", final.line_no, section="reasoning"))
+        issues.append(Issue(IssueKind.NO_CONCLUSION, "the last step has no conclusion", final.line_no,
+                            section="reasoning"))
     return issues
-

@@ -1,20 +1,22 @@
 """Lay out a clue graph in layers and draw it as SVG (pure Python, no Django).
 
 Nodes: one per clue (its text and implication), one per distinct step conclusion,
-and a dashed node for a step input that names nothing known. Edges go from a
-step's inputs to its conclusion. A clue sits in layer 0; a conclusion one layer
-right of its deepest input. The last step's conclusion is marked as final.
+and a dashed node for a step input that refers to nothing known. Which node a
+step input refers to is decided by :mod:`.nodes`, as for the checks. Edges go
+from a step's inputs to its conclusion. A clue sits in layer 0; a conclusion one
+layer right of its deepest input. The last step's conclusion is marked as final.
 """
 from __future__ import annotations
 
-import re
 import textwrap
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 from html import escape
 from typing import Iterable, Sequence
 
-SAME_NODE_RATIO = 0.75
+from ..text import node_key
+from .data import Clue, ClueGraph, Step
+from .nodes import clue_node_id, link_steps
+
 NODE_WIDTH = 210
 COLUMN_GAP = 70
 ROW_GAP = 14
@@ -50,39 +52,56 @@ class DrawnGraph:
     edges: list[Edge]
     width: float
     height: float
+    #: The node of each step's conclusion (evidence steps, then reasoning steps).
+    step_targets: list[str] = field(default_factory=list)
 
     def node(self, node_id: str) -> Node:
         return next(n for n in self.nodes if n.id == node_id)
 
 
-def _norm(text: str) -> str:
-    text = re.sub(r"\s+", " ", (text or "").lower().replace("“", '"').replace("”", '"').replace("’", "'"))
-    return text.strip(" .,;:!?\"'")
+def draw_graph(graph: ClueGraph, *, unanchored: Iterable[int] = (), fuzzy: Iterable[int] = ()) -> DrawnGraph:
+    """Nodes, edges and positions of a parsed graph (evidence steps, then reasoning steps).
 
-
-class _Index:
-    """Resolve a text to a node id: exact after normalisation, else the closest text above the ratio."""
-
-    def __init__(self) -> None:
-        self.keys: dict[str, str] = {}
-
-    def add(self, text: str, node_id: str) -> None:
-        key = _norm(text)
-        if key:
-            self.keys.setdefault(key, node_id)
-
-    def find(self, text: str) -> str | None:
-        key = _norm(text)
-        if not key:
-            return None
-        if key in self.keys:
-            return self.keys[key]
-        best, best_id = 0.0, None
-        for known, node_id in self.keys.items():
-            ratio = SequenceMatcher(None, key, known, autojunk=False).ratio()
-            if ratio > best:
-                best, best_id = ratio, node_id
-        return best_id if best >= SAME_NODE_RATIO else None
+    Each step input is drawn from the nodes :func:`.nodes.link_steps` resolved it to
+    (the checks use the same resolution), or from a dashed node when it refers to
+    nothing: such an input is exactly what the checks report as a dangling reference.
+    ``unanchored`` / ``fuzzy``: indexes of clues to mark.
+    """
+    unanchored, fuzzy = set(unanchored), set(fuzzy)
+    nodes: dict[str, Node] = {}
+    edges: list[Edge] = []
+    for clue in graph.clues:
+        node_id = clue_node_id(clue.index)
+        state = "unanchored" if clue.index in unanchored else "fuzzy" if clue.index in fuzzy else "anchored"
+        nodes[node_id] = Node(node_id, "clue", f"{clue.index + 1}. {clue.text}", clue.implication, 0,
+                              classes=["clue", state])
+    dangling: dict[str, str] = {}  # the same unknown text twice is one dashed node
+    links = link_steps(graph)
+    for link in links:
+        sources: list[str] = []
+        for given, found in zip(link.step.inputs, link.sources):
+            if found is None:
+                key = node_key(given)
+                if key not in dangling:
+                    dangling[key] = f"d{len(dangling) + 1}"
+                    nodes[dangling[key]] = Node(dangling[key], "dangling", given, "not a clue or an earlier conclusion",
+                                                0, classes=["dangling"])
+                found = (dangling[key],)
+            sources.extend(s for s in found if s not in sources)
+        if link.target not in nodes:
+            nodes[link.target] = Node(link.target, "conclusion", link.step.output or "(no conclusion)", "", 0,
+                                      classes=["conclusion"])
+        target = nodes[link.target]
+        target.layer = max(target.layer, 1 + max((nodes[s].layer for s in sources), default=0))
+        for source in sources:
+            edge = Edge(source, link.target)
+            if edge not in edges:
+                edges.append(edge)
+    if links:
+        nodes[links[-1].target].classes.append("final")
+    drawn = _place(list(nodes.values()), edges)
+    drawn.step_targets = [link.target for link in links]
+    return drawn
 
 
 def build_graph(
@@ -92,45 +111,13 @@ def build_graph(
     unanchored: Iterable[int] = (),
     fuzzy: Iterable[int] = (),
 ) -> DrawnGraph:
-    """Nodes, edges and positions for clues [(text, implication)] and steps [(inputs, output)]."""
-    unanchored, fuzzy = set(unanchored), set(fuzzy)
-    nodes: dict[str, Node] = {}
-    edges: list[Edge] = []
-    index = _Index()
-    for i, (text, implication) in enumerate(clues):
-        node_id = f"c{i + 1}"
-        state = "unanchored" if i in unanchored else "fuzzy" if i in fuzzy else "anchored"
-        nodes[node_id] = Node(node_id, "clue", f"{i + 1}. {text}", implication, 0, classes=["clue", state])
-        index.add(text, node_id)
-        index.add(implication, node_id)
-    dangling = 0
-    for number, (inputs, output) in enumerate(steps, 1):
-        sources = []
-        for given in inputs:
-            source = index.find(given)
-            if source is None:
-                dangling += 1
-                source = f"d{dangling}"
-                nodes[source] = Node(source, "dangling", given, "not a clue or an earlier conclusion", 0,
-                                     classes=["dangling"])
-                index.add(given, source)
-            sources.append(source)
-        target = index.find(output) if output else None
-        if target is None or target in sources or nodes[target].kind == "clue":
-            target = f"s{number}"
-            nodes[target] = Node(target, "conclusion", output or "(no conclusion)", "", 0, classes=["conclusion"])
-            index.add(output, target)
-        layer = 1 + max((nodes[s].layer for s in sources), default=0)
-        nodes[target].layer = max(nodes[target].layer, layer)
-        for source in sources:
-            edge = Edge(source, target)
-            if edge not in edges:
-                edges.append(edge)
-    if steps:
-        final = index.find(steps[-1][1]) or f"s{len(steps)}"
-        if final in nodes:
-            nodes[final].classes.append("final")
-    return _place(list(nodes.values()), edges)
+    """:func:`draw_graph` for clues [(text, implication)] and reasoning steps [(inputs, output)]."""
+    graph = ClueGraph(
+        clues=tuple(Clue(i, text, implication, 0) for i, (text, implication) in enumerate(clues)),
+        steps=tuple(Step(tuple(inputs), output, 0) for inputs, output in steps),
+        evidence_header=None, reasoning_header=None, unparsed_lines=(),
+    )
+    return draw_graph(graph, unanchored=unanchored, fuzzy=fuzzy)
 
 
 def _lines(node: Node) -> list[str]:

@@ -1,13 +1,47 @@
-"""When two texts of a clue graph name the same node (pure Python, no Django)."""
+"""The nodes of a clue graph and what each step input refers to: one identity for checks and drawing.
+
+Pure Python (no Django). The checks call a step input *dangling* exactly when
+:func:`link_steps` finds no node for it, and the drawing draws an edge exactly
+from the nodes :func:`link_steps` found, so the picture and the checks cannot
+disagree.
+
+Nodes: one per clue (``c1``, ``c2``, ...: its text and its implication are one
+node) and one per distinct step conclusion (``s<n>``, n counting the steps of
+the evidence and then of the reasoning). A text *refers to* a node when
+
+1. their :func:`annotation.text.node_key` are equal, or
+2. they state the same thing in other words (:func:`same_node`: the same
+   numbers, the same polarity and a token similarity of at least
+   ``REFERENCE_MIN_SIMILARITY``), or
+3. the text is a part of the node, as when a step quotes an implication in
+   short ("One known boy" for "It is known that one of the children is a
+   boy"): every content word of the text (stems; stop words and words about
+   the reasoning itself left out) is a content word of the node, its numbers
+   are among the node's numbers and its polarity is the node's.
+
+The best candidate wins (the tiers in that order, then the higher score, then
+the earlier node). A step input may only refer to clues and to the
+conclusions of earlier steps. An input that is only talk about the reasoning
+("All clues combined") refers to every clue.
+"""
 from __future__ import annotations
 
+import re
+from collections import Counter
+from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from ..text import has_negation, node_key, normalize, numbers, stems
+from ..text import NEGATION_WORDS, REASONING_WORDS, STOPWORDS, has_negation, node_key, normalize, numbers, stem, stems
+from ..text import tokens as text_tokens
+from .data import ClueGraph, Step
 
 #: Two clue/step texts whose token similarity reaches this count as the same
 #: node of the graph (the data paraphrases its own nodes a little).
 REFERENCE_MIN_SIMILARITY = 0.75
+
+_IGNORED = STOPWORDS | REASONING_WORDS | NEGATION_WORDS
+_IGNORED_STEMS = frozenset(stem(word) for word in REASONING_WORDS)
+_NOT_CONTRACTION = re.compile(r"n['’]t\b", re.IGNORECASE)
 
 
 def same_node(a: str, b: str) -> bool:
@@ -37,3 +71,139 @@ def similarity(a: str, b: str) -> float:
         return 0.0
     return SequenceMatcher(None, ta, tb, autojunk=False).ratio()
 
+
+def content_stems(text: str) -> frozenset[str]:
+    """The stems of a text's content words: no stop words, negations or words about the reasoning."""
+    words = text_tokens(_NOT_CONTRACTION.sub(" not", text or ""))
+    found = (stem(word) for word in words if word not in _IGNORED)
+    return frozenset(s for s in found if s not in _IGNORED_STEMS)
+
+
+def is_talk(text: str) -> bool:
+    """Whether a text says nothing about the story ("The answer is derived after correlating the above clues.")."""
+    return bool(node_key(text)) and not content_stems(text)
+
+
+@dataclass
+class _Known:
+    node_id: str
+    texts: list[str]
+    keys: set[str]
+    content: set[str]
+    numbers: Counter
+    negated: set[bool]
+
+
+class NodeIndex:
+    """Known nodes, in the order they were added; resolves a text to the node it names."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, _Known] = {}
+
+    def add(self, node_id: str, text: str) -> None:
+        """Let ``text`` name node ``node_id`` (a node may have several texts: a clue and its implication)."""
+        key = node_key(text)
+        if not key:
+            return
+        node = self._nodes.setdefault(node_id, _Known(node_id, [], set(), set(), Counter(), set()))
+        node.texts.append(text)
+        node.keys.add(key)
+        node.content |= content_stems(text)
+        node.numbers |= Counter(numbers(text))
+        node.negated.add(has_negation(text))
+
+    def ids(self) -> list[str]:
+        return list(self._nodes)
+
+    def find_same(self, text: str) -> str | None:
+        """The first node one of whose texts states the same as ``text`` (tiers 1 and 2 only)."""
+        key = node_key(text)
+        if not key:
+            return None
+        for node in self._nodes.values():
+            if key in node.keys:
+                return node.node_id
+        for node in self._nodes.values():
+            if any(same_node(text, known) for known in node.texts):
+                return node.node_id
+        return None
+
+    def resolve(self, text: str) -> str | None:
+        """The node ``text`` refers to (see the module docstring), or None."""
+        key = node_key(text)
+        if not key:
+            return None
+        best: tuple[int, float] | None = None
+        best_id = None
+        wanted = content_stems(text)
+        wanted_numbers = Counter(numbers(text))
+        negated = has_negation(text)
+        for node in self._nodes.values():
+            if key in node.keys:
+                return node.node_id
+            score: tuple[int, float] | None = None
+            fuzzy = [similarity(text, known) for known in node.texts if same_node(text, known)]
+            if fuzzy:
+                score = (1, max(fuzzy))
+            elif wanted and wanted <= node.content and not wanted_numbers - node.numbers and negated in node.negated:
+                score = (0, len(wanted) / len(node.content))
+            if score is not None and (best is None or score > best):
+                best, best_id = score, node.node_id
+        return best_id
+
+
+#: What a step input that is only talk about the reasoning refers to.
+ALL_CLUES = "*"
+
+
+@dataclass(frozen=True)
+class StepLink:
+    """One step with the nodes it connects.
+
+    ``number``: 1-based over the evidence steps, then the reasoning steps;
+    ``sources``: per input, the ids of the nodes it refers to (several for an
+    input that refers to every clue), or None when it refers to nothing
+    (a dangling reference); ``target``: the id of the node of the conclusion.
+    """
+
+    number: int
+    section: str
+    step: Step
+    sources: tuple[tuple[str, ...] | None, ...]
+    target: str
+
+
+def clue_node_id(index: int) -> str:
+    return f"c{index + 1}"
+
+
+def link_steps(graph: ClueGraph) -> tuple[StepLink, ...]:
+    """Resolve every step input of a graph to nodes and give every conclusion its node."""
+    index = NodeIndex()
+    clue_ids = []
+    for clue in graph.clues:
+        node_id = clue_node_id(clue.index)
+        clue_ids.append(node_id)
+        index.add(node_id, clue.text)
+        index.add(node_id, clue.implication)
+    conclusions: set[str] = set()
+    links = []
+    numbered = [("evidence", s) for s in graph.evidence_steps] + [("reasoning", s) for s in graph.steps]
+    for number, (section, step) in enumerate(numbered, 1):
+        sources: list[tuple[str, ...] | None] = []
+        for given in step.inputs:
+            found = index.resolve(given)
+            if found is not None:
+                sources.append((found,))
+            elif is_talk(given) and clue_ids:
+                sources.append(tuple(clue_ids))
+            else:
+                sources.append(None)
+        used = {node for ids in sources if ids for node in ids}
+        target = index.find_same(step.output) if step.output else None
+        if target is None or target not in conclusions or target in used:
+            target = f"s{number}"
+            conclusions.add(target)
+        index.add(target, step.output)
+        links.append(StepLink(number, section, step, tuple(sources), target))
+    return tuple(links)

@@ -55,14 +55,16 @@ _NUMBERING = re.compile(
 )
 
 
-def _split_prefix(line: str) -> tuple[str, str]:
+def split_numbering(line: str) -> tuple[str, str]:
+    """(numbering prefix, rest) of a line: ``"2) A -> B"`` gives ``("2) ", "A -> B")``."""
     match = _NUMBERING.match(line)
     if not match or match.end() >= len(line):
         return "", line
     return match.group(0), line[match.end():]
 
 
-def _is_header(body: str) -> bool:
+def is_header(body: str) -> bool:
+    """A line without an arrow that ends with a colon (``After correlating the clues:``)."""
     return ARROW not in body and body.rstrip().endswith((":", "："))
 
 
@@ -139,8 +141,8 @@ def parse_evidence(evidence: str | None) -> tuple[tuple[Clue, ...], str | None, 
     header: str | None = None
     pending: tuple[int, str] | None = None  # a later header, waiting for its step
     for line_no, line in _lines(evidence):
-        prefix, body = _split_prefix(line)
-        if _is_header(line):
+        prefix, body = split_numbering(line)
+        if is_header(line):
             if header is None and clues:
                 header = line
             elif header is not None and pending is None:
@@ -170,8 +172,8 @@ def parse_reasoning(reasoning: str | None) -> tuple[tuple[Step, ...], str | None
     header: str | None = None
     pending: tuple[int, str] | None = None  # a later header, waiting for its step
     for position, (line_no, line) in enumerate(_lines(reasoning)):
-        prefix, body = _split_prefix(line)
-        if _is_header(line):
+        prefix, body = split_numbering(line)
+        if is_header(line):
             if position == 0:
                 header = line
             elif pending is None:
@@ -225,9 +227,9 @@ def gold_key_information(evidence: str | None) -> list[str]:
         return []
     out = []
     for _, _, line in unparsed:
-        if _is_header(line):
+        if is_header(line):
             continue
-        text = _split_prefix(line)[1].strip()
+        text = split_numbering(line)[1].strip()
         if text:
             out.append(text)
     return out
