@@ -231,8 +231,7 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "detectbench_web.auth_throttling.lockout_response"  # registration/locked_out.html, 429
 NUM_PROXIES = int(os.environ.get("NUM_PROXIES", "0"))
-AXES_IPWARE_PROXY_COUNT = NUM_PROXIES or None
-AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if NUM_PROXIES else ("REMOTE_ADDR",)
+AXES_CLIENT_IP_CALLABLE = "detectbench_web.auth_throttling.client_address"  # DRF's rule, for both
 REST_FRAMEWORK.update({
     "DEFAULT_THROTTLE_CLASSES": [
         "rest_framework.throttling.AnonRateThrottle",

@@ -8,9 +8,12 @@ import time
 import pytest
 from django.conf import settings
 from django.core.cache import cache
+from django.test import RequestFactory, override_settings
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+
+from detectbench_web.auth_throttling import client_address
 
 pytestmark = pytest.mark.django_db
 
@@ -144,3 +147,27 @@ def test_spoofed_forwarded_for_does_not_escape_the_token_throttle(researcher):
     spoof = APIClient(REMOTE_ADDR=address, HTTP_X_FORWARDED_FOR="203.0.113.99")
     response = spoof.get(reverse("studies_api:study_list"), HTTP_AUTHORIZATION="Token " + "e" * 40)
     assert response.status_code == 429
+
+
+def test_client_address_behind_proxies_is_the_one_they_appended():
+    request = RequestFactory().get("/", REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR="198.51.100.66, 203.0.113.5")
+    assert client_address(request) == "10.0.0.2"  # no proxy declared: the header is the client's own words
+    with override_settings(NUM_PROXIES=1):
+        assert client_address(request) == "203.0.113.5"
+    with override_settings(NUM_PROXIES=2):
+        assert client_address(request) == "198.51.100.66"
+    with override_settings(NUM_PROXIES=1):
+        assert client_address(RequestFactory().get("/", REMOTE_ADDR="10.0.0.2")) == "10.0.0.2"
+
+
+def test_lockout_counts_the_forwarded_client_behind_a_proxy(client, researcher):
+    with override_settings(NUM_PROXIES=1):
+        for n in range(settings.AXES_FAILURE_LIMIT):
+            client.post(reverse("login"), {"username": "res1", "password": f"w{n}"}, REMOTE_ADDR="10.0.0.9",
+                        HTTP_X_FORWARDED_FOR=f"198.18.{n}.1, 192.0.2.200")
+        locked = client.post(reverse("login"), {"username": "res1", "password": "pw-res1"}, REMOTE_ADDR="10.0.0.9",
+                             HTTP_X_FORWARDED_FOR="192.0.2.200")
+        assert locked.status_code == 429
+        other = client.post(reverse("login"), {"username": "res1", "password": "pw-res1"}, REMOTE_ADDR="10.0.0.9",
+                            HTTP_X_FORWARDED_FOR="192.0.2.201")
+        assert other.status_code == 302
