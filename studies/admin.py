@@ -21,6 +21,9 @@ class ReadOnlyInline(admin.TabularInline):
     def has_change_permission(self, request, obj=None) -> bool:
         return False
 
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
 
 class StudyItemInline(ReadOnlyInline):
     """The pool as it is: it changes through the study's pool settings (split, sample, seed), never row by row."""
@@ -57,9 +60,6 @@ class StudyAdmin(admin.ModelAdmin):
         else:
             study = services.study_create(slug=form.cleaned_data["slug"], user=request.user, **fields)
         obj.pk, obj.created_by_id, obj.created_at = study.pk, study.created_by_id, study.created_at
-
-    def save_related(self, request, form, formsets, change):
-        """The pool inline is read-only and `items` goes through the pool: nothing else to save."""
 
 
 class ParticipantLeaseInline(ReadOnlyInline):

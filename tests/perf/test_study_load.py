@@ -33,7 +33,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from studies.models import Attempt, AttemptStatus, Response
+from studies.models import Attempt, AttemptStatus, Response, StudyStatus
 from studies.services import attempt_start, study_create, study_join
 from tests.conftest import REPO_DIR, subprocess_env
 from tests.studies.conftest import import_items
@@ -216,10 +216,10 @@ def test_hundred_bots_against_gunicorn(server, detectbench_dir):
     ids = import_items(detectbench_dir, 250)
     # 250 items x 6 raters = 1,500 = 100 participants x 15: every bot gets a full attempt (+1 for counting).
     saturation = study_create(slug="saturation", item_ids=ids, per_participant=15, raters=6, time_limit_seconds=3600,
-                              status="open", completion_code="BENCH")
+                              status=StudyStatus.OPEN, completion_code="BENCH")
     saturation.pool.update(quota=7)  # room for the query-count attempt
     participants = study_create(slug="participants", item_ids=ids, per_participant=15, raters=6,
-                                time_limit_seconds=3600, status="open", completion_code="BENCH")
+                                time_limit_seconds=3600, status=StudyStatus.OPEN, completion_code="BENCH")
     counts = _query_counts(saturation)
 
     print(f"\n{BOTS} bots vs gunicorn ({WORKERS} workers x {THREADS} threads, {WORKER_CLASS}, pool {POOL}) + PostgreSQL, "

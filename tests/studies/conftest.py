@@ -1,24 +1,21 @@
 """Fixtures for the studies tests: real DetectBench items, studies, started attempts."""
 from __future__ import annotations
 
-import io
 import itertools
 
 import pytest
 
 from annotation.models import Item
-from annotation.services import item_import
 from studies.models import StudyStatus
 from studies.services import attempt_start, study_create, study_join
+from tests.support.items import import_items as import_records
 
 _counter = itertools.count()
 
 
 def import_items(data_dir, n: int, *, split: str = "test") -> list[int]:
     """Import the first n records of the real test split; return their ids in file order."""
-    lines = (data_dir / "test.jsonl").read_text().splitlines()[:n]
-    item_import(stream=io.BytesIO("\n".join(lines).encode()), file_name="test.jsonl",
-                source="detectbench-v1.3", split=split)
+    import_records(data_dir / "test.jsonl", split=split, limit=n)
     return list(Item.objects.filter(split=split).order_by("id").values_list("id", flat=True))[:n]
 
 

@@ -5,7 +5,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from studies.models import Attempt, AttemptStatus, Response, Study
+from studies.models import Attempt, AttemptStatus, Response, Study, StudyStatus
 
 from .conftest import import_items
 
@@ -19,7 +19,7 @@ def test_create_study_then_bots_with_accuracy(live_server, detectbench_dir):
                  stdout=out)
     assert "12 complete attempts" in out.getvalue()
     study = Study.objects.get(slug="rehearsal")
-    assert study.pool.count() == 30 and study.status == "open"
+    assert study.pool.count() == 30 and study.status == StudyStatus.OPEN
     out = io.StringIO()
     call_command("run_study_bots", "--study", "rehearsal", "--participants", "6", "--concurrency", "3",
                  "--accuracy", "1.0", "--base-url", live_server.url, "--json", stdout=out)

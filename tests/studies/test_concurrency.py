@@ -8,7 +8,9 @@ from django.db.models import Count
 from django.utils import timezone
 
 from studies.bots import StudyBot, run_bots, summarize
-from studies.models import Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, Response, StudyItem
+from studies.models import (
+    Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, RefusedAnswer, Response, StudyItem, StudyStatus,
+)
 from studies.selectors import study_export_rows
 from studies.services import attempts_sweep, study_create
 
@@ -19,7 +21,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def _study(detectbench_dir, n_items, **fields):
     ids = import_items(detectbench_dir, n_items)
-    return study_create(slug=fields.pop("slug", "load"), item_ids=ids, status="open", completion_code="DONE-42",
+    return study_create(slug=fields.pop("slug", "load"), item_ids=ids, status=StudyStatus.OPEN, completion_code="DONE-42",
                         **fields)
 
 
@@ -62,7 +64,7 @@ def test_dropout_after_five_answers_hands_ten_items_to_the_next_bot(live_server,
     assert unanswered <= got
     rows = [r for r in study_export_rows(study) if r["attempt_id"] == attempt.pk]
     assert sum(r["record"] == "response" for r in rows) == 5
-    assert {r["attempt_status"] for r in rows} == {"expired"}
+    assert {r["attempt_status"] for r in rows} == {AttemptStatus.EXPIRED}
 
 
 def test_late_answer_over_http_is_refused_with_409(live_server, detectbench_dir):
@@ -81,4 +83,4 @@ def test_late_answer_over_http_is_refused_with_409(live_server, detectbench_dir)
     assert response.status_code == 409
     assert "Answers after the deadline are not accepted." in response.text
     attempt.refresh_from_db()
-    assert attempt.status == AttemptStatus.EXPIRED and attempt.refused_answers.filter(reason="late").exists()
+    assert attempt.status == AttemptStatus.EXPIRED and attempt.refused_answers.filter(reason=RefusedAnswer.Reason.LATE).exists()

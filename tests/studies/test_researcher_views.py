@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotation.models import Item
-from studies.models import Attempt, AttemptStatus, Response, Study
+from studies.models import Attempt, AttemptStatus, Response, Study, StudyStatus
 from studies.services import question_open, response_submit
 
 from .conftest import started_attempt
@@ -58,7 +58,7 @@ def test_nav_link_for_researchers(researcher_client):
 def test_create_study_from_a_seeded_sample_and_edit(researcher_client, items):
     items(30)
     data = {
-        "slug": "pilot", "title": "Pilot", "status": "open", "pool_split": "test", "pool_sample": 20, "seed": 7,
+        "slug": "pilot", "title": "Pilot", "status": StudyStatus.OPEN, "pool_split": "test", "pool_sample": 20, "seed": 7,
         "per_participant": 5, "raters": 3, "time_limit_seconds": 3600, "grace_seconds": 5, "language": "",
         "consent_text": "You agree.", "instructions": "Read carefully.", "bonus_per_correct": "0.10",
         "bonus_currency": "GBP", "completion_code": "PILOT1", "completion_url": "https://example.org/done",
@@ -124,9 +124,9 @@ def test_exports_have_every_answer_highlight_timing_flag_and_unfinished_attempts
     rows = list(csv.DictReader(io.StringIO(csv_body)))
     responses = [r for r in rows if r["record"] == "response"]
     assert len(responses) == Response.objects.filter(attempt__study=finished_study).count() == 10
-    assert {r["attempt_status"] for r in responses} == {"finished", "expired"}
+    assert {r["attempt_status"] for r in responses} == {AttemptStatus.FINISHED, AttemptStatus.EXPIRED}
     assert all(json.loads(r["highlights"]) and r["shown_at"] and r["answered_at"] and r["seconds"] for r in responses)
-    assert any(r["record"] == "lease" and r["attempt_status"] == "started" for r in rows)
+    assert any(r["record"] == "lease" and r["attempt_status"] == AttemptStatus.STARTED for r in rows)
     data = json.loads(researcher_client.get(reverse("studies:study_export", args=[finished_study.slug, "json"])).content)
     assert {a["participant_id"] for a in data["attempts"]} == {"A", "B", "C", "D", "E"}
     assert len([r for r in data["rows"] if r["record"] == "response"]) == 10
@@ -186,7 +186,7 @@ def test_extend_and_expire_are_post_only(researcher_client, finished_study):
 def test_create_with_the_practice_item_in_the_pool_is_a_form_error(researcher_client, items):
     ids = items(5)
     data = {
-        "slug": "prac", "title": "P", "status": "open", "pool_split": "test", "pool_sample": "", "seed": 0,
+        "slug": "prac", "title": "P", "status": StudyStatus.OPEN, "pool_split": "test", "pool_sample": "", "seed": 0,
         "per_participant": 2, "raters": 1, "time_limit_seconds": 600, "grace_seconds": 5, "language": "",
         "bonus_per_correct": "0", "bonus_currency": "GBP", "practice_item": ids[0],
         "pool_items": " ".join(str(i) for i in ids),

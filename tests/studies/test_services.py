@@ -106,7 +106,7 @@ def test_answer_validation_and_ownership(make_study):
     _answer(mine, position, option=0)
     with pytest.raises(AnswerRefused) as error:
         _answer(mine, position, option=1)
-    assert error.value.reason == "already_answered"
+    assert error.value.reason == RefusedAnswer.Reason.ALREADY_ANSWERED
     assert Response.objects.filter(attempt=mine).count() == 1
     assert Response.objects.filter(attempt=other).count() == 0
 
@@ -121,10 +121,10 @@ def test_late_answer_is_refused_recorded_and_attempt_closed(make_study):
     too_late = attempt.deadline + timedelta(seconds=6)
     with pytest.raises(AnswerRefused) as error:
         _answer(attempt, q.lease.position + 1 if q.lease.position == 0 else 0, now=too_late)
-    assert error.value.http_status == 409 and error.value.reason == "late"
+    assert error.value.http_status == 409 and error.value.reason == RefusedAnswer.Reason.LATE
     attempt.refresh_from_db()
     assert attempt.status == AttemptStatus.EXPIRED
-    assert RefusedAnswer.objects.filter(attempt=attempt, reason="late").count() == 1
+    assert RefusedAnswer.objects.filter(attempt=attempt, reason=RefusedAnswer.Reason.LATE).count() == 1
     assert ParticipantLease.objects.filter(attempt=attempt, status=ParticipantLeaseStatus.RELEASED).count() == 1
 
 
@@ -136,7 +136,7 @@ def test_question_time_limit(make_study):
     assert q.seconds_left == 30
     with pytest.raises(AnswerRefused) as error:
         _answer(attempt, q.lease.position, now=now + timedelta(seconds=40))
-    assert error.value.reason == "question_timeout"
+    assert error.value.reason == RefusedAnswer.Reason.QUESTION_TIMEOUT
     lease = ParticipantLease.objects.get(pk=q.lease.pk)
     assert lease.status == ParticipantLeaseStatus.TIMED_OUT
     assert StudyItem.objects.get(pk=lease.study_item_id).load == 0  # back to the pool
@@ -225,6 +225,7 @@ def test_raters_cannot_drop_below_current_load(make_study):
 def test_sweep_does_not_expire_an_attempt_extended_meanwhile(make_study):
     """The sweep picks candidates without locks; an extension committed before it gets the row lock must win."""
     import threading
+    import time
 
     from django.db import connection, transaction
 
@@ -232,6 +233,7 @@ def test_sweep_does_not_expire_an_attempt_extended_meanwhile(make_study):
     attempt = started_attempt(study)
     Attempt.objects.filter(pk=attempt.pk).update(deadline=timezone.now() - timedelta(seconds=10))
     locked, release = threading.Event(), threading.Event()
+    sweep_waited = threading.Event()
 
     def researcher_extends():
         try:
@@ -243,13 +245,29 @@ def test_sweep_does_not_expire_an_attempt_extended_meanwhile(make_study):
         finally:
             connection.close()
 
+    def release_once_the_sweep_waits():
+        """Let the extension commit only while the sweep waits for the attempt's row lock (seen by PostgreSQL)."""
+        try:
+            with connection.cursor() as cursor:
+                for _ in range(1000):
+                    cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                                   " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
+                    if cursor.fetchone()[0]:
+                        sweep_waited.set()
+                        break
+                    time.sleep(0.01)
+        finally:
+            release.set()
+            connection.close()
+
     thread = threading.Thread(target=researcher_extends)
     thread.start()
     assert locked.wait(10)
-    threading.Timer(0.5, release.set).start()  # the sweep is then waiting for the attempt's row lock
+    threading.Thread(target=release_once_the_sweep_waits).start()
     expired = attempts_sweep()
     thread.join(10)
     attempt.refresh_from_db()
+    assert sweep_waited.is_set()  # the race this test is about did happen
     assert expired == [] and attempt.status == AttemptStatus.STARTED
     assert attempt.leases.filter(status=ParticipantLeaseStatus.ACTIVE).count() == study.per_participant
 

@@ -5,7 +5,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from detectbench_web.celery import app
-from studies.models import Attempt, AttemptStatus, ParticipantLeaseStatus, StudyItem
+from studies.models import Attempt, AttemptStatus, ParticipantLeaseStatus, StudyItem, StudyStatus
 from studies.services import study_create
 from studies.tasks import sweep_expired_attempts
 
@@ -20,7 +20,7 @@ def test_sweep_is_on_the_beat_schedule():
 def test_deadline_passes_with_the_browser_closed_and_the_worker_sweeps(celery_worker, detectbench_dir):
     ids = import_items(detectbench_dir, 6)
     study = study_create(slug="sweep", item_ids=ids, per_participant=3, raters=1, time_limit_seconds=10,
-                         grace_seconds=1, status="open")
+                         grace_seconds=1, status=StudyStatus.OPEN)
     gone = started_attempt(study, "closed-browser")
     running = started_attempt(study, "still-here")
     Attempt.objects.filter(pk=gone.pk).update(deadline=timezone.now() - timedelta(seconds=5))
