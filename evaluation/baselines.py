@@ -9,6 +9,9 @@ message (the evaluated item: demonstrations come before it) and writes
   seed gives the same answers, another seed other answers;
 - ``lexical``: the option sharing the most content words with the context (ties: the
   first), quoting the two context sentences that best overlap question + option.
+
+Words, sentences and token counts come from ``annotation.text`` (words are the KeyInfo
+tokens: Latin words and single CJK characters).
 """
 from __future__ import annotations
 
@@ -17,18 +20,19 @@ import random
 import re
 from typing import Sequence
 
+from annotation.text import CONTRACTION_PIECES, STOPWORDS, rouge_tokens, token_count
+from annotation.text import sentences as split_sentences
+
 BUILTIN_MODELS = ("random", "first-option", "lexical")
 
 _SECTION = re.compile(r"^###\s*(?P<name>[A-Za-z ]+?)\s*:?\s*$", re.MULTILINE)
 _OPTION_LINE = re.compile(r"^\s*(?P<label>\d{1,2}|[A-Z])[.)]\s+(?P<text>.+?)\s*$")
-_WORD = re.compile(r"[a-z0-9]+")
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-_STOP = frozenset(
-    """a an the of to in on at by for with from and or but is are was were be been being it its this that
-    these those he she they them his her their him i you we us our your as so if then than there here has
-    have had do does did not no into up out about which who whom what when where why how also very just all
-    any some one would could should will can may might must said""".split()
-)
+#: The lexical reader's stop words differ from the project's (annotation.text.STOPWORDS) by these, so that its
+#: answers stay what they were when it had its own list: it also ignores modal verbs and a few words every
+#: question repeats ("how", "why", "one", "said"), and it still counts "while" and the pieces an apostrophe
+#: leaves ("captain's" -> captain, s) as words.
+READER_IGNORES = frozenset("can could how may might must one said should why will would".split())
+READER_STOPWORDS = (STOPWORDS | READER_IGNORES) - CONTRACTION_PIECES - {"while"}
 
 
 def _sections(text: str) -> dict[str, str]:
@@ -64,11 +68,7 @@ def read_prompt(messages: Sequence[dict]) -> tuple[str, str, list[tuple[str, str
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
-
-
-def _sentences(context: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(context) if s.strip()]
+    return {word for word in rouge_tokens(text) if word not in READER_STOPWORDS}
 
 
 def _format(key_information: str, label: str) -> str:
@@ -78,7 +78,7 @@ def _format(key_information: str, label: str) -> str:
 def builtin_reply(name: str, messages: Sequence[dict], *, seed: int, sample_key: str = "0") -> str:
     """The output of built-in model ``name`` for a chat."""
     context, question, options = read_prompt(messages)
-    sentences = _sentences(context) or [context]
+    sentences = split_sentences(context) or [context]
     if name == "first-option":
         return _format(sentences[0], options[0][0] if options else sentences[0])
     if name == "random":
@@ -103,5 +103,5 @@ def builtin_reply(name: str, messages: Sequence[dict], *, seed: int, sample_key:
 
 
 def count_tokens(text: str) -> int:
-    """A rough, offline token count for built-in models (words and punctuation marks)."""
-    return len(re.findall(r"\w+|[^\w\s]", text or ""))
+    """A rough, offline token count for built-in models (annotation.text.token_count)."""
+    return token_count(text)

@@ -11,6 +11,7 @@ import hashlib
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from .parsing import option_labels
 
@@ -27,11 +28,12 @@ def render(name: str, **values: str) -> str:
     return template_text(name).format_map(values)
 
 
-def templates_hash(names: tuple[str, ...], *, salt: str = "") -> str:
-    """A short content hash of the named templates: stored on every run as its prompt version."""
+def templates_hash(names: tuple[str, ...], *, salt: str = "", read: Callable[[str], str] = template_text) -> str:
+    """A short content hash of the named templates (their text from ``read``): stored on every run as its
+    prompt version."""
     digest = hashlib.sha256(salt.encode())
     for name in names:
-        digest.update(name.encode() + b"\0" + template_text(name).encode() + b"\0")
+        digest.update(name.encode() + b"\0" + read(name).encode() + b"\0")
     return digest.hexdigest()[:12]
 
 

@@ -1,12 +1,12 @@
-"""Prompting methods, prompt rendering, option permutation, demonstrations, builtins and metrics (no database)."""
+"""Prompting methods, prompt rendering, option permutation, demonstrations and metrics (no database)."""
 import asyncio
 import re
 
 import pytest
 
 from evaluation import prompts
-from evaluation.baselines import builtin_reply, read_prompt
 from evaluation.methods import (
+    ASSEMBLY_VERSION,
     METHODS,
     AutoCoT,
     Completion,
@@ -19,7 +19,7 @@ from evaluation.methods import (
     majority_vote,
 )
 from evaluation.metrics import RowScore, bootstrap_ci, cost, summarize
-from evaluation.parsing import OK, parse_answer
+from evaluation.parsing import OK
 from evaluation.prompts import ItemView, choose_demonstrations, permutation, present
 from tests.conftest import PAPER_PATH
 
@@ -194,42 +194,19 @@ def test_free_text_hides_the_options():
     assert outcome.answer is None and outcome.free_answer == "Tom broke it."
 
 
-def test_prompt_version_hashes_the_templates(monkeypatch):
-    before = get_method("naive").version()
-    assert before != get_method("naive-3shot").version()
-    monkeypatch.setattr(prompts, "template_text", lambda name: "changed {context}")
-    assert get_method("naive").version() != before
+def test_prompt_version_hashes_the_templates():
+    naive = get_method("naive")
+    assert naive.version() != get_method("naive-3shot").version()
+    salt = f"naive:{ASSEMBLY_VERSION}"
+    assert naive.version() == prompts.templates_hash(naive.templates, salt=salt)
+    changed = prompts.templates_hash(naive.templates, salt=salt,
+                                     read=lambda name: prompts.template_text(name) + " (edited)")
+    assert changed != naive.version()  # an edited template text gives another version
 
 
 def test_majority_vote():
     assert majority_vote([None, 2, 1, 1, 2]) == 2
     assert majority_vote([None, None]) is None
-
-
-# --- built-in models ---------------------------------------------------------
-
-def test_builtins_read_the_prompt_and_answer_in_the_format():
-    shown = present(ITEM, seed=1, permute=False)
-    messages = get_method("naive").messages(shown, ())
-    context, question, options = read_prompt(messages)
-    assert context == ITEM.context and question == ITEM.question and [t for _, t in options] == list(ITEM.options)
-    first = builtin_reply("first-option", messages, seed=0)
-    assert parse_answer(first, 4).index == 0
-    assert "### Key Information:" in first
-    randoms = {parse_answer(builtin_reply("random", messages, seed=s), 4).index for s in range(40)}
-    assert randoms == {0, 1, 2, 3}
-    assert builtin_reply("random", messages, seed=3) == builtin_reply("random", messages, seed=3)
-    lexical = builtin_reply("lexical", messages, seed=0)
-    assert parse_answer(lexical, 4).status == OK
-    with pytest.raises(ValueError):
-        builtin_reply("gpt-9", messages, seed=0)
-
-
-def test_builtins_answer_for_the_item_not_the_demonstrations():
-    shown = present(ITEM, seed=1, permute=True)
-    messages = get_method("auto-cot-3shot").messages(shown, (present(DEMO, seed=1, permute=False),) * 3)
-    _, _, options = read_prompt(messages)
-    assert [t for _, t in options] == shown.options
 
 
 # --- metrics -----------------------------------------------------------------
