@@ -3,13 +3,12 @@ and review policy of a queue with their export (researchers), and the clue-graph
 """
 from __future__ import annotations
 
-import csv
-
 from django.contrib import messages
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from detectbench_web import csv_safety
 from detectbench_web.error_mapping import REFUSED, add_form_errors, error_text
 from detectbench_web.errors import Forbidden
 from detectbench_web.roles import annotator_required, researcher_required
@@ -178,7 +177,7 @@ def belief_trust_export_view(request, name: str, fmt: str):
                                 json_dumps_params={"indent": 1})
     elif fmt == "csv":
         response = HttpResponse(content_type="text/csv; charset=utf-8")
-        writer = csv.DictWriter(response, fieldnames=EXPORT_COLUMNS)
+        writer = csv_safety.DictWriter(response, fieldnames=EXPORT_COLUMNS)
         writer.writeheader()
         writer.writerows(figures["rows"])
     else:
