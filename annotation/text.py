@@ -51,6 +51,7 @@ __all__ = [
     "token_spans",
     "tokens",
     "word_count",
+    "word_key",
 ]
 
 #: Character ranges (for a regex character class) of scripts written without spaces.
@@ -117,6 +118,11 @@ def normalize(text: str | None) -> str:
 def node_key(text: str | None) -> str:
     """:func:`normalize` with surrounding quotes and punctuation trimmed: equal keys, equal statements."""
     return normalize(text).strip(PUNCTUATION_TRIM)
+
+
+def word_key(text: str | None) -> str:
+    """The :func:`tokens` joined by single spaces: equal keys, equal wording (case and punctuation aside)."""
+    return " ".join(tokens(text))
 
 
 def token_spans(text: str | None) -> Iterator[tuple[int, int]]:

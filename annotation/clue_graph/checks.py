@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from typing import Sequence
 
-from ..text import node_key
+from ..text import CONTRACTION_PIECES, NEGATION_WORDS, QUANTIFIER_WORDS, REASONING_WORDS, content_words, node_key, word_key
 from .anchor import ANCHOR_MIN_SCORE, anchor_clues
 from .data import Clue, ClueGraph, Step
 from .nodes import NodeIndex, clue_node_id, is_talk, link_steps
@@ -188,3 +189,40 @@ def check_graph(graph: ClueGraph, context: str, *, min_score: float = ANCHOR_MIN
         issues.append(Issue(IssueKind.NO_CONCLUSION, "the last step has no conclusion", final.line_no,
                             section="reasoning"))
     return issues
+
+
+# Options often differ only in "no" / "not" / "all" or in a letter naming a person ("D is ..."):
+# those words count when a conclusion is compared with the options.
+_DISTINGUISHING = NEGATION_WORDS | QUANTIFIER_WORDS | CONTRACTION_PIECES
+
+
+def _option_words(text: str) -> set[str]:
+    return content_words(text, ignore=REASONING_WORDS, keep=_DISTINGUISHING)
+
+
+def reaches_answer(final_output: str | None, options: Sequence[str], answer_index: int) -> bool:
+    """Rule 3.3: the last conclusion names the correct option better than any other option.
+
+    An option's score is the larger of the share of its content words found in the
+    conclusion and the similarity of the two wordings; the correct option must score
+    highest, alone, and at least 0.5.
+    """
+    if not final_output or not 0 <= answer_index < len(options):
+        return False
+    target = word_key(final_output)
+    reached = _option_words(final_output)
+    scores = []
+    for option in options:
+        words = _option_words(option)
+        overlap = len(words & reached) / len(words) if words else 0.0
+        scores.append(max(overlap, SequenceMatcher(None, word_key(option), target).ratio()))
+    best = max(scores)
+    return scores[answer_index] == best and best >= 0.5 and scores.count(best) == 1
+
+
+def answer_issue(final_output: str | None, options: Sequence[str], answer_index: int, answer_text: str) -> Issue | None:
+    """The ``no_answer`` issue when the last conclusion does not name the correct option, else None."""
+    if reaches_answer(final_output, options, answer_index):
+        return None
+    return Issue(IssueKind.NO_ANSWER, f"the last conclusion does not name the answer “{answer_text}”",
+                 section="reasoning")

@@ -14,7 +14,7 @@ from html import escape
 from typing import Iterable, Sequence
 
 from ..text import node_key
-from .data import Clue, ClueGraph, Step
+from .data import ClueGraph
 from .nodes import clue_node_id, link_steps
 
 NODE_WIDTH = 210
@@ -102,22 +102,6 @@ def draw_graph(graph: ClueGraph, *, unanchored: Iterable[int] = (), fuzzy: Itera
     drawn = _place(list(nodes.values()), edges)
     drawn.step_targets = [link.target for link in links]
     return drawn
-
-
-def build_graph(
-    clues: Sequence[tuple[str, str]],
-    steps: Sequence[tuple[Sequence[str], str]],
-    *,
-    unanchored: Iterable[int] = (),
-    fuzzy: Iterable[int] = (),
-) -> DrawnGraph:
-    """:func:`draw_graph` for clues [(text, implication)] and reasoning steps [(inputs, output)]."""
-    graph = ClueGraph(
-        clues=tuple(Clue(i, text, implication, 0) for i, (text, implication) in enumerate(clues)),
-        steps=tuple(Step(tuple(inputs), output, 0) for inputs, output in steps),
-        evidence_header=None, reasoning_header=None, unparsed_lines=(),
-    )
-    return draw_graph(graph, unanchored=unanchored, fuzzy=fuzzy)
 
 
 def _lines(node: Node) -> list[str]:

@@ -1,4 +1,4 @@
-"""The clue graph as editable rows, and back to the official DetectBench texts (pure Python).
+"""The clue graph as editable rows, the editor's operations, and back to the official texts (pure Python).
 
 The clue-graph screen edits clues (``text -> implication``) and reasoning steps
 (``A + B -> C``). Saving writes ``evidence`` and ``multi_hop_reasoning`` in the
@@ -8,13 +8,22 @@ combined steps that follow it, the step headers, the numbering style of the
 clues and of the steps (``1. ``, ``(1) ``, ``- ``; rows are renumbered after
 edits), and lines that do not parse (free-text conclusions), which are appended
 unchanged.
+
+The editor's operations are here too: the rows it shows (anchors, the inputs a
+step may choose), its checks (with ``no_answer``), its structural actions and
+snapping a selected context span to clean boundaries (:func:`editor_view`,
+:func:`apply_action`, :func:`snap_span`).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import Mapping, Sequence
 
+from .anchor import ANCHOR_MIN_SCORE, Anchor, anchor_clues
+from .checks import Issue, IssueKind, answer_issue, check_graph
 from .data import DEFAULT_EVIDENCE_HEADER, DEFAULT_REASONING_HEADER, Clue, ClueGraph, Step
+from .drawing import DrawnGraph, draw_graph
 from .parse import parse_clue_graph
 from .render import render_evidence, render_reasoning
 
@@ -128,3 +137,153 @@ def editable_graph(evidence: str, reasoning: str) -> EditableGraph:
         clue_prefix=_prefix_template(c.prefix for c in graph.clues),
         step_prefix=_prefix_template(s.prefix for s in graph.steps),
     )
+
+
+# --------------------------------------------------------------------------
+# The editor's operations
+
+
+@dataclass(frozen=True)
+class ClueRow:
+    """A clue as the editor shows it; ``state`` is "exact", "fuzzy" or "unanchored"."""
+
+    index: int
+    number: int
+    text: str
+    implication: str
+    state: str
+    anchor: Anchor | None
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """A step as the editor shows it: ``options`` are (value, label, chosen) for each node it may use,
+    ``extra`` the inputs that are none of them, joined with `` + ``."""
+
+    index: int
+    number: int
+    output: str
+    header: str
+    options: list[tuple[str, str, bool]]
+    extra: str
+
+
+@dataclass(frozen=True)
+class EditorView:
+    """Everything the clue-graph screen shows for a graph besides the page itself."""
+
+    clue_rows: list[ClueRow]
+    step_rows: list[StepRow]
+    issues: list[Issue]
+    #: Highlights of the context: (start, end, clue index, exact).
+    spans: list[tuple[int, int, int, bool]]
+    drawn: DrawnGraph
+    unanchored: int
+    fuzzy: int
+
+
+def clue_rows(graph: EditableGraph, context: str) -> list[ClueRow]:
+    anchors = anchor_clues([t for t, _ in graph.clues], context, min_score=0.0)
+    rows = []
+    for i, ((text, implication), anchor) in enumerate(zip(graph.clues, anchors)):
+        state = ("unanchored" if anchor is None or anchor.score < ANCHOR_MIN_SCORE
+                 else "exact" if anchor.exact else "fuzzy")
+        rows.append(ClueRow(i, i + 1, text, implication, state, anchor))
+    return rows
+
+
+def step_rows(graph: EditableGraph, clues: Sequence[ClueRow]) -> list[StepRow]:
+    """Each step with the nodes it may choose from: every clue text and implication, every earlier output."""
+    choices, earlier = [], []
+    for row in clues:
+        choices.append((row.text, f"{row.number}: {row.text}"))
+        choices.append((row.implication, f"{row.number} ⇒ {row.implication}"))
+    rows = []
+    for i, step in enumerate(graph.steps):
+        offered = choices + [(o, f"S{j + 1} ⇒ {o}") for j, o in enumerate(earlier)]
+        values = {v for v, _ in offered}
+        rows.append(StepRow(i, i + 1, step.output, step.header or "",
+                            [(v, label, v in step.inputs) for v, label in offered if v.strip()],
+                            " + ".join(x for x in step.inputs if x not in values)))
+        earlier.append(step.output)
+    return rows
+
+
+def editor_view(graph: EditableGraph, *, context: str, options: Sequence[str], answer_index: int,
+                answer_text: str) -> EditorView:
+    """Rows, checks, highlights and the drawing of a graph being edited for an item."""
+    clues = clue_rows(graph, context)
+    parsed = graph.parsed()
+    issues = [issue for issue in check_graph(parsed, context)
+              if issue.kind not in (IssueKind.UNANCHORED_CLUE, IssueKind.FUZZY_CLUE)]
+    if graph.steps:
+        missing = answer_issue(graph.steps[-1].output, options, answer_index, answer_text)
+        if missing is not None:
+            issues.append(missing)
+    # The parsed graph leaves out empty rows: clue k of it is the k-th row that is not empty.
+    kept = [row for row in clues if row.text.strip() or row.implication.strip()]
+    drawn = draw_graph(parsed, unanchored=[k for k, row in enumerate(kept) if row.state == "unanchored"],
+                       fuzzy=[k for k, row in enumerate(kept) if row.state == "fuzzy"])
+    return EditorView(
+        clue_rows=clues,
+        step_rows=step_rows(graph, clues),
+        issues=issues,
+        spans=[(row.anchor.start, row.anchor.end, row.index, row.anchor.exact)
+               for row in clues if row.anchor is not None and row.state != "unanchored"],
+        drawn=drawn,
+        unanchored=sum(row.state == "unanchored" for row in clues),
+        fuzzy=sum(row.state == "fuzzy" for row in clues),
+    )
+
+
+def snap_span(context: str, start: int, end: int) -> tuple[int, int]:
+    """A selected span of the context without surrounding whitespace and trailing punctuation."""
+    start, end = max(0, start), min(len(context), end)
+    while start < end and context[start].isspace():
+        start += 1
+    while end > start and context[end - 1] in " \n\t.,;:":
+        end -= 1
+    return start, end
+
+
+def apply_action(graph: EditableGraph, context: str, fields: Mapping[str, str]) -> tuple[EditableGraph, str | None]:
+    """Structural edits of the editor: add/remove rows, replace a clue by a span of the context.
+
+    ``fields`` are the submitted form fields: ``action`` (``add_clue``, ``remove_clue:<i>``,
+    ``add_step``, ``remove_step:<i>``, ``fix:<clue>:<start>:<end>`` or ``select``, which reads
+    ``fix_clue``, ``fix_start``, ``fix_end`` and ``fix_text``). Returns the graph and a message
+    when the action cannot be applied.
+    """
+    action = fields.get("action", "")
+    name, _, rest = action.partition(":")
+    if name == "add_clue":
+        graph.clues.append(("", ""))
+    elif name == "remove_clue" and rest.isdigit() and int(rest) < len(graph.clues):
+        graph.clues.pop(int(rest))
+    elif name == "add_step":
+        graph.steps.append(EditableStep([], ""))
+    elif name == "remove_step" and rest.isdigit() and int(rest) < len(graph.steps):
+        graph.steps.pop(int(rest))
+    elif name in ("fix", "select"):
+        try:
+            if name == "fix":
+                index, start, end = (int(x) for x in rest.split(":"))
+                text = None
+            else:
+                index, start, end = (int(fields.get(key) or 0) for key in ("fix_clue", "fix_start", "fix_end"))
+                text = fields.get("fix_text", "")
+        except ValueError:
+            return graph, "the span to use is not valid: pick the text again"
+        if not 0 <= index < len(graph.clues):
+            return graph, "choose a clue first"
+        if text and context[start:end] != text:
+            # Offsets from the browser can drift (e.g. line endings): fall back to finding the selected text.
+            found = context.find(text.strip())
+            if found < 0:
+                return graph, "the selected text is not part of the context"
+            start, end = found, found + len(text.strip())
+        start, end = snap_span(context, start, end)
+        if start >= end:
+            return graph, "empty selection"
+        graph = graph.with_clue_text(index, context[start:end])
+    return graph, None

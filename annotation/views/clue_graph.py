@@ -12,13 +12,13 @@ from django_htmx.http import reswap, retarget
 
 from detectbench_web.roles import annotator_required
 
-from .. import clue_graph, selectors, services
+from .. import selectors, services
 from ..errors import StaleVersion
 from ..forms import GRAPH_META_KEYS, ClueGraphForm
-from ..clue_graph.drawing import build_graph, render_svg
-from ..clue_graph.editing import EditableGraph, EditableStep, editable_graph
+from ..clue_graph import editing
+from ..clue_graph.drawing import render_svg
+from ..clue_graph.editing import EditableGraph, editable_graph
 from ..highlight import segments
-from ..item_checks import reaches_answer
 from ..models import Item, Stage
 from .common import attempt, stage_context
 
@@ -30,91 +30,16 @@ def _graph_meta(graph: EditableGraph) -> str:
 
 def graph_context(item, graph: EditableGraph, *, base_version: int) -> dict:
     """Everything the clue-graph screen shows for a graph: anchors, checks, rows, the SVG."""
-    parsed = graph.parsed()
-    anchors = clue_graph.anchor_clues([t for t, _ in graph.clues], item.context, min_score=0.0)
-    clue_rows, spans = [], []
-    for i, ((text, implication), anchor) in enumerate(zip(graph.clues, anchors)):
-        state = ("unanchored" if anchor is None or anchor.score < clue_graph.ANCHOR_MIN_SCORE
-                 else "exact" if anchor.exact else "fuzzy")
-        if anchor is not None and state != "unanchored":
-            spans.append((anchor.start, anchor.end, i, anchor.exact))
-        clue_rows.append({"index": i, "number": i + 1, "text": text, "implication": implication, "state": state,
-                          "anchor": anchor})
-    issues = [issue for issue in clue_graph.check_graph(parsed, item.context)
-              if issue.kind not in ("unanchored_clue", "fuzzy_clue")]
-    final = graph.steps[-1].output if graph.steps else None
-    if graph.steps and not reaches_answer(final, item.options, item.answer_index):
-        issues.append(clue_graph.Issue("no_answer", f"the last conclusion does not name the answer "
-                                                    f"“{item.answer_text}”", section="reasoning"))
-    choices, earlier = [], []
-    for row in clue_rows:
-        choices.append((row["text"], f"{row['number']}: {row['text']}"))
-        choices.append((row["implication"], f"{row['number']} ⇒ {row['implication']}"))
-    step_rows = []
-    for i, step in enumerate(graph.steps):
-        offered = choices + [(o, f"S{j + 1} ⇒ {o}") for j, o in enumerate(earlier)]
-        values = {v for v, _ in offered}
-        step_rows.append({"index": i, "number": i + 1, "output": step.output, "header": step.header or "",
-                          "options": [(v, label, v in step.inputs) for v, label in offered if v.strip()],
-                          "extra": " + ".join(x for x in step.inputs if x not in values)})
-        earlier.append(step.output)
-    drawn = build_graph(graph.clues, [(s.inputs, s.output) for s in graph.steps],
-                        unanchored=[r["index"] for r in clue_rows if r["state"] == "unanchored"],
-                        fuzzy=[r["index"] for r in clue_rows if r["state"] == "fuzzy"])
+    shown = editing.editor_view(graph, context=item.context, options=item.options, answer_index=item.answer_index,
+                                answer_text=item.answer_text)
     return {
         "item": item, "base_version": base_version, "meta": _graph_meta(graph),
-        "clue_rows": clue_rows, "step_rows": step_rows, "issues": issues,
-        "segments": segments(item.context, spans),
-        "svg": mark_safe(render_svg(drawn, title=f"Clue graph of {item}")),  # noqa: S308 - every text is escaped
-        "unanchored": sum(r["state"] == "unanchored" for r in clue_rows),
-        "fuzzy": sum(r["state"] == "fuzzy" for r in clue_rows),
+        "clue_rows": shown.clue_rows, "step_rows": shown.step_rows, "issues": shown.issues,
+        "segments": segments(item.context, shown.spans),
+        "svg": mark_safe(render_svg(shown.drawn, title=f"Clue graph of {item}")),  # noqa: S308 - every text is escaped
+        "unanchored": shown.unanchored,
+        "fuzzy": shown.fuzzy,
     }
-
-
-def _snap_span(context: str, start: int, end: int) -> tuple[int, int]:
-    start, end = max(0, start), min(len(context), end)
-    while start < end and context[start].isspace():
-        start += 1
-    while end > start and context[end - 1] in " \n\t.,;:":
-        end -= 1
-    return start, end
-
-
-def _apply_action(item, graph: EditableGraph, post) -> tuple[EditableGraph, str | None]:
-    """Structural edits of the editor: add/remove rows, replace a clue by a context span."""
-    action = post.get("action", "")
-    name, _, rest = action.partition(":")
-    if name == "add_clue":
-        graph.clues.append(("", ""))
-    elif name == "remove_clue" and rest.isdigit() and int(rest) < len(graph.clues):
-        graph.clues.pop(int(rest))
-    elif name == "add_step":
-        graph.steps.append(EditableStep([], ""))
-    elif name == "remove_step" and rest.isdigit() and int(rest) < len(graph.steps):
-        graph.steps.pop(int(rest))
-    elif name in ("fix", "select"):
-        try:
-            if name == "fix":
-                index, start, end = (int(x) for x in rest.split(":"))
-                text = None
-            else:
-                index, start, end = (int(post.get(key) or 0) for key in ("fix_clue", "fix_start", "fix_end"))
-                text = post.get("fix_text", "")
-        except ValueError:
-            return graph, "the span to use is not valid: pick the text again"
-        if not 0 <= index < len(graph.clues):
-            return graph, "choose a clue first"
-        if text and item.context[start:end] != text:
-            # Offsets from the browser can drift (e.g. line endings): fall back to finding the selected text.
-            found = item.context.find(text.strip())
-            if found < 0:
-                return graph, "the selected text is not part of the context"
-            start, end = found, found + len(text.strip())
-        start, end = _snap_span(item.context, start, end)
-        if start >= end:
-            return graph, "empty selection"
-        graph = graph.with_clue_text(index, item.context[start:end])
-    return graph, None
 
 
 def _save_graph_draft(request, item, graph: EditableGraph, base_version: int) -> None:
@@ -175,7 +100,7 @@ def _graph_draft_response(request, item, *, partial: str, apply_action: bool):
         return retarget(reswap(render(request, "annotation/clue_graph.html#preview_error",
                                       {"error": "; ".join(form.named_errors())}, status=422), "innerHTML"),
                         "#cg-preview")
-    graph, error = _apply_action(item, form.graph, request.POST) if apply_action else (form.graph, None)
+    graph, error = editing.apply_action(form.graph, item.context, request.POST) if apply_action else (form.graph, None)
     base_version = form.cleaned_data["base_version"]
     _save_graph_draft(request, item, graph, base_version)
     context = {**stage_context(request, item, Stage.CLUE_GRAPH),

@@ -1,12 +1,10 @@
-"""annotation.item_checks: option checks and whether the last conclusion names the answer."""
-from annotation.item_checks import option_checks, reaches_answer
+"""annotation.item_checks: the options of an item."""
+from annotation.item_checks import option_checks
 
 
-def test_option_checks_and_reaching_the_answer():
+def test_option_checks():
     assert option_checks(["a", "b"], 1) == []
     kinds = {c.kind for c in option_checks(["a", "A ", ""], 5)}
     assert kinds == {"duplicate_option", "empty_option", "no_correct_option"}
-    options = ["The gardener", "The butler", "The cook"]
-    assert reaches_answer("Therefore the gardener did it", options, 0)
-    assert not reaches_answer("the butler", options, 0)
-    assert not reaches_answer("", options, 0)
+    assert [c.kind for c in option_checks(["Box A.", "box  a", "Box B"], 0)] == ["duplicate_option"]
+    assert [c.kind for c in option_checks(["only one"], 0)] == ["too_few_options"]

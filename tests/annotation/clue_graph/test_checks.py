@@ -1,7 +1,10 @@
 """annotation.clue_graph.checks: every issue kind on a small example."""
 from __future__ import annotations
 
-from annotation.clue_graph import ISSUE_KINDS, check_graph, parse_clue_graph
+import pytest
+
+from annotation.clue_graph import ISSUE_KINDS, Issue, IssueKind, check_graph, parse_clue_graph
+from annotation.clue_graph.checks import answer_issue, reaches_answer
 
 from .test_anchor import CONTEXT
 
@@ -60,3 +63,25 @@ def test_unanchored_and_fuzzy_clues():
         ("fuzzy_clue", 1), ("unanchored_clue", 2),
     ]
     assert all(i.kind in ISSUE_KINDS for i in issues)
+
+
+def test_every_issue_is_of_a_declared_kind():
+    assert ISSUE_KINDS == tuple(kind.value for kind in IssueKind) and "no_answer" in ISSUE_KINDS
+    assert Issue("dangling_reference", "m").kind is IssueKind.DANGLING_REFERENCE
+    with pytest.raises(ValueError):
+        Issue("looks_odd", "not a declared kind")
+
+
+def test_reaching_the_answer():
+    options = ["The gardener", "The butler", "The cook"]
+    assert reaches_answer("Therefore the gardener did it", options, 0)
+    assert not reaches_answer("the butler", options, 0)
+    assert not reaches_answer("", options, 0)
+    # Options that differ only in "no" / "only" or in a letter naming a person still tell apart.
+    angels = ["There are two angels.", "There is only one angel.", "There are no angels."]
+    assert reaches_answer("There are two angels", angels, 0)
+    assert not reaches_answer("There are no angels", angels, 0)
+    letters = ["B is the murderer", "C is the murderer", "D is the murderer"]
+    assert reaches_answer("The murderer can only be D", letters, 2)
+    assert answer_issue("the butler", options, 0, "The gardener").kind is IssueKind.NO_ANSWER
+    assert answer_issue("the gardener", options, 0, "The gardener") is None

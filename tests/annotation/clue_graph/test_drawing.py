@@ -7,15 +7,19 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from annotation import clue_graph
-from annotation.clue_graph.drawing import build_graph, render_svg
+from annotation.clue_graph.drawing import draw_graph, render_svg
 
-CLUES = [("muddy boots by the desk", "someone came from the garden"), ("the gardener had a key", "he could lock it")]
-STEPS = [(["someone came from the garden", "he could lock it"], "the gardener was in the study"),
-         (["the gardener was in the study"], "The gardener")]
+EVIDENCE = "muddy boots by the desk -> someone came from the garden\nthe gardener had a key -> he could lock it"
+REASONING = ("someone came from the garden + he could lock it -> the gardener was in the study\n"
+             "the gardener was in the study -> The gardener")
+
+
+def drawing(evidence, reasoning, **marks):
+    return draw_graph(clue_graph.parse_clue_graph(evidence, reasoning), **marks)
 
 
 def test_layout_puts_conclusions_right_of_their_inputs():
-    graph = build_graph(CLUES, STEPS, unanchored=[1])
+    graph = drawing(EVIDENCE, REASONING, unanchored=[1])
     assert [n.id for n in graph.nodes] == ["c1", "c2", "s1", "s2"]
     assert graph.node("s1").layer == 1 and graph.node("s2").layer == 2
     assert graph.node("s2").x > graph.node("s1").x > graph.node("c1").x
@@ -24,7 +28,7 @@ def test_layout_puts_conclusions_right_of_their_inputs():
 
 
 def test_unknown_inputs_become_dangling_nodes_and_svg_is_valid_xml():
-    graph = build_graph(CLUES, [(["a <script> input"], "x & y")])
+    graph = drawing(EVIDENCE, "a <script> input -> x & y")
     svg = render_svg(graph, title="t")
     root = ET.fromstring(svg)  # well-formed, text escaped
     assert root.tag.endswith("svg") and root.get("data-nodes") == "4"
@@ -36,13 +40,12 @@ def test_svg_for_every_real_test_record(detectbench_dir):
     for line in (detectbench_dir / "test.jsonl").read_text().splitlines()[:300]:
         record = json.loads(line)
         g = clue_graph.parse_clue_graph(record["clue_graph"]["evidence"], record["clue_graph"]["multi_hop_reasoning"])
-        drawn = build_graph([(c.text, c.implication) for c in g.clues], [(s.inputs, s.output) for s in g.steps])
-        ET.fromstring(render_svg(drawn))
+        ET.fromstring(render_svg(draw_graph(g)))
 
 
 def test_svg_escapes_angle_brackets_ampersands_and_quotes_in_every_text():
     nasty = 'He said "5 < 6" & \'left\' </text><script>alert(1)</script>'
-    graph = build_graph([(nasty, 'it means "A & B"')], [([nasty], '<b>"done"</b> & over')])
+    graph = drawing(f'{nasty} -> it means "A & B"', f'{nasty} -> <b>"done"</b> & over')
     svg = render_svg(graph, title='Item "x" <&>')
     assert "<script>" not in svg and "<b>" not in svg and '"done"' not in svg
     root = ET.fromstring(svg)  # still well-formed XML

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from annotation import clue_graph
-from annotation.clue_graph.editing import editable_graph
+from annotation.clue_graph.editing import apply_action, editable_graph, editor_view, snap_span
 
 
 def test_editable_graph_round_trip_keeps_clues_and_steps(detectbench_dir):
@@ -39,3 +41,65 @@ def test_numbering_style_is_kept_and_rows_are_renumbered_after_edits():
     assert reasoning.splitlines()[1:] == ["(1) garden + lock -> gardener", "(2) gardener -> The gardener"]
     plain = editable_graph("boots -> garden", "After correlating the clues:\ngarden -> The gardener")
     assert plain.texts() == ("boots -> garden", "After correlating the clues:\ngarden -> The gardener")
+
+
+# --------------------------------------------------------------------------
+# The editor's operations
+
+CONTEXT = "The hut was cold. Mud lay on the boots, and the lantern had burned out.\nNobody came."
+
+
+def test_snap_span_trims_spaces_and_trailing_punctuation():
+    start = CONTEXT.index(" Mud")
+    assert CONTEXT[slice(*snap_span(CONTEXT, start, CONTEXT.index(",") + 1))] == "Mud lay on the boots"
+    assert snap_span(CONTEXT, -5, 3) == (0, 3)
+    assert snap_span(CONTEXT, 10, 10**6)[1] == len(CONTEXT) - 1  # the final full stop is dropped
+
+
+def test_apply_action_adds_removes_rows_and_fixes_a_clue_from_a_span():
+    graph = editable_graph("mud on boots -> he was outside", "he was outside -> The gardener")
+    graph, error = apply_action(graph, CONTEXT, {"action": "add_clue"})
+    assert error is None and graph.clues[-1] == ("", "")
+    graph, _ = apply_action(graph, CONTEXT, {"action": "remove_clue:1"})
+    graph, _ = apply_action(graph, CONTEXT, {"action": "add_step"})
+    assert len(graph.clues) == 1 and len(graph.steps) == 2
+    graph, _ = apply_action(graph, CONTEXT, {"action": "remove_step:1"})
+    start = CONTEXT.index("Mud")
+    fixed, error = apply_action(graph, CONTEXT, {"action": f"fix:0:{start}:{CONTEXT.index(',') + 1}"})
+    assert error is None and fixed.clues == [("Mud lay on the boots", "he was outside")]
+    # A selection whose offsets drifted is found by its text.
+    selected, error = apply_action(graph, CONTEXT, {"action": "select", "fix_clue": "0", "fix_start": "0",
+                                                    "fix_end": "4", "fix_text": "the lantern had burned out"})
+    assert error is None and selected.clues[0][0] == "the lantern had burned out"
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"action": "fix:0:x:3"}, "the span to use is not valid: pick the text again"),
+    ({"action": "fix:7:0:3"}, "choose a clue first"),
+    ({"action": "select", "fix_clue": "0", "fix_start": "0", "fix_end": "3", "fix_text": "zebra"},
+     "the selected text is not part of the context"),
+    ({"action": "fix:0:3:4"}, "empty selection"),
+])
+def test_apply_action_refuses_a_bad_span_and_keeps_the_graph(fields, message):
+    graph = editable_graph("mud on boots -> he was outside", "")
+    result, error = apply_action(graph, CONTEXT, fields)
+    assert error == message and result.clues == [("mud on boots", "he was outside")]
+
+
+def test_editor_view_rows_checks_and_drawing_agree():
+    graph = editable_graph("Mud lay on the boots -> he was outside\nzebra quantum -> nothing",
+                           "After correlating the clues:\nhe was outside + a ladder -> The cook")
+    graph.clues.insert(1, ("", ""))  # an empty row being added: the drawing must still mark the right clue
+    shown = editor_view(graph, context=CONTEXT, options=["The gardener", "The cook"], answer_index=0,
+                        answer_text="The gardener")
+    assert [row.state for row in shown.clue_rows] == ["exact", "unanchored", "unanchored"]
+    assert shown.spans == [(CONTEXT.index("Mud"), CONTEXT.index(","), 0, True)]
+    assert (shown.unanchored, shown.fuzzy) == (2, 0)
+    assert [(i.kind, i.subject) for i in shown.issues if i.kind == "dangling_reference"] == [
+        ("dangling_reference", "a ladder")]
+    assert "no_answer" in [i.kind for i in shown.issues]
+    assert not {"unanchored_clue", "fuzzy_clue"} & {i.kind for i in shown.issues}
+    assert "unanchored" in shown.drawn.node("c2").classes and "anchored" in shown.drawn.node("c1").classes
+    assert [n.label for n in shown.drawn.nodes if n.kind == "dangling"] == ["a ladder"]
+    (step,) = shown.step_rows
+    assert step.extra == "a ladder" and ("he was outside", "1 ⇒ he was outside", True) in step.options
