@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import apis
+from .judge import apis as judge_apis
 
 app_name = "evaluation_api"
 urlpatterns = [
@@ -11,4 +12,9 @@ urlpatterns = [
     path("runs/<int:pk>/cancel/", apis.RunCancelAPI.as_view(), name="run-cancel"),
     path("runs/<int:pk>/resume/", apis.RunResumeAPI.as_view(), name="run-resume"),
     path("runs/<int:pk>/results/", apis.RunResultsAPI.as_view(), name="run-results"),
+    path("judge-configs/", judge_apis.JudgeConfigListAPI.as_view(), name="judge-config-list"),
+    path("judge-runs/", judge_apis.JudgeRunListAPI.as_view(), name="judge-run-list"),
+    path("judge-runs/<int:pk>/", judge_apis.JudgeRunDetailAPI.as_view(), name="judge-run-detail"),
+    path("judge-runs/<int:pk>/cancel/", judge_apis.JudgeRunCancelAPI.as_view(), name="judge-run-cancel"),
+    path("judge-runs/<int:pk>/resume/", judge_apis.JudgeRunResumeAPI.as_view(), name="judge-run-resume"),
 ]

@@ -11,6 +11,7 @@ from detectbench_web.roles import IsResearcher
 
 from . import selectors, services
 from .forms import MAX_IDS, MAX_INT
+from .judge import selectors as judge_selectors
 from .methods import METHOD_CHOICES
 from .models import ModelEndpoint, OptionOrder, Result, Run
 
@@ -130,6 +131,7 @@ class RunDetailAPI(_OneRun):
         data = self.run_data(run)
         data["metrics"] = summary.as_json()
         data["by_question_type"] = {k: v.as_dict() for k, v in types.items()}
+        data["judged_accuracy"] = [a.as_json() for a in judge_selectors.free_text_accuracy(run=run)]
         return Response(data)
 
 

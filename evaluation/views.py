@@ -13,6 +13,7 @@ from detectbench_web.roles import researcher_required
 from . import selectors, services
 from .figures import Bar, bar_chart
 from .forms import ComparisonFilterForm, EndpointForm, RunLaunchForm
+from .judge import selectors as judge_selectors
 from .metrics import RunMetrics
 from .models import Run
 
@@ -80,6 +81,7 @@ def run_detail_view(request, pk: int):
         "run": run, "progress": progress, "summary": summary, "m": summary.metrics, "types": types,
         "page": page, "status": status,
         "figure": _accuracy_figure("Accuracy by question type (95% CI)", list(types.items())),
+        "judged": judge_selectors.free_text_accuracy(run=run),
     }
     if request.htmx and request.GET.get("part") == "results":
         return render(request, "evaluation/run_detail.html#results", context)

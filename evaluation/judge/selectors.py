@@ -53,6 +53,14 @@ class JudgedAccuracy:
     def unscored_share(self) -> float | None:
         return (self.n - self.scored) / self.n if self.n else None
 
+    @property
+    def accuracy_pct(self) -> float | None:
+        return None if self.accuracy is None else 100.0 * self.accuracy
+
+    @property
+    def unscored_pct(self) -> float | None:
+        return None if self.unscored_share is None else 100.0 * self.unscored_share
+
     def as_json(self) -> dict:
         return {**asdict(self), "accuracy": self.accuracy, "unscored_share": self.unscored_share}
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextvars
 import json
+import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from evaluation.services import endpoint_create
 from tests.support.model_server import ModelServer
 
 
@@ -66,3 +68,9 @@ class JudgeServer(ModelServer):
             return status, payload, extra
         data["choices"][0]["logprobs"] = {"content": reply.logprobs}
         return status, json.dumps(data).encode(), extra
+
+
+def judge_endpoint(server, **fields):
+    """A model endpoint at the stand-in server (max_concurrency 4 unless given)."""
+    return endpoint_create(name=f"judge stand-in {time.time_ns()}", base_url=server.base_url, model="stand-in-judge",
+                           max_concurrency=fields.pop("max_concurrency", 4), **fields)

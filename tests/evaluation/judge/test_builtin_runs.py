@@ -124,3 +124,16 @@ def test_refusals(free_text_run, sample_items):
     naive = free_text_run.endpoint.runs.create(method="naive", item_ids=[sample_items[0].pk], prompt_version="x")
     with pytest.raises(CommandError, match="only free-text"):
         judge("--config", "builtin", "--run", str(naive.pk))
+
+
+def test_the_run_page_shows_the_judged_accuracy_with_the_unscored_share(free_text_run, researcher_client):
+    page = researcher_client.get(f"/evaluation/runs/{free_text_run.pk}/").content.decode()
+    assert "free text: not judged yet" in page
+    first = Result.objects.filter(run=free_text_run).order_by("pk").first()
+    Result.objects.filter(pk=first.pk).update(free_answer="")
+    [line] = judge("--config", "builtin", "--run", str(free_text_run.pk), "--wait")
+    [accuracy] = selectors.free_text_accuracy(run=free_text_run)
+    page = researcher_client.get(f"/evaluation/runs/{free_text_run.pk}/").content.decode()
+    assert f"{100 * accuracy.correct / accuracy.scored:.1f}%" in page
+    assert f"judged by builtin: {accuracy.correct}/{line['scored']} scored correct" in page
+    assert f"{100 / accuracy.n:.1f}% of {accuracy.n} still unscored" in page

@@ -1,0 +1,174 @@
+"""A model judge against the real stand-in server scripted with verdicts and log-probabilities: stored labels
+and beliefs equal the script, unreadable replies are unscored with their raw text, the response cache keeps
+the log-probabilities, failed requests leave no label and are retried by a re-run."""
+import json
+import math
+import re
+
+import pytest
+
+from annotation.models import BeliefLabel
+from evaluation.judge import services
+from evaluation.judge.templates import template_hash
+from evaluation.models import Result
+from tests.support.judge_server import JudgeServer, ScriptedReply, judge_endpoint, verdict_reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ANSWER = re.compile(r"### Answer to grade:\n(?:Answer number )?(\d+)")
+ALLOWED = ("correct", "incorrect")
+
+
+def answer_number(request) -> int:
+    return int(ANSWER.search(request["messages"][-1]["content"]).group(1))
+
+
+def free_text_script(i: int) -> ScriptedReply:
+    """The scripted reply to answer number i."""
+    kind = i % 6
+    a, b = -0.05 - 0.1 * i, -1.0 - 0.07 * i
+    if kind == 0:
+        return ScriptedReply("verdict: correct (I am fairly sure)")
+    if kind == 1:
+        return ScriptedReply('{"verdict": "incor')
+    if kind == 2:
+        return verdict_reply("correct", [("correct", a), ("incorrect", b), ("maybe", -2.5), ("The", -3.0)])
+    if kind == 3:
+        return verdict_reply("incorrect", [("incorrect", a), ("correct", b), ("c", b - 1.5)])
+    if kind == 4:
+        return ScriptedReply('{"verdict": "correct", "rationale": "no logprobs from this endpoint"}')
+    return verdict_reply("correct", [("correct", -0.7), ("incorrect", -0.7)])
+
+
+def expected(i: int):
+    """(status, label, belief) computed from the script alone: softmax over the allowed verdict tokens."""
+    reply = free_text_script(i)
+    if reply.logprobs is None:
+        return "unscored", "", None
+    verdict_token = reply.logprobs[4]
+    mass = {}
+    for alternative in verdict_token["top_logprobs"]:
+        token = alternative["token"]
+        verdict = next((v for v in ALLOWED if v.startswith(token) and not any(
+            w != v and w.startswith(token) for w in ALLOWED)), None)
+        if verdict:
+            mass[verdict] = mass.get(verdict, 0) + math.exp(alternative["logprob"])
+    chosen = verdict_token["token"]
+    return "scored", chosen, mass[chosen] / sum(mass.values())
+
+
+def labels_by_answer(run, queue):
+    numbers = {f"result:{r.pk}": int(r.free_answer.split(":")[0].split()[-1])
+               for r in Result.objects.filter(run=run)}
+    return {numbers[label.target]: label for label in BeliefLabel.objects.filter(queue=queue)}
+
+
+def test_logprob_beliefs_equal_the_script_and_unreadable_replies_are_unscored(free_text_run):
+    with JudgeServer(script=lambda request: free_text_script(answer_number(request))) as server:
+        endpoint = judge_endpoint(server)
+        config = services.judge_config_create(name="stand-in-logprob", task="free-text", belief_source="logprob",
+                                              endpoint=endpoint)
+        judge_run = services.judge_run_launch(config=config, run=free_text_run, enqueue=False)
+        judge_run = services.judge_run_execute_in_process(judge_run=judge_run)
+        assert all(r.get("logprobs") is True and r.get("top_logprobs") == 5 for r in server.requests)
+        requests = len(server.requests)
+
+        labels = labels_by_answer(free_text_run, config.queue)
+        assert len(labels) == judge_run.n == requests
+        for i, label in labels.items():
+            status, verdict, belief = expected(i)
+            assert (label.status, label.label) == (status, verdict), i
+            if belief is None:
+                assert label.belief is None
+            else:
+                assert label.belief == pytest.approx(belief, abs=1e-6)
+            assert label.raw_output == free_text_script(i).text  # every reply kept as it came
+            assert label.belief_source == "logprob" and label.producer == f"judge-run:{judge_run.pk}"
+            assert label.prompt_hash == template_hash("free_text_verdict")
+        assert labels[4].payload["verdict_without_belief"] == "correct"
+        assert "truncated" in labels[1].rationale
+        unscored = sum(1 for i in labels if expected(i)[0] == "unscored")
+        assert (judge_run.unscored, judge_run.scored, judge_run.errors) == (unscored, len(labels) - unscored, 0)
+
+        # A second configuration asking the same thing is answered from the response cache, log-probabilities included.
+        twin = services.judge_config_create(name="stand-in-logprob-twin", task="free-text", belief_source="logprob",
+                                            endpoint=endpoint)
+        services.judge_run_execute_in_process(
+            judge_run=services.judge_run_launch(config=twin, run=free_text_run, enqueue=False))
+        assert len(server.requests) == requests
+        twins = labels_by_answer(free_text_run, twin.queue)
+        assert {i: (l.status, l.label, l.belief) for i, l in twins.items()} == {
+            i: (l.status, l.label, l.belief) for i, l in labels.items()}
+
+
+def test_verbal_screening_every_aspect_as_scripted(sample_items):
+    criteria = ("1.1", "1.2", "1.3", "1.4", "1.5")
+
+    def script(request):
+        content = request["messages"][-1]["content"]
+        n = sum(map(ord, content)) % 7
+        body = {c: {"verdict": "yes" if (n + j) % 4 == 0 else "no", "confidence": round(0.5 + 0.05 * ((n + j) % 9), 2)}
+                for j, c in enumerate(criteria)}
+        flagged = any(v["verdict"] == "yes" for v in body.values())
+        body["keep"] = {"verdict": "delete" if flagged else "keep", "confidence": 0.8}
+        body["rationale"] = f"n={n}"
+        return ScriptedReply(json.dumps(body))
+
+    with JudgeServer(script=script) as server:
+        config = services.judge_config_create(name="stand-in-screening", task="screening", belief_source="verbal",
+                                              endpoint=judge_endpoint(server), accept_threshold=0.9, blind=True)
+        judge_run = services.judge_run_launch(config=config, split="test", limit=6, enqueue=False)
+        judge_run = services.judge_run_execute_in_process(judge_run=judge_run)
+        prompts = [r["messages"][-1]["content"] for r in server.requests]
+    assert config.queue.blind and config.queue.accept_threshold == 0.9
+    assert (judge_run.n, judge_run.scored) == (6, 6)
+    for item in sample_items[:6]:
+        prompt = next(p for p in prompts if item.context in p)
+        body = json.loads(script({"messages": [{"content": prompt}]}).text)
+        for aspect in (*criteria, "keep"):
+            label = BeliefLabel.objects.get(queue=config.queue, target=f"item:{item.pk}", aspect=aspect)
+            assert (label.label, label.belief) == (body[aspect]["verdict"], body[aspect]["confidence"])
+            assert label.rationale == body["rationale"]
+
+
+def test_sampled_belief_is_the_majority_share(free_text_run):
+    seen: dict[str, int] = {}
+
+    def script(request):
+        content = request["messages"][-1]["content"]
+        seen[content] = seen.get(content, 0) + 1
+        verdict = ["correct", "incorrect", "correct", "correct"][seen[content] - 1]
+        return ScriptedReply(f'{{"verdict": "{verdict}"}}')
+
+    with JudgeServer(script=script) as server:
+        config = services.judge_config_create(name="stand-in-sampled", task="free-text", belief_source="sampled",
+                                              samples=4, temperature=1.0, endpoint=judge_endpoint(server, seed=7))
+        judge_run = services.judge_run_execute_in_process(
+            judge_run=services.judge_run_launch(config=config, run=free_text_run, limit=5, enqueue=False))
+        assert len(server.requests) == 5 * 4
+        assert all("seed" not in r and r["temperature"] == 1.0 for r in server.requests)
+    labels = BeliefLabel.objects.filter(queue=config.queue)
+    assert judge_run.scored == 5 and {(l.label, l.belief) for l in labels} == {("correct", 0.75)}
+    assert labels[0].payload == {"votes": {"correct": 3, "incorrect": 1}, "samples": 4}
+
+
+def test_failed_requests_leave_no_label_and_a_rerun_fills_them(free_text_run):
+    with JudgeServer(script=lambda request: verdict_reply("correct", [("correct", -0.1), ("incorrect", -2.4)]),
+                     rate_500=0.5, seed=3) as server:
+        endpoint = judge_endpoint(server, max_attempts=1, use_cache=False)
+        config = services.judge_config_create(name="stand-in-flaky", task="free-text", belief_source="logprob",
+                                              endpoint=endpoint)
+        first = services.judge_run_execute_in_process(
+            judge_run=services.judge_run_launch(config=config, run=free_text_run, enqueue=False))
+        assert 0 < first.errors < first.n and first.scored == first.n - first.errors
+        assert "HTTP 500" in first.last_error
+        assert BeliefLabel.objects.filter(queue=config.queue).count() == first.n - first.errors
+        server.configure(rate_500=0.0)
+        before = len(server.requests)
+        second = services.judge_run_execute_in_process(
+            judge_run=services.judge_run_launch(config=config, run=free_text_run, enqueue=False))
+        assert len(server.requests) - before == first.errors  # only what was missing
+    assert (second.errors, second.scored) == (0, second.n)
+    assert BeliefLabel.objects.filter(queue=config.queue).count() == second.n
+    beliefs = list(BeliefLabel.objects.filter(queue=config.queue).values_list("belief", flat=True))
+    assert beliefs == pytest.approx([math.exp(-0.1) / (math.exp(-0.1) + math.exp(-2.4))] * len(beliefs), abs=1e-9)

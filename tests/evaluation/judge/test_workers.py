@@ -1,0 +1,70 @@
+"""Judge runs through real Celery worker processes (Redis broker, PostgreSQL, the stand-in judge server)."""
+import signal
+
+import pytest
+from django.db.models import Count
+
+from annotation.models import BeliefLabel
+from evaluation.judge import services
+from evaluation.models import RunStatus
+from evaluation.tasks import judge_run_execute
+from tests.conftest import start_celery_worker, subprocess_env
+from tests.evaluation.test_workers import wait_for
+from tests.support.judge_server import JudgeServer, judge_endpoint, verdict_reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REPLY = verdict_reply("incorrect", [("incorrect", -0.3), ("correct", -1.6)])
+
+
+def finished(judge_run):
+    judge_run.refresh_from_db()
+    return judge_run.status == RunStatus.FINISHED
+
+
+def assert_exactly_one_label_per_target(judge_run, config):
+    judge_run.refresh_from_db()
+    labels = BeliefLabel.objects.filter(queue=config.queue)
+    assert not labels.values("target", "aspect", "item_version").annotate(c=Count("pk")).filter(c__gt=1).exists()
+    assert set(labels.values_list("target", flat=True)) == set(judge_run.targets)
+
+
+def test_a_judge_run_on_a_worker(free_text_run, celery_worker):
+    with JudgeServer(script=lambda request: REPLY, latency_s=0.01) as server:
+        config = services.judge_config_create(name="worker-judge", task="free-text", belief_source="logprob",
+                                              endpoint=judge_endpoint(server, use_cache=False))
+        judge_run = services.judge_run_launch(config=config, run=free_text_run)
+        wait_for(lambda: finished(judge_run), 60, "the judge run to finish")
+    assert (judge_run.scored, judge_run.errors, judge_run.label_counts) == (judge_run.n, 0, {"incorrect": judge_run.n})
+    assert judge_run.wall_s is not None and "evaluation.tasks.judge_run_execute" in celery_worker.log.read_text()
+    assert_exactly_one_label_per_target(judge_run, config)
+
+
+def test_worker_killed_mid_judge_run_then_rerun_leaves_exactly_one_label_per_target(free_text_run, tmp_path):
+    env = subprocess_env(EVALUATION_LIMITER_LEASE_S="1")
+    worker = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)
+    try:
+        with JudgeServer(script=lambda request: REPLY, latency_s=0.25) as server:
+            config = services.judge_config_create(name="killed-judge", task="free-text", belief_source="logprob",
+                                                  endpoint=judge_endpoint(server, max_concurrency=2, use_cache=False))
+            judge_run = services.judge_run_launch(config=config, run=free_text_run)
+            wait_for(lambda: BeliefLabel.objects.filter(queue=config.queue).count() >= 4, 60, "some labels")
+            worker.stop(signal.SIGKILL)
+            written = BeliefLabel.objects.filter(queue=config.queue).count()
+            assert written < judge_run.n
+            judge_run.refresh_from_db()
+            assert judge_run.status == RunStatus.RUNNING
+
+            worker = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)
+            server.reset()
+            services.judge_run_resume(judge_run=judge_run)
+            wait_for(lambda: finished(judge_run), 60, "the resumed judge run to finish")
+            assert server.stats.answered_ok <= judge_run.n - written + 2  # only the missing ones (+ in flight at kill)
+            # The killed worker's unacknowledged task may come again: it changes nothing.
+            server.reset()
+            judge_run_execute.apply(args=(judge_run.pk,))
+            assert server.stats.requests == 0
+    finally:
+        worker.stop()
+    assert_exactly_one_label_per_target(judge_run, config)
+    assert (judge_run.scored, judge_run.errors) == (judge_run.n, 0)
