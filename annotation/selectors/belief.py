@@ -9,7 +9,8 @@ from __future__ import annotations
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from ..models import (
-    BeliefLabel, BeliefLease, BeliefLeaseStatus, BeliefQueue, BeliefReview, LabelSource, LabelStatus, LabelTask,
+    BeliefLabel, BeliefLease, BeliefLeaseStatus, BeliefQueue, BeliefReview, Criterion, LabelSource, LabelStatus,
+    LabelTask,
 )
 from ..models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED, KEEP_ASPECT, SCREENING_CRITERIA
 
@@ -126,7 +127,8 @@ def screening_view(*, item, user) -> dict | None:
         decision = "delete" if suggested else "keep"
     # A keep suggestion with criteria (or delete without) cannot be submitted as it is.
     consistent = (decision == "keep") == (not suggested)
-    return {"keep": keep, "by_criterion": by_criterion, "labels": suggestions, "decision": decision,
+    rows = [{"criterion": value, "text": text, "suggestion": by_criterion.get(value)} for value, text in Criterion.choices]
+    return {"keep": keep, "by_criterion": by_criterion, "rows": rows, "labels": suggestions, "decision": decision,
             "criteria": suggested, "consistent": consistent,
             "judged_version": max(s.item_version for s in suggestions)}
 

@@ -14,6 +14,7 @@ from ..models import (
     CRITERIA, Adjudication, AdjudicationStatus, AnnotatorLeaseStatus, Decision, ItemStatus, Stage,
     VerificationDecision,
 )
+from .belief_review import belief_screening_reviewed
 from .leases import locked_item, mark_submitted, move_item, stage_config, take_slot
 
 
@@ -45,8 +46,10 @@ def verification_submit(
     lease = take_slot(item=item, stage=Stage.VERIFICATION, user=user, now=now, config=config)
     if lease.status == AnnotatorLeaseStatus.SUBMITTED:
         raise WorkflowError("you have already verified this item")
+    # The judge's screening suggestions (if any) are reviewed by this decision: where it came from.
+    source = belief_screening_reviewed(item=item, user=user, decision=decision, criteria=criteria)
     verdict = VerificationDecision.objects.create(
-        lease=lease, item=item, annotator=user, decision=decision, comment=comment,
+        lease=lease, item=item, annotator=user, decision=decision, comment=comment, source=source,
         item_version=item_version, **{name: name in criteria for name in CRITERIA})
     mark_submitted(lease, now)
 

@@ -10,6 +10,7 @@ from detectbench_web.roles import annotator_required
 from .. import selectors, services
 from ..forms import CRITERIA_KEYS, AdjudicationForm, VerificationForm
 from ..models import Criterion, Item, Stage
+from ..selectors.belief import screening_view
 from .common import attempt, item_options, stage_context
 
 
@@ -35,7 +36,7 @@ def verify_view(request, pk: int):
     context = stage_context(request, item, Stage.VERIFICATION)
     mine = selectors.verification_by(user=request.user, item=item)
     context.update({"form": form, "criteria": [(c, label, CRITERIA_KEYS[c]) for c, label in Criterion.choices],
-                    "my_decision": mine})
+                    "my_decision": mine, "judge": screening_view(item=item, user=request.user)})
     return render(request, "annotation/verify.html", context, status=status)
 
 
