@@ -24,6 +24,14 @@ if ! $PY manage.py shell --no-imports -c "from evaluation.models import Run; rai
     $PY manage.py evaluate --builtin "$model" --method naive,detective-thinking --split test --in-process --wait --no-progress
   done
 fi
+# A free-text run judged by the built-in offline judge, and the sample items screened by it, so the
+# belief-label review queue and the verification screen have the judge's labels.
+if ! $PY manage.py shell --no-imports -c "from evaluation.models import JudgeRun; raise SystemExit(0 if JudgeRun.objects.exists() else 1)"; then
+  FREE_TEXT_RUN=$($PY manage.py evaluate --builtin lexical --method free-text --split test --in-process --wait --no-progress \
+    | $PY -c "import json, sys; print(json.loads(sys.stdin.readline())['run'])")
+  $PY manage.py judge --config builtin --run "$FREE_TEXT_RUN" --wait --in-process
+  $PY manage.py judge --config builtin --split test --task screening --wait --in-process
+fi
 $PY manage.py collectstatic --noinput -v0
 
 # One worker with an embedded beat scheduler (periodic sweeps); more workers scale out.
