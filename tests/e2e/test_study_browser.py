@@ -2,13 +2,25 @@
 import re
 
 import pytest
+from django.db import connections
 from django.utils import timezone
 
 from studies.models import Attempt, AttemptStatus, Response, StudyStatus
 from studies.services import study_create
 from tests.studies.conftest import import_items
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]  # browser_page: tests/e2e/conftest.py
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def page(browser_page):
+    """The shared browser page (tests/e2e/conftest.py); the test's own database connections closed before it goes.
+
+    While Playwright's sync API runs, the ORM keeps this test's connections in Playwright's context: closed
+    only after the browser is gone, they would stay open and keep the test database from being dropped.
+    """
+    yield browser_page
+    connections.close_all()
 
 
 def _select_by_mouse(page, to_x=0.6, to_y=0.25):
@@ -20,12 +32,11 @@ def _select_by_mouse(page, to_x=0.6, to_y=0.25):
     page.mouse.up()
 
 
-def test_participant_completes_study_with_highlights_and_reload_resumes(live_server, detectbench_dir, browser_page):
+def test_participant_completes_study_with_highlights_and_reload_resumes(live_server, detectbench_dir, page):
     ids = import_items(detectbench_dir, 4)
     study = study_create(slug="browser", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
                          status=StudyStatus.OPEN, completion_code="BROWSER-OK", bonus_per_correct="1.00",
                          consent_text="Please agree.")
-    page = browser_page
     page.goto(f"{live_server.url}/s/browser/?PROLIFIC_PID=pw-1&STUDY_ID=s&SESSION_ID=x")
     page.check("input[name=consent]")
     page.click("button[type=submit]")
