@@ -229,6 +229,7 @@ AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "10"))
 AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_LOCKOUT_MINUTES", "15")))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False  # no start-up banner in every command's output
 AXES_LOCKOUT_CALLABLE = "detectbench_web.auth_throttling.lockout_response"  # registration/locked_out.html, 429
 NUM_PROXIES = int(os.environ.get("NUM_PROXIES", "0"))
 AXES_CLIENT_IP_CALLABLE = "detectbench_web.auth_throttling.client_address"  # DRF's rule, for both

@@ -1,0 +1,24 @@
+"""gunicorn settings of the image (docker/Dockerfile CMD, compose's web service).
+
+Sync workers, about two per core, with the database connection pool: the fastest setup in
+tests/perf/test_study_load.py. The app and every app's views are imported once, in the master,
+before the workers fork: a worker is ready at once (and shares that memory) instead of importing
+the URLconf (seconds of CPU) inside its first request, where gunicorn's timeout can kill it.
+"""
+bind = "0.0.0.0:8000"
+workers = 4
+worker_class = "sync"
+accesslog = "-"
+preload_app = True
+
+
+def when_ready(server):
+    from django.db import connections
+    from django.urls import get_resolver
+
+    assert get_resolver().url_patterns  # imports the views now
+    # Nothing opened in the master may be shared by the forked workers.
+    for connection in connections.all(initialized_only=True):
+        connection.close()
+        if hasattr(connection, "close_pool"):
+            connection.close_pool()
