@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import views
+from .judge import views as judge_views
 
 app_name = "evaluation"
 urlpatterns = [
@@ -11,4 +12,5 @@ urlpatterns = [
     path("runs/<int:pk>/cancel/", views.run_cancel_view, name="run_cancel"),
     path("runs/<int:pk>/resume/", views.run_resume_view, name="run_resume"),
     path("compare/", views.comparison_view, name="comparison"),
+    path("judge/", judge_views.judge_run_list_view, name="judge_run_list"),
 ]
