@@ -20,6 +20,10 @@ PURE = (
     "evaluation.prompts",
     "evaluation.judge.parsing",
     "evaluation.judge.beliefs",
+    "evaluation.judge.specs",
+    "evaluation.judge.templates",
+    "evaluation.judge.builtin",
+    "evaluation.judge.drafts",
     "studies.allocation",
     "studies.stats",
 )
