@@ -111,8 +111,9 @@ def execute_judge_run(*, judge_run_id: int) -> JudgeRun:
     if judge_run.status in (RunStatus.CANCELLED, RunStatus.FINISHED):
         return judge_run
     started = time.monotonic()
-    now = timezone.now()
-    JudgeRun.objects.filter(pk=judge_run.pk).update(status=RunStatus.RUNNING, started_at=now, finished_at=None)
+    if not JudgeRun.objects.filter(pk=judge_run.pk, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).update(
+            status=RunStatus.RUNNING, started_at=timezone.now(), finished_at=None):
+        return judge_run  # cancelled meanwhile
     solver = JudgeSolver(task=judge_run.task, belief_source=judge_run.config.belief_source,
                          template=judge_run.config.template_for(judge_run.task))
     pending = missing_inputs(judge_run)

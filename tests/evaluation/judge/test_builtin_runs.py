@@ -137,3 +137,11 @@ def test_the_run_page_shows_the_judged_accuracy_with_the_unscored_share(free_tex
     assert f"{100 * accuracy.correct / accuracy.scored:.1f}%" in page
     assert f"judged by builtin: {accuracy.correct}/{line['scored']} scored correct" in page
     assert f"{100 / accuracy.n:.1f}% of {accuracy.n} still unscored" in page
+
+
+def test_a_cancelled_judge_run_computes_nothing(free_text_run):
+    config = services.judge_config_builtin()
+    judge_run = services.judge_run_launch(config=config, run=free_text_run, enqueue=False)
+    services.judge_run_cancel(judge_run=judge_run)
+    judge_run = services.judge_run_execute_in_process(judge_run=judge_run)
+    assert judge_run.status == RunStatus.CANCELLED and not BeliefLabel.objects.exists()
