@@ -2,6 +2,7 @@
 attempts, participant leases, responses and refused answers are records (read-only) with service actions.
 """
 from django.contrib import admin, messages
+from django.db import models
 from django.http import HttpResponseRedirect
 
 from detectbench_web.error_mapping import REFUSED, error_text
@@ -40,6 +41,7 @@ class StudyAdmin(admin.ModelAdmin):
     raw_id_fields = ["practice_item"]
     exclude = ["created_by"]
     inlines = [StudyItemInline]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}  # as the study form
 
     def get_readonly_fields(self, request, obj=None):
         return ["slug"] if obj is not None else []
