@@ -20,6 +20,7 @@ from ..clue_graph.drawing import render_svg
 from ..clue_graph.editing import EditableGraph, editable_graph
 from ..highlight import segments
 from ..models import Item, Stage
+from ..selectors.belief import clue_graph_draft
 from .common import attempt, stage_context
 
 
@@ -84,7 +85,8 @@ def clue_graph_view(request, pk: int):
         graph, base_version = editable_graph(item.evidence, item.reasoning), item.version
     context = stage_context(request, item, Stage.CLUE_GRAPH)
     context.update(graph_context(item, graph, base_version=base_version))
-    context.update({"conflict": conflict, "error": error, "draft": draft if request.method == "GET" else None})
+    context.update({"conflict": conflict, "error": error, "draft": draft if request.method == "GET" else None,
+                    "judge_draft": clue_graph_draft(item=item, user=request.user) if request.method == "GET" else None})
     return render(request, "annotation/clue_graph.html", context, status=status)
 
 
