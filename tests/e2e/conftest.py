@@ -27,6 +27,9 @@ def browser_page():
         try:
             yield page
         finally:
+            # While the browser is still open: the connections the test opened are closed here, so the
+            # test database can be dropped at the end of the session.
+            connections.close_all()
             browser.close()
 
 
