@@ -68,9 +68,6 @@ class ItemAdmin(admin.ModelAdmin):
                 note="created in the admin")
         obj.pk, obj.version = saved.pk, saved.version
 
-    def save_related(self, request, form, formsets, change):
-        pass  # the only inline (revisions) is read-only
-
 
 @admin.register(ItemRevision)
 class ItemRevisionAdmin(ReadOnlyAdmin):

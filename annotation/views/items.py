@@ -46,8 +46,7 @@ def item_detail_view(request, pk: int):
 
 @researcher_required
 def item_import_view(request):
-    report = None
-    errors = []
+    report, errors, status = None, [], 200
     if request.method == "POST":
         form = ItemImportForm(request.POST, request.FILES)
         if form.is_valid():
@@ -57,7 +56,7 @@ def item_import_view(request):
                 split=form.cleaned_data["split"], user=request.user,
                 dry_run=form.cleaned_data["dry_run"], skip_invalid=form.cleaned_data["skip_invalid"]))
             if isinstance(refusal, ImportRejected):
-                errors = refusal.line_errors
+                errors, status = refusal.line_errors, refusal.http_status
                 messages.error(request, f"{len(errors)} invalid line(s) in {upload.name}: nothing was imported.")
             elif refusal is not None:
                 return error_page(request, refusal)
@@ -69,4 +68,4 @@ def item_import_view(request):
     else:
         form = ItemImportForm()
     return render(request, "annotation/item_import.html", {"form": form, "report": report, "errors": errors[:200],
-                                                           "error_count": len(errors)})
+                                                           "error_count": len(errors)}, status=status)

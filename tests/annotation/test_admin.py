@@ -1,0 +1,73 @@
+"""The admin (annotation.admin) writes through the services: versioned item edits, stage configurations,
+giving leases back; the workflow's records are read-only there."""
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from annotation.models import AnnotatorLease, AnnotatorLeaseStatus, Item, ItemStatus, Stage, StageConfig
+
+from .workflow_support import make_items
+
+pytestmark = pytest.mark.django_db
+
+NEW_ITEM = {
+    "source": "admin", "external_id": "77", "external_id_is_int": "on", "split": "dev",
+    "context": "The cook locked the pantry at nine. Later the pantry was found open.",
+    "question": "Who opened the pantry?", "options": json.dumps(["The cook", "The butler"]), "answer_index": "1",
+    "evidence": "locked the pantry at nine -> only a key holder could open it",
+    "reasoning": "only a key holder could open it -> The butler", "translations": "{}", "extra": "{}",
+    "status": ItemStatus.IMPORTED,
+    # the read-only revisions inline still sends its management form
+    "revisions-TOTAL_FORMS": "0", "revisions-INITIAL_FORMS": "0", "revisions-MIN_NUM_FORMS": "0",
+    "revisions-MAX_NUM_FORMS": "1000",
+}
+
+
+def test_an_item_added_in_the_admin_gets_its_facts_and_first_revision(admin_client, admin_user):
+    assert admin_client.post("/admin/annotation/item/add/", NEW_ITEM).status_code == 302
+    item = Item.objects.get(source="admin", external_id="77")
+    assert (item.version, item.question_type, item.evidence_count, item.reasoning_steps) == (1, "who", 1, 1)
+    (revision,) = item.revisions.all()
+    assert (revision.number, revision.author, revision.note) == (1, admin_user, "created in the admin")
+    assert revision.snapshot == item.content()
+
+
+def test_an_item_changed_in_the_admin_is_a_new_revision(admin_client):
+    (item,) = make_items(1)
+    data = {**NEW_ITEM, "source": item.source, "external_id": item.external_id, "split": item.split,
+            "context": item.context, "question": "Who really entered the study?", "options": json.dumps(item.options),
+            "answer_index": str(item.answer_index), "evidence": item.evidence, "reasoning": item.reasoning,
+            "status": item.status}
+    assert admin_client.post(f"/admin/annotation/item/{item.pk}/change/", data).status_code == 302
+    item.refresh_from_db()
+    assert item.version == 2 and item.question == "Who really entered the study?"
+    latest = item.revisions.order_by("-number").first()
+    assert (latest.number, latest.changed_fields, latest.note) == (2, ["question"], "edited in the admin")
+
+
+def test_stage_configuration_is_set_in_the_admin(admin_client):
+    config = StageConfig.objects.get(stage=Stage.REVIEW)
+    response = admin_client.post(f"/admin/annotation/stageconfig/{config.pk}/change/",
+                                 {"stage": Stage.REVIEW, "annotators_required": "2", "lease_minutes": "45"})
+    assert response.status_code == 302
+    config.refresh_from_db()
+    assert (config.annotators_required, config.lease_minutes) == (2, 45)
+
+
+def test_leases_are_given_back_by_an_action_and_not_edited(admin_client, annotator):
+    (item,) = make_items(1)
+    now = timezone.now()
+    lease = AnnotatorLease.objects.create(item=item, stage=Stage.VERIFICATION, annotator=annotator, leased_at=now,
+                                          expires_at=now + timedelta(minutes=30))
+    edit = admin_client.post(f"/admin/annotation/annotatorlease/{lease.pk}/change/",
+                             {"status": AnnotatorLeaseStatus.SUBMITTED})
+    assert edit.status_code == 403
+    response = admin_client.post("/admin/annotation/annotatorlease/",
+                                 {"action": "give_back", "_selected_action": [lease.pk]})
+    assert response.status_code == 302
+    lease.refresh_from_db()
+    assert lease.status == AnnotatorLeaseStatus.RELEASED

@@ -1,0 +1,45 @@
+"""The work queue (annotation.views.queue): next item leads to the stage screen, query counts."""
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from annotation.models import AnnotatorLease, Item, Stage
+
+from ..workflow_support import make_items, set_k
+
+pytestmark = pytest.mark.django_db
+
+
+def test_queue_next_item_leads_to_the_stage_screen_and_page_renders(annotator_client):
+    set_k(Stage.VERIFICATION, 1)
+    item, _ = make_items(2)
+    response = annotator_client.post(reverse("annotation:next_item", args=["verification"]))
+    assert response.status_code == 302 and response["Location"] == reverse("annotation:verify", args=[item.pk])
+    page = annotator_client.get(response["Location"]).content.decode()
+    for key in ('data-key="k"', 'data-key="d"', 'data-key="n"', 'data-key="1"', 'data-key="5"'):
+        assert key in page
+    assert "1.4 The answer is not correct" in page and "1.5 Discrimination or bias" in page
+
+
+def test_queue_page_query_count_does_not_grow(annotator_client, annotator):
+    set_k(Stage.VERIFICATION, 1)
+    make_items(3)
+    url = reverse("annotation:queue")
+    annotator_client.post(reverse("annotation:next_item", args=["verification"]))
+    annotator_client.get(url)
+    with CaptureQueriesContext(connection) as small:
+        assert annotator_client.get(url).status_code == 200
+    make_items(30, start=100)
+    for stage in (Stage.REWRITE, Stage.CLUE_GRAPH):
+        AnnotatorLease.objects.create(item=Item.objects.filter(status="verification").last(), stage=stage,
+                                  annotator=annotator, leased_at="2030-01-01T00:00Z", expires_at="2030-01-01T01:00Z")
+    with CaptureQueriesContext(connection) as large:
+        annotator_client.get(url)
+    assert len(large) == len(small) <= 12, [q["sql"] for q in large.captured_queries]
+    # The next-item hand-out itself is a fixed number of queries too.
+    with CaptureQueriesContext(connection) as hand_out:
+        annotator_client.post(reverse("annotation:next_item", args=["verification"]))
+    assert len(hand_out) <= 16

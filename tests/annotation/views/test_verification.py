@@ -1,0 +1,96 @@
+"""Verification with k annotators and adjudication (annotation.views.verification)."""
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from annotation.models import Adjudication, ItemStatus, Stage, VerificationDecision
+
+from ..workflow_support import client_for, make_items, set_k, verify_post
+
+pytestmark = pytest.mark.django_db
+
+
+def test_two_verifiers_agreeing_keep_move_the_item_to_rewrite(annotator, annotator2):
+    set_k(Stage.VERIFICATION, 2)
+    (item,) = make_items(1)
+    assert verify_post(client_for(annotator), item, "keep").status_code == 302
+    item.refresh_from_db()
+    assert item.status == ItemStatus.VERIFICATION  # waits for the second annotator
+    assert verify_post(client_for(annotator2), item, "keep").status_code == 302
+    item.refresh_from_db()
+    assert item.status == ItemStatus.REWRITE
+    assert "kept by ann1, ann2" in item.revisions.order_by("-number").first().note
+
+
+def test_two_verifiers_agreeing_delete_reject_with_the_criteria(annotator, annotator2):
+    set_k(Stage.VERIFICATION, 2)
+    (item,) = make_items(1)
+    verify_post(client_for(annotator), item, "delete", ["wrong_answer"])
+    verify_post(client_for(annotator2), item, "delete", ["bias", "wrong_answer"])
+    item.refresh_from_db()
+    assert item.status == ItemStatus.REJECTED
+    assert "bias, wrong_answer" in item.revisions.order_by("-number").first().note
+
+
+def test_disagreement_goes_to_adjudication(annotator, annotator2, researcher, django_user_model):
+    set_k(Stage.VERIFICATION, 2)
+    (item,) = make_items(1)
+    verify_post(client_for(annotator), item, "keep")
+    verify_post(client_for(annotator2), item, "delete", ["heavy_math"])
+    adjudication = Adjudication.objects.get(item=item, status="open")
+    item.refresh_from_db()
+    assert item.status == ItemStatus.VERIFICATION
+    listing = client_for(annotator).get(reverse("annotation:adjudication_list")).content.decode()
+    assert str(item) in listing
+    # One of the two who disagreed may not settle it.
+    refused = client_for(annotator).post(reverse("annotation:adjudication", args=[adjudication.pk]), {"decision": "keep"})
+    assert refused.status_code == 409
+    third = django_user_model.objects.create_user("ann3")
+    third.groups.add(*annotator.groups.all())
+    page = client_for(third).get(reverse("annotation:adjudication", args=[adjudication.pk])).content.decode()
+    assert "heavy_math" in page
+    assert client_for(third).post(reverse("annotation:adjudication", args=[adjudication.pk]),
+                               {"decision": "delete", "comment": "needs algebra"}).status_code == 302
+    item.refresh_from_db()
+    assert item.status == ItemStatus.REJECTED
+
+
+def test_verification_form_refuses_inconsistent_decisions(annotator_client):
+    set_k(Stage.VERIFICATION, 1)
+    (item,) = make_items(1)
+    assert verify_post(annotator_client, item, "delete").status_code == 400  # no criterion
+    assert verify_post(annotator_client, item, "keep", ["bias"]).status_code == 400
+    assert not VerificationDecision.objects.exists()
+    assert verify_post(annotator_client, item, "keep").status_code == 302
+    assert verify_post(annotator_client, item, "keep").status_code == 409  # twice: refused
+
+
+def test_verification_review_and_adjudication_forms_name_the_bad_field(annotator, annotator2, django_user_model):
+    set_k(Stage.VERIFICATION, 1)
+    (item,) = make_items(1)
+    a = client_for(annotator)
+    url = reverse("annotation:verify", args=[item.pk])
+    for data, message in (({"decision": "maybe", "item_version": 1}, "Decision: Select a valid choice."),
+                          ({"decision": "delete", "criteria": ["nope"], "item_version": 1}, "Criteria: Select a valid"),
+                          ({"decision": "keep", "item_version": "v1"}, "Item version: Enter a whole number."),
+                          ({"decision": "keep", "item_version": 1, "comment": "c" * 5001}, "Comment: Ensure this")):
+        response = a.post(url, data)
+        assert response.status_code == 400 and message in response.content.decode(), data
+    assert not VerificationDecision.objects.exists()
+    # A decision on a version the annotator did not see is refused.
+    stale = a.post(url, {"decision": "keep", "item_version": item.version + 5})
+    assert stale.status_code == 409 and "changed" in stale.content.decode()
+
+    (review_item,) = make_items(1, status=ItemStatus.REVIEW, start=20)
+    review = reverse("annotation:review", args=[review_item.pk])
+    for data in ({"action": "publish", "item_version": 1}, {"action": "send_back", "send_back_to": "published",
+                                                           "comment": "x", "item_version": 1}):
+        response = client_for(annotator2).post(review, data)
+        assert response.status_code == 400 and ("Action:" in response.content.decode()
+                                                or "Send back to:" in response.content.decode())
+    adjudication = Adjudication.objects.create(item=item, stage=Stage.VERIFICATION)
+    third = django_user_model.objects.create_user("ann3")
+    third.groups.add(*annotator.groups.all())
+    response = client_for(third).post(reverse("annotation:adjudication", args=[adjudication.pk]), {"decision": "maybe"})
+    assert response.status_code == 400 and "Decision: Select a valid choice." in response.content.decode()
