@@ -98,6 +98,7 @@ REASONING_WORDS = frozenset(
 )
 
 _SUFFIXES = ("ingly", "edly", "ing", "ed", "ly", "s")
+_UNDOUBLE_AFTER = ("ingly", "edly", "ing", "ed")
 
 
 def is_cjk(char: str) -> bool:
@@ -140,7 +141,7 @@ def stem(word: str) -> str:
     """A crude stemmer: drop one inflection suffix and a final e, keep 6 characters.
 
     Enough to match translation variants (melted/melt, sizes/size,
-    horizontally/horizontal, noticed/notice) without a dependency.
+    horizontally/horizontal, noticed/notice, cutting/cut) without a dependency.
     """
     if word.endswith("ies") and len(word) > 4:
         word = word[:-3] + "y"
@@ -148,6 +149,8 @@ def stem(word: str) -> str:
         for suffix in _SUFFIXES:
             if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
                 word = word[: -len(suffix)]
+                if suffix in _UNDOUBLE_AFTER and word[-1] == word[-2] and word[-1] not in "aeioulsz":
+                    word = word[:-1]  # cutting -> cut, stopped -> stop
                 break
     if len(word) > 3 and word.endswith("e"):
         word = word[:-1]

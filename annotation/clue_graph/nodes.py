@@ -22,7 +22,8 @@ the evidence and then of the reasoning). A text *refers to* a node when
 The best candidate wins (the tiers in that order, then the higher score, then
 the earlier node). A step input may only refer to clues and to the
 conclusions of earlier steps. An input that is only talk about the reasoning
-("All clues combined") refers to every clue.
+("All clues combined") refers to every clue; one that the parser kept whole
+but joins known nodes with "+" or "and" ('"A + B"' in quotes) refers to each.
 """
 from __future__ import annotations
 
@@ -31,7 +32,18 @@ from collections import Counter
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from ..text import NEGATION_WORDS, REASONING_WORDS, STOPWORDS, has_negation, node_key, normalize, numbers, stem, stems
+from ..text import (
+    NEGATION_WORDS,
+    PUNCTUATION_TRIM,
+    REASONING_WORDS,
+    STOPWORDS,
+    has_negation,
+    node_key,
+    normalize,
+    numbers,
+    stem,
+    stems,
+)
 from ..text import tokens as text_tokens
 from .data import ClueGraph, Step
 
@@ -91,7 +103,24 @@ class _Known:
     keys: set[str]
     content: set[str]
     numbers: Counter
-    negated: set[bool]
+    #: (content stems, negated) of each text.
+    parts: list[tuple[frozenset[str], bool]]
+
+    def contains(self, wanted: frozenset[str], wanted_numbers: Counter, negated: bool) -> bool:
+        """Tier 3: every content word and number of a text is in this node, with the same polarity.
+
+        A negation elsewhere in a longer text does not count against a short part of it
+        ("Finding a method" in "... find a method ..., no more than 5 pieces"), but a text
+        that is hardly more than the part must agree ("The dog barked" is not "The dog did not bark").
+        """
+        if not wanted or not wanted <= self.content or wanted_numbers - self.numbers:
+            return False
+        if any(wanted <= content and text_negated == negated for content, text_negated in self.parts):
+            return True  # one text holds it all with the same polarity (a clue's implication, say)
+        for content, text_negated in self.parts:
+            if content & wanted and text_negated != negated and (negated or len(content) < len(wanted) + 2):
+                return False
+        return True
 
 
 class NodeIndex:
@@ -105,12 +134,13 @@ class NodeIndex:
         key = node_key(text)
         if not key:
             return
-        node = self._nodes.setdefault(node_id, _Known(node_id, [], set(), set(), Counter(), set()))
+        node = self._nodes.setdefault(node_id, _Known(node_id, [], set(), set(), Counter(), []))
+        content = content_stems(text)
         node.texts.append(text)
         node.keys.add(key)
-        node.content |= content_stems(text)
+        node.content |= content
         node.numbers |= Counter(numbers(text))
-        node.negated.add(has_negation(text))
+        node.parts.append((content, has_negation(text)))
 
     def ids(self) -> list[str]:
         return list(self._nodes)
@@ -145,15 +175,25 @@ class NodeIndex:
             fuzzy = [similarity(text, known) for known in node.texts if same_node(text, known)]
             if fuzzy:
                 score = (1, max(fuzzy))
-            elif wanted and wanted <= node.content and not wanted_numbers - node.numbers and negated in node.negated:
+            elif node.contains(wanted, wanted_numbers, negated):
                 score = (0, len(wanted) / len(node.content))
             if score is not None and (best is None or score > best):
                 best, best_id = score, node.node_id
         return best_id
 
 
-#: What a step input that is only talk about the reasoning refers to.
-ALL_CLUES = "*"
+_COMPOUND = re.compile(r"\s+(?:\+|and)\s+")
+
+
+def _resolve_parts(index: NodeIndex, text: str) -> tuple[str, ...] | None:
+    """The nodes of a compound input that the parser kept whole ('"A + B"' in quotes, "x+2=3y and x-2=y")."""
+    parts = [p for p in _COMPOUND.split(node_key(text)) if p.strip(PUNCTUATION_TRIM)]
+    if len(parts) < 2:
+        return None
+    found = [index.resolve(part) for part in parts]
+    if any(node is None for node in found):
+        return None
+    return tuple(dict.fromkeys(found))
 
 
 @dataclass(frozen=True)
@@ -198,7 +238,7 @@ def link_steps(graph: ClueGraph) -> tuple[StepLink, ...]:
             elif is_talk(given) and clue_ids:
                 sources.append(tuple(clue_ids))
             else:
-                sources.append(None)
+                sources.append(_resolve_parts(index, given))
         used = {node for ids in sources if ids for node in ids}
         target = index.find_same(step.output) if step.output else None
         if target is None or target not in conclusions or target in used:

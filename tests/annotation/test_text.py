@@ -41,6 +41,8 @@ def test_stem_matches_translation_variants():
     assert text.stem("melted") == text.stem("melt")
     assert text.stem("sizes") == text.stem("size")
     assert text.stem("horizontally") == text.stem("horizontal")
+    assert text.stem("cutting") == text.stem("cut") and text.stem("stopped") == text.stem("stop")
+    assert text.stem("called") == "call" and text.stem("missed") == "miss"
     assert text.stems("Noticed") == [text.stem("notice")]
 
 
