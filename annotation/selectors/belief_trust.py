@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .. import review_order, trust
-from ..models import BeliefLabel, BeliefQueue, BeliefReview, LabelStatus, ReviewVia
+from ..models import BeliefLabel, BeliefQueue, BeliefReview, LabelSource, LabelStatus, ReviewVia
 from .belief import PENDING, provenance
 
 EXPORT_COLUMNS = ("review_id", "label_id", "target", "aspect", "item_id", "item_version", "judge_label", "belief",
@@ -22,11 +22,15 @@ EXPORT_COLUMNS = ("review_id", "label_id", "target", "aspect", "item_id", "item_
                   "in_uniform_sample", "inclusion_probability", "weight", "uniform_weight", "created_at")
 
 
-def review_rows(*, queue: BeliefQueue) -> list[dict]:
-    """One row per queue review of a scored label, with its sampling design."""
-    labels = list(BeliefLabel.objects.filter(queue=queue).exclude(status=LabelStatus.ERROR).only(
+def _labels(queue: BeliefQueue) -> list[BeliefLabel]:
+    return list(BeliefLabel.objects.filter(queue=queue).exclude(status=LabelStatus.ERROR).only(
         "id", "target", "aspect", "item_id", "item_version", "label", "belief", "belief_source", "status",
-        "audit_key", "first_stream"))
+        "audit_key", "first_stream", "final_source"))
+
+
+def review_rows(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None) -> list[dict]:
+    """One row per queue review of a scored label, with its sampling design."""
+    labels = _labels(queue) if labels is None else labels
     drawn = {label.pk: review_order.Drawn(label.belief, label.audit_key, label.first_stream or None) for label in labels}
     u_star, k_star = review_order.sampling_frontier(list(drawn.values()))
     by_id = {label.pk: label for label in labels}
@@ -79,18 +83,15 @@ def _by_aspect(rows: list[dict]) -> list[dict]:
 
 def belief_trust(*, queue: BeliefQueue) -> dict:
     """Every trust figure of the queue, both estimates, and what they rest on."""
-    rows = review_rows(queue=queue)
-    scored = list(BeliefLabel.objects.filter(queue=queue, status=LabelStatus.SCORED)
-                  .values_list("belief", flat=True))
-    labels = BeliefLabel.objects.filter(queue=queue).exclude(status=LabelStatus.ERROR).only(
-        "status", "belief", "final_source")
+    labels = _labels(queue)
+    rows = review_rows(queue=queue, labels=labels)
+    scored = [label.belief for label in labels if label.status == LabelStatus.SCORED]
     sources = Counter(provenance(label, queue.accept_threshold) for label in labels)
-    drawn = [review_order.Drawn(b, u, s or None) for b, u, s in BeliefLabel.objects.filter(queue=queue).exclude(
-        status=LabelStatus.ERROR).values_list("belief", "audit_key", "first_stream")]
-    u_star, k_star = review_order.sampling_frontier(drawn)
+    u_star, k_star = review_order.sampling_frontier(
+        [review_order.Drawn(label.belief, label.audit_key, label.first_stream or None) for label in labels])
     return {
         "queue": queue,
-        "n_labels": sum(sources.values()),
+        "n_labels": len(labels),
         "n_scored": len(scored),
         "n_reviews": len(rows),
         "uniform": _figures(rows, "uniform_weight", queue.accept_threshold, scored),
@@ -98,7 +99,6 @@ def belief_trust(*, queue: BeliefQueue) -> dict:
         "by_aspect": _by_aspect(rows),
         "u_star": u_star,
         "k_star": k_star,
-        "provenance": {key: sources.get(key, 0) for key in
-                       ["judge-accepted", "judge-overridden", "human-only", "auto-accepted", PENDING]},
+        "provenance": {key: sources.get(key, 0) for key in [*LabelSource.values, PENDING]},
         "rows": rows,
     }

@@ -23,6 +23,8 @@ from ..services.belief_review import belief_draft_resolve, belief_lease_next, be
 from ..trust_figure import coverage_svg, reliability_svg
 from .common import item_options
 
+#: Payload keys the review page shows in their own place (the rest is listed beside the judge's label).
+SHOWN_PAYLOAD = ("answer", "evidence", "multi_hop_reasoning", "anchors")
 ASPECT_TEXT = {"verdict": "Is the free-text answer the same as the gold option?", "keep": "Keep or delete the item?",
                "graph": "Is the drafted clue graph right?"}
 
@@ -59,7 +61,7 @@ def _review_context(request, lease, form=None) -> dict:
         "hide_judge": label.queue.blind and review is None,
         "form": form or BeliefReviewForm(choices=choices),
         "aspect_text": _aspect_text(label),
-        "payload_rows": [(k, v) for k, v in (label.payload or {}).items() if k not in ("evidence", "multi_hop_reasoning")],
+        "payload_rows": [(k, v) for k, v in (label.payload or {}).items() if k not in SHOWN_PAYLOAD],
     }
 
 

@@ -128,3 +128,25 @@ def test_navigation_links(annotator_client, researcher):
     researcher_client.force_login(researcher)
     page = researcher_client.get(reverse("annotation:queue")).content.decode()
     assert "Judge trust" in page
+
+
+def _queries(client, url) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url).status_code == 200
+    return len(captured)
+
+
+def test_hot_pages_make_a_constant_number_of_queries(annotator_client, labelled, items):
+    from annotation.services.belief import belief_queue_for
+
+    queues_url = reverse("annotation:belief_queues")
+    lease_url = _next(annotator_client, labelled)
+    few = (_queries(annotator_client, queues_url), _queries(annotator_client, lease_url))
+    for n in range(3):
+        record_free_text(belief_queue_for(name=f"more-{n}"), items, [0.5] * 20, start=100)
+    record_free_text(labelled, items, [0.5] * 50, start=200)
+    assert (_queries(annotator_client, queues_url), _queries(annotator_client, lease_url)) == few
+    assert few[0] <= 8 and few[1] <= 8
