@@ -3,10 +3,17 @@
 - items: item lists and filters, revisions, history
 - workflow: stage configurations, the work queue, an annotator's lease and draft, open adjudications
 - progress: the researchers' progress board and verification agreement
+- belief, belief_trust: judge labels, reviews, review queues, the judge's suggestions in the
+  workflow screens; trust figures of a queue
 
 Callers may import from the sub-module or from here; a new sub-domain adds its
 module and its names below.
 """
+from .belief import (
+    belief_labels, belief_lease_for, belief_queues, belief_reviews, clue_graph_draft, final_label,
+    provenance, screening_suggestions, screening_view,
+)
+from .belief_trust import belief_trust
 from .items import (
     item_browser, item_changes_since_previous, item_changes_since_stage, item_conflict, item_detail, item_facets,
     item_history, item_list, item_revisions, revision_snapshot,
@@ -22,4 +29,6 @@ __all__ = [
     "agreement_rows", "progress_board", "verification_agreement",
     "adjudication_detail", "draft_for", "lease_for", "open_adjudications", "queue_overview", "stage_configs",
     "verification_by",
+    "belief_labels", "belief_lease_for", "belief_queues", "belief_reviews", "clue_graph_draft",
+    "final_label", "provenance", "screening_suggestions", "screening_view", "belief_trust",
 ]

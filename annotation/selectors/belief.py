@@ -70,10 +70,6 @@ def belief_reviews(*, queue: BeliefQueue | None = None, label_id: int | None = N
     return reviews
 
 
-def belief_queue_get(*, name: str) -> BeliefQueue | None:
-    return BeliefQueue.objects.filter(name=name).first()
-
-
 def belief_queues(*, user) -> list[BeliefQueue]:
     """The queues with how many labels each has, how many still need a review, and the user's part."""
     needing = BeliefLabel.objects.filter(queue=OuterRef("pk")).exclude(status=LabelStatus.ERROR).filter(final_source="")

@@ -5,11 +5,16 @@
 - verification: keep/delete decisions and adjudication
 - editing: the rewrite and clue-graph stages, drafts
 - review: approve or send back
+- belief, belief_review: judge labels (recorded by the judge), review policy, hand-outs, reviews
 
 Callers may import from the sub-module or from here; a new sub-domain adds its
 module and its names below.
 """
 from ..errors import ImportRejected, ItemNotFound, NoSlot, StaleVersion, WorkflowError
+from .belief import belief_labels_record, belief_queue_for, belief_queue_policy_set
+from .belief_review import (
+    belief_draft_resolve, belief_lease_next, belief_lease_release, belief_review_submit, belief_screening_reviewed,
+)
 from .editing import clue_graph_replace, clue_graph_save, draft_discard, draft_save, item_edit, stage_submit
 from .items import (
     ImportReport, derived_facts, item_create, item_import, item_revert, item_update,
@@ -30,4 +35,6 @@ __all__ = [
     "adjudication_resolve", "verification_submit",
     "clue_graph_replace", "clue_graph_save", "draft_discard", "draft_save", "item_edit", "stage_submit",
     "review_submit",
+    "belief_labels_record", "belief_queue_for", "belief_queue_policy_set", "belief_draft_resolve", "belief_lease_next",
+    "belief_lease_release", "belief_review_submit", "belief_screening_reviewed",
 ]
