@@ -288,9 +288,10 @@ SPECTACULAR_SETTINGS = {
     # Security (issue 11): Swagger UI from the sidecar's static files (offline, CSP 'self').
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    # `check --deploy` without warnings (issue 11): Study's draft/open/closed is the only "status"
-    # choice set spectacular cannot name by itself (drf_spectacular.W001, "StatusD9eEnum").
-    "ENUM_NAME_OVERRIDES": {"StudyStatusEnum": "studies.models.StudyStatus"},
+    # `check --deploy` without warnings (issue 11): "status" choice sets spectacular cannot name by
+    # itself (drf_spectacular.W001, "StatusD9eEnum"); runs and judge runs share RunStatus.
+    "ENUM_NAME_OVERRIDES": {"StudyStatusEnum": "studies.models.StudyStatus",
+                            "RunStatusEnum": "evaluation.models.RunStatus"},
 }
 
 LOGGING = {
