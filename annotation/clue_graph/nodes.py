@@ -232,8 +232,12 @@ def link_steps(graph: ClueGraph) -> tuple[StepLink, ...]:
     for number, (section, step) in enumerate(numbered, 1):
         sources: list[tuple[str, ...] | None] = []
         for given in step.inputs:
-            found = index.resolve(given)
-            if found is not None:
+            # A "+" the parser did not split (inside quotes) still joins inputs: its parts come first.
+            parts = _resolve_parts(index, given) if " + " in given else None
+            found = index.resolve(given) if parts is None else None
+            if parts is not None:
+                sources.append(parts)
+            elif found is not None:
                 sources.append((found,))
             elif is_talk(given) and clue_ids:
                 sources.append(tuple(clue_ids))
