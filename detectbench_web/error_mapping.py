@@ -50,10 +50,21 @@ def add_form_errors(form, exc: Exception) -> None:
 def error_page(request, exc: Exception, *, template: str = "error.html") -> HttpResponse:
     """A refused call as a page (or an htmx fragment) with the error's status."""
     error = as_service_error(exc)
-    context = {"error": error, "status": error.http_status}
+    context = {"error": error, "status": error.http_status, "back_url": _same_site_referer(request)}
     if getattr(request, "htmx", False):
         return render(request, "error.html#message", context, status=error.http_status)
     return render(request, template, context, status=error.http_status)
+
+
+def _same_site_referer(request) -> str:
+    """The page the user came from, when it is on this site (never an open redirect)."""
+    from django.utils.http import url_has_allowed_host_and_scheme
+
+    referer = request.META.get("HTTP_REFERER", "")
+    if referer and url_has_allowed_host_and_scheme(referer, allowed_hosts={request.get_host()},
+                                                   require_https=request.is_secure()):
+        return referer
+    return ""
 
 
 class ServiceErrorMiddleware:
