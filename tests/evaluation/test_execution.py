@@ -160,29 +160,21 @@ def test_cancel_stops_new_requests(items):
     assert_one_row_per_item_and_sample(run)
 
 
-def test_first_wave_of_requests_is_spread_and_still_reaches_the_limit(items, settings):
-    """Slow start: the first `concurrency` requests arrive spread over a short ramp, not as one burst (which a
-    server of steady latency would send back as one burst, processed serially, delaying that whole wave's
-    refills); the limit is still reached, and every row is done exactly once. The server runs in its own
-    process, as in the benchmark, so that its arrival times are not bunched by this process' GIL."""
-    from evaluation.engine import RAMP_MAX_S, RAMP_SPACING_S
+def test_slow_start_still_reaches_the_limit_and_reads_the_setting(items, settings):
+    """Slow start (the first `concurrency` requests launched a little apart) still reaches the endpoint's
+    limit and does every row exactly once. How spread the first wave is, is a timing figure: it is printed by
+    tests/perf/test_slow_start.py, not asserted here."""
+    from evaluation.engine import RAMP_SPACING_S
     from tests.support.model_server import start_server_process
 
     assert settings.EVALUATION_RAMP_SPACING_S == RAMP_SPACING_S  # the setting's default is the engine's
-    settings.EVALUATION_RAMP_SPACING_S = spacing = 0.004  # ... and the run reads the setting
+    settings.EVALUATION_RAMP_SPACING_S = 0.004  # ... and the run reads the setting
     concurrency = 32
     with start_server_process(latency_s=0.2) as server:
         run = launch(endpoint_for(server, max_concurrency=concurrency))
         services.run_execute_in_process(run=run)
         stats = server.stats()
-    arrivals = sorted(stats["arrivals"])
-    first_wave = arrivals[:concurrency]
-    spread = first_wave[-1] - first_wave[0]
-    planned = (concurrency - 1) * min(spacing, RAMP_MAX_S / concurrency)
-    assert spread >= 0.5 * planned, [round((a - first_wave[0]) * 1000, 1) for a in first_wave]
-    assert spread < planned + 0.15  # a short ramp: the first wave still starts at once, near enough
-    assert max(sum(1 for b in first_wave if a <= b < a + 0.005) for a in first_wave) <= concurrency // 2
-    assert len(arrivals) == len(items)
+    assert len(stats["arrivals"]) == len(items)
     assert stats["peak_in_flight"] == concurrency
     assert_one_row_per_item_and_sample(run)
     assert not Result.objects.filter(run=run).exclude(error="").exists()
