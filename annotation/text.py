@@ -94,7 +94,8 @@ REASONING_WORDS = frozenset(
     concluded final finally ultimately lead leads leading led arrive arrived arriving reasoning reason
     logic logical logically analysis analyze analyzing analyse analysing compare comparing information
     given based following result results therefore thus hence consequently can get obtain obtained find
-    determine determined infer inferred draw drawn""".split()
+    determine determined infer inferred draw drawn assume assuming assumed suppose supposing consider
+    considering""".split()
 )
 
 _SUFFIXES = ("ingly", "edly", "ing", "ed", "ly", "s")

@@ -20,7 +20,7 @@ the evidence and then of the reasoning). A text *refers to* a node when
    are among the node's numbers and its polarity is the node's.
 
 The best candidate wins (the tiers in that order, then the higher score, then
-the earlier node). A step input may only refer to clues and to the
+the earlier node); a text that several clues share exactly refers to all of them. A step input may only refer to clues and to the
 conclusions of earlier steps. An input that is only talk about the reasoning
 ("All clues combined") refers to every clue; one that the parser kept whole
 but joins known nodes with "+" or "and" ('"A + B"' in quotes) refers to each.
@@ -158,6 +158,16 @@ class NodeIndex:
                 return node.node_id
         return None
 
+    def resolve_all(self, text: str) -> tuple[str, ...]:
+        """Every node one of whose texts is ``text`` exactly (several clues may share a text), else the
+        node :meth:`resolve` finds; empty when there is none."""
+        key = node_key(text)
+        same = tuple(node.node_id for node in self._nodes.values() if key and key in node.keys)
+        if same:
+            return same
+        found = self.resolve(text)
+        return () if found is None else (found,)
+
     def resolve(self, text: str) -> str | None:
         """The node ``text`` refers to (see the module docstring), or None."""
         key = node_key(text)
@@ -234,11 +244,11 @@ def link_steps(graph: ClueGraph) -> tuple[StepLink, ...]:
         for given in step.inputs:
             # A "+" the parser did not split (inside quotes) still joins inputs: its parts come first.
             parts = _resolve_parts(index, given) if " + " in given else None
-            found = index.resolve(given) if parts is None else None
+            found = index.resolve_all(given) if parts is None else ()
             if parts is not None:
                 sources.append(parts)
-            elif found is not None:
-                sources.append((found,))
+            elif found:
+                sources.append(found)
             elif is_talk(given) and clue_ids:
                 sources.append(tuple(clue_ids))
             else:
