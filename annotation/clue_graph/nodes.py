@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from ..text import (
+    CONTRACTION_PIECES,
     NEGATION_WORDS,
     PUNCTUATION_TRIM,
     REASONING_WORDS,
@@ -51,9 +52,12 @@ from .data import ClueGraph, Step
 #: node of the graph (the data paraphrases its own nodes a little).
 REFERENCE_MIN_SIMILARITY = 0.75
 
-_IGNORED = STOPWORDS | REASONING_WORDS | NEGATION_WORDS
+# The pieces of contractions are dropped before tokenizing, so that a lone letter left is a name
+# ("If D is honest"): only "a" and "i" stay stop words among the letters.
+_IGNORED = (STOPWORDS - CONTRACTION_PIECES) | REASONING_WORDS | NEGATION_WORDS
 _IGNORED_STEMS = frozenset(stem(word) for word in REASONING_WORDS)
 _NOT_CONTRACTION = re.compile(r"n['’]t\b", re.IGNORECASE)
+_CONTRACTION = re.compile(r"['’](?:s|t|d|ll|re|ve|m)\b", re.IGNORECASE)
 
 
 def same_node(a: str, b: str) -> bool:
@@ -86,7 +90,7 @@ def similarity(a: str, b: str) -> float:
 
 def content_stems(text: str) -> frozenset[str]:
     """The stems of a text's content words: no stop words, negations or words about the reasoning."""
-    words = text_tokens(_NOT_CONTRACTION.sub(" not", text or ""))
+    words = text_tokens(_CONTRACTION.sub("", _NOT_CONTRACTION.sub(" not", text or "")))
     found = (stem(word) for word in words if word not in _IGNORED)
     return frozenset(s for s in found if s not in _IGNORED_STEMS)
 
@@ -106,21 +110,26 @@ class _Known:
     #: (content stems, negated) of each text.
     parts: list[tuple[frozenset[str], bool]]
 
-    def contains(self, wanted: frozenset[str], wanted_numbers: Counter, negated: bool) -> bool:
+    def containment(self, wanted: frozenset[str], wanted_numbers: Counter, negated: bool) -> tuple[int, float] | None:
         """Tier 3: every content word and number of a text is in this node, with the same polarity.
 
-        A negation elsewhere in a longer text does not count against a short part of it
-        ("Finding a method" in "... find a method ..., no more than 5 pieces"), but a text
-        that is hardly more than the part must agree ("The dog barked" is not "The dog did not bark").
+        Scored (1, share of the words of the tightest text) when one text of the node holds
+        them all with the same polarity (a clue's implication, say), else (0, share of the
+        node's words). A negation elsewhere in a longer text does not count against a short
+        part of it ("Finding a method" in "... find a method ..., no more than 5 pieces"), but a
+        text that is hardly more than the part must agree ("The dog barked" is not "The dog did
+        not bark"). None when the text is not a part of this node.
         """
         if not wanted or not wanted <= self.content or wanted_numbers - self.numbers:
-            return False
-        if any(wanted <= content and text_negated == negated for content, text_negated in self.parts):
-            return True  # one text holds it all with the same polarity (a clue's implication, say)
+            return None
+        whole = [len(wanted) / len(content) for content, text_negated in self.parts
+                 if wanted <= content and text_negated == negated]
+        if whole:
+            return (1, max(whole))
         for content, text_negated in self.parts:
             if content & wanted and text_negated != negated and (negated or len(content) < len(wanted) + 2):
-                return False
-        return True
+                return None
+        return (0, len(wanted) / len(self.content))
 
 
 class NodeIndex:
@@ -184,9 +193,9 @@ class NodeIndex:
             score: tuple[int, float] | None = None
             fuzzy = [similarity(text, known) for known in node.texts if same_node(text, known)]
             if fuzzy:
-                score = (1, max(fuzzy))
-            elif node.contains(wanted, wanted_numbers, negated):
-                score = (0, len(wanted) / len(node.content))
+                score = (2, max(fuzzy))
+            else:
+                score = node.containment(wanted, wanted_numbers, negated)
             if score is not None and (best is None or score > best):
                 best, best_id = score, node.node_id
         return best_id
