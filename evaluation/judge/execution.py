@@ -93,7 +93,9 @@ def label_rows(judge_run: JudgeRun, solver: JudgeSolver, data: JudgeInput, outco
         "item_id": data.item_id, "item_version": data.item_version, "task": judge_run.task, "target": data.target,
         "aspect": label.aspect, "label": label.label,
         "choices": CLUE_GRAPH_REVIEW_CHOICES if spec.name == specs.CLUE_GRAPH else list(spec.choices(label.aspect)),
-        "payload": label.payload, "belief": label.belief, "belief_source": solver.belief_source,
+        # A free-text label carries the answer it graded, so a reviewer sees what the judge saw.
+        "payload": {**label.payload, "answer": data.answer} if spec.name == specs.FREE_TEXT else label.payload,
+        "belief": label.belief, "belief_source": solver.belief_source,
         "status": label.status, "rationale": outcome.rationale, "raw_output": outcome.raw_output,
         "prompt_hash": solver.prompt_hash, "producer": judge_run.producer, "tokens": outcome.tokens,
         "latency_ms": int(round(outcome.latency_s * 1000)),

@@ -49,6 +49,8 @@ def test_judge_builtin_run_wait_prints_its_line_and_the_run_gets_an_accuracy(fre
         assert (label.task, label.aspect, label.belief_source, label.choices) == (
             "free-text", "verdict", "builtin", ["correct", "incorrect"])
         assert len(label.prompt_hash) == 12 and label.item_version == label.item.version
+        # The reviewer sees the answer that was graded.
+        assert label.payload["answer"] == Result.objects.get(pk=int(label.target.split(":")[1])).free_answer
     [accuracy] = selectors.free_text_accuracy(run=free_text_run)
     assert (accuracy.config, accuracy.n, accuracy.scored, accuracy.correct) == ("builtin", results, line["scored"], correct)
     assert accuracy.unscored_share == pytest.approx((results - line["scored"]) / results)
