@@ -1,26 +1,26 @@
-"""Read a model's answer and key information out of its raw output (no Django inside).
+"""Read a model's answer and key information out of its raw output, as a careful grader would (no Django).
 
-The prompts ask for ``### Key Information: ...`` and ``### Answer: N``. Real outputs
-vary: markdown (``**Answer:** **2**``), lowercase or bold headers without ``#``,
-full-width colons, ``Option 2`` / ``(2)`` / ``2.`` / a letter when letters were
-shown, the answer header echoed inside the reasoning before the final one, the
-template's ``1/2/3/4`` copied verbatim. Rules:
+The prompts ask for ``### Key Information: ...`` and ``### Answer: N``. What a person reads:
 
-- sections start at a header line: ``#``-prefixed (any name), or a known name
-  (answer, final answer, key information, thought, ...) followed by a colon;
-- the *last* answer section that contains an answer wins;
-- inside it the leading label decides (``2``, ``Option 2``, ``(2)``, ``**2**``,
-  ``B`` with letters); otherwise exactly one distinct in-range label anywhere in
-  it, or the exact text of exactly one option;
-- several different labels (``1/2/3/4``, ``2 or 3``) make the answer ``ambiguous``;
-  no answer at all is ``missing``; so is a final answer that names a number outside
-  ``1..N`` (``5``, ``0``, ``-1``, ``2.5``): an earlier answer does not stand in for it;
-- a lowercase ``a`` / ``i`` starting a sentence is a word, not a letter label;
-- without any answer header, a trailing ``the answer is N`` is accepted.
+- the *last* answer section (``### Answer:``, ``**Final Answer:**``, ``答案：``) that says anything decides;
+  a truncated empty one falls back to the one before; one naming a number outside ``1..N`` is ``missing``;
+- inside it: a leading label (``2``, ``Option 2``, ``(2)``, ``**2**``, ``\\boxed{2}``, ``B`` when letters
+  were shown, ``2. <its option text>``), else "the answer is ...", a label in context (``option 3``,
+  ``I choose 3``), the text of exactly one option;
+- without a readable answer section: "the answer is X" / "the answer to the question is X" / ``\\boxed{X}``
+  anywhere (labels, letters or option text), and, when the output has no headers at all, a bare label
+  as its first or last line;
+- template echoes are never answers: ``1/2/3/4``, ``xxxxx`` placeholders, a copied numbered list of the
+  options, ``Answer 1:`` ... ``Answer 4:`` headers; a reading that names several options (``2 or 3``,
+  ``2. <the text of option 1>``, two different "the answer is") is ``ambiguous``; no answer is ``missing``.
+  What the reader is not sure of is ``ambiguous`` or ``missing``, never a guess.
+
+The agreement with a person's reading is measured on tests/evaluation/corpus/answers.jsonl.
 """
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -30,14 +30,15 @@ PARSE_STATUSES = (OK, AMBIGUOUS, MISSING)
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 _KNOWN = (
-    r"final\s+answers?|answers?|key\s+information|key\s+info|thoughts?|clues|connections?|summary|summari[sz]e"
-    r"|chain\s+of\s+thought|reasoning|plan"
+    r"final\s+answers?|correct\s+answers?|answers?|key\s+information|key\s+info|thoughts?|clues|connections?"
+    r"|summary|summari[sz]e|chain\s+of\s+thought|reasoning|plan|最终答案|正确答案|答案|关键信息|思考|思路|推理|线索|总结"
 )
 _HEADER = re.compile(
     rf"""^[ \t>]*
     (?:(?P<hashes>\#{{1,6}})[ \t]*)?
     (?:\*\*|__|\*)?[ \t]*
-    (?P<name>{_KNOWN}|[A-Za-z][A-Za-z ]{{0,38}}?)\b
+    (?P<name>{_KNOWN}|[A-Za-z][A-Za-z ]{{0,38}}?)(?![A-Za-z])
+    (?:[ \t]*(?P<number>\d{{1,2}})(?=[ \t]*(?:\*\*|__|\*)?[ \t]*(?:[:：]|$)))?
     [ \t]*(?:\*\*|__|\*)?[ \t]*
     (?P<colon>[:：])?
     [ \t]*(?:\*\*|__|\*)?[ \t]*
@@ -45,23 +46,65 @@ _HEADER = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 _KNOWN_RE = re.compile(rf"^(?:{_KNOWN})$", re.IGNORECASE)
+_NAMES = {"answers": "answer", "final answer": "answer", "final answers": "answer", "correct answer": "answer",
+          "correct answers": "answer", "最终答案": "answer", "正确答案": "answer", "答案": "answer",
+          "key info": "key information", "关键信息": "key information", "thoughts": "thought", "思考": "thought",
+          "思路": "thought", "推理": "thought", "线索": "clues", "summary": "summarize", "summarise": "summarize",
+          "总结": "summarize"}
 # `... so the answer is 2. ### Answer: 2` on one line: start a new line before `###`.
 _INLINE_HEADER = re.compile(r"(?<=[^\s#])[ \t]*(?=#{2,6}[ \t]*(?:\*\*)?[ \t]*[A-Za-z])")
+_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
+_LATEX_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf|texttt)\s*\{([^{}]*)\}")
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{([^{}]*)\}")
+_LATEX_MARK = re.compile(r"\$+|\\[()\[\]]")
 _MARKDOWN = re.compile(r"[*_`~]+")
-_MULTI = re.compile(r"^\s*[\[(]?\s*(\w{1,2})\s*[\])]?\s*(?:[/,|、&]|\bor\b|\band\b)\s*[\[(]?\s*(\w{1,2})\b", re.IGNORECASE)
+_PLACEHOLDER = re.compile(r"(?<![A-Za-z])x{3,}(?![A-Za-z])", re.IGNORECASE)
+_PLACEHOLDER_ONLY = re.compile(r"^[\s\W]*(?:x{3,}|n/?a)?[\s\W]*$", re.IGNORECASE)
+_NB, _NA = r"(?<![A-Za-z0-9.\-])", r"(?![A-Za-z0-9]|[.,]\d)"  # a label token's boundaries (ASCII: 答案是B)
+_TOKEN = r"(?:\d{1,2}|[A-Za-z])"
+_OPEN, _CLOSE = r"[\[(（{<]?", r"[\])）}>]?"
+_PREFIX = r"(?:(?:option|choice|number|no\.?|选项|选)\s*[#:]?\s*)?"
+# A label at the very start of an answer, after "the answer is" / "option" and markdown have gone.
 _LEADING = re.compile(
-    r"""^\s*(?:(?:the\s+)?(?:correct\s+|final\s+)?answer\s+is\s*[:：]?\s*)?
-    (?:(?:option|choice|number|no\.?)\s*)?[#:：]?\s*
-    (?P<open>[\[(])?\s*(?P<label>\d{1,2}|[A-Za-z])\s*[\])]?
-    (?=$|[\s,:;：。)\]!]|\.(?!\d))""",
-    re.IGNORECASE | re.VERBOSE,
+    rf"^\s*(?:(?:the\s+|my\s+)?(?:correct\s+|final\s+|right\s+)?answer\s+is\s*:?\s*|答案(?:是|为))?"
+    rf"{_PREFIX}(?P<open>{_OPEN})\s*(?P<label>{_TOKEN}){_NA}\s*{_CLOSE}(?=$|[\s,:;。，)\]!?/|、&+]|\.(?!\d))",
+    re.IGNORECASE,
 )
-_NUMBER = re.compile(r"(?<![\w.])(?<![^\w\s]-)(?<!\s-)(?<!^-)(\d{1,2})(?![\w]|\.\d)")
-_LETTER = re.compile(r"(?:(?<=option )|(?<=choice )|(?<=\()|\b)([A-Z])(?=\)|\b)")
-_ANSWER_IS = re.compile(
-    r"answer\s+(?:is|would\s+be|:)\s*[:：]?\s*(?:option\s*)?[\[(]?\s*(\d{1,2})\b", re.IGNORECASE
+_SEPARATOR = re.compile(rf"^\s*{_CLOSE}\s*(?:[/|,、&+;]|\bor\b|\band\b|或)\s*{_PREFIX}{_OPEN}\s*({_TOKEN}){_NA}",
+                        re.IGNORECASE)
+# Stated anywhere: "the answer is 3", "The answer to the question is 4", "correct option: C", 答案是B.
+_STATED = re.compile(
+    r"(?:(?:correct|final|right|best)\s+(?:answer|option|choice)"
+    r"|(?<![A-Za-z])answer(?:\s+to\s+(?:the|this)\s+(?:question|problem|puzzle))?[\"']?)"
+    r"\s*(?:is|(?:would|should|will|must|might|could|may)\s+be|=|:)\s*:?\s*"
+    r"(?:(?:therefore|thus|clearly|likely|probably|most\s+likely)\s+)?"
+    r"|(?:正确)?(?:答案|选项)\s*(?:是|为|应该是|应为|:)\s*|故选|应选",
+    re.IGNORECASE,
 )
-_PLACEHOLDER = re.compile(r"^x{3,}$", re.IGNORECASE)
+_STATED_AFTER = re.compile(  # "Option 2 is correct", "B is the correct answer"
+    rf"(?:(?:option|choice)\s*{_OPEN}\s*(?P<a>{_TOKEN}){_NA}|(?:^|(?<=[.;:!?]\s))(?P<b>\d{{1,2}}|[A-Z]){_NA}){_CLOSE}\s+is\s+"
+    rf"(?:the\s+)?(?:correct|right|true)(?:\s+(?:answer|option|choice|one))?(?![\w-])",
+    re.IGNORECASE | re.MULTILINE,
+)
+_CONTEXT = re.compile(  # a label in context, inside an answer section only
+    rf"(?:option|choice|选项|选)\s*{_OPEN}\s*(?P<a>{_TOKEN}){_NA}"
+    rf"|(?:it'?s|it\s+is|is|be|choose|chose|select|pick|go\s+with|so|thus|therefore|hence)\s+(?:option\s+)?"
+    rf"{_OPEN}(?P<b>{_TOKEN}){_NA}{_CLOSE}\s*(?:[.!。]|$)"
+    rf"|(?P<c>{_TOKEN}){_NA}{_CLOSE}\s+is\s+(?:the\s+)?(?:correct|right|best|answer|most\s+likely)",
+    re.IGNORECASE,
+)
+_WORDS = {w: i for i, ws in enumerate([("one", "first", "一"), ("two", "second", "二"), ("three", "third", "三"),
+                                        ("four", "fourth", "四"), ("five", "fifth", "五"), ("six", "sixth", "六")])
+          for w in ws}
+_ORDINAL = re.compile(
+    r"(?:option|choice)\s+(?P<a>one|two|three|four|five|six)(?![\w-])"
+    r"|(?<![\w-])(?:the\s+)?(?P<b>first|second|third|fourth|fifth|sixth)\s+(?:option|choice)(?![\w-])"
+    r"|第(?P<c>[一二三四五六])(?:个)?(?:选项|项)",
+    re.IGNORECASE,
+)
+_BULLET = re.compile(r"^(?:[-•·>]\s+)+")
+_NUMBER = re.compile(rf"{_NB}(\d{{1,2}}){_NA}")
+_LETTER = re.compile(rf"(?:(?<=option )|(?<=choice )|(?<=\()|{_NB})([A-Z])(?![A-Za-z0-9])")
 
 
 @dataclass(frozen=True)
@@ -77,6 +120,7 @@ class ParsedAnswer:
 class Section:
     name: str  # normalised: "answer", "key information", "thought", ...
     text: str
+    number: int | None = None  # ``### Answer 2:`` -> 2
 
 
 def option_labels(count: int, style: str = "numbers") -> list[str]:
@@ -88,104 +132,218 @@ def option_labels(count: int, style: str = "numbers") -> list[str]:
 
 def _normalise_name(name: str) -> str:
     name = " ".join(name.lower().split())
-    if name in {"answers", "final answer", "final answers"}:
-        return "answer"
-    if name in {"key info"}:
-        return "key information"
-    if name in {"thoughts"}:
-        return "thought"
-    if name in {"summary", "summarise"}:
-        return "summarize"
-    return name
+    return _NAMES.get(name, name)
+
+
+def _prepare(text: str) -> str:
+    """Unicode-normalised (full-width digits and colons), reasoning blocks and LaTeX wrappers removed."""
+    text = unicodedata.normalize("NFKC", (text or "").replace("\r\n", "\n"))
+    if "<think>" in text.lower():
+        text = _THINK.sub("", text)
+    text = text.replace("</think>", "")
+    for _ in range(3):
+        text = _LATEX_WRAP.sub(r"\1", text)
+    text = _BOXED.sub(r" the answer is \1. ", text)  # a boxed value is the answer, wherever it stands
+    return _LATEX_MARK.sub("", text)
 
 
 def split_sections(text: str) -> list[Section]:
     """Split an output into header sections (text before the first header is dropped)."""
     text = _INLINE_HEADER.sub("\n", (text or "").replace("\r\n", "\n"))
-    sections: list[tuple[str, list[str]]] = []
+    sections: list[tuple[str, int | None, list[str]]] = []
     for line in text.split("\n"):
         match = _HEADER.match(line)
-        is_header = False
-        if match:
-            name = match.group("name").strip()
-            if match.group("hashes"):
-                is_header = True
-            elif match.group("colon") and _KNOWN_RE.match(name):
-                is_header = True
-        if is_header:
-            sections.append((_normalise_name(match.group("name")), [match.group("rest")]))
+        if match and (match.group("hashes") or (match.group("colon") and _KNOWN_RE.match(match.group("name").strip()))):
+            number = match.group("number")
+            sections.append((_normalise_name(match.group("name")), int(number) if number else None,
+                             [match.group("rest")]))
         elif sections:
-            sections[-1][1].append(line)
-    return [Section(name, "\n".join(lines).strip()) for name, lines in sections]
+            sections[-1][2].append(line)
+    return [Section(name, "\n".join(lines).strip(), number) for name, number, lines in sections]
 
 
-def _label_to_index(label: str, count: int, style: str) -> int | None:
-    label = label.strip()
-    if label.isdigit():
-        index = int(label) - 1
-        if style == "letters":
+class _Reader:
+    """One output's options and label style; each reading returns a ParsedAnswer, or None when nothing is said."""
+
+    def __init__(self, options: int | Sequence[str], style: str):
+        self.count = options if isinstance(options, int) else len(options)
+        self.texts = [] if isinstance(options, int) else [_norm_text(o) for o in options]
+        self.style = style
+        self.labels = option_labels(self.count, style)
+
+    def index(self, label: str) -> int | None:
+        if label.isdigit():
+            number = int(label) - 1
+            return number if self.style != "letters" and 0 <= number < self.count else None
+        if len(label) == 1 and label.isascii() and label.isalpha() and self.style == "letters":
+            number = LETTERS.index(label.upper())
+            return number if number < self.count else None
+        return None
+
+    def answer(self, indexes) -> ParsedAnswer | None:
+        indexes = set(indexes)
+        if len(indexes) == 1:
+            index = indexes.pop()
+            return ParsedAnswer(OK, index, self.labels[index])
+        return ParsedAnswer(AMBIGUOUS) if indexes else None
+
+    def options_in(self, text: str, *, start: bool = False) -> set[int]:
+        """Options whose whole text is in ``text`` (or starts it); one inside another matched one does not count."""
+        wanted = f" {_norm_text(text)} "
+        found = {i for i, option in enumerate(self.texts)
+                 if option and (wanted.startswith(f" {option} ") if start else f" {option} " in wanted)}
+        return {i for i in found if not any(self.texts[i] != self.texts[j] and self.texts[i] in self.texts[j]
+                                            for j in found)}
+
+    def spelled(self, text: str) -> str:
+        """``option three`` / ``the third option`` / ``第三个选项`` written as ``option <its label>``."""
+        def label(match: re.Match) -> str:
+            index = _WORDS[next(g for g in match.groups() if g).lower()]
+            return f"option {self.labels[index]}" if index < self.count else match.group(0)
+        return _ORDINAL.sub(label, text)
+
+    def valued(self, number: str) -> ParsedAnswer | None:
+        """An out-of-range number that is an option's value (options ``50 yuan``, ``866``)."""
+        return self.answer(i for i, text in enumerate(self.texts) if text == number or text.startswith(number + " "))
+
+    def leading(self, text: str) -> tuple[str, str] | None:
+        """``(label, rest)`` when ``text`` starts with a label: ``2``, ``(2)``, ``Option 2: ...``, ``2. ...``."""
+        text = _BULLET.sub("", text.strip())
+        match = _LEADING.match(text)
+        if not match or _is_word(match, text):
             return None
-        return index if 0 <= index < count else None
-    if len(label) == 1 and label.isalpha():
-        if style != "letters":
+        return match.group("label"), text[match.end():]
+
+    def label_reading(self, label: str, rest: str) -> ParsedAnswer | None:
+        """A label followed by ``rest``: another label right after it, or another option's text, makes it unsure."""
+        index = self.index(label)
+        if index is None:
             return None
-        index = LETTERS.index(label.upper())
-        return index if index < count else None
-    return None
+        following = _SEPARATOR.match(rest)
+        if following and not (following.group(1).islower() and self.style == "letters"):
+            if self.index(following.group(1)) not in (None, index):
+                return ParsedAnswer(AMBIGUOUS)
+        named = self.options_in(rest.split("\n")[0].strip(" .:)-"), start=True)
+        if not named and label.isdigit():
+            named = {i for i, option in enumerate(self.texts) if option == label}  # options "-1", "2", "4"
+        if named and index not in named:
+            return ParsedAnswer(AMBIGUOUS)
+        return ParsedAnswer(OK, index, self.labels[index])
+
+    def stated(self, text: str) -> ParsedAnswer | None:
+        """Every "the answer is ..." in ``text``: one option named (by label or text) is the answer."""
+        readings = []
+        for match in _STATED.finditer(text):
+            rest = text[match.end():]
+            leading = self.leading(rest)
+            reading = None
+            if leading:
+                reading = self.label_reading(*leading)
+                if reading is None and leading[0].isdigit():
+                    reading = self.valued(leading[0])
+            if reading is None:
+                reading = self.answer(self.options_in(re.split(r"[.!?。\n]", rest.strip(), maxsplit=1)[0]))
+            if reading is not None:
+                readings.append(reading)
+        for match in _STATED_AFTER.finditer(text):
+            index = self.index(match.group("a") or match.group("b"))
+            if index is not None:
+                readings.append(ParsedAnswer(OK, index, self.labels[index]))
+        if any(r.status == AMBIGUOUS for r in readings):
+            return ParsedAnswer(AMBIGUOUS)
+        return self.answer(r.index for r in readings)
+
+    def listed(self, lines: Sequence[str], *, run: bool) -> set[int]:
+        """Options named at the start of lines: the leading run of them (``run``), or every copied option line."""
+        found = set()
+        for line in lines:
+            if not line.strip():
+                continue
+            leading = self.leading(line)
+            index = self.index(leading[0]) if leading else None
+            if index is None:
+                if run:
+                    break
+                continue
+            rest = leading[1].strip(" .:)-")
+            if run or not rest or _PLACEHOLDER.search(rest) or index in self.options_in(rest, start=True):
+                found.add(index)
+        return found
+
+    def bare(self, line: str, neighbours: Sequence[str]) -> ParsedAnswer | None:
+        """A line that is a label alone, or a label and its own option text not inside a list."""
+        leading = self.leading(line.strip().rstrip(".。!"))
+        if not leading:
+            return None
+        reading = self.label_reading(*leading)
+        rest = leading[1].strip(" .:)-")
+        if not rest or reading is None or reading.status == AMBIGUOUS:
+            return reading
+        if any(self.leading(n) for n in neighbours) or reading.index not in self.options_in(rest, start=True):
+            return None
+        return reading
+
+    def section(self, text: str) -> ParsedAnswer | None:
+        """The answer inside one answer section."""
+        clean = _MARKDOWN.sub("", text).strip()
+        if _PLACEHOLDER_ONLY.match(clean):
+            return None
+        if len(self.listed(clean.split("\n"), run=True)) > 1:
+            return ParsedAnswer(AMBIGUOUS)  # a copied list of the options, or one label per line
+        placeholder = bool(_PLACEHOLDER.search(clean))
+        leading = self.leading(clean)
+        if leading:
+            reading = self.label_reading(*leading)
+            if reading is not None:
+                return ParsedAnswer(AMBIGUOUS) if placeholder else reading
+            if leading[0].isdigit() and self.style == "numbers":  # out of range: no earlier answer stands in
+                return self.valued(leading[0]) or ParsedAnswer(MISSING)
+        for read in (self.stated, self.in_context, lambda t: self.answer(self.options_in(t)), self.any_label):
+            reading = read(clean)
+            if reading is not None:
+                return ParsedAnswer(AMBIGUOUS) if placeholder else reading
+        return None
+
+    def in_context(self, text: str) -> ParsedAnswer | None:
+        found = [self.index(next(g for g in m.groups() if g)) for m in _CONTEXT.finditer(text)]
+        return self.answer(i for i in found if i is not None)
+
+    def any_label(self, text: str) -> ParsedAnswer | None:
+        """A label standing alone in prose: unsure unless the section is a few words around it."""
+        pattern = _LETTER if self.style == "letters" else _NUMBER
+        found = {i for m in pattern.finditer(text) if (i := self.index(m.group(1))) is not None}
+        if not found:
+            return None
+        return self.answer(found) if len(found) == 1 and len(text.split()) <= 6 else ParsedAnswer(AMBIGUOUS)
+
+    def unheaded(self, text: str) -> ParsedAnswer | None:
+        """An output without any header: a bare label as its first or last line; a copied list is not one."""
+        lines = [line for line in _MARKDOWN.sub("", text).split("\n") if line.strip()]
+        if len(self.listed(lines, run=False)) > 1:
+            return ParsedAnswer(AMBIGUOUS)
+        for position in sorted({0, len(lines) - 1}) if lines else ():
+            neighbours = lines[max(0, position - 1):position] + lines[position + 1:position + 2]
+            reading = self.bare(lines[position], neighbours)
+            if reading is not None:
+                return reading
+        return None
 
 
-def _is_article(leading: re.Match, clean: str) -> bool:
-    """A bare lowercase ``a`` / ``i`` starting a sentence (``a stranger did it``) is a word, not option A."""
+def _is_word(leading: re.Match, clean: str) -> bool:
+    """``a stranger did it`` / ``A man lied`` / ``I think``: an article or pronoun, not a letter label."""
     label = leading.group("label")
-    if not (label.isalpha() and label.islower()) or leading.group("open"):
+    if not label.isalpha() or leading.group("open"):
         return False
-    if re.search(r"(?:option|choice|number|no\.?)\s*[#:：]?\s*$", clean[: leading.start("label")], re.IGNORECASE):
+    if re.search(r"(?:option|choice|选项|选)\s*[#:]?\s*$", clean[: leading.start("label")], re.IGNORECASE):
         return False
-    return bool(re.search(r"\w", clean[leading.end():]))
+    rest = clean[leading.end():]
+    if label.islower():
+        return bool(re.search(r"\w", rest))
+    return label in "AI" and bool(re.match(r"\s+[a-z]", rest))
 
 
 def _norm_text(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
-
-
-def _answer_from_section(text: str, options: int | Sequence[str], style: str) -> ParsedAnswer | None:
-    """The answer inside one answer section, or None when it names no option at all."""
-    count = options if isinstance(options, int) else len(options)
-    clean = _MARKDOWN.sub("", text).strip()
-    if not clean:
-        return None
-    multi = _MULTI.match(clean)
-    if multi:
-        first, second = (_label_to_index(g, count, style) for g in multi.groups())
-        if first is not None and second is not None and first != second:
-            return ParsedAnswer(AMBIGUOUS)
-    leading = _LEADING.match(clean)
-    if leading and _is_article(leading, clean):
-        leading = None
-    if leading:
-        label = leading.group("label")
-        index = _label_to_index(label, count, style)
-        if index is not None:
-            return ParsedAnswer(OK, index, label)
-        if label.isdigit() and style == "numbers":
-            return ParsedAnswer(MISSING)  # an explicit number outside 1..N: no earlier answer may stand in
-    if style == "letters":
-        found = {m.group(1) for m in _LETTER.finditer(clean) if _label_to_index(m.group(1), count, style) is not None}
-    else:
-        found = {m.group(1) for m in _NUMBER.finditer(clean) if _label_to_index(m.group(1), count, style) is not None}
-    if len(found) == 1:
-        label = found.pop()
-        return ParsedAnswer(OK, _label_to_index(label, count, style), label)
-    if len(found) > 1:
-        return ParsedAnswer(AMBIGUOUS)
-    if not isinstance(options, int):
-        wanted = _norm_text(clean)
-        matches = [i for i, option in enumerate(options) if _norm_text(option) and _norm_text(option) in wanted]
-        if len(matches) == 1:
-            return ParsedAnswer(OK, matches[0], option_labels(count, style)[matches[0]])
-        if len(matches) > 1:
-            return ParsedAnswer(AMBIGUOUS)
-    return None
+    return " ".join(re.sub(r"(?!-\d)[^\w\s]", " ", _MARKDOWN.sub(" ", text).lower()).split())
 
 
 def parse_answer(text: str, options: int | Sequence[str], *, labels: str = "numbers") -> ParsedAnswer:
@@ -194,20 +352,23 @@ def parse_answer(text: str, options: int | Sequence[str], *, labels: str = "numb
     ``options`` is the number of options shown, or the shown option texts (which also
     lets an answer written out as the option's text count).
     """
-    answers = [s for s in split_sections(text) if s.name == "answer"]
+    reader = _Reader(options, labels)
+    text = reader.spelled(_prepare(text))
+    sections = split_sections(text)
+    answers = [s for s in sections if s.name == "answer"]
+    echo = len({s.number for s in answers if s.number is not None}) > 1  # ``### Answer 1:`` ... ``Answer 4:``
     for section in reversed(answers):
-        parsed = _answer_from_section(section.text, options, labels)
-        if parsed is not None:
-            return parsed
-    if not answers and labels == "numbers":
-        count = options if isinstance(options, int) else len(options)
-        matches = list(_ANSWER_IS.finditer(_MARKDOWN.sub("", text or "")))
-        if matches:
-            label = matches[-1].group(1)
-            index = _label_to_index(label, count, labels)
-            if index is not None:
-                return ParsedAnswer(OK, index, label)
-    return ParsedAnswer(MISSING)
+        if section.number is not None and echo:
+            continue
+        reading = reader.section(f"{section.number} {section.text}" if section.number is not None else section.text)
+        if reading is not None:
+            return reading
+    if echo:
+        return ParsedAnswer(AMBIGUOUS)
+    reading = reader.stated(_MARKDOWN.sub("", text))
+    if reading is None and not sections:
+        reading = reader.unheaded(text)
+    return reading or ParsedAnswer(MISSING)
 
 
 def section_text(text: str, name: str) -> str:
@@ -215,7 +376,7 @@ def section_text(text: str, name: str) -> str:
     for section in reversed(split_sections(text)):
         if section.name == name:
             body = section.text.strip()
-            if body and not _PLACEHOLDER.match(body):
+            if body and not re.fullmatch(r"x{3,}", body, re.IGNORECASE):
                 return body
     return ""
 
