@@ -60,11 +60,29 @@ _NOT_CONTRACTION = re.compile(r"n['’]t\b", re.IGNORECASE)
 _CONTRACTION = re.compile(r"['’](?:s|t|d|ll|re|ve|m)\b", re.IGNORECASE)
 
 
+_HEDGES = frozenset("might may could possibly possible perhaps probably likely maybe".split())
+_ORDINALS = frozenset("first second third fourth fifth sixth seventh eighth ninth tenth last".split())
+
+
+def _distinguishing(words: set[str]) -> set[str]:
+    """Words that tell two otherwise similar statements apart: a letter naming someone, an ordinal."""
+    return {w for w in words if (len(w) == 1 and w not in "ai") or w in _ORDINALS}
+
+
+def _opposite(wa: set[str], wb: set[str]) -> bool:
+    """Whether ``wb`` holds the negated form of a word of ``wa`` (possible / impossible)."""
+    return any(len(w) >= 5 and prefix + w in wb and prefix + w not in wa
+               for w in wa for prefix in ("in", "un", "im"))
+
+
 def same_node(a: str, b: str) -> bool:
     """Whether two node texts name the same statement (normalised or fuzzily equal).
 
-    Fuzzy equality needs the same numbers and the same polarity: "x is 11/12
-    of y" is not "x is less than y", "1984 is not ..." is not "6984 is ...".
+    Fuzzy equality needs the same numbers, the same polarity and the same certainty,
+    and no letter or ordinal naming someone else: "x is 11/12 of y" is not "x is less
+    than y", "1984 is not ..." is not "6984 is ...", "Yao might be the murderer" is not
+    "Yao is the murderer", "The driver can only be B" is not "... only be C", and
+    "inconsistent" is not "consistent".
     """
     na, nb = node_key(a), node_key(b)
     if not na or not nb:
@@ -74,6 +92,11 @@ def same_node(a: str, b: str) -> bool:
     if numbers(na) != numbers(nb):
         return False
     if has_negation(na) != has_negation(nb):
+        return False
+    wa, wb = set(text_tokens(na)), set(text_tokens(nb))
+    if bool(wa & _HEDGES) != bool(wb & _HEDGES) or _distinguishing(wa) != _distinguishing(wb):
+        return False
+    if _opposite(wa, wb) or _opposite(wb, wa):
         return False
     return similarity(a, b) >= REFERENCE_MIN_SIMILARITY
 

@@ -5,7 +5,7 @@ import pytest
 
 from annotation.clue_graph import check_graph, parse_clue_graph
 from annotation.clue_graph.drawing import draw_graph
-from annotation.clue_graph.nodes import NodeIndex, content_stems, is_talk, link_steps
+from annotation.clue_graph.nodes import NodeIndex, content_stems, is_talk, link_steps, same_node
 from annotation.text import node_key
 
 
@@ -140,3 +140,18 @@ def test_a_negation_elsewhere_in_a_long_node_does_not_block_a_part_of_it():
     index.add("c1", "The dog did not bark")
     assert index.resolve("Finding a method") == "s1"
     assert index.resolve("The dog barked") is None
+
+
+@pytest.mark.parametrize("a, b", [
+    ("Yao Gang might be the real murderer", "Yao Gang is the real murderer"),
+    ("The driver can only be B.", "The driver can only be C."),
+    ("The first person could not have kissed Sasha", "The second person could not have kissed Sasha"),
+    ("Inconsistent with the problem statement", "Consistent with the problem statement"),
+])
+def test_similar_wording_with_another_certainty_name_or_polarity_is_not_the_same_node(a, b):
+    assert not same_node(a, b)
+
+
+def test_small_paraphrases_are_the_same_node():
+    assert same_node("Bell might adopt an innovative approach", "Bell might adopt an unconventional approach")
+    assert same_node("the killer had a key.", "The killer had a key")
