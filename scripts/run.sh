@@ -16,7 +16,7 @@ $PY manage.py create_demo_accounts
 # A demo study over the sample test items, so a newcomer has a study to take.
 if ! $PY manage.py shell --no-imports -c "from studies.models import Study; raise SystemExit(0 if Study.objects.filter(slug='demo').exists() else 1)"; then
   $PY manage.py create_study --slug demo --title "Demo study" --split test --per-participant 5 --raters 3 \
-    --time-limit 1800 --status open --completion-code DEMO2026
+    --time-limit 1800 --status open --completion-code DEMO2026 --timeout-code DEMO2026-TIMEOUT
 fi
 # Baseline runs of the built-in offline models, so the evaluation dashboard has results to read.
 if ! $PY manage.py shell --no-imports -c "from evaluation.models import Run; raise SystemExit(0 if Run.objects.exists() else 1)"; then

@@ -17,8 +17,9 @@ from .forms import RESERVED_SLUGS, SETTING_FIELDS
 from .models import Attempt, Study
 
 STUDY_FIELDS = ["slug", "title", "status", "per_participant", "raters", "time_limit_seconds",
-                "question_time_limit_seconds", "grace_seconds", "language", "bonus_per_correct", "bonus_currency",
-                "completion_code", "completion_url", "seed", "pool_split", "pool_sample"]
+                "question_time_limit_seconds", "grace_seconds", "language", "extra_languages", "bonus_per_correct",
+                "bonus_currency", "completion_code", "completion_url", "timeout_completion_code",
+                "timeout_instruction", "seed", "pool_split", "pool_sample", "pool_include_rejected"]
 
 
 class StudySerializer(serializers.ModelSerializer):

@@ -30,7 +30,7 @@ from urllib.parse import urlencode, urljoin, urlsplit
 Oracle = Callable[[str, int], "int | None"]
 
 _POSITION_RE = re.compile(r'<div id="question" data-attempt="([^"]+)" data-position="(\d+)"')
-_CONTEXT_RE = re.compile(r'<div class="context" id="context" data-context>(.*?)</div>', re.S)
+_CONTEXT_RE = re.compile(r'<div class="context" id="context" data-context[^>]*>(.*?)</div>', re.S)
 _OPTION_RE = re.compile(r'name="chosen_option" value="(\d+)"')
 _CODE_RE = re.compile(r'id="completion-code">([^<]*)<')
 _SECONDS_RE = re.compile(r'data-seconds-left="(\d+)"')

@@ -1,7 +1,8 @@
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from .models import Study
+from .models import STUDY_LANGUAGES, Study
+from .participant_pages import ORIGINAL, language_param
 
 RESERVED_SLUGS = {"a"}
 
@@ -18,26 +19,38 @@ class StudyForm(forms.ModelForm):
 
     completion_url = forms.URLField(required=False, assume_scheme="https", label=_("Completion URL"),
                                     help_text=_("Redirect after the last answer (Prolific style)."))
+    extra_languages = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, label=_("Languages participants may switch to"),
+        choices=[(code or ORIGINAL, label) for code, label in STUDY_LANGUAGES],
+        help_text=_("Besides the study's language; the pages get a language switch. Items need translations."),
+    )
 
     class Meta:
         model = Study
         fields = [
-            "slug", "title", "status", "pool_split", "pool_sample", "seed", "per_participant", "raters",
-            "time_limit_seconds", "question_time_limit_seconds", "grace_seconds", "language", "consent_text",
-            "instructions", "practice_item", "bonus_per_correct", "bonus_currency", "completion_code",
-            "completion_url",
+            "slug", "title", "status", "pool_split", "pool_sample", "seed", "pool_include_rejected",
+            "per_participant", "raters", "time_limit_seconds", "question_time_limit_seconds", "grace_seconds",
+            "language", "extra_languages", "consent_text", "instructions", "practice_item", "bonus_per_correct",
+            "bonus_currency", "completion_code", "completion_url", "timeout_completion_code", "timeout_instruction",
         ]
         widgets = {
-            "consent_text": forms.Textarea(attrs={"rows": 4}),
+            "consent_text": forms.Textarea(attrs={"rows": 8}),
             "instructions": forms.Textarea(attrs={"rows": 4}),
+            "timeout_instruction": forms.Textarea(attrs={"rows": 2}),
             "practice_item": forms.NumberInput(),
         }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.initial["extra_languages"] = [code or ORIGINAL for code in self.instance.extra_languages or []]
         self.fields["pool_split"].required = True
         self.fields["practice_item"].widget = forms.NumberInput()
         self.fields["practice_item"].help_text = _("Database id of an item shown as an untimed practice question.")
+
+    def clean_extra_languages(self) -> list[str]:
+        chosen = [language_param(code) for code in self.cleaned_data.get("extra_languages") or []]
+        return [code for code in chosen if code != self.cleaned_data.get("language")]
 
     def clean_slug(self):
         slug = self.cleaned_data["slug"]

@@ -16,6 +16,25 @@ from annotation.models import Item
 
 DEFAULT_TIME_LIMIT = 3 * 60 * 60
 
+#: The languages a study can be shown in: "" is the items' original (English); a code names an item translation.
+STUDY_LANGUAGES = [("", _("Original (English)")), ("zh-hans", "简体中文")]
+#: Each language by its own name, as a participant looks for it in the language switch.
+LANGUAGE_NAMES = {"": "English", "zh-hans": "简体中文"}
+
+#: A consent text for a study whose researcher has not written one (the demo study, `create_study`, a new study
+#: form); translated, so a study in Chinese gets it in Chinese.
+DEFAULT_CONSENT_TEXT = _(
+    "This is a research study on how people solve detective puzzles. You will read short stories, answer one "
+    "multiple-choice question about each, and may highlight the passages of the story that you relied on.\n\n"
+    "What we record: your answers, the passages you highlight, how sure you said you were, and how long each "
+    "question took. If you came from a recruitment platform we also keep the participant, study and session ids "
+    "it sent. We do not ask for your name or contact details.\n\n"
+    "Taking part is voluntary. You may stop at any time with “Stop and leave the study”; the answers you "
+    "gave until then are kept. The results are used for research only and are published only as totals over "
+    "many participants.\n\n"
+    "If you have questions about this study, contact the researcher through the platform that sent you here."
+)
+
 
 def new_token() -> str:
     """An unguessable attempt token (256 bits)."""
@@ -44,8 +63,12 @@ class Study(models.Model):
         default=5, help_text="Answers this many seconds after a deadline are accepted and flagged late."
     )
     language = models.CharField(
-        max_length=10, blank=True, choices=[("", _("Original (English)")), ("zh-hans", "简体中文")],
+        max_length=10, blank=True, choices=STUDY_LANGUAGES,
         help_text="Language of the items shown (an item's translation) and of the participant pages.",
+    )
+    extra_languages = models.JSONField(
+        default=list, blank=True,
+        help_text='Other languages a participant may switch to ("" = the original English); each needs translations.',
     )
     consent_text = models.TextField(blank=True)
     instructions = models.TextField(blank=True)
@@ -54,9 +77,19 @@ class Study(models.Model):
     bonus_currency = models.CharField(max_length=8, default="GBP")
     completion_code = models.CharField(max_length=64, blank=True)
     completion_url = models.URLField(blank=True, help_text="Redirect after the last answer (Prolific style).")
+    timeout_completion_code = models.CharField(
+        max_length=64, blank=True,
+        help_text="Code shown when the time runs out (answers so far are kept); empty = ask the participant to "
+                  "return the study instead.",
+    )
+    timeout_instruction = models.TextField(
+        blank=True, help_text="What a participant whose time ran out (or who stopped) should do; empty = a standard "
+                              "instruction.")
     seed = models.IntegerField(default=0, help_text="Seeds the item sample and every participant's order.")
     pool_split = models.CharField(max_length=40, blank=True)
     pool_sample = models.PositiveIntegerField(null=True, blank=True)
+    pool_include_rejected = models.BooleanField(
+        default=False, help_text="Draw the pool also from items that annotators rejected (left out by default).")
     items = models.ManyToManyField(Item, through="StudyItem", related_name="studies")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -66,10 +99,14 @@ class Study(models.Model):
         ordering = ["-created_at"]
         verbose_name_plural = "studies"
         constraints = [
-            models.CheckConstraint(condition=Q(per_participant__gte=1), name="study_per_participant_positive"),
-            models.CheckConstraint(condition=Q(raters__gte=1), name="study_raters_positive"),
-            models.CheckConstraint(condition=Q(time_limit_seconds__gte=10), name="study_time_limit_min"),
-            models.CheckConstraint(condition=Q(bonus_per_correct__gte=0), name="study_bonus_not_negative"),
+            models.CheckConstraint(condition=Q(per_participant__gte=1), name="study_per_participant_positive",
+                                   violation_error_message="Each participant needs at least one question."),
+            models.CheckConstraint(condition=Q(raters__gte=1), name="study_raters_positive",
+                                   violation_error_message="Each item needs at least one rater."),
+            models.CheckConstraint(condition=Q(time_limit_seconds__gte=10), name="study_time_limit_min",
+                                   violation_error_message="The time limit must be at least 10 seconds."),
+            models.CheckConstraint(condition=Q(bonus_per_correct__gte=0), name="study_bonus_not_negative",
+                                   violation_error_message="The bonus cannot be negative."),
         ]
 
     def __str__(self) -> str:
@@ -78,6 +115,26 @@ class Study(models.Model):
     def clean(self) -> None:
         if self.language and self.language not in dict(settings.LANGUAGES):
             raise ValidationError({"language": "Unknown language."})
+        known = dict(STUDY_LANGUAGES)
+        if self.extra_languages is None:  # an empty JSON field in the admin
+            self.extra_languages = []
+        extra = self.extra_languages
+        if not isinstance(extra, list) or not all(isinstance(code, str) and code in known for code in extra):
+            raise ValidationError({"extra_languages": f"Languages to switch to: a list of {', '.join(map(repr, known))}."})
+
+    @property
+    def languages(self) -> list[str]:
+        """Every language a participant may see the study in, the study's own first."""
+        return list(dict.fromkeys([self.language, *(self.extra_languages or [])]))
+
+    @property
+    def translated_languages(self) -> list[str]:
+        """The study's languages that items must be translated into (all but the original)."""
+        return [code for code in self.languages if code]
+
+    def language_of(self, chosen: str | None) -> str:
+        """The language a participant who chose `chosen` sees: one the study offers, else the study's own."""
+        return chosen if chosen is not None and chosen in self.languages else self.language
 
     def bonus_for(self, correct: int) -> Decimal:
         """A participant's bonus for `correct` right answers."""
@@ -129,6 +186,8 @@ class Attempt(models.Model):
     deadline = models.DateTimeField(null=True, blank=True, help_text="Absolute; owned by the server.")
     ended_at = models.DateTimeField(null=True, blank=True)
     user_agent = models.CharField(max_length=300, blank=True)
+    language = models.CharField(max_length=10, blank=True,
+                                help_text="The language the participant sees the study in (one the study offers).")
 
     class Meta:
         ordering = ["study_id", "joined_at"]

@@ -3,7 +3,7 @@
 (the current question, accepting or refusing an answer). Refusals are `studies.errors`.
 """
 from .attempts import (
-    attempt_expire, attempt_extend, attempt_return, attempt_start, attempts_sweep, study_join,
+    attempt_expire, attempt_extend, attempt_return, attempt_set_language, attempt_start, attempts_sweep, study_join,
 )
 from .responses import (
     Question, Submitted, attempt_question, practice_check, question_open, response_submit, shown_item_of,
@@ -12,7 +12,8 @@ from .setup import pool_items_resolve, sample_pool, study_create, study_set_pool
 
 __all__ = [
     "Question", "Submitted",
-    "attempt_expire", "attempt_extend", "attempt_question", "attempt_return", "attempt_start", "attempts_sweep",
+    "attempt_expire", "attempt_extend", "attempt_question", "attempt_return", "attempt_set_language", "attempt_start",
+    "attempts_sweep",
     "practice_check", "pool_items_resolve", "question_open", "response_submit", "sample_pool", "shown_item_of",
     "study_create", "study_join", "study_set_pool", "study_update",
 ]

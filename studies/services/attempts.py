@@ -22,8 +22,12 @@ from ..selectors import attempt_resumable
 
 
 def study_join(*, study: Study, participant_id: str = "", external_study_id: str = "", session_id: str = "",
-               cookie_token: str = "", user_agent: str = "") -> Attempt:
-    """Join a study after consent; idempotent on the external participant id or the browser's attempt cookie."""
+               cookie_token: str = "", user_agent: str = "", language: str | None = None) -> Attempt:
+    """Join a study after consent; idempotent on the external participant id or the browser's attempt cookie.
+
+    `language` is the one the participant chose on the consent page (None or one the study does not offer:
+    the study's own); a returning participant keeps the attempt's.
+    """
     participant_id = participant_id.strip()[:100]
     existing = attempt_resumable(study=study, participant_id=participant_id, cookie_token=cookie_token)
     if existing is not None:
@@ -35,6 +39,7 @@ def study_join(*, study: Study, participant_id: str = "", external_study_id: str
             return Attempt.objects.create(
                 study=study, external_participant_id=participant_id, external_study_id=external_study_id[:100],
                 external_session_id=session_id[:100], user_agent=user_agent[:300],
+                language=study.language_of(language),
             )
     except IntegrityError:  # the same participant joined twice at once
         return Attempt.objects.get(study=study, external_participant_id=participant_id)
@@ -92,6 +97,18 @@ def attempt_finish_if_done(*, attempt_id: int, now: datetime) -> None:
         Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.STARTED).update(
             status=AttemptStatus.FINISHED, ended_at=now)
 
+
+
+def attempt_set_language(*, attempt_id: int, language: str) -> Attempt:
+    """The participant switches to another of the study's languages (one it does not offer: no change).
+
+    Each answer records the language its item was shown in, so a switch mid-way is visible in the data.
+    """
+    attempt = Attempt.objects.select_related("study").get(pk=attempt_id)
+    if language in attempt.study.languages and language != attempt.language:
+        Attempt.objects.filter(pk=attempt_id).update(language=language)
+        attempt.language = language
+    return attempt
 
 
 # --------------------------------------------------------------------------- dropout and time

@@ -68,14 +68,17 @@ def attempt_question(*, attempt: Attempt, now: datetime | None = None) -> Questi
     return question_open(attempt=attempt, now=now)
 
 
-def practice_check(*, study: Study, chosen_option: Any, confidence: Any = None, highlights: Any = None) -> bool:
+def practice_check(*, study: Study, chosen_option: Any, confidence: Any = None, highlights: Any = None,
+                   language: str | None = None) -> bool:
     """Whether a practice answer is right (AnswerInvalid when malformed); nothing is stored.
+
+    `language`: the participant's (the practice item is shown in it when the study offers it).
 
     Telling it is safe: the practice item is never one of the study's items (setup refuses that).
     """
     item = study.practice_item
     shown = shown_item(context=item.context, question=item.question, options=item.options,
-                       translations=item.translations, language=study.language)
+                       translations=item.translations, language=study.language_of(language))
     option, _, _ = clean_answer(context=shown.context, n_options=len(shown.options), chosen_option=chosen_option,
                                 confidence=confidence, highlights=highlights)
     return option == item.answer_index
@@ -178,7 +181,7 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
         [lease.item_id] + ([following.item_id] if following else []))
     item = items[lease.item_id]
     shown = shown_item(context=item.context, question=item.question, options=item.options,
-                       translations=item.translations, language=study.language)
+                       translations=item.translations, language=study.language_of(attempt.language))
     option, conf, spans = clean_answer(context=shown.context, n_options=len(shown.options),
                                        chosen_option=chosen_option, confidence=confidence, highlights=highlights)
     response = Response.objects.create(

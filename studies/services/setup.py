@@ -6,18 +6,28 @@ from typing import Any, Sequence
 
 from django.db import transaction
 
-from annotation.models import Item
+from annotation.models import Item, ItemStatus
 
 from ..errors import EmptyPool, PoolFrozen, PracticeItemInPool, RatersBelowLoad, UnknownItems
 from ..models import ParticipantLease, Study, StudyItem
 
 #: The settings a seeded sample of the pool is drawn from: changing one of them draws it again.
-POOL_FIELDS = ("pool_split", "pool_sample", "seed")
+POOL_FIELDS = ("pool_split", "pool_sample", "seed", "pool_include_rejected")
 
 
-def sample_pool(*, split: str, sample: int | None, seed: int) -> list[int]:
-    """Item ids of a split, a seeded random sample of `sample` of them (all when None), in id order."""
-    ids = list(Item.objects.filter(split=split).order_by("id").values_list("id", flat=True))
+def pool_candidates(*, split: str, include_rejected: bool = False):
+    """The items of a split a pool is drawn from: those annotators rejected only when asked for."""
+    items = Item.objects.filter(split=split)
+    return items if include_rejected else items.exclude(status=ItemStatus.REJECTED)
+
+
+def sample_pool(*, split: str, sample: int | None, seed: int, include_rejected: bool = False) -> list[int]:
+    """Item ids of a split, a seeded random sample of `sample` of them (all when None), in id order.
+
+    Items annotators rejected are left out unless `include_rejected`.
+    """
+    ids = list(pool_candidates(split=split, include_rejected=include_rejected).order_by("id")
+               .values_list("id", flat=True))
     if sample is not None and sample < len(ids):
         ids = sorted(random.Random(seed).sample(ids, sample))
     return ids
@@ -46,11 +56,12 @@ def _is_id(token: str) -> bool:
     return token.isascii() and token.isdigit() and len(token) <= 18
 
 
-def _pool_of(*, split: str, sample: int | None, seed: int, pool_items: Sequence[str] | None) -> list[int]:
+def _pool_of(study: Study, pool_items: Sequence[str] | None) -> list[int]:
     """The explicit list when given, else the seeded sample of the split; EmptyPool when there is nothing."""
     if pool_items:
-        return pool_items_resolve(split=split, tokens=pool_items)
-    ids = sample_pool(split=split, sample=sample, seed=seed)
+        return pool_items_resolve(split=study.pool_split, tokens=pool_items)
+    ids = sample_pool(split=study.pool_split, sample=study.pool_sample, seed=study.seed,
+                      include_rejected=study.pool_include_rejected)
     if not ids:
         raise EmptyPool()
     return ids
@@ -67,7 +78,7 @@ def study_create(*, slug: str, title: str = "", item_ids: Sequence[int] | None =
     study = Study(slug=slug, title=title or slug, created_by=user, **fields)
     study.full_clean(exclude=["created_by", "practice_item"])
     if item_ids is None:
-        item_ids = _pool_of(split=study.pool_split, sample=study.pool_sample, seed=study.seed, pool_items=pool_items)
+        item_ids = _pool_of(study, pool_items)
     study.save()
     _pool_write(study, item_ids)
     _practice_check(study)
@@ -89,7 +100,7 @@ def study_update(*, study_id: int, item_ids: Sequence[int] | None = None, pool_i
     study.full_clean(exclude=["created_by", "practice_item"])
     study.save()
     if item_ids is None and (pool_items or resample):
-        item_ids = _pool_of(split=study.pool_split, sample=study.pool_sample, seed=study.seed, pool_items=pool_items)
+        item_ids = _pool_of(study, pool_items)
     if item_ids is not None and list(item_ids) != list(study.pool.values_list("item_id", flat=True)):
         study_set_pool(study=study, item_ids=item_ids)
     if "raters" in fields:

@@ -325,9 +325,10 @@ def test_practice_says_whether_the_answer_was_right(client, make_study, items):
     assert not Response.objects.exists()
 
 
-def test_stop_confirmation_is_escaped_for_javascript(client, make_study):
+def test_stop_confirmation_is_a_data_attribute_not_an_inline_handler(client, make_study):
     study = make_study()
     _join(client, study, "P1")
     page = _start(client, Attempt.objects.get()).content.decode()
-    confirm = re.search(r"confirm\('([^']*)'\)", page)
-    assert confirm and "&#x27;" not in confirm.group(1)
+    form = re.search(r'<form[^>]*class="return-form"[^>]*>', page).group(0)
+    assert 'data-confirm="Stop now? Your answers so far are kept, but you cannot come back."' in form
+    assert "onsubmit" not in page and "confirm(" not in page

@@ -1,0 +1,275 @@
+"""What a participant reads: the consent page, the end page after a timeout, the language switch, and
+friendly 403/404/410/500 pages in every mode (DEBUG on too); no page carries an inline script or handler."""
+import io
+import logging
+import re
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation.models import Item
+from studies.models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, Response, Study, StudyStatus
+from studies.services import attempt_expire, attempt_return, question_open, response_submit
+
+from .conftest import started_attempt
+
+HX = {"HTTP_HX_REQUEST": "true"}
+INLINE_SCRIPT = re.compile(r"<script(?![^>]*\bsrc=)[^>]*>", re.I)
+INLINE_HANDLER = re.compile(r"<[^>]+\son[a-z]+\s*=", re.I)
+ZH = {"context": "管家说他整晚都在花园里。但是他的鞋子是干的，而昨晚下了雨。", "question": "谁在说谎？",
+      "options": ["管家", "厨师", "园丁", "司机"]}
+
+
+def _landing(client, study, **params):
+    return client.get(reverse("studies_public:landing", args=[study.slug]), params)
+
+
+def _join(client, study, pid, **extra):
+    return client.post(reverse("studies_public:join", args=[study.slug]), {"consent": "yes", "PROLIFIC_PID": pid,
+                                                                           **extra})
+
+
+def _hub(client, attempt, **extra):
+    return client.get(reverse("studies_public:attempt", args=[attempt.token]), **extra)
+
+
+def assert_no_inline_script(html: str) -> None:
+    assert not INLINE_SCRIPT.search(html), INLINE_SCRIPT.search(html).group(0)
+    assert not INLINE_HANDLER.search(html), INLINE_HANDLER.search(html).group(0)
+
+
+# --------------------------------------------------------------------------- consent
+
+def test_consent_page_shows_the_text_the_number_of_questions_and_the_time_limit(client, make_study):
+    study = make_study(per_participant=3, time_limit_seconds=5400, question_time_limit_seconds=120,
+                       bonus_per_correct="0.20", consent_text="We study detectives.\n\nYou may stop at any time.")
+    page = _landing(client, study).content.decode()
+    assert "<p>We study detectives.</p>" in page
+    facts = re.search(r'<ul id="study-facts">(.*?)</ul>', page, re.S).group(1)
+    assert "You will answer 3 questions." in facts
+    assert "The time limit is 1 hour 30 minutes in total." in facts
+    assert "Each question also has its own limit of 2 minutes." in facts
+    assert "0.20 GBP for every correct answer" in facts
+
+
+def test_a_study_without_consent_text_shows_the_standard_one(client, make_study):
+    study = make_study(consent_text="")
+    page = _landing(client, study).content.decode()
+    assert "This is a research study on how people solve detective puzzles." in page
+    assert "What we record" in page
+
+
+def test_create_study_writes_the_standard_consent_in_the_study_language(items):
+    items(12)
+    call_command("create_study", "--slug", "demo", "--split", "test", "--per-participant", "3", "--raters", "1",
+                 "--time-limit", "1800", stdout=io.StringIO())
+    assert Study.objects.get(slug="demo").consent_text == str(DEFAULT_CONSENT_TEXT)
+    call_command("create_study", "--slug", "mine", "--split", "test", "--per-participant", "3", "--raters", "1",
+                 "--consent-text", "Only mine.", "--status", "draft", stdout=io.StringIO())
+    assert Study.objects.get(slug="mine").consent_text == "Only mine."
+    Item.objects.update(translations={"zh-hans": ZH})
+    call_command("create_study", "--slug", "zh", "--split", "test", "--per-participant", "3", "--raters", "1",
+                 "--language", "zh-hans", "--status", "draft", stdout=io.StringIO())
+    zh = Study.objects.get(slug="zh").consent_text
+    assert zh != str(DEFAULT_CONSENT_TEXT) and "侦探" in zh
+
+
+# --------------------------------------------------------------------------- the end page after a timeout
+
+def _expired_with_one_answer(study):
+    attempt = started_attempt(study)
+    q = question_open(attempt=attempt)
+    response_submit(token=attempt.token, position=q.lease.position, chosen_option=0, highlights=[])
+    Attempt.objects.filter(pk=attempt.pk).update(deadline=timezone.now() - timedelta(seconds=60))
+    return attempt
+
+
+def test_after_a_timeout_the_page_shows_the_timeout_code_and_that_the_answers_were_kept(client, make_study):
+    study = make_study(completion_code="DONE-1", timeout_completion_code="TIMEOUT-7",
+                       timeout_instruction="Enter TIMEOUT-7 on Prolific.")
+    attempt = _expired_with_one_answer(study)
+    page = _hub(client, attempt).content.decode()
+    assert Attempt.objects.get(pk=attempt.pk).status == AttemptStatus.EXPIRED
+    ended = re.search(r'<section class="card" id="ended".*?</section>', page, re.S).group(0)
+    assert "Time is up" in ended and "The time limit of 10 minutes has passed." in ended
+    assert "Your answer has been saved and is kept for the study." in ended
+    assert re.search(r'id="completion-code">TIMEOUT-7<', ended) and "Enter TIMEOUT-7 on Prolific." in ended
+    assert "DONE-1" not in page and "return-instruction" not in page
+
+
+def test_after_a_timeout_without_a_timeout_code_the_page_asks_to_return_the_study(client, make_study):
+    study = make_study(completion_code="DONE-1")
+    attempt = _expired_with_one_answer(study)
+    page = _hub(client, attempt).content.decode()
+    instruction = re.search(r'id="return-instruction">(.*?)</div>', page, re.S).group(1)
+    assert "return the study on your recruitment platform" in instruction and "Return submission" in instruction
+    assert "completion-code" not in page and "DONE-1" not in page
+
+
+def test_who_stops_or_is_closed_by_the_researcher_is_asked_to_return_never_given_the_timeout_code(
+        client, make_study):
+    study = make_study(timeout_completion_code="TIMEOUT-7")
+    stopped, closed = started_attempt(study), started_attempt(study)
+    attempt_return(attempt_id=stopped.pk)
+    attempt_expire(attempt_id=closed.pk)
+    stopped_page = _hub(client, stopped).content.decode()
+    assert "You have left the study" in stopped_page and "TIMEOUT-7" not in stopped_page
+    assert 'id="return-instruction"' in stopped_page
+    closed_page = _hub(client, closed).content.decode()
+    assert "The researcher closed this attempt before its time was up." in closed_page
+    assert "Your 0 answers have been saved" in closed_page
+
+
+# --------------------------------------------------------------------------- the language switch
+
+@pytest.fixture
+def bilingual(make_study, items):
+    """A study in Chinese that also offers the original English; every item and the practice item translated."""
+    ids = items(12)
+    Item.objects.filter(pk__in=ids).update(translations={"zh-hans": ZH})
+    return make_study(language="zh-hans", extra_languages=[""], practice_item=Item.objects.get(pk=ids[-1]),
+                      per_participant=2, raters=2)
+
+
+def test_the_language_switch_changes_the_pages_and_the_items_and_answers_record_it(client, bilingual):
+    landing = _landing(client, bilingual, PROLIFIC_PID="L1").content.decode()
+    switch = re.search(r'<div class="language-switch".*?</div>', landing, re.S).group(0)
+    assert '<strong aria-current="true" lang="zh-hans">简体中文</strong>' in switch
+    english_url = re.search(r'<a href="([^"]+)" lang="en"', switch).group(1).replace("&amp;", "&")
+    assert "PROLIFIC_PID=L1" in english_url and "lang=en" in english_url
+    english = client.get(english_url).content.decode()
+    assert "Information and consent" in english and 'name="language" value="en"' in english
+    assert "研究说明与知情同意" in landing and 'name="language" value="zh-hans"' in landing
+
+    _join(client, bilingual, "L1", language="en")
+    attempt = Attempt.objects.get()
+    assert attempt.language == ""
+    instructions = _hub(client, attempt).content.decode()
+    assert "Instructions" in instructions and ZH["question"] not in instructions  # practice item in English
+    page = client.post(reverse("studies_public:start", args=[attempt.token]), follow=True).content.decode()
+    assert ZH["context"] not in page and "Question 1 of 2" in page
+    switched = client.post(reverse("studies_public:language", args=[attempt.token]), {"language": "zh-hans"},
+                           follow=True).content.decode()
+    assert ZH["context"] in switched and "第 1 题，共 2 题" in switched
+    assert re.search(r'<button type="submit" name="language" value="zh-hans" lang="zh-hans" aria-current="true"',
+                     switched)
+    position = int(re.search(r'data-position="(\d+)"', switched).group(1))
+    client.post(reverse("studies_public:answer", args=[attempt.token]),
+                {"position": position, "chosen_option": 0, "highlights": "[]"}, **HX)
+    assert Response.objects.get().language == "zh-hans"
+    # A language the study does not offer changes nothing.
+    client.post(reverse("studies_public:language", args=[attempt.token]), {"language": "fr"})
+    assert Attempt.objects.get().language == "zh-hans"
+
+
+def test_no_switch_when_the_study_offers_one_language(client, make_study):
+    page = _landing(client, make_study()).content.decode()
+    assert "language-switch" not in page
+
+
+# --------------------------------------------------------------------------- friendly error pages
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_mistyped_links_get_the_participants_404_page_in_every_mode(client, make_study, settings, debug):
+    settings.DEBUG = debug
+    study = make_study()
+    for url, says in [
+        ("/s/no-such-study/", "This link does not lead to a study"),
+        ("/s/a/not-a-token/", "We cannot find your attempt"),
+        (f"/s/{study.slug}/typo/here/", "Page not found"),
+        ("/s/Bad Link!/", "Page not found"),
+        ("/s/", "Page not found"),
+    ]:
+        response = client.get(url)
+        body = response.content.decode()
+        assert response.status_code == 404, url
+        assert says in body and 'id="participant-error"' in body, url
+        assert "URLconf" not in body and "Traceback" not in body and "studies_public" not in body, url
+        assert_no_inline_script(body)
+
+
+def test_unknown_attempt_in_a_form_post_is_a_404_page_and_a_get_on_a_form_address_goes_back(client, make_study):
+    study = make_study()
+    for name in ("answer", "start", "practice", "return", "language"):
+        response = client.post(reverse(f"studies_public:{name}", args=["not-a-token"]), {"position": 0})
+        assert response.status_code == 404 and b"We cannot find your attempt" in response.content, name
+    attempt = started_attempt(study)
+    for name in ("answer", "start", "practice", "return", "language"):
+        response = client.get(reverse(f"studies_public:{name}", args=[attempt.token]))
+        assert response.status_code == 302 and response.url == reverse("studies_public:attempt", args=[attempt.token])
+    assert client.get(reverse("studies_public:join", args=[study.slug])).url == reverse(
+        "studies_public:landing", args=[study.slug])
+
+
+def test_an_answer_to_an_ended_attempt_is_a_410_page_that_says_the_answers_are_kept(client, make_study):
+    study = make_study()
+    attempt = _expired_with_one_answer(study)
+    attempt_expire(attempt_id=attempt.pk, overdue_only=True)
+    response = client.post(reverse("studies_public:answer", args=[attempt.token]),
+                           {"position": 1, "chosen_option": 0, "highlights": "[]"})
+    body = response.content.decode()
+    assert response.status_code == 410 and "Answers you have already given are kept." in body
+    assert reverse("studies_public:attempt", args=[attempt.token]) in body
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_an_unexpected_error_is_the_participants_500_page_and_is_logged(client, make_study, items, settings, debug,
+                                                                         caplog):
+    settings.DEBUG = debug
+    practice = Item.objects.get(pk=items(12)[-1])
+    study = make_study(practice_item=practice)
+    _join(client, study, "E1")
+    attempt = Attempt.objects.get()
+    Item.objects.filter(pk=practice.pk).update(options=5)  # a broken record: showing it fails
+    with caplog.at_level(logging.ERROR, logger="studies.participants"):
+        response = _hub(client, attempt)
+    body = response.content.decode()
+    assert response.status_code == 500 and "Something went wrong on our side" in body
+    assert "Traceback" not in body and "TypeError" not in body
+    assert reverse("studies_public:attempt", args=[attempt.token]) in body  # a way back
+    assert any(record.exc_info for record in caplog.records)
+
+
+def test_a_closed_study_is_a_403_page_with_the_reason(client, make_study):
+    study = make_study(status=StudyStatus.CLOSED)
+    response = _landing(client, study)
+    assert response.status_code == 403 and b"This study is not open" in response.content
+
+
+def test_error_pages_follow_the_study_language(client, make_study, items):
+    ids = items(10)
+    Item.objects.filter(pk__in=ids).update(translations={"zh-hans": ZH})
+    study = make_study(language="zh-hans")
+    _join(client, study, "Z1")
+    attempt = Attempt.objects.get()
+    client.post(reverse("studies_public:start", args=[attempt.token]))
+    response = client.post(reverse("studies_public:answer", args=[attempt.token]), {"position": 99})
+    assert response.status_code == 404 and response.headers["Content-Language"] == "zh-hans"
+    assert "这道题不属于您的作答" in response.content.decode()
+
+
+# --------------------------------------------------------------------------- no inline script anywhere
+
+def test_no_participant_page_has_an_inline_script_or_event_handler(client, bilingual):
+    bodies = [_landing(client, bilingual, PROLIFIC_PID="N1").content.decode()]
+    bodies.append(client.post(reverse("studies_public:join", args=[bilingual.slug]), {"PROLIFIC_PID": "N1"})
+                  .content.decode())  # consent missing: the page again
+    _join(client, bilingual, "N1")
+    attempt = Attempt.objects.get()
+    bodies.append(_hub(client, attempt).content.decode())
+    bodies.append(client.post(reverse("studies_public:practice", args=[attempt.token]), {"chosen_option": 0},
+                              **HX).content.decode())
+    page = client.post(reverse("studies_public:start", args=[attempt.token]), follow=True).content.decode()
+    bodies.append(page)
+    bodies.append(_hub(client, attempt, **HX).content.decode())
+    attempt_return(attempt_id=attempt.pk)
+    bodies.append(_hub(client, attempt).content.decode())
+    bodies.append(client.post(reverse("studies_public:answer", args=[attempt.token]), {"position": 0}).content.decode())
+    bodies.append(Client().get("/s/nothing/here/").content.decode())
+    for body in bodies:
+        assert_no_inline_script(body)
+    assert all(re.search(r'<script src="[^"]+" defer>', body) for body in bodies if "<html" in body)
