@@ -9,6 +9,7 @@ urlpatterns = [
     path("items/import/", items.item_import_view, name="item_import"),
     # curation workflow (annotators)
     path("queue/", queue.queue_view, name="queue"),
+    path("queue/auto-advance/", queue.auto_advance_view, name="auto_advance"),
     path("queue/<str:stage>/next/", queue.next_item_view, name="next_item"),
     path("items/<int:pk>/<str:stage>/release/", queue.release_view, name="release"),
     path("items/<int:pk>/verify/", verification.verify_view, name="verify"),

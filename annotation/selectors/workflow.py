@@ -5,8 +5,8 @@ from django.db.models import Count, Prefetch
 from django.utils import timezone
 
 from ..models import (
-    Adjudication, AdjudicationStatus, AnnotatorLease, AnnotatorLeaseStatus, Draft, Item, Stage, StageConfig,
-    VerificationDecision,
+    Adjudication, AdjudicationStatus, AnnotatorLease, AnnotatorLeaseStatus, Draft, Item, ItemStatus, ReviewDecision,
+    Stage, StageConfig, VerificationDecision,
 )
 
 
@@ -16,21 +16,29 @@ def stage_configs() -> dict[str, StageConfig]:
     return {stage: stored.get(stage) or StageConfig(stage=stage) for stage in Stage.values}
 
 
-def queue_overview(*, user) -> list[dict]:
-    """Per stage: items waiting in the stage, the user's live leases, k. A fixed number of queries."""
+def queue_overview(*, user) -> dict:
+    """The work queue: per stage the items waiting in it, the user's live leases, k and where its items come from;
+    how many imported items wait for a researcher to queue them; whether there is anything to do at all.
+
+    A fixed number of queries.
+    """
     now = timezone.now()
     configs = stage_configs()
-    waiting = dict(Item.objects.filter(status__in=Stage.values).values_list("status").annotate(n=Count("id"))
+    counted = [*Stage.values, ItemStatus.IMPORTED]
+    waiting = dict(Item.objects.filter(status__in=counted).values_list("status").annotate(n=Count("id"))
                    .values_list("status", "n"))
     mine = list(AnnotatorLease.objects.filter(annotator=user, status=AnnotatorLeaseStatus.LEASED, expires_at__gt=now)
                 .select_related("item").order_by("stage", "leased_at"))
     done = dict(AnnotatorLease.objects.filter(annotator=user, status=AnnotatorLeaseStatus.SUBMITTED)
                 .values_list("stage").annotate(n=Count("id")).values_list("stage", "n"))
-    return [
-        {"stage": stage, "label": stage.label, "k": configs[stage].annotators_required,
-         "waiting": waiting.get(stage, 0), "leases": [a for a in mine if a.stage == stage], "done": done.get(stage, 0)}
-        for stage in Stage
-    ]
+    stages, previous = [], None
+    for stage in Stage:
+        stages.append({"stage": stage, "label": stage.label, "k": configs[stage].annotators_required,
+                       "waiting": waiting.get(stage, 0), "leases": [a for a in mine if a.stage == stage],
+                       "done": done.get(stage, 0), "comes_after": previous})
+        previous = stage
+    return {"stages": stages, "imported": waiting.get(ItemStatus.IMPORTED, 0),
+            "empty": not any(s["waiting"] or s["leases"] for s in stages)}
 
 
 def lease_for(*, user, item: Item, stage: str) -> AnnotatorLease | None:
@@ -55,6 +63,12 @@ def verification_by(*, user, item: Item) -> VerificationDecision | None:
     """The user's current (not superseded) verification decision on the item."""
     return (item.verification_decisions.filter(annotator=user)
             .exclude(lease__status=AnnotatorLeaseStatus.SUPERSEDED).first())
+
+
+def review_by(*, user, item: Item) -> ReviewDecision | None:
+    """The user's current (not superseded) review of the item."""
+    return (item.review_decisions.filter(reviewer=user).exclude(lease__status=AnnotatorLeaseStatus.SUPERSEDED)
+            .order_by("-created_at").first())
 
 
 def adjudication_detail(*, adjudication_id: int) -> dict | None:

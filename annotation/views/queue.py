@@ -1,20 +1,24 @@
-"""The annotator's work queue: stages with their counts, the next item of a stage, giving a lease back."""
+"""The annotator's work queue: stages with their counts, the next item of a stage, giving a lease back, and the
+auto-advance setting."""
 from __future__ import annotations
 
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from detectbench_web.roles import annotator_required
 
 from .. import selectors, services
 from ..models import Item, Stage
+from .common import AUTO_ADVANCE_KEY, auto_advance, next_item
 
 
 @annotator_required
 def queue_view(request):
-    return render(request, "annotation/queue.html", {"stages": selectors.queue_overview(user=request.user)})
+    return render(request, "annotation/queue.html", {"queue": selectors.queue_overview(user=request.user),
+                                                     "auto_advance": auto_advance(request)})
 
 
 @annotator_required
@@ -22,11 +26,7 @@ def queue_view(request):
 def next_item_view(request, stage: str):
     if stage not in Stage.values:
         raise Http404("unknown stage")
-    lease = services.lease_next(user=request.user, stage=stage)
-    if lease is None:
-        messages.info(request, f"No more items for you in {Stage(stage).label}.")
-        return redirect("annotation:queue")
-    return redirect(Stage(stage).screen, pk=lease.item_id)
+    return next_item(request, stage)
 
 
 @annotator_required
@@ -36,3 +36,17 @@ def release_view(request, pk: int, stage: str):
     if request.POST.get("next"):
         return next_item_view(request, stage)
     return redirect("annotation:queue")
+
+
+@annotator_required
+@require_POST
+def auto_advance_view(request):
+    """Turn auto-advance on or off (`on` = "1" / "0") and go back to the page the form was on."""
+    on = request.POST.get("on") == "1"
+    request.session[AUTO_ADVANCE_KEY] = on
+    messages.info(request, "After a decision you go straight to the next item." if on
+                  else "After a decision you stay on the item; press n for the next one.")
+    back = request.POST.get("back", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        back = ""
+    return redirect(back or "annotation:queue")

@@ -10,25 +10,34 @@ from detectbench_web.roles import annotator_required
 from .. import selectors, services
 from ..forms import ReviewForm
 from ..clue_graph.editing import editable_graph
-from ..models import Item, Stage
+from ..models import Item, ReviewAction, Stage
 from .clue_graph import graph_context
-from .common import attempt, stage_context
+from .common import after_decision, attempt, stage_context
 
 
 @annotator_required
 def review_view(request, pk: int):
+    """The review form; once the annotator has reviewed the item, their review read-only."""
     item = get_object_or_404(Item, pk=pk)
+    mine = selectors.review_by(user=request.user, item=item)
     status = 200
+    if request.method == "POST" and mine is not None:
+        messages.info(request, f"You had already reviewed {item} (“{mine.get_action_display()}”); "
+                               f"a review is final and was not changed.")
+        return redirect("annotation:review", pk=item.pk)
     if request.method == "POST":
         form = ReviewForm(request.POST)
         if form.is_valid():
+            action = form.cleaned_data["action"]
             _, refusal = attempt(lambda: services.review_submit(
-                item_id=item.pk, user=request.user, action=form.cleaned_data["action"],
+                item_id=item.pk, user=request.user, action=action,
                 send_back_to=form.cleaned_data["send_back_to"], comment=form.cleaned_data["comment"],
                 item_version=form.cleaned_data["item_version"]), form=form)
             if refusal is None:
-                messages.success(request, f"{item}: review saved.")
-                return redirect("annotation:queue")
+                done = ("approved and published" if action == ReviewAction.APPROVE
+                        else f"sent back to {Stage(form.cleaned_data['send_back_to']).label}")
+                return after_decision(request, Stage.REVIEW, stay=reverse("annotation:queue"),
+                                      message=f"{item}: {done}.")
             status = refusal.http_status
         else:
             status = 400
@@ -37,6 +46,6 @@ def review_view(request, pk: int):
     graph = editable_graph(item.evidence, item.reasoning)
     context = stage_context(request, item, Stage.REVIEW)
     context.update(graph_context(item, graph, base_version=item.version))
-    context.update({"form": form, "history_url": reverse("annotation:history", args=[item.pk]),
+    context.update({"form": form, "my_review": mine, "history_url": reverse("annotation:history", args=[item.pk]),
                     "since_verification": selectors.item_changes_since_stage(item=item, stage=Stage.VERIFICATION)})
     return render(request, "annotation/review.html", context, status=status)

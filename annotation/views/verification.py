@@ -4,39 +4,48 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 
 from detectbench_web.roles import annotator_required
 
 from .. import selectors, services
 from ..forms import CRITERIA_KEYS, AdjudicationForm, VerificationForm
-from ..models import Criterion, Item, Stage
+from ..models import Criterion, Decision, Item, Stage
 from ..selectors.belief import screening_view
-from .common import attempt, item_options, stage_context
+from .common import after_decision, attempt, item_options, stage_context
 
 
 @annotator_required
 def verify_view(request, pk: int):
+    """The keep/delete form; once the annotator has decided, their decision read-only (it is final)."""
     item = get_object_or_404(Item, pk=pk)
+    mine = selectors.verification_by(user=request.user, item=item)
     status = 200
+    if request.method == "POST" and mine is not None:
+        # A second submit (another tab, a stale page) changes nothing: say so on the read-only page.
+        messages.info(request, f"You had already decided “{mine.get_decision_display()}” on {item}; "
+                               f"a decision is final and was not changed.")
+        return redirect("annotation:verify", pk=item.pk)
     if request.method == "POST":
         form = VerificationForm(request.POST)
         if form.is_valid():
+            decision = form.cleaned_data["decision"]
             _, refusal = attempt(lambda: services.verification_submit(
-                item_id=item.pk, user=request.user, decision=form.cleaned_data["decision"],
+                item_id=item.pk, user=request.user, decision=decision,
                 criteria=form.cleaned_data["criteria"], comment=form.cleaned_data["comment"],
                 item_version=form.cleaned_data["item_version"]), form=form)
             if refusal is None:
-                messages.success(request, f"Saved: {form.cleaned_data['decision']} for {item}. Press n for the next item.")
-                return redirect("annotation:verify", pk=item.pk)
+                return after_decision(request, Stage.VERIFICATION, stay=reverse("annotation:verify", args=[item.pk]),
+                                      message=f"Saved: {Decision(decision).label.lower()} for {item}.")
             status = refusal.http_status
         else:
             status = 400
     else:
         form = VerificationForm(initial={"item_version": item.version})
     context = stage_context(request, item, Stage.VERIFICATION)
-    mine = selectors.verification_by(user=request.user, item=item)
-    context.update({"form": form, "criteria": [(c, label, CRITERIA_KEYS[c]) for c, label in Criterion.choices],
-                    "my_decision": mine, "judge": screening_view(item=item, user=request.user)})
+    chosen = mine.criteria if mine is not None else (form["criteria"].value() or [])
+    context.update({"form": form, "my_decision": mine, "judge": screening_view(item=item, user=request.user),
+                    "criteria": [(c, label, CRITERIA_KEYS[c], c in chosen) for c, label in Criterion.choices]})
     return render(request, "annotation/verify.html", context, status=status)
 
 

@@ -6,9 +6,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotation.models import AnnotatorLease, Item, Stage
+from annotation.models import AnnotatorLease, Item, ItemStatus, Stage
+from tests.support.page_text import visible_text
 
-from ..workflow_support import make_items, set_k
+from ..workflow_support import client_for, make_items, set_k
 
 pytestmark = pytest.mark.django_db
 
@@ -43,3 +44,26 @@ def test_queue_page_query_count_does_not_grow(annotator_client, annotator):
     with CaptureQueriesContext(connection) as hand_out:
         annotator_client.post(reverse("annotation:next_item", args=["verification"]))
     assert len(hand_out) <= 16
+
+
+def test_an_empty_queue_says_why_and_who_fills_it(annotator, researcher):
+    for_annotator = visible_text(client_for(annotator).get(reverse("annotation:queue")))
+    assert "Nothing to work on yet" in for_annotator
+    assert "when a researcher queues imported items for verification on the Curation progress page" in for_annotator
+    assert "No items have been imported yet." in for_annotator
+    assert "Ask a researcher to queue items" in for_annotator
+    assert "0 item(s)" not in for_annotator and "No items in this stage." in for_annotator
+    assert "Items arrive here once they finish “Question verification”." in for_annotator  # the rewrite stage
+    make_items(3, status=ItemStatus.IMPORTED)
+    page = client_for(researcher).get(reverse("annotation:queue"))
+    for_researcher = visible_text(page)
+    assert "3 imported items are waiting to be queued." in for_researcher
+    assert "Queue items on Curation progress" in for_researcher
+    assert f'href="{reverse("annotation:progress")}"' in page.content.decode()
+
+
+def test_a_stage_with_items_counts_them_and_the_empty_notice_is_gone(annotator_client):
+    make_items(2)
+    text = visible_text(annotator_client.get(reverse("annotation:queue")))
+    assert "Nothing to work on yet" not in text
+    assert "2 items in this stage · you completed 0" in text

@@ -8,6 +8,8 @@ from annotation.forms import MAX_QUESTION
 from annotation.models import Draft, ItemRevision, ItemStatus, Stage
 from annotation.services import lease_next
 
+from tests.support.page_text import visible_text
+
 from ..workflow_support import api_for, client_for, graph_post, make_items, rewrite_post, set_k
 
 pytestmark = pytest.mark.django_db
@@ -22,8 +24,8 @@ def test_two_editors_second_save_is_refused_with_the_conflict_and_nothing_is_los
     r1 = first.post(url, rewrite_post(item, base, question="Who really entered the study?"))
     assert r1.status_code == 302
     r2 = second.post(url, rewrite_post(item, base, question="Who came into the locked study?"))
-    assert r2.status_code == 409
-    page = r2.content.decode()
+    assert r2.status_code == 302 and r2["Location"] == f"{url}?conflict={base}"  # post/redirect/get
+    page = second.get(r2["Location"]).content.decode()
     assert "someone else changed this item" in page and "ann1" in page
     assert "<ins> really</ins>" in page  # the other person's change, as a diff
     assert "Who came into the locked study?" in page  # the refused text is still in the form
@@ -44,11 +46,46 @@ def test_rewrite_checks_options_and_shows_previous_diff(annotator_client):
     (item,) = make_items(1, status=ItemStatus.REWRITE)
     url = reverse("annotation:rewrite", args=[item.pk])
     bad = annotator_client.post(url, rewrite_post(item, item.version, option_2="The gardener"))
-    assert bad.status_code == 400 and "are the same" in bad.content.decode()
+    assert bad.status_code == 302
+    text = visible_text(annotator_client.get(bad["Location"]))
+    assert "Not saved: options 1 and 3 are the same" in text
     ok = annotator_client.post(url, rewrite_post(item, item.version, option_3="Nobody at all"))
     assert ok.status_code == 302
     page = annotator_client.get(url).content.decode()
     assert "at all</ins>" in page
+
+
+def test_the_checks_panel_reads_the_text_in_the_form_like_the_save(annotator_client, annotator):
+    """A refused save: the page's checks say what the refusal said (not "distinct" in green); the same after
+    a reload, which is a GET (post/redirect/get) and re-posts nothing."""
+    (item,) = make_items(1, status=ItemStatus.REWRITE)
+    url = reverse("annotation:rewrite", args=[item.pk])
+    assert "One correct option; options are distinct." in visible_text(annotator_client.get(url))
+    refused = annotator_client.post(url, rewrite_post(item, item.version, option_1="the  GARDENER"))
+    for _ in range(2):  # the page, then a reload of it
+        page = annotator_client.get(refused["Location"])
+        text = visible_text(page)
+        assert "Checks of the text in the form Options 1 and 2 are the same" in text
+        assert "options are distinct" not in text
+        assert ">the  GARDENER</textarea>" in page.content.decode()  # the refused text is back (kept as a draft)
+    item.refresh_from_db()
+    assert item.version == 1 and item.options[1] == "The butler"
+    assert Draft.objects.get(user=annotator, item=item).data["options"][1] == "the  GARDENER"
+    # While typing, the autosave answers with the checks of the typed text (swapped into the panel).
+    typed = annotator_client.post(reverse("annotation:rewrite_draft", args=[item.pk]),
+                                  rewrite_post(item, item.version, option_3=""), HTTP_HX_REQUEST="true")
+    html = typed.content.decode()
+    assert 'id="rewrite-checks" hx-swap-oob="true"' in html and "Option 4 is empty" in visible_text(html)
+
+
+def test_the_options_are_wide_text_areas_that_show_the_whole_text(annotator_client):
+    long_option = "The gardener, who had a key to the study and came in from the muddy garden at night " * 3
+    (item,) = make_items(1, status=ItemStatus.REWRITE)
+    item.options = [long_option.strip(), *item.options[1:]]
+    item.save(update_fields=["options"])
+    html = annotator_client.get(reverse("annotation:rewrite", args=[item.pk])).content.decode()
+    assert f'rows="2" maxlength="2000" aria-label="Text of option 1">{long_option.strip()}</textarea>' in html
+    assert 'name="option_0" size=' not in html and 'type="text" name="option_' not in html
 
 
 def test_rewrite_draft_autosaves_and_is_restored(annotator_client, annotator):
@@ -67,12 +104,17 @@ def test_rewrite_refuses_missing_and_oversized_fields_by_name(annotator_client):
     (item,) = make_items(1, status=ItemStatus.REWRITE)
     url = reverse("annotation:rewrite", args=[item.pk])
     missing = annotator_client.post(url, rewrite_post(item, item.version, question=""))
-    assert missing.status_code == 400 and "Question: This field is required." in missing.content.decode()
+    assert missing.status_code == 302
+    assert "Not saved: Question: This field is required." in visible_text(annotator_client.get(missing["Location"]))
     huge = annotator_client.post(url, rewrite_post(item, item.version, question="x" * (MAX_QUESTION + 1)))
     assert huge.status_code == 400 and f"Question: Ensure this value has at most {MAX_QUESTION}" in huge.content.decode()
     bad = annotator_client.post(url, rewrite_post(item, "abc", answer_index=9))
     page = bad.content.decode()
     assert bad.status_code == 400 and "Base version:" in page and "Correct option:" in page
+    no_choice = annotator_client.post(url, rewrite_post(item, item.version, answer_index=9))
+    text = visible_text(annotator_client.get(no_choice["Location"]))
+    assert "Not saved: Correct option: Select a valid choice." in text
+    assert "Choose exactly one correct option" in text  # the restored form has no choice: its checks say so
     item.refresh_from_db()
     assert item.version == 1
 
@@ -94,7 +136,8 @@ def test_edits_only_in_the_items_stage(annotator, annotator_client):
     (published,) = make_items(1, status=ItemStatus.PUBLISHED)
     response = annotator_client.post(reverse("annotation:rewrite", args=[published.pk]),
                                      rewrite_post(published, published.version, question="Sneaky change?"))
-    assert response.status_code == 409 and "cannot be edited here now" in response.content.decode()
+    assert response.status_code == 302
+    assert "cannot be edited here now" in visible_text(annotator_client.get(response["Location"]))
     graph = annotator_client.post(reverse("annotation:clue_graph", args=[published.pk]), graph_post(published))
     assert graph.status_code == 409
     api = api_for(annotator).post(f"/api/annotation/items/{published.pk}/clue-graph/", {
@@ -109,8 +152,9 @@ def test_save_and_finish_is_all_or_nothing(annotator, annotator2):
     set_k(Stage.REWRITE, 1)
     (item,) = make_items(1, status=ItemStatus.REWRITE)
     lease_next(user=annotator2, stage=Stage.REWRITE)  # the only slot is held by someone else
-    response = client_for(annotator).post(reverse("annotation:rewrite", args=[item.pk]),
-                                       rewrite_post(item, item.version, question="Edited and finished?", finish="1"))
-    assert response.status_code == 409
+    editor = client_for(annotator)
+    response = editor.post(reverse("annotation:rewrite", args=[item.pk]),
+                           rewrite_post(item, item.version, question="Edited and finished?", finish="1"))
+    assert response.status_code == 302 and "Not saved:" in visible_text(editor.get(response["Location"]))
     item.refresh_from_db()
     assert item.version == 1 and item.status == ItemStatus.REWRITE  # the edit was not saved without the finish

@@ -6,6 +6,8 @@ from django.urls import reverse
 
 from annotation.models import Adjudication, ItemStatus, Stage, VerificationDecision
 
+from tests.support.page_text import visible_text
+
 from ..workflow_support import client_for, make_items, set_k, verify_post
 
 pytestmark = pytest.mark.django_db
@@ -63,7 +65,12 @@ def test_verification_form_refuses_inconsistent_decisions(annotator_client):
     assert verify_post(annotator_client, item, "keep", ["bias"]).status_code == 400
     assert not VerificationDecision.objects.exists()
     assert verify_post(annotator_client, item, "keep").status_code == 302
-    assert verify_post(annotator_client, item, "keep").status_code == 409  # twice: refused
+    # Twice (another tab): nothing changes, the page says so and shows the decision read-only.
+    again = verify_post(annotator_client, item, "delete", ["bias"])
+    assert again.status_code == 302 and again["Location"] == reverse("annotation:verify", args=[item.pk])
+    assert [d.decision for d in VerificationDecision.objects.all()] == ["keep"]
+    text = visible_text(annotator_client.get(again["Location"]))
+    assert "You had already decided “Keep”" in text and "was not changed" in text
 
 
 def test_verification_review_and_adjudication_forms_name_the_bad_field(annotator, annotator2, django_user_model):
@@ -94,3 +101,46 @@ def test_verification_review_and_adjudication_forms_name_the_bad_field(annotator
     third.groups.add(*annotator.groups.all())
     response = client_for(third).post(reverse("annotation:adjudication", args=[adjudication.pk]), {"decision": "maybe"})
     assert response.status_code == 400 and "Decision: Select a valid choice." in response.content.decode()
+
+
+def test_a_decision_made_is_shown_read_only_without_active_buttons(annotator_client):
+    set_k(Stage.VERIFICATION, 2)
+    (item,) = make_items(1)
+    url = reverse("annotation:verify", args=[item.pk])
+    before = annotator_client.get(url).content.decode()
+    assert 'id="keep-button"' in before and 'data-key="k"' in before and "<fieldset disabled" not in before
+    verify_post(annotator_client, item, "delete", ["heavy_math"], comment="needs algebra")
+    page = annotator_client.get(url)
+    html, text = page.content.decode(), visible_text(page)
+    assert "You have decided: Delete — 1.2 Heavy mathematics or domain knowledge" in text
+    assert "needs algebra" in text and "A decision is final" in text
+    assert "<fieldset disabled" in html and 'id="keep-button"' not in html and 'data-key="k"' not in html
+    assert 'id="crit-heavy_math" checked' in html
+
+
+def test_auto_advance_opens_the_next_item_and_can_be_turned_off(annotator_client):
+    set_k(Stage.VERIFICATION, 1)
+    first, second, third = make_items(3)
+    after = verify_post(annotator_client, first, "keep")
+    assert after["Location"] == reverse("annotation:verify", args=[second.pk])  # on by default
+    text = visible_text(annotator_client.get(after["Location"]))
+    assert f"Saved: keep for {first}." in text and "Auto-advance is on" in text
+    off = annotator_client.post(reverse("annotation:auto_advance"), {"on": "0", "back": after["Location"]})
+    assert off["Location"] == after["Location"]
+    stay = verify_post(annotator_client, second, "keep")
+    assert stay["Location"] == reverse("annotation:verify", args=[second.pk])
+    assert "Auto-advance is off" in visible_text(annotator_client.get(stay["Location"]))
+    # The setting does not send anyone to another site.
+    elsewhere = annotator_client.post(reverse("annotation:auto_advance"), {"on": "1", "back": "https://evil.example/"})
+    assert elsewhere["Location"] == reverse("annotation:queue")
+    verify_post(annotator_client, third, "keep")
+    last = verify_post(annotator_client, third, "keep")  # already decided: read-only page, not the next item
+    assert last["Location"] == reverse("annotation:verify", args=[third.pk])
+
+
+def test_auto_advance_back_to_the_queue_when_the_stage_is_done(annotator_client):
+    set_k(Stage.VERIFICATION, 1)
+    (item,) = make_items(1)
+    after = verify_post(annotator_client, item, "keep")
+    assert after["Location"] == reverse("annotation:queue")
+    assert "No more items for you in Question verification." in visible_text(annotator_client.get(after["Location"]))
