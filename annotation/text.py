@@ -88,7 +88,7 @@ STOPWORDS = frozenset(
 #: Words about the reasoning itself, not about the story ("Linking the above clues leads to the
 #: answer."): a line made only of these and stop words says nothing.
 REASONING_WORDS = frozenset(
-    """answer answers clue clues above after through together deduce deduced deducing derive derived
+    """answer answers clue clues above after through together deduce deduced deducing deduction derive derived
     deriving correlate correlated correlating correlation combine combined combining link linked linking
     associate associated associating connect connected connecting conclusion conclusions conclude
     concluded final finally ultimately lead leads leading led arrive arrived arriving reasoning reason

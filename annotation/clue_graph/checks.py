@@ -10,7 +10,16 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Sequence
 
-from ..text import CONTRACTION_PIECES, NEGATION_WORDS, QUANTIFIER_WORDS, REASONING_WORDS, content_words, node_key, word_key
+from ..text import (
+    CONTRACTION_PIECES,
+    NEGATION_WORDS,
+    QUANTIFIER_WORDS,
+    REASONING_WORDS,
+    content_words,
+    node_key,
+    numbers,
+    word_key,
+)
 from .anchor import ANCHOR_MIN_SCORE, anchor_clues
 from .data import Clue, ClueGraph, Step
 from .nodes import NodeIndex, clue_node_id, is_talk, link_steps
@@ -107,12 +116,15 @@ def _says_something(text: str, nodes: NodeIndex, final: str) -> bool:
     Not so: a header in an unexpected place, talk about the reasoning ("The answer
     is derived after correlating the above clues."), a sentence that refers to a
     node of the graph, and one that restates the final conclusion in more words
-    (``Therefore, the missing number is "33".`` after a last step reaching 33).
+    (``Therefore, the missing number is "33".`` after a last step reaching 33) or
+    gives the values it reached (``there are 700 soldiers`` after ``... x=700``).
     """
     body = split_numbering(text)[1]
     if is_header(body) or is_talk(body) or nodes.resolve(body) is not None:
         return False
     if final:
+        if numbers(body) and numbers(body) == numbers(final):
+            return False  # the same values as the last step: "... 700 soldiers." after "... x=700"
         restated = NodeIndex()
         restated.add("line", body)
         return restated.resolve(final) is None

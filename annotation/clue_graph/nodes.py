@@ -20,10 +20,15 @@ the evidence and then of the reasoning). A text *refers to* a node when
    are among the node's numbers and its polarity is the node's.
 
 The best candidate wins (the tiers in that order, then the higher score, then
-the earlier node); a text that several clues share exactly refers to all of them. A step input may only refer to clues and to the
-conclusions of earlier steps. An input that is only talk about the reasoning
-("All clues combined") refers to every clue; one that the parser kept whole
-but joins known nodes with "+" or "and" ('"A + B"' in quotes) refers to each.
+the earlier node; a part held whole by one text beats one spread over a node);
+a text that several clues share exactly refers to all of them. Same statement
+(tier 2) also needs the same certainty ("might be" / "is") and the same letters
+and ordinals naming people.
+
+A step input may only refer to clues and to the conclusions of earlier steps.
+An input that is only talk about the reasoning ("All clues combined") refers to
+every clue; one that the parser kept whole but joins known nodes with "+" or
+"and" ('"A + B"' in quotes) refers to each.
 """
 from __future__ import annotations
 

@@ -85,3 +85,15 @@ def test_reaching_the_answer():
     assert reaches_answer("The murderer can only be D", letters, 2)
     assert answer_issue("the butler", options, 0, "The gardener").kind is IssueKind.NO_ANSWER
     assert answer_issue("the gardener", options, 0, "The gardener") is None
+
+
+def test_an_unparsed_line_is_reported_only_when_it_says_something_the_graph_lacks():
+    graph = parse_clue_graph(
+        "100 soldiers lost -> food lasts 5 days\nAfter correlating these clues:\nfood lasts 5 days -> x=700",
+        "After correlating the clues:\nfood lasts 5 days -> x=700\n"
+        "Therefore, there are currently 700 soldiers.\n"      # the values of the last step
+        "The final deduction follows from these conclusions.\n"  # talk about the reasoning
+        "By correlating these clues:\n"                        # a header out of place
+        "The cook hid the key in the flour.",                  # something new
+    )
+    assert [i.line_no for i in check_graph(graph, "") if i.kind == "unparsed_line"] == [6]
