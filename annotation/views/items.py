@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import urlencode
 
 from detectbench_web.error_mapping import error_page
 from detectbench_web.roles import annotator_required, researcher_required
@@ -63,9 +64,10 @@ def item_import_view(request):
             else:
                 messages.success(request, f"{upload.name}: {report.summary()}")
                 if not report.dry_run and not report.errors:
-                    return redirect(f"{request.path}?done=1")
+                    kept = {"done": 1, "split": form.cleaned_data["split"], "source": form.cleaned_data["source"]}
+                    return redirect(f"{request.path}?{urlencode(kept)}")  # the next upload keeps split and source
                 errors = report.errors
     else:
-        form = ItemImportForm()
+        form = ItemImportForm(initial={k: request.GET[k] for k in ("split", "source") if request.GET.get(k)})
     return render(request, "annotation/item_import.html", {"form": form, "report": report, "errors": errors[:200],
                                                            "error_count": len(errors)}, status=status)
