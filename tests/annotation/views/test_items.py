@@ -2,12 +2,15 @@
 are told who fills it; filters that match nothing say so."""
 from __future__ import annotations
 
+import json
+
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from tests.support.page_text import visible_text
 
-from ..workflow_support import client_for, make_items
+from ..workflow_support import client_for, make_items, record
 
 pytestmark = pytest.mark.django_db
 
@@ -27,3 +30,13 @@ def test_filters_that_match_nothing_say_so(annotator_client):
     make_items(1)
     text = visible_text(annotator_client.get(reverse("annotation:item_list"), {"q": "zeppelin"}))
     assert "No items match these filters." in text and "No items yet" not in text
+
+
+def test_the_import_page_keeps_the_chosen_split_and_source_after_an_upload(researcher_client):
+    upload = SimpleUploadedFile("dev.jsonl", (json.dumps(record(1)) + "\n").encode())
+    url = reverse("annotation:item_import")
+    done = researcher_client.post(url, {"file": upload, "source": "mine", "split": "dev"})
+    assert done.status_code == 302
+    html = researcher_client.get(done["Location"]).content.decode()
+    assert 'name="split" value="dev"' in html and 'name="source" value="mine"' in html
+    assert 'name="split" value="test"' not in html
