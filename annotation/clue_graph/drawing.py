@@ -11,7 +11,7 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass, field
 from html import escape
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from ..text import node_key
 from .data import ClueGraph
