@@ -1,4 +1,6 @@
-/* Participant question page: server-owned countdown and highlighting clues by mouse selection.
+/* Participant pages: the server-owned countdown (sticky, warned at 5 minutes and 1 minute, announced to
+   screen readers), highlighting clues by mouse, touch or keyboard, and the stop confirmation.
+   Pages carry no inline script or event handler (Content-Security-Policy): everything is wired here.
    No dependencies besides htmx (served from static files). */
 (function () {
   "use strict";
@@ -10,21 +12,68 @@
     return h ? h + ":" + mm + ":" + ss : mm + ":" + ss;
   }
 
-  /* The server sends the seconds left; we count down from the moment the page arrived. */
+  function stored(key) {
+    try { return sessionStorage.getItem(key); } catch (e) { return null; }  /* private mode */
+  }
+
+  function store(key, value) {
+    try {
+      if (value === null) sessionStorage.removeItem(key); else sessionStorage.setItem(key, value);
+    } catch (e) { /* private mode */ }
+  }
+
+  /* Say something to screen readers through a live region (emptied first, so a repeat is heard too). */
+  function say(region, text) {
+    if (!region || !text) return;
+    region.textContent = "";
+    setTimeout(function () { region.textContent = text; }, 60);
+  }
+
+  /* ------------------------------------------------------------------ the timer */
+
+  var THRESHOLDS = [300, 60];  /* seconds left at which the participant is warned */
   var timerHandle = null;
+
+  /* The server sends the seconds left; we count down from the moment the page arrived. */
   function startTimer(root) {
     var el = root.querySelector("[data-seconds-left]");
     if (!el) return;
+    var box = el.closest("[data-timer]");
+    var warning = box ? box.querySelector("[data-timer-warning]") : null;
+    var announcer = document.getElementById("timer-announcer");
+    var limit = box ? parseInt(box.getAttribute("data-limit-seconds"), 10) || 0 : 0;
+    var key = box ? "dbstudy:warned:" + box.getAttribute("data-warning-key") : null;
+    var grace = parseInt(el.getAttribute("data-grace-seconds"), 10) || 0;
     var endsAt = Date.now() + parseInt(el.getAttribute("data-seconds-left"), 10) * 1000;
     if (timerHandle) clearInterval(timerHandle);
+
+    /* Shown at once on every page; announced once per attempt (or question) and threshold. A threshold the
+       limit never exceeded (a 2-minute question) gives no warning. */
+    function warn(left) {
+      var passed = THRESHOLDS.filter(function (t) { return left <= t && limit > t; });
+      if (!box || !passed.length) return;
+      var threshold = passed[passed.length - 1];
+      var text = box.getAttribute("data-warn-" + threshold);
+      box.classList.add("timer-warn");
+      box.classList.toggle("timer-urgent", threshold <= 60);
+      if (warning && warning.textContent !== text) { warning.hidden = false; warning.textContent = text; }
+      var announced = parseInt(stored(key) || "0", 10);
+      if (!announced || threshold < announced) {
+        store(key, String(threshold));
+        say(announcer, text);
+      }
+    }
+
     function tick() {
       var left = (endsAt - Date.now()) / 1000;
+      warn(left);
       if (left <= 0) {
         el.textContent = el.getAttribute("data-expired-text") || "0:00";
+        say(announcer, el.getAttribute("data-expired-text"));
         clearInterval(timerHandle);
         document.querySelectorAll("[data-submit]").forEach(function (b) { b.disabled = true; });
-        /* Let the server decide what comes next (next question or the end page) after the grace period. */
-        setTimeout(function () { window.location.reload(); }, 3000);
+        /* Let the server decide what comes next (next question or the end page) once the grace period is over. */
+        setTimeout(function () { window.location.reload(); }, (grace + 1) * 1000);
         return;
       }
       el.textContent = fmt(left);
@@ -32,6 +81,8 @@
     tick();
     timerHandle = setInterval(tick, 500);
   }
+
+  /* ------------------------------------------------------------------ positions in the story */
 
   /* Character offset of a DOM point inside the context element. */
   function offsetOf(ctx, node, offset) {
@@ -41,6 +92,54 @@
     return r.toString().length;
   }
 
+  /* The DOM point of a character offset inside the context element. */
+  function pointAt(ctx, offset) {
+    var walker = document.createTreeWalker(ctx, NodeFilter.SHOW_TEXT);
+    var node, seen = 0, last = null;
+    while ((node = walker.nextNode())) {
+      var length = node.nodeValue.length;
+      if (offset <= seen + length) return { node: node, offset: offset - seen };
+      seen += length;
+      last = node;
+    }
+    return last ? { node: last, offset: last.nodeValue.length } : { node: ctx, offset: 0 };
+  }
+
+  /* The selection as offsets when both of its ends lie in the story, else null. */
+  function selectionIn(ctx) {
+    var sel = window.getSelection();
+    if (!sel || sel.rangeCount === 0 || !ctx.isConnected) return null;
+    if (!ctx.contains(sel.anchorNode) || !ctx.contains(sel.focusNode)) return null;
+    var anchor = offsetOf(ctx, sel.anchorNode, sel.anchorOffset);
+    var focus = offsetOf(ctx, sel.focusNode, sel.focusOffset);
+    return { start: Math.min(anchor, focus), end: Math.max(anchor, focus), anchor: anchor, focus: focus };
+  }
+
+  function selectRange(ctx, anchor, focus) {
+    var a = pointAt(ctx, anchor), f = pointAt(ctx, focus);
+    window.getSelection().setBaseAndExtent(a.node, a.offset, f.node, f.offset);
+  }
+
+  /* Without Selection.modify: characters and words only. */
+  function stepOffset(text, at, direction, granularity) {
+    var step = direction === "forward" ? 1 : -1;
+    var next = Math.min(text.length, Math.max(0, at + step));
+    if (granularity === "word") {
+      while (next > 0 && next < text.length && /\S/.test(text[next - (step < 0 ? 1 : 0)])) next += step;
+    } else if (granularity !== "character") {
+      next = step > 0 ? text.length : 0;
+    }
+    return next;
+  }
+
+  var KEYS = {
+    ArrowLeft: ["backward", "character"], ArrowRight: ["forward", "character"],
+    ArrowUp: ["backward", "line"], ArrowDown: ["forward", "line"],
+    Home: ["backward", "lineboundary"], End: ["forward", "lineboundary"]
+  };
+
+  /* ------------------------------------------------------------------ the highlighter */
+
   function initHighlighter(box) {
     if (box.__highlighter) return;
     box.__highlighter = true;
@@ -48,12 +147,27 @@
     var list = box.querySelector("[data-highlight-list]");
     var input = box.querySelector("[data-highlights-input]");
     var empty = box.querySelector("[data-empty]");
+    var status = box.querySelector("[data-highlight-status]");
+    var addButton = box.querySelector("[data-add-selection]");
+    var preview = box.querySelector("[data-selection-preview]");
     var q = box.closest("#question");
     var storeKey = q ? "dbstudy:" + q.getAttribute("data-attempt") + ":" + q.getAttribute("data-position") : null;
     var text = ctx.textContent;
     var spans = [];
-    try { if (storeKey) spans = JSON.parse(sessionStorage.getItem(storeKey) || "[]"); } catch (e) { spans = []; }
+    try { if (storeKey) spans = JSON.parse(stored(storeKey) || "[]"); } catch (e) { spans = []; }
     spans = spans.filter(function (s) { return text.slice(s.start, s.end) === s.text; });
+    var caret = 0;          /* the keyboard cursor, as an offset in the story */
+    var pending = null;     /* the last selection in the story not added yet (touch: tapping the button may clear it) */
+    var pointer = "mouse";  /* the kind of pointer that pressed on the story last */
+    var pressing = false;
+
+    var caretMark = document.createElement("span");
+    caretMark.className = "kbd-caret";
+    caretMark.setAttribute("aria-hidden", "true");
+    caretMark.hidden = true;
+    box.appendChild(caretMark);
+
+    function quote(s) { return "\u201c" + s + "\u201d"; }
 
     function render() {
       ctx.textContent = "";
@@ -71,15 +185,21 @@
       list.textContent = "";
       spans.forEach(function (s, i) {
         var li = document.createElement("li");
-        var quote = document.createElement("span");
-        quote.textContent = "\u201c" + s.text + "\u201d ";
+        var shown = document.createElement("span");
+        shown.textContent = quote(s.text) + " ";
         var rm = document.createElement("button");
         rm.type = "button";
         rm.className = "remove-highlight";
-        rm.setAttribute("aria-label", "remove");
+        rm.setAttribute("aria-label", (box.getAttribute("data-text-remove") || "Remove") + ": " + s.text);
         rm.textContent = "\u00d7";
-        rm.addEventListener("click", function () { spans.splice(i, 1); save(); });
-        li.appendChild(quote);
+        rm.addEventListener("click", function () {
+          var removed = spans.splice(i, 1)[0];
+          save();
+          say(status, (box.getAttribute("data-text-removed") || "") + " " + quote(removed.text));
+          var buttons = list.querySelectorAll(".remove-highlight");
+          (buttons[Math.min(i, buttons.length - 1)] || ctx).focus();
+        });
+        li.appendChild(shown);
         li.appendChild(rm);
         list.appendChild(li);
       });
@@ -88,46 +208,187 @@
     }
 
     function save() {
-      if (storeKey) { try { sessionStorage.setItem(storeKey, JSON.stringify(spans)); } catch (e) { /* private mode */ } }
+      if (storeKey) store(storeKey, JSON.stringify(spans));
       render();
     }
 
+    /* Add a passage; overlapping or touching highlights merge into one. Returns the highlight it became. */
     function add(start, end) {
       while (start < end && /\s/.test(text[start])) start++;
       while (end > start && /\s/.test(text[end - 1])) end--;
-      if (end <= start) return;
-      /* Overlapping or touching highlights merge into one. */
+      if (end <= start) return null;
       var merged = [];
       spans.forEach(function (s) {
         if (s.end < start || s.start > end) merged.push(s);
         else { start = Math.min(start, s.start); end = Math.max(end, s.end); }
       });
-      merged.push({ start: start, end: end, text: text.slice(start, end) });
+      var added = { start: start, end: end, text: text.slice(start, end) };
+      merged.push(added);
       merged.sort(function (a, b) { return a.start - b.start; });
       spans = merged;
+      pending = null;
       save();
+      say(status, (box.getAttribute("data-text-added") || "") + " " + quote(added.text));
+      showPending();
+      return added;
     }
 
-    ctx.addEventListener("mouseup", function () {
+    function showPending() {
+      if (addButton) addButton.disabled = !pending;
+      if (preview) {
+        var t = pending ? text.slice(pending.start, pending.end).trim() : "";
+        preview.textContent = t ? quote(t.length > 80 ? t.slice(0, 77) + "\u2026" : t) : "";
+      }
+    }
+
+    /* A visible cursor for keyboard users: the story is not editable, so the browser draws none. */
+    function showCaret() {
+      var sel = selectionIn(ctx);
+      if (document.activeElement !== ctx || !sel) { caretMark.hidden = true; return; }
+      var p = pointAt(ctx, sel.focus);
+      var r = document.createRange();
+      r.setStart(p.node, p.offset);
+      r.setEnd(p.node, p.offset);
+      var rect = r.getClientRects()[0];
+      if (!rect && p.node.nodeType === 3 && p.offset < p.node.nodeValue.length) {
+        r.setEnd(p.node, p.offset + 1);
+        rect = r.getClientRects()[0];
+      }
+      if (!rect) { caretMark.hidden = true; return; }
+      var base = box.getBoundingClientRect();
+      caretMark.style.left = (rect.left - base.left) + "px";
+      caretMark.style.top = (rect.top - base.top) + "px";
+      caretMark.style.height = (rect.height || 18) + "px";
+      caretMark.hidden = false;
+    }
+
+    function placeCaret(at) {
+      caret = Math.max(0, Math.min(text.length, at));
+      var p = pointAt(ctx, caret);
+      window.getSelection().collapse(p.node, p.offset);
+    }
+
+    function moveCaret(alter, direction, granularity) {
       var sel = window.getSelection();
-      if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return;
-      var range = sel.getRangeAt(0);
-      if (!ctx.contains(range.startContainer) || !ctx.contains(range.endContainer)) return;
-      var start = offsetOf(ctx, range.startContainer, range.startOffset);
-      var end = offsetOf(ctx, range.endContainer, range.endOffset);
-      sel.removeAllRanges();
-      add(Math.min(start, end), Math.max(start, end));
+      var before = selectionIn(ctx);
+      if (!before) { placeCaret(caret); before = selectionIn(ctx); }
+      if (sel.modify) {
+        sel.modify(alter, direction, granularity);
+        if (!selectionIn(ctx)) {  /* moved out of the story: stay at its edge */
+          var edge = direction === "forward" ? text.length : 0;
+          selectRange(ctx, alter === "extend" ? before.anchor : edge, edge);
+        }
+      } else {
+        var next = stepOffset(text, before.focus, direction, granularity);
+        selectRange(ctx, alter === "extend" ? before.anchor : next, next);
+      }
+      var now = selectionIn(ctx);
+      if (now) caret = now.focus;
+      showCaret();
+    }
+
+    /* The selection, else the remembered one (touch), becomes a highlight. */
+    function addSelection(fromKeyboard) {
+      var sel = selectionIn(ctx);
+      var span = sel && sel.end > sel.start ? sel : pending;
+      if (!span) { say(status, box.getAttribute("data-text-nothing")); return; }
+      var added = add(span.start, span.end);
+      if (fromKeyboard) {
+        ctx.focus();
+        placeCaret(added ? added.end : caret);
+        showCaret();
+      }
+    }
+
+    function removeAtCaret() {
+      var at = (selectionIn(ctx) || { focus: caret }).focus;
+      var i = spans.findIndex(function (s) { return s.start <= at && at <= s.end; });
+      if (i < 0) return;
+      var removed = spans.splice(i, 1)[0];
+      save();
+      say(status, (box.getAttribute("data-text-removed") || "") + " " + quote(removed.text));
+      ctx.focus();
+      placeCaret(removed.start);
+      showCaret();
+    }
+
+    ctx.addEventListener("pointerdown", function (ev) { pointer = ev.pointerType || "mouse"; pressing = true; });
+    ctx.addEventListener("mouseup", function () {
+      pressing = false;
+      if (pointer !== "mouse") return;  /* touch and pen: adjust the selection, then tap "Add selection" */
+      var sel = selectionIn(ctx);
+      if (!sel || sel.end <= sel.start) return;
+      window.getSelection().removeAllRanges();
+      add(sel.start, sel.end);
     });
+
+    ctx.addEventListener("focus", function () {
+      if (pressing) return;  /* a click places the selection itself */
+      if (!selectionIn(ctx)) placeCaret(caret);
+      showCaret();
+    });
+    ctx.addEventListener("blur", function () { caretMark.hidden = true; });
+
+    ctx.addEventListener("keydown", function (ev) {
+      if (ev.ctrlKey && !ev.shiftKey && (ev.key === "a" || ev.key === "c")) return;  /* select all, copy */
+      if (ev.key === "Enter" || ((ev.key === "h" || ev.key === "H") && !ev.ctrlKey && !ev.metaKey && !ev.altKey)) {
+        ev.preventDefault();
+        addSelection(true);
+        return;
+      }
+      if (ev.key === "Delete" || ev.key === "Backspace") {
+        ev.preventDefault();
+        removeAtCaret();
+        return;
+      }
+      if (ev.key === "Escape") {
+        placeCaret((selectionIn(ctx) || { focus: caret }).focus);
+        showCaret();
+        return;
+      }
+      var move = KEYS[ev.key];
+      if (!move) return;
+      ev.preventDefault();
+      var granularity = move[1];
+      if (ev.ctrlKey || ev.altKey) granularity = granularity === "character" ? "word" : "paragraph";
+      moveCaret(ev.shiftKey ? "extend" : "move", move[0], granularity);
+    });
+
+    function onSelectionChange() {
+      if (!ctx.isConnected) { document.removeEventListener("selectionchange", onSelectionChange); return; }
+      var sel = selectionIn(ctx);
+      if (sel && sel.end > sel.start) pending = { start: sel.start, end: sel.end };
+      else if (sel) pending = null;  /* a bare cursor in the story; a selection elsewhere keeps the last one */
+      if (sel) caret = sel.focus;
+      showPending();
+      showCaret();
+    }
+    document.addEventListener("selectionchange", onSelectionChange);
+
+    if (addButton) addButton.addEventListener("click", function () { addSelection(false); });
 
     var form = box.querySelector("[data-answer-form]");
     if (form) form.addEventListener("submit", function () { input.value = JSON.stringify(spans); });
     if (form && storeKey) {
       form.addEventListener("htmx:afterRequest", function (ev) {
-        if (ev.detail.successful) { try { sessionStorage.removeItem(storeKey); } catch (e) { /* ignore */ } }
+        if (ev.detail.successful) store(storeKey, null);
       });
     }
     render();
+    showPending();
   }
+
+  /* ------------------------------------------------------------------ confirmations */
+
+  /* <form data-confirm="question">: asks before submitting (instead of an inline onsubmit handler). */
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target;
+    var question = form && form.getAttribute ? form.getAttribute("data-confirm") : null;
+    if (question && !window.confirm(question)) {
+      ev.preventDefault();
+      ev.stopImmediatePropagation();
+    }
+  }, true);
 
   function init(root) {
     root = root || document;
