@@ -30,9 +30,12 @@ RAMP_MAX_S = 0.25
 @dataclass(frozen=True)
 class Job:
     item_id: int
-    sample_index: int
+    sample_index: int  # the row's
     shown: Presented
     demos: tuple[Presented, ...] = ()
+    #: The repeated-sampling index the cache key and the client see, when it is not the row's sample index
+    #: (the rotations of one circular sample are rows of their own but one sample).
+    sample: int | None = None
 
 
 @dataclass
@@ -125,7 +128,7 @@ class Engine:
     def _generate_for(self, job: Job, new_cache: dict[str, Completion], loader: BatchLoader | None,
                       ramp: Ramp | None = None):
         async def generate(messages, call_key: str) -> Completion:
-            sample_key = f"{job.sample_index}:{call_key}"
+            sample_key = f"{job.sample_index if job.sample is None else job.sample}:{call_key}"
             key = None
             if loader is not None:
                 key = cache_key(base_url=self.base_url, model=self.model, messages=messages,

@@ -25,12 +25,13 @@ from django.utils import timezone
 from annotation.clue_graph import gold_key_information
 from annotation.models import Item, ItemStatus
 
+from .circular import present_rotated
 from .clients import BuiltinClient, ModelClient, OpenAIChatClient, RetryPolicy
 from .engine import Engine, Job, JobResult
 from .limiter import FileLimiter, Limiter, LocalLimiter, RedisLimiter
 from .methods import Completion, get_method
 from .models import CachedResponse, ModelEndpoint, OptionOrder, Result, Run, RunStatus
-from .prompts import ItemView, choose_demonstrations, present
+from .prompts import ItemView, Presented, choose_demonstrations, present
 from .scoring import answer_shown_first, score_outcome
 
 log = logging.getLogger(__name__)
@@ -185,20 +186,31 @@ def demonstration_pool() -> list[int]:
 
 @dataclass
 class JobPlanner:
-    """Renders jobs for (item, sample) pairs in batches, so the first requests need not wait for all of them."""
+    """Renders jobs for (item, sample index) pairs in batches, so the first requests need not wait for all of them."""
     run: Run
     method: object
-    permute: bool
+    option_order: str
     pool: list[int]
 
     @classmethod
     def for_run(cls, run: Run) -> "JobPlanner":
         method = get_method(run.method)
-        return cls(run=run, method=method, permute=run.option_order == OptionOrder.PERMUTED,
+        return cls(run=run, method=method, option_order=run.option_order,
                    pool=demonstration_pool() if method.shots else [])
+
+    def shown(self, view: ItemView, sample_index: int) -> Presented:
+        """The item as shown in this row: its original order, its seeded permutation, or a rotation."""
+        run = self.run
+        if self.option_order == OptionOrder.CIRCULAR:
+            return present_rotated(view, rotation=sample_index % run.rotations, label_style=run.option_labels)
+        return present(view, seed=run.seed, permute=self.option_order == OptionOrder.PERMUTED,
+                       label_style=run.option_labels)
 
     def jobs(self, wanted: list[tuple[int, int]]) -> list[Job]:
         run, method, pool = self.run, self.method, self.pool
+        # Demonstrations are permuted with a permuted run, else (original or circular) in their original order.
+        permute_demos = self.option_order == OptionOrder.PERMUTED
+        circular = self.option_order == OptionOrder.CIRCULAR
         need = sorted({i for i, _ in wanted})
         items = {item.pk: item_view(item) for item in Item.objects.filter(pk__in=need)}
         demo_views: dict[int, ItemView] = {}
@@ -214,20 +226,30 @@ class JobPlanner:
             demos = ()
             if method.shots:
                 demos = tuple(
-                    present(demo_views[d], seed=run.seed, permute=self.permute, label_style=run.option_labels)
+                    present(demo_views[d], seed=run.seed, permute=permute_demos, label_style=run.option_labels)
                     for d in choose_demonstrations(pool_ids=pool, seed=run.seed, exclude=item_id, shots=method.shots)
                 )
-            shown = present(view, seed=run.seed, permute=self.permute, label_style=run.option_labels)
-            jobs.append(Job(item_id=item_id, sample_index=sample, shown=shown, demos=demos))
+            # The rotations of one sample share its sampling index (cache and client see sample, not row).
+            jobs.append(Job(item_id=item_id, sample_index=sample, shown=self.shown(view, sample), demos=demos,
+                            sample=sample // run.rotations if circular else None))
         return jobs
 
 
+def rotations_for(*, option_order: str, item_ids: list[int]) -> int:
+    """A run's rotations: the largest option count of its items with circular order, else 1."""
+    if option_order != OptionOrder.CIRCULAR or not item_ids:
+        return 1
+    counts = Item.objects.filter(pk__in=item_ids).values_list("options", flat=True)
+    return max((len(options) for options in counts), default=1)
+
+
 def _wanted(run: Run, item_ids: list[int]) -> tuple[list[tuple[int, int]], int]:
-    """The (item, sample) pairs still to do (rows that exist without error are skipped), and how many are done."""
+    """The (item, sample index) pairs still to do (rows that exist without error are skipped), and how many are
+    done. A circular run has ``samples x rotations`` sample indexes per item."""
     done = set(
         Result.objects.filter(run=run, item_id__in=item_ids, error="").values_list("item_id", "sample_index")
     )
-    return [(i, s) for i in item_ids for s in range(run.samples) if (i, s) not in done], len(done)
+    return [(i, s) for i in item_ids for s in range(run.rows_per_item) if (i, s) not in done], len(done)
 
 
 #: Jobs are planned (items loaded, prompts rendered) on the database thread in batches while the first

@@ -120,6 +120,7 @@ class RunStatus(models.TextChoices):
 class OptionOrder(models.TextChoices):
     ORIGINAL = "original", "Original"
     PERMUTED = "permuted", "Permuted (seeded per item)"
+    CIRCULAR = "circular", "Circular (every rotation; right only if all are)"
 
 
 class Run(models.Model):
@@ -141,6 +142,10 @@ class Run(models.Model):
     seed = models.IntegerField(default=42)
     samples = models.PositiveSmallIntegerField(default=1)
     option_order = models.CharField(max_length=10, choices=OptionOrder.choices, default=OptionOrder.ORIGINAL)
+    # Circular order (evaluation.circular): each sample is asked once per cyclic rotation of the options,
+    # stored as rows sample_index = sample * rotations + rotation, so (run, item, sample_index) stays unique.
+    rotations = models.PositiveSmallIntegerField(
+        default=1, help_text="Rows per sample: the option rotations asked (circular order; else 1).")
     option_labels = models.CharField(max_length=10, choices=[("numbers", "1..N"), ("letters", "A..")], default="numbers")
     prompt_version = models.CharField(max_length=20, help_text="Hash of the method's prompt templates.")
     params = models.JSONField(default=dict, blank=True, help_text="Generation parameters at launch.")
@@ -157,6 +162,7 @@ class Run(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(samples__gte=1), name="run_samples_positive"),
             models.CheckConstraint(condition=Q(k__gte=1), name="run_k_positive"),
+            models.CheckConstraint(condition=Q(rotations__gte=1), name="run_rotations_positive"),
             models.CheckConstraint(condition=Q(chunk_size__gte=1), name="run_chunk_size_positive"),
         ]
 
@@ -168,8 +174,13 @@ class Run(models.Model):
             raise ValidationError({"method": f"Unknown method {self.method!r}; choose from {', '.join(METHODS)}."})
 
     @property
+    def rows_per_item(self) -> int:
+        """Result rows each item gets: samples x rotations (the rotations are 1 unless circular)."""
+        return self.samples * self.rotations
+
+    @property
     def total(self) -> int:
-        return len(self.item_ids) * self.samples
+        return len(self.item_ids) * self.rows_per_item
 
     @property
     def wall_s(self) -> float | None:
@@ -183,7 +194,10 @@ class Run(models.Model):
 
 
 class Result(models.Model):
-    """The outcome of one (run, item, sample). Rows are upserted, never duplicated."""
+    """The outcome of one (run, item, sample). Rows are upserted, never duplicated.
+
+    In a circular run ``sample_index`` numbers (sample, rotation) pairs: ``sample * run.rotations +
+    rotation`` (evaluation.circular.split_slot); ``shown_order`` records the rotation shown as well."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
     item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="evaluation_results")

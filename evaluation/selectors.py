@@ -55,8 +55,9 @@ def result_list(*, run: Run) -> QuerySet[Result]:
 def run_progress_many(*, run_ids: list[int]) -> dict[int, Progress]:
     """Progress of several runs in two queries."""
     totals = {
-        pk: len(ids) * samples
-        for pk, ids, samples in Run.objects.filter(pk__in=run_ids).values_list("pk", "item_ids", "samples")
+        pk: len(ids) * samples * rotations
+        for pk, ids, samples, rotations in Run.objects.filter(pk__in=run_ids).values_list("pk", "item_ids", "samples",
+                                                                                           "rotations")
     }
     counts = (
         Result.objects.filter(run_id__in=run_ids).values("run_id")

@@ -97,6 +97,7 @@ def run_launch(*, endpoint: ModelEndpoint, method: str, split: str = "", item_st
         endpoint=endpoint, method=method, k=k or spec.default_k, split=split, item_status=item_status,
         question_type=question_type, limit=limit, requested_ids=list(ids), item_ids=item_ids, seed=seed,
         samples=samples, option_order=option_order, option_labels=option_labels, prompt_version=spec.version(),
+        rotations=execution.rotations_for(option_order=option_order, item_ids=item_ids),
         params=endpoint.generation_params(), chunk_size=chunk_size, created_by=user, note=note,
         started_at=timezone.now(),
     )
@@ -118,7 +119,7 @@ def missing_item_ids(run: Run) -> list[int]:
     done: dict[int, int] = {}
     for item_id in Result.objects.filter(run=run, error="").values_list("item_id", flat=True):
         done[item_id] = done.get(item_id, 0) + 1
-    return [i for i in run.item_ids if done.get(i, 0) < run.samples]
+    return [i for i in run.item_ids if done.get(i, 0) < run.rows_per_item]
 
 
 def _enqueue(run: Run, item_ids: list[int]) -> None:

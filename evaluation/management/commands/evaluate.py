@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from detectbench_web.error_mapping import REFUSED, error_text
 
-from evaluation import selectors, services
+from evaluation import analysis, selectors, services
 from evaluation.baselines import BUILTIN_MODELS
 from evaluation.methods import METHODS
 from evaluation.models import OptionOrder, Run
@@ -58,7 +58,10 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=42)
         parser.add_argument("--samples", type=positive_int, default=1, help="Rows per item (repeated sampling)")
         parser.add_argument("--k", type=positive_int, help="Samples per answer for self-consistency / complexity-cot")
-        parser.add_argument("--permute-options", action="store_true", help="Shuffle each item's options (seeded)")
+        parser.add_argument("--option-order", choices=OptionOrder.values, default=None,
+                            help="original; permuted (each item's options shuffled, seeded); circular (each item "
+                                 "asked once per cyclic rotation of its options, right only when every rotation is)")
+        parser.add_argument("--permute-options", action="store_true", help="The same as --option-order permuted")
         parser.add_argument("--chunk-size", type=positive_int, default=400)
         parser.add_argument("--wait", action="store_true",
                             help="Wait for the result: through Celery when a worker answers, else in this process")
@@ -78,6 +81,7 @@ class Command(BaseCommand):
                                                  concurrency=o["concurrency"])
         except REFUSED as exc:
             raise CommandError(error_text(exc)) from exc
+        option_order = self._option_order(o)
         in_process = o["wait"] and (o["in_process"] or not workers_available())
         progress = o["wait"] and not o["no_progress"]
         for method in methods:
@@ -85,7 +89,7 @@ class Command(BaseCommand):
                 run = services.run_launch(
                     endpoint=endpoint, method=method, split=o["split"], limit=o["limit"], seed=o["seed"],
                     samples=o["samples"], k=o["k"], chunk_size=o["chunk_size"],
-                    option_order=OptionOrder.PERMUTED if o["permute_options"] else OptionOrder.ORIGINAL,
+                    option_order=option_order,
                     enqueue=not in_process, note="evaluate command",
                 )
             except REFUSED as exc:
@@ -104,6 +108,14 @@ class Command(BaseCommand):
                 self._draw(run, final=True)
             self.stdout.write(json.dumps(self._line(run)))
 
+    @staticmethod
+    def _option_order(o: dict) -> str:
+        if o["permute_options"]:
+            if o["option_order"] not in (None, OptionOrder.PERMUTED):
+                raise CommandError(f"--permute-options means --option-order permuted, not {o['option_order']}")
+            return OptionOrder.PERMUTED
+        return o["option_order"] or OptionOrder.ORIGINAL
+
     def _line(self, run: Run) -> dict:
         full = selectors.run_summary(run=run)
         summary = full.as_json()
@@ -111,6 +123,11 @@ class Command(BaseCommand):
                 "accuracy_ci95", "first_option_baseline", "tokens_in", "tokens_out", "cost", "prompt_version")
         line = {key: summary[key] for key in keys}
         line["correct"] = full.metrics.correct
+        line["option_order"] = run.option_order
+        circular = analysis.run_circular_accuracy(run=run)
+        if circular is not None:  # "accuracy" above is the plain one, over every rotation's row
+            line.update(rotations=circular.rotations, circular_accuracy=circular.accuracy, circular_n=circular.n,
+                        circular_correct=circular.correct, circular_incomplete=circular.incomplete)
         return line
 
     def _draw(self, run: Run, final: bool = False) -> None:
