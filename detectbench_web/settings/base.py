@@ -294,11 +294,31 @@ SPECTACULAR_SETTINGS = {
                             "RunStatusEnum": "evaluation.models.RunStatus"},
 }
 
+# Logging: one handler, on the root logger. Django's own "django" logger had a console handler of
+# its own and also passed its records up to the root, so every line appeared twice; here it has
+# none and only propagates (the dev server's request lines, "django.server", keep their own
+# handler and do not propagate: shown once too). A refused request (4xx: a 403 from a role check, a 404) is one line
+# without its traceback; a 500 keeps it.
+def _without_client_error_traceback(record) -> bool:
+    status = getattr(record, "status_code", None)
+    if status is not None and 400 <= status < 500:
+        record.exc_info, record.exc_text = None, None
+    return True
+
+
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "WARNING")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    "filters": {"no_client_error_traceback": {"()": "django.utils.log.CallbackFilter",
+                                              "callback": _without_client_error_traceback}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain",
+                             "filters": ["no_client_error_traceback"]}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    # Django's INFO lines (the dev server's reloader) in a DEBUG demo, as Django shows them by default.
+    "loggers": {"django": {"handlers": [], "level": os.environ.get("LOG_LEVEL", "INFO" if DEBUG else "WARNING"),
+                           "propagate": True}},
 }
 
 # --- evaluation ------------------------------------------------------------
