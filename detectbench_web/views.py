@@ -5,9 +5,10 @@ import logging
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import DisallowedHost
 from django.db import connection
-from django.http import HttpResponse, HttpResponseServerError, JsonResponse
+from django.http import HttpResponse, HttpResponsePermanentRedirect, HttpResponseServerError, JsonResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
+from django.templatetags.static import static
 from django.utils.http import url_has_allowed_host_and_scheme
 
 logger = logging.getLogger(__name__)
@@ -22,6 +23,11 @@ PLAIN_500 = ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><ti
 def home(request):
     # The links per role come from the roles context processor (AppConfig.home_links).
     return render(request, "home.html")
+
+
+def favicon(request):
+    """/favicon.ico, which browsers ask for on every site: the icon in the static files (not a 404)."""
+    return HttpResponsePermanentRedirect(static("favicon.svg"))
 
 
 def healthz(request):

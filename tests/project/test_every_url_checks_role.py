@@ -10,7 +10,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 pytestmark = pytest.mark.django_db
 
-PUBLIC_PREFIXES = ("s/", "accounts/", "i18n/", "healthz", "admin/", "static/")
+PUBLIC_PREFIXES = ("s/", "accounts/", "i18n/", "healthz", "favicon.ico", "admin/", "static/")
 RESEARCHER_NAMESPACES = {"studies", "studies_api", "evaluation", "evaluation_api"}
 
 
