@@ -60,6 +60,13 @@ class AnnotatorLease(models.Model):
                 condition=Q(status__in=AnnotatorLeaseStatus.live()),
                 name="annotator_lease_one_live_slot",
             ),
+            # One open lease per annotator per stage: the hand-out gives back the one they hold,
+            # so concurrent next-item requests of one annotator cannot take two items.
+            models.UniqueConstraint(
+                fields=["annotator", "stage"],
+                condition=Q(status=AnnotatorLeaseStatus.LEASED),
+                name="annotator_lease_one_open_per_stage",
+            ),
             models.CheckConstraint(condition=Q(expires_at__gte=models.F("leased_at")),
                                    name="annotator_lease_expiry_after_lease"),
             models.CheckConstraint(condition=~Q(status=AnnotatorLeaseStatus.SUBMITTED) | Q(submitted_at__isnull=False),

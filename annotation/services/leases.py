@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Iterable
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -54,11 +54,29 @@ def take_slot(*, item: Item, stage: str, user, now, config: StageConfig) -> Anno
         raise NoSlot(f"{item} waits for adjudication")
     if live_leases(item.pk, stage, now).count() >= config.annotators_required:
         raise NoSlot(f"{item} already has {config.annotators_required} annotator(s) in {stage}")
-    # An expired lease of this user on the item is given back before a new one is made.
-    AnnotatorLease.objects.filter(item=item, stage=stage, annotator=user, status=AnnotatorLeaseStatus.LEASED).update(
-        status=AnnotatorLeaseStatus.RELEASED)
+    _give_back_stale(user=user, stage=stage, now=now)
+    held = _open_lease(user=user, stage=stage, now=now)
+    if held is not None:
+        # The database holds one open lease per user and stage (annotator_lease_one_open_per_stage).
+        raise NoSlot(f"you hold {held.item} in {Stage(stage).label}: submit it or skip it first")
     return AnnotatorLease.objects.create(item=item, stage=stage, annotator=user, leased_at=now,
-                                     expires_at=now + timedelta(minutes=config.lease_minutes))
+                                         expires_at=now + timedelta(minutes=config.lease_minutes))
+
+
+def _open_lease(*, user, stage: str, now) -> AnnotatorLease | None:
+    """The user's open lease in the stage (at most one: a database constraint), locked; only its own row."""
+    return (AnnotatorLease.objects.select_for_update(of=("self",))
+            .filter(annotator=user, stage=stage, status=AnnotatorLeaseStatus.LEASED, expires_at__gt=now,
+                    item__status=stage)
+            .select_related("item").first())
+
+
+def _give_back_stale(*, user, stage: str, now) -> int:
+    """The user's open leases in the stage that hold nothing (expired, or the item left the stage) are given back,
+    so that they do not stand in the way of a new one."""
+    return (AnnotatorLease.objects.filter(annotator=user, stage=stage, status=AnnotatorLeaseStatus.LEASED)
+            .filter(Q(expires_at__lte=now) | ~Q(item__status=stage))
+            .update(status=AnnotatorLeaseStatus.RELEASED))
 
 
 @transaction.atomic
@@ -97,48 +115,68 @@ def lease_next(*, user, stage: str, now=None) -> AnnotatorLease | None:
     """Hand the user the next item of a stage as a lease, or None when their queue is empty.
 
     A user who still holds a live lease in the stage gets it back (renewed). Otherwise
-    candidates are locked with SELECT ... FOR UPDATE SKIP LOCKED, so concurrent requests
-    never wait for each other nor take the same item; the free slots are recounted
-    after the lock, when every earlier lease on that item is visible.
+    candidates are locked with SELECT ... FOR UPDATE SKIP LOCKED OF the item only, so
+    concurrent requests never wait for each other nor take the same item; the free
+    slots are recounted after the lock, when every earlier lease on that item is
+    visible. Every lock names its own table (`of=`): locking the rows a query only
+    joins made a hand-out and a submit of the same user wait for each other (deadlock).
+    Two concurrent requests of one user cannot both take an item: the database holds one
+    open lease per user and stage, and the request that loses gets the winner's lease.
     """
     if stage not in Stage.values:
         raise Invalid(f"unknown stage {stage!r}", field="stage")
     now = now or timezone.now()
     config = stage_config(stage)
     with transaction.atomic():
-        mine = (AnnotatorLease.objects.select_for_update().filter(
-            annotator=user, stage=stage, status=AnnotatorLeaseStatus.LEASED, expires_at__gt=now, item__status=stage)
-            .order_by("leased_at").first())
+        mine = _renewed(_open_lease(user=user, stage=stage, now=now), now=now, config=config)
         if mine is not None:
-            mine.expires_at = now + timedelta(minutes=config.lease_minutes)
-            mine.save(update_fields=["expires_at"])
             return mine
-        live = AnnotatorLease.objects.filter(item=OuterRef("pk"), stage=stage).filter(
-            Q(status=AnnotatorLeaseStatus.SUBMITTED) | Q(status=AnnotatorLeaseStatus.LEASED, expires_at__gt=now))
-        live_count = live.order_by().values("item").annotate(n=Count("pk")).values("n")
-        candidates = (
-            Item.objects.filter(status=stage)
-            .exclude(Exists(live.filter(annotator=user)))
-            .exclude(Exists(Adjudication.objects.filter(item=OuterRef("pk"), stage=stage,
-                                                        status=AdjudicationStatus.OPEN)))
-            # Only items with a free slot: full ones must not crowd the free ones out of the 50 tries below.
-            .annotate(live_slots=Coalesce(Subquery(live_count), 0))
-            .filter(live_slots__lt=config.annotators_required)
-            .order_by("pk")
-        )
-        if stage == Stage.REVIEW:
-            candidates = candidates.exclude(Exists(AnnotatorLease.objects.filter(
-                item=OuterRef("pk"), stage=Stage.CLUE_GRAPH, annotator=user, status=AnnotatorLeaseStatus.SUBMITTED)))
+        candidates = _candidates(user=user, stage=stage, now=now, config=config)
         skipped: list[int] = []
         for _ in range(50):
             item = candidates.exclude(pk__in=skipped).select_for_update(skip_locked=True, of=("self",)).first()
             if item is None:
                 return None
             try:
-                return take_slot(item=item, stage=stage, user=user, now=now, config=config)
-            except NoSlot:
-                skipped.append(item.pk)
+                with transaction.atomic():
+                    return take_slot(item=item, stage=stage, user=user, now=now, config=config)
+            except (IntegrityError, NoSlot) as refused:
+                # Another request of this user may have taken an item meanwhile (one open lease per stage,
+                # visible once it committed): that lease is the answer to this request too.
+                held = _open_lease(user=user, stage=stage, now=now)
+                if held is not None:
+                    return _renewed(held, now=now, config=config)
+                if isinstance(refused, NoSlot):
+                    skipped.append(item.pk)
         return None
+
+
+def _renewed(lease: AnnotatorLease | None, *, now, config: StageConfig) -> AnnotatorLease | None:
+    if lease is not None:
+        lease.expires_at = now + timedelta(minutes=config.lease_minutes)
+        lease.save(update_fields=["expires_at"])
+    return lease
+
+
+def _candidates(*, user, stage: str, now, config: StageConfig):
+    """Items of the stage the user may take, with a free slot, oldest first (not locked)."""
+    live = AnnotatorLease.objects.filter(item=OuterRef("pk"), stage=stage).filter(
+        Q(status=AnnotatorLeaseStatus.SUBMITTED) | Q(status=AnnotatorLeaseStatus.LEASED, expires_at__gt=now))
+    live_count = live.order_by().values("item").annotate(n=Count("pk")).values("n")
+    candidates = (
+        Item.objects.filter(status=stage)
+        .exclude(Exists(live.filter(annotator=user)))
+        .exclude(Exists(Adjudication.objects.filter(item=OuterRef("pk"), stage=stage,
+                                                    status=AdjudicationStatus.OPEN)))
+        # Only items with a free slot: full ones must not crowd the free ones out of the 50 tries.
+        .annotate(live_slots=Coalesce(Subquery(live_count), 0))
+        .filter(live_slots__lt=config.annotators_required)
+        .order_by("pk")
+    )
+    if stage == Stage.REVIEW:
+        candidates = candidates.exclude(Exists(AnnotatorLease.objects.filter(
+            item=OuterRef("pk"), stage=Stage.CLUE_GRAPH, annotator=user, status=AnnotatorLeaseStatus.SUBMITTED)))
+    return candidates
 
 
 @transaction.atomic

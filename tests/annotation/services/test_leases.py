@@ -110,14 +110,15 @@ def test_two_annotators_asking_at_the_same_moment_200_times_never_get_the_same_i
 
 @pytest.mark.django_db
 def test_full_items_do_not_hide_free_ones_when_k_is_above_one(annotator, annotator2, django_user_model):
-    """With k = 2, many items already held by two others come first: the third annotator still gets a free one."""
+    """With k = 2, many items already done by two others come first: the third annotator still gets a free one."""
     set_k(Stage.VERIFICATION, 2)
     items = make_items(60)
     now = timezone.now()
     for item in items[:-1]:
         for user in (annotator, annotator2):
             AnnotatorLease.objects.create(item=item, stage=Stage.VERIFICATION, annotator=user, leased_at=now,
-                                      expires_at=now + timedelta(minutes=30))
+                                          expires_at=now + timedelta(minutes=30),
+                                          status=AnnotatorLeaseStatus.SUBMITTED, submitted_at=now)
     third = django_user_model.objects.create_user("ann3")
     assert lease_next(user=third, stage=Stage.VERIFICATION).item == items[-1]
 
@@ -139,3 +140,22 @@ def test_an_expired_lease_whose_slot_was_taken_cannot_be_submitted(annotator, an
     item.refresh_from_db()
     assert item.status == ItemStatus.REWRITE
     assert AnnotatorLease.objects.filter(item=item, status=AnnotatorLeaseStatus.SUBMITTED).count() == 1
+
+
+@pytest.mark.django_db
+def test_submitting_another_item_while_holding_an_open_lease_in_the_stage_is_refused(annotator):
+    """One open lease per user and stage: the held item is submitted or skipped first (409, nothing written)."""
+    from annotation.models import VerificationDecision
+    from annotation.services import verification_submit
+
+    set_k(Stage.VERIFICATION, 1)
+    a, b = make_items(2)
+    assert lease_next(user=annotator, stage=Stage.VERIFICATION).item == a
+    with pytest.raises(NoSlot) as refused:
+        verification_submit(item_id=b.pk, user=annotator, decision="keep", criteria=[], item_version=b.version)
+    assert refused.value.http_status == 409 and str(a) in refused.value.message
+    assert not VerificationDecision.objects.exists()
+    lease_release(item_id=a.pk, stage=Stage.VERIFICATION, user=annotator)
+    verification_submit(item_id=b.pk, user=annotator, decision="keep", criteria=[], item_version=b.version)
+    b.refresh_from_db()
+    assert b.status == ItemStatus.REWRITE
