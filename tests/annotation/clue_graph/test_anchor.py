@@ -106,5 +106,4 @@ def test_every_real_record_anchors(records):
     assert 100 <= exact <= 600
     assert median >= 0.55
     assert deciles[0] >= 0.15
-    assert unanchored < 0.3 * len(scores)
-    assert elapsed < 10.0
+    assert unanchored < 0.3 * len(scores)  # the time is printed above, not asserted (benchmarks do that)
