@@ -36,6 +36,8 @@ class Job:
     #: The repeated-sampling index the cache key and the client see, when it is not the row's sample index
     #: (the rotations of one circular sample are rows of their own but one sample).
     sample: int | None = None
+    #: The item's version the prompt was rendered from (Result.item_version).
+    item_version: int | None = None
 
 
 @dataclass

@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 FLUSH_EVERY_S = 0.25
 CANCEL_CHECK_S = 1.0
 RESULT_FIELDS = [
-    "messages", "raw_output", "shown_order", "answer_index", "answer_label", "parse_status", "is_correct",
+    "item_version", "messages", "raw_output", "shown_order", "answer_index", "answer_label", "parse_status", "is_correct",
     "answer_first", "free_answer", "key_information", "keyinfo", "tokens_in", "tokens_out", "latency_s",
     "attempts", "cached", "error", "updated_at",
 ]
@@ -93,7 +93,7 @@ def _result_row(run: Run, result: JobResult) -> Result:
     """The database row of one job's result (the judgement itself is `scoring.score_outcome`)."""
     job, outcome = result.job, result.outcome
     shown = job.shown
-    row = Result(run_id=run.pk, item_id=job.item_id, sample_index=job.sample_index,
+    row = Result(run_id=run.pk, item_id=job.item_id, sample_index=job.sample_index, item_version=job.item_version,
                  shown_order=list(shown.order), answer_first=answer_shown_first(shown),
                  attempts=result.attempts, updated_at=timezone.now())
     if outcome is None:
@@ -212,7 +212,9 @@ class JobPlanner:
         permute_demos = self.option_order == OptionOrder.PERMUTED
         circular = self.option_order == OptionOrder.CIRCULAR
         need = sorted({i for i, _ in wanted})
-        items = {item.pk: item_view(item) for item in Item.objects.filter(pk__in=need)}
+        found = list(Item.objects.filter(pk__in=need))
+        items = {item.pk: item_view(item) for item in found}
+        versions = {item.pk: item.version for item in found}
         demo_views: dict[int, ItemView] = {}
         if method.shots:
             demo_ids = {d for i in need for d in choose_demonstrations(pool_ids=pool, seed=run.seed, exclude=i,
@@ -231,7 +233,7 @@ class JobPlanner:
                 )
             # The rotations of one sample share its sampling index (cache and client see sample, not row).
             jobs.append(Job(item_id=item_id, sample_index=sample, shown=self.shown(view, sample), demos=demos,
-                            sample=sample // run.rotations if circular else None))
+                            sample=sample // run.rotations if circular else None, item_version=versions[item_id]))
         return jobs
 
 

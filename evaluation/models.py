@@ -202,6 +202,8 @@ class Result(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
     item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="evaluation_results")
     sample_index = models.PositiveSmallIntegerField(default=0)
+    item_version = models.PositiveIntegerField(
+        help_text="The item's version when it was asked (Item.version); another version now = a stale row.")
     messages = models.JSONField(default=list, blank=True, help_text="Every call: the messages sent and the output.")
     raw_output = models.TextField(blank=True)
     shown_order = models.JSONField(default=list, blank=True, help_text="Original option index per shown position.")
@@ -229,6 +231,7 @@ class Result(models.Model):
             models.CheckConstraint(
                 condition=Q(parse_status__in=["", *PARSE_STATUSES]), name="result_parse_status_valid"
             ),
+            models.CheckConstraint(condition=Q(item_version__gte=1), name="result_item_version_positive"),
         ]
 
     def __str__(self) -> str:

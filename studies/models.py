@@ -260,6 +260,7 @@ class Response(models.Model):
     highlights = models.JSONField(default=list, blank=True, help_text='[{"start", "end", "text"}] in the shown context.')
     language = models.CharField(max_length=10, blank=True)
     is_correct = models.BooleanField()
+    item_version = models.PositiveIntegerField(help_text="The item's version (Item.version) the answer was scored on.")
     shown_at = models.DateTimeField()
     answered_at = models.DateTimeField()
     is_late = models.BooleanField(default=False, help_text="Accepted within the grace period after a deadline.")
@@ -273,6 +274,7 @@ class Response(models.Model):
                 name="response_confidence_1_5",
             ),
             models.CheckConstraint(condition=Q(answered_at__gte=F("shown_at")), name="response_answered_after_shown"),
+            models.CheckConstraint(condition=Q(item_version__gte=1), name="response_item_version_positive"),
         ]
 
     def __str__(self) -> str:

@@ -28,7 +28,7 @@ def make_runs(count, *, name_prefix="ep", methods=("naive", "self-cot")):
                                                           defaults={"kind": "builtin", "model": "first-option"})
         run = services.run_launch(endpoint=endpoint, method=methods[n % len(methods)], split="test", enqueue=False)
         Result.objects.bulk_create([
-            Result(run=run, item_id=item_id, parse_status="ok", is_correct=i % 2 == 0, answer_index=0,
+            Result(run=run, item_id=item_id, item_version=1, parse_status="ok", is_correct=i % 2 == 0, answer_index=0,
                    answer_first=i % 3 == 0, keyinfo=0.5, tokens_in=10, tokens_out=3)
             for i, item_id in enumerate(run.item_ids)
         ])
