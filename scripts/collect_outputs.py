@@ -63,7 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--letters", type=float, default=0.25, help="share of items shown with letter labels")
     parser.add_argument("--permute", type=float, default=0.5, help="share of items shown in a permuted order")
     parser.add_argument("--max-tokens", type=int, default=400)
-    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--temperature", type=float, default=0.0, help="of each prompt's first output")
+    parser.add_argument("--samples", type=int, default=2,
+                        help="more outputs of each prompt at --sample-temperature (the server reuses the prompt's cache)")
+    parser.add_argument("--sample-temperature", type=float, default=0.8, help="also self-consistency's")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--out", type=Path, required=True)
@@ -86,9 +89,9 @@ def main(argv: list[str] | None = None) -> int:
             for name in args.methods.split(","):
                 method = get_method(name)
                 messages = method.messages(shown, demos)
-                samples = args.k if name == "self-consistency" else 1
-                for sample in range(samples):
-                    temperature = 0.8 if name == "self-consistency" else args.temperature
+                consistency = name == "self-consistency"
+                for sample in range(args.k if consistency else 1 + args.samples):
+                    temperature = args.sample_temperature if consistency or sample else args.temperature
                     started = time.monotonic()
                     reply = chat(args.base_url, args.model, messages, max_tokens=args.max_tokens,
                                  temperature=temperature, seed=args.seed + sample, timeout=args.timeout)
