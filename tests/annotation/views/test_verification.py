@@ -50,8 +50,10 @@ def test_disagreement_goes_to_adjudication(annotator, annotator2, researcher, dj
     assert refused.status_code == 409
     third = django_user_model.objects.create_user("ann3")
     third.groups.add(*annotator.groups.all())
-    page = client_for(third).get(reverse("annotation:adjudication", args=[adjudication.pk])).content.decode()
-    assert "heavy_math" in page
+    text = visible_text(client_for(third).get(reverse("annotation:adjudication", args=[adjudication.pk])))
+    assert "ann2 Delete 1.2 Heavy mathematics or domain knowledge" in text and "heavy_math" not in text
+    listing = visible_text(client_for(third).get(reverse("annotation:adjudication_list")))
+    assert "ann1: Keep; ann2: Delete" in listing
     assert client_for(third).post(reverse("annotation:adjudication", args=[adjudication.pk]),
                                {"decision": "delete", "comment": "needs algebra"}).status_code == 302
     item.refresh_from_db()
