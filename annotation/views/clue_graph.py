@@ -5,6 +5,7 @@ import json
 
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
@@ -18,10 +19,11 @@ from ..forms import GRAPH_META_KEYS, ClueGraphForm
 from ..clue_graph import editing
 from ..clue_graph.drawing import render_svg
 from ..clue_graph.editing import EditableGraph, editable_graph
+from ..clue_graph.nodes import link_steps
 from ..highlight import segments
 from ..models import Item, Stage
 from ..selectors.belief import clue_graph_draft
-from .common import attempt, stage_context
+from .common import after_decision, attempt, stage_context
 
 
 def _graph_meta(graph: EditableGraph) -> str:
@@ -29,17 +31,54 @@ def _graph_meta(graph: EditableGraph) -> str:
     return json.dumps({k: data[k] for k in GRAPH_META_KEYS})
 
 
+#: The words the screen uses for a clue's anchoring state, on the row's badge and in the preview alike.
+ANCHOR_STATE_WORDS = {"exact": "verbatim", "fuzzy": "approximate", "unanchored": "not found"}
+
+
+def _input_references(graph: EditableGraph) -> list[list[dict]]:
+    """Per step row, each input with what it refers to, resolved like the checks and the drawing
+    (`clue_graph.nodes.link_steps` on the graph as it will be saved): "clue 2", "S1", or None (dangling)."""
+    links = link_steps(graph.parsed())
+    evidence = [link for link in links if link.section == "evidence"]
+    reasoning = [link for link in links if link.section == "reasoning"]
+    kept = [i for i, step in enumerate(graph.steps) if step.output.strip() or any(x.strip() for x in step.inputs)]
+    aligned = len(reasoning) == len(kept)  # else a row did not come back from the text as one step: no notes
+    names = {link.target: f"evidence step {n}" for n, link in enumerate(evidence, 1)}
+    for row, link in zip(kept, reasoning):
+        names.setdefault(link.target, f"S{row + 1}")
+    by_row = {row: link for row, link in zip(kept, reasoning)} if aligned else {}
+    result = []
+    for i, step in enumerate(graph.steps):
+        link = by_row.get(i)
+        found = dict(zip(link.step.inputs, link.sources)) if link else {}
+        inputs = []
+        for text in step.inputs:
+            known = text.strip() in found
+            sources = found.get(text.strip())
+            names_of = [f"clue {node[1:]}" if node.startswith("c") else names.get(node, node) for node in sources or ()]
+            inputs.append({"text": text, "resolved": known, "dangling": known and sources is None,
+                           "refers_to": ", ".join(names_of)})
+        result.append(inputs)
+    return result
+
+
 def graph_context(item, graph: EditableGraph, *, base_version: int) -> dict:
     """Everything the clue-graph screen shows for a graph: anchors, checks, rows, the SVG."""
     shown = editing.editor_view(graph, context=item.context, options=item.options, answer_index=item.answer_index,
                                 answer_text=item.answer_text)
+    references = _input_references(graph)
     return {
         "item": item, "base_version": base_version, "meta": _graph_meta(graph),
-        "clue_rows": shown.clue_rows, "step_rows": shown.step_rows, "issues": shown.issues,
+        "clue_rows": [{"row": row, "state": row.state, "state_words": ANCHOR_STATE_WORDS[row.state]}
+                      for row in shown.clue_rows],
+        "step_rows": [{"row": row, "inputs": inputs} for row, inputs in zip(shown.step_rows, references)],
+        "issues": shown.issues,
         "segments": segments(item.context, shown.spans),
         "svg": mark_safe(render_svg(shown.drawn, title=f"Clue graph of {item}")),  # noqa: S308 - every text is escaped
         "unanchored": shown.unanchored,
         "fuzzy": shown.fuzzy,
+        # "No problems" only when the checks find none and every clue is verbatim in the context.
+        "all_clear": not shown.issues and not shown.unanchored and not shown.fuzzy,
     }
 
 
@@ -50,8 +89,9 @@ def _save_graph_draft(request, item, graph: EditableGraph, base_version: int) ->
 
 @annotator_required
 def clue_graph_view(request, pk: int):
+    """The editor. A refused save keeps the graph as a draft and redirects (post/redirect/get); input that the
+    page itself never sends (oversized, a damaged hidden state) is answered at once with 400."""
     item = get_object_or_404(Item, pk=pk)
-    conflict, status, error = None, 200, None
     draft = selectors.draft_for(user=request.user, item=item, stage=Stage.CLUE_GRAPH)
     if request.method == "POST":
         form = ClueGraphForm(request.POST)
@@ -60,34 +100,41 @@ def clue_graph_view(request, pk: int):
         base_version = form.cleaned_data.get("base_version")
         if form.errors:
             # The annotator's text stays in the editor beside the message; nothing is saved.
-            error, status, base_version = "; ".join(form.named_errors()), 400, base_version or ""
-        else:
-            saved, refusal = attempt(lambda: services.clue_graph_save(
-                item_id=item.pk, base_version=base_version, graph=graph, user=request.user,
-                note=form.cleaned_data["note"].strip(), finish=finish))
-            if refusal is None:
-                if finish:
-                    messages.success(request, f"{item}: clue graph done, sent to review.")
-                    return redirect("annotation:queue")
-                messages.success(request, f"Saved version {saved.version}.")
-                return redirect("annotation:clue_graph", pk=item.pk)
-            status = refusal.http_status
-            if isinstance(refusal, StaleVersion):
-                _save_graph_draft(request, item, graph, base_version)
-                item = refusal.item
-                conflict = selectors.item_conflict(item=item, base_version=base_version)
-                base_version = item.version  # saving again, after seeing the diff, starts from the stored version
-            else:
-                error = refusal.message
-    elif draft is not None:
+            context = {**stage_context(request, item, Stage.CLUE_GRAPH),
+                       **graph_context(item, graph, base_version=base_version or ""),
+                       "error": "; ".join(form.named_errors()), "conflict": None, "draft": None, "judge_draft": None}
+            return render(request, "annotation/clue_graph.html", context, status=400)
+        saved, refusal = attempt(lambda: services.clue_graph_save(
+            item_id=item.pk, base_version=base_version, graph=graph, user=request.user,
+            note=form.cleaned_data["note"].strip(), finish=finish))
+        if refusal is None:
+            if finish:
+                return after_decision(request, Stage.CLUE_GRAPH, stay=reverse("annotation:queue"),
+                                      message=f"{item}: clue graph done, sent to review.")
+            messages.success(request, f"Saved version {saved.version}.")
+            return redirect("annotation:clue_graph", pk=item.pk)
+        _save_graph_draft(request, item, graph, base_version)
+        url = reverse("annotation:clue_graph", args=[item.pk])
+        if isinstance(refusal, StaleVersion):
+            messages.error(request, "Not saved: someone else changed this item meanwhile.")
+            return redirect(f"{url}?conflict={base_version}")
+        messages.error(request, f"Not saved: {refusal.message}")
+        return redirect(f"{url}?refused=1")
+    conflict = None
+    if draft is not None:
         graph, base_version = EditableGraph.from_data(draft.data), draft.base_version
     else:
         graph, base_version = editable_graph(item.evidence, item.reasoning), item.version
+    conflict_from = request.GET.get("conflict", "")
+    if conflict_from.isdigit() and int(conflict_from) < item.version:
+        conflict = selectors.item_conflict(item=item, base_version=int(conflict_from))
+        base_version = item.version  # saving again, after seeing the diff, starts from the stored version
     context = stage_context(request, item, Stage.CLUE_GRAPH)
     context.update(graph_context(item, graph, base_version=base_version))
-    context.update({"conflict": conflict, "error": error, "draft": draft if request.method == "GET" else None,
-                    "judge_draft": clue_graph_draft(item=item, user=request.user) if request.method == "GET" else None})
-    return render(request, "annotation/clue_graph.html", context, status=status)
+    context.update({"conflict": conflict, "error": None,
+                    "draft": draft if not conflict and "refused" not in request.GET else None,
+                    "judge_draft": clue_graph_draft(item=item, user=request.user)})
+    return render(request, "annotation/clue_graph.html", context)
 
 
 def _graph_draft_response(request, item, *, partial: str, apply_action: bool):
@@ -107,7 +154,7 @@ def _graph_draft_response(request, item, *, partial: str, apply_action: bool):
     _save_graph_draft(request, item, graph, base_version)
     context = {**stage_context(request, item, Stage.CLUE_GRAPH),
                **graph_context(item, graph, base_version=base_version), "error": error,
-               "draft_saved": timezone.now()}
+               "draft_saved": timezone.now(), "oob": partial.endswith("#preview")}
     return render(request, partial, context)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 from django.urls import reverse
@@ -117,9 +118,10 @@ def test_stale_clue_graph_save_is_refused_and_kept_as_draft(annotator, annotator
     url = reverse("annotation:clue_graph", args=[item.pk])
     assert a.post(url, data_a).status_code == 302
     refused = b.post(url, data_b)
-    assert refused.status_code == 409
-    page = refused.content.decode()
+    assert refused.status_code == 302 and refused["Location"] == f"{url}?conflict={item.version}"  # no re-post
+    page = b.get(refused["Location"]).content.decode()
     assert "visitor" in page and "someone else changed this item" in page
+    assert "the gardener walked in" in page  # the refused text is back in the editor
     assert f'name="base_version" value="{item.version + 1}"' in page  # a second save, after seeing it, may go on top
     assert Draft.objects.get(user=annotator2, item=item).data["clues"][0][1] == "the gardener walked in"
 
@@ -172,3 +174,66 @@ def test_clue_graph_htmx_calls_refuse_bad_input_without_500(annotator_client, an
         response = annotator_client.post(edit, {**graph_post(item), "action": action, **extra})
         assert response.status_code == 200, action
     assert "pick the text again" in annotator_client.post(edit, {**graph_post(item), "action": "fix:a:b"}).content.decode()
+
+
+def _texts(response):
+    from tests.support.page_text import visible_text
+
+    return visible_text(response)
+
+
+def test_row_badges_follow_the_preview_and_no_problems_only_when_every_clue_is_verbatim(annotator_client):
+    (item,) = make_items(1, status=ItemStatus.CLUE_GRAPH)
+    page = annotator_client.get(reverse("annotation:clue_graph", args=[item.pk]))
+    html, text = page.content.decode(), _texts(page)
+    # Clue 1 is verbatim, clue 3 only approximately in the story: the row badge and the anchoring list say so alike.
+    assert 'id="clue-state-0">verbatim</span>' in html and 'id="clue-state-2">approximate</span>' in html
+    assert 'id="anchor-2" data-state="fuzzy"' in html and re.search(r"approximate \(0\.\d\d\) — best span", text)
+    assert "No problems found" not in text and "exact" not in text
+    assert "Clue only approximately in the context: clue 3 (see Anchoring above)" in text
+    data = graph_post(item)
+    data["clue_text"][0] = "muddy boots were standing next to the desk"  # a paraphrase: only approximate now
+    preview = annotator_client.post(reverse("annotation:clue_graph_preview", args=[item.pk]), data,
+                                    HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="clue-state-0" hx-swap-oob="true">approximate</span>' in preview  # the editor's badge follows
+    assert 'id="anchor-0" data-state="fuzzy"' in preview
+    assert "Clue only approximately in the context: clue 1" in _texts(preview)
+    # Every clue verbatim, every clue used, the last step names the answer: now there is nothing to report.
+    data = graph_post(item)
+    data.update({"clue_text": data["clue_text"][:2], "clue_implication": data["clue_implication"][:2]})
+    clear = annotator_client.post(reverse("annotation:clue_graph_preview", args=[item.pk]), data,
+                                  HTTP_HX_REQUEST="true")
+    assert "No problems found: every clue is verbatim in the context and the steps reach the answer." in _texts(clear)
+
+
+def test_step_inputs_are_the_real_inputs_with_what_each_refers_to(annotator_client):
+    (item,) = make_items(1, status=ItemStatus.CLUE_GRAPH)
+    data = graph_post(item)
+    data["step_0_inputs"] = ["someone came in from the garden", "the moon was full"]
+    response = annotator_client.post(reverse("annotation:clue_graph_edit", args=[item.pk]), data)
+    html, text = response.content.decode(), _texts(response)
+    assert "<select" not in html and "step_0_extra" not in html
+    assert 'name="step_0_inputs" value="someone came in from the garden"' in html
+    assert 'name="step_0_inputs" value="the moon was full"' in html
+    assert "→ clue 1" in text and "refers to nothing (a dangling reference)" in text
+    # The checks say the same as the note: the unknown input is the dangling one; no raw codes on the page.
+    assert "Step input that refers to nothing: step input 'the moon was full'" in text
+    for code in ("dangling_reference:", "fuzzy_clue:", "unanchored_clue:", "unused_clue:"):
+        assert code not in text
+    # Saving keeps exactly those inputs (the empty "another input" field adds nothing).
+    data["step_0_inputs"] = ["someone came in from the garden", "the gardener could lock the door", ""]
+    assert annotator_client.post(reverse("annotation:clue_graph", args=[item.pk]), data).status_code == 302
+    item.refresh_from_db()
+    assert "someone came in from the garden + the gardener could lock the door -> The gardener" in item.reasoning
+
+
+def test_a_refused_clue_graph_save_redirects_and_keeps_the_graph(annotator_client, annotator):
+    (item,) = make_items(1, status=ItemStatus.PUBLISHED)
+    data = graph_post(item)
+    data["clue_implication"][0] = "kept although refused"
+    url = reverse("annotation:clue_graph", args=[item.pk])
+    refused = annotator_client.post(url, data)
+    assert refused.status_code == 302 and refused["Location"] == f"{url}?refused=1"
+    page = annotator_client.get(refused["Location"])
+    assert "Not saved:" in _texts(page) and 'value="kept although refused"' in page.content.decode()
+    assert Draft.objects.get(user=annotator, item=item).data["clues"][0][1] == "kept although refused"
