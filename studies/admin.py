@@ -123,8 +123,12 @@ class RecordAdmin(admin.ModelAdmin):
 
 @admin.register(Response)
 class ResponseAdmin(RecordAdmin):
-    list_display = ["id", "attempt", "item", "chosen_option", "is_correct", "confidence", "is_late", "answered_at"]
+    list_display = ["id", "attempt", "item", "option_chosen", "is_correct", "confidence", "is_late", "answered_at"]
     list_filter = ["is_late", "is_correct", "attempt__study"]
+
+    @admin.display(description="option chosen (1 = first)", ordering="chosen_option")
+    def option_chosen(self, response: Response) -> int:
+        return response.chosen_option + 1
 
 
 @admin.register(RefusedAnswer)

@@ -13,6 +13,7 @@ have spare quota but not enough distinct ones.
 from __future__ import annotations
 
 import hashlib
+from math import gcd
 import random
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -55,3 +56,40 @@ def presentation_order(keys: Sequence[int], *, seed: int | str) -> list[int]:
     order = sorted(keys)
     random.Random(f"order:{seed}").shuffle(order)
     return order
+
+
+@dataclass(frozen=True)
+class QuotaFit:
+    """How a pool's answers divide into attempts: complete attempts, and answers no attempt can collect."""
+
+    items: int
+    raters: int
+    per_participant: int
+    complete_attempts: int
+    stranded_answers: int
+    item_counts: tuple[int, ...] = ()         # nearby pool sizes that divide exactly
+    per_participant_counts: tuple[int, ...] = ()  # nearby questions per participant that divide exactly
+
+    @property
+    def divides(self) -> bool:
+        return self.stranded_answers == 0 and self.complete_attempts > 0
+
+
+def quota_fit(items: int, raters: int, per_participant: int) -> QuotaFit:
+    """Whether `items` x `raters` answers divide into attempts of `per_participant` distinct items.
+
+    With the fullest-first rule every answer is collected when they divide (and an attempt fits the
+    pool); otherwise the remainder can never be handed out: each attempt needs that many distinct items.
+    """
+    if per_participant <= 0 or raters <= 0 or items < per_participant:
+        return QuotaFit(items, raters, per_participant, 0, max(0, items * raters))
+    total = items * raters
+    complete, stranded = divmod(total, per_participant)
+    if not stranded:
+        return QuotaFit(items, raters, per_participant, complete, 0)
+    step = per_participant // gcd(per_participant, raters)  # pool sizes that divide are the multiples of this
+    below = items - items % step
+    sizes = tuple(n for n in (below, below + step) if n >= per_participant and n > 0)
+    divisors = [p for p in range(1, items + 1) if total % p == 0]
+    nearby = sorted(divisors, key=lambda p: (abs(p - per_participant), p))[:2]
+    return QuotaFit(items, raters, per_participant, complete, stranded, sizes, tuple(sorted(nearby)))

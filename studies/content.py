@@ -24,15 +24,29 @@ class ShownItem:
     language: str = ""   # the language actually shown: "" = the original, also when a translation is incomplete
 
 
-def shown_item(*, context: str, question: str, options: Sequence[str], translations: Mapping | None,
-               language: str) -> ShownItem:
-    """The item in the study's language: the translation when complete, else the original."""
-    translated = (translations or {}).get(language) if language else None
+def translation_of(translations: Mapping | None, language: str, n_options: int) -> Mapping | None:
+    """An item's complete translation into `language` (context, question and every option), else None."""
+    translated = (translations or {}).get(language) if language and isinstance(translations, Mapping) else None
     if (
         isinstance(translated, Mapping)
         and translated.get("context") and translated.get("question")
-        and isinstance(translated.get("options"), list) and len(translated["options"]) == len(options)
+        and isinstance(translated.get("options"), list) and len(translated["options"]) == n_options
+        and all(isinstance(o, str) and o.strip() for o in translated["options"])
     ):
+        return translated
+    return None
+
+
+def is_translated(translations: Mapping | None, language: str, n_options: int) -> bool:
+    """Whether an item can be shown in `language`: the original always, a translation when complete."""
+    return not language or translation_of(translations, language, n_options) is not None
+
+
+def shown_item(*, context: str, question: str, options: Sequence[str], translations: Mapping | None,
+               language: str) -> ShownItem:
+    """The item in the study's language: the translation when complete, else the original."""
+    translated = translation_of(translations, language, len(options))
+    if translated is not None:
         return ShownItem(translated["context"], translated["question"], tuple(translated["options"]), language)
     return ShownItem(context, question, tuple(options))
 

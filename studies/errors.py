@@ -98,6 +98,41 @@ class PracticeItemInPool(StudySetupInvalid):
                          field="practice_item")
 
 
+class RejectedItems(StudySetupInvalid):
+    """An explicit item list names items annotators rejected (pools leave them out unless asked)."""
+
+    code = "rejected_items"
+
+    def __init__(self, names: list[str], field: str = "pool_items"):
+        super().__init__(f"Annotators rejected these items: {', '.join(names[:10])}"
+                         f"{' …' if len(names) > 10 else ''}; remove them or allow rejected items in the pool.",
+                         field=field)
+        self.names = list(names)
+
+
+class TranslationsMissing(StudySetupInvalid):
+    """A study in a language cannot open while pool items or the practice item lack that translation."""
+
+    code = "translations_missing"
+
+    def __init__(self, gaps: list[tuple[str, list[str], bool]]):
+        """`gaps`: (language name, pool items without a translation, whether the practice item lacks one)."""
+        parts = []
+        for name, items, practice in gaps:
+            what = []
+            if items:
+                what.append(f"{len(items)} pool item{'s' if len(items) != 1 else ''} "
+                            f"({', '.join(items[:8])}{' …' if len(items) > 8 else ''})")
+            if practice:
+                what.append("the practice item")
+            parts.append(f"{' and '.join(what)} {'have' if len(items) + practice > 1 else 'has'} no {name} translation")
+        super().__init__(
+            "The study cannot open: " + "; ".join(parts) + ". Translate them, leave the untranslated items out "
+            "of the pool (and choose a translated practice item), or keep the study as a draft.",
+            field="status", details={"untranslated": {name: items for name, items, _ in gaps}})
+        self.gaps = list(gaps)
+
+
 class AnswerInvalid(Invalid):
     """A malformed answer (400); `errors` maps each field to its messages, `messages` to the first one."""
 
@@ -113,5 +148,6 @@ class AnswerInvalid(Invalid):
 
 __all__ = [
     "AnswerInvalid", "AnswerRefused", "AttemptNotRunning", "EmptyPool", "PoolFrozen", "PracticeItemInPool",
-    "RatersBelowLoad", "StudyError", "StudyNotOpen", "StudySetupInvalid", "UnknownItems",
+    "RatersBelowLoad", "RejectedItems", "StudyError", "StudyNotOpen", "StudySetupInvalid", "TranslationsMissing",
+    "UnknownItems",
 ]

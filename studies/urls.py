@@ -8,6 +8,7 @@ urlpatterns = [
     path("new/", views.study_create_view, name="study_create"),
     path("<slug:slug>/", views.study_monitor_view, name="study_monitor"),
     path("<slug:slug>/edit/", views.study_edit_view, name="study_edit"),
+    path("<slug:slug>/exclude-untranslated/", views.study_exclude_untranslated_view, name="exclude_untranslated"),
     path("<slug:slug>/results/", views.study_results_view, name="study_results"),
     path("<slug:slug>/export.<str:fmt>", views.study_export_view, name="study_export"),
     path("<slug:slug>/attempts/<int:attempt_id>/extend/", views.attempt_extend_view, name="attempt_extend"),

@@ -13,9 +13,9 @@ from django.views.decorators.http import require_POST
 from detectbench_web.error_mapping import REFUSED, add_form_errors, error_text
 from detectbench_web.roles import researcher_required
 
-from . import selectors, services
+from . import selectors, services, setup_checks
 from .forms import SETTING_FIELDS, ExtendForm, StudyForm
-from .models import Attempt, AttemptStatus, Study
+from .models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, Study
 
 
 @researcher_required
@@ -25,11 +25,13 @@ def study_list_view(request):
 
 @researcher_required
 def study_create_view(request):
-    form = StudyForm(request.POST or None, initial={"pool_split": "test", "pool_sample": 250})
+    form = StudyForm(request.POST or None, initial={"pool_split": "test", "pool_sample": 250,
+                                                    "consent_text": str(DEFAULT_CONSENT_TEXT)})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
             study = services.study_create(slug=data["slug"], pool_items=data["pool_items"], user=request.user,
+                                          exclude_untranslated=data["exclude_untranslated"],
                                           **{name: data[name] for name in SETTING_FIELDS})
         except REFUSED as error:
             add_form_errors(form, error)
@@ -37,6 +39,7 @@ def study_create_view(request):
             messages.success(request, f"Study {study.slug} created with {study.pool.count()} items.")
             return redirect("studies:study_monitor", slug=study.slug)
     return render(request, "studies/study_form.html", {"form": form, "study": None})
+
 
 
 @researcher_required
@@ -48,13 +51,15 @@ def study_edit_view(request, slug: str):
         data = form.cleaned_data
         try:
             services.study_update(study_id=study.pk, pool_items=data["pool_items"],
+                                  exclude_untranslated=data["exclude_untranslated"],
                                   **{name: data[name] for name in SETTING_FIELDS})
         except REFUSED as error:
             add_form_errors(form, error)
         else:
             messages.success(request, "Study saved.")
             return redirect("studies:study_monitor", slug=study.slug)
-    return render(request, "studies/study_form.html", {"form": form, "study": study})
+    return render(request, "studies/study_form.html", {"form": form, "study": study,
+                                                       "warnings": setup_checks.setup_warnings(study)})
 
 
 @researcher_required
@@ -62,8 +67,26 @@ def study_monitor_view(request, slug: str):
     study = get_object_or_404(Study, slug=slug)
     context = {"study": study, "monitor": selectors.study_monitor(study), "extend_form": ExtendForm(),
                "AttemptStatus": AttemptStatus}
-    template = "studies/study_monitor.html#live" if request.htmx else "studies/study_monitor.html"
-    return render(request, template, context)
+    if request.htmx:  # the live part only: the setup checks do not change while the page polls
+        return render(request, "studies/study_monitor.html#live", context)
+    coverage = setup_checks.translation_coverage(study)
+    context.update(coverage=coverage, coverage_gaps=[c for c in coverage if not c.complete],
+                   coverage_missing=any(c.missing for c in coverage), warnings=setup_checks.setup_warnings(study))
+    return render(request, "studies/study_monitor.html", context)
+
+
+@researcher_required
+@require_POST
+def study_exclude_untranslated_view(request, slug: str):
+    """Leave the pool items without a translation into the study's languages out of the pool."""
+    study = get_object_or_404(Study, slug=slug)
+    try:
+        left_out = services.study_exclude_untranslated(study_id=study.pk)
+    except REFUSED as error:
+        messages.error(request, error_text(error))
+    else:
+        messages.success(request, f"{left_out} untranslated item(s) left out of the pool.")
+    return redirect("studies:study_monitor", slug=slug)
 
 
 @researcher_required

@@ -8,12 +8,14 @@ from .attempts import (
 from .responses import (
     Question, Submitted, attempt_question, practice_check, question_open, response_submit, shown_item_of,
 )
-from .setup import pool_items_resolve, sample_pool, study_create, study_set_pool, study_update
+from .setup import (
+    pool_items_resolve, sample_pool, study_create, study_exclude_untranslated, study_set_pool, study_update,
+)
 
 __all__ = [
     "Question", "Submitted",
     "attempt_expire", "attempt_extend", "attempt_question", "attempt_return", "attempt_set_language", "attempt_start",
     "attempts_sweep",
     "practice_check", "pool_items_resolve", "question_open", "response_submit", "sample_pool", "shown_item_of",
-    "study_create", "study_join", "study_set_pool", "study_update",
+    "study_create", "study_exclude_untranslated", "study_join", "study_set_pool", "study_update",
 ]

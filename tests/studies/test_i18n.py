@@ -44,6 +44,7 @@ def test_browser_language_switches_the_ui_when_the_study_has_none(client, make_s
 
 
 def test_chinese_practice_feedback_and_field_errors(client, make_study, items):
+    Item.objects.filter(pk__in=items(12)).update(translations={"zh-hans": ZH})  # an open Chinese study needs them
     practice = Item.objects.get(pk=items(12)[-1])
     study = make_study(language="zh-hans", practice_item=practice)
     client.post(reverse("studies_public:join", args=[study.slug]), {"consent": "yes", "PROLIFIC_PID": "zh2"})

@@ -25,7 +25,7 @@ HX = {"HTTP_HX_REQUEST": "true"}
 def _form(**fields) -> dict:
     data = {
         "slug": "refused", "title": "R", "status": StudyStatus.OPEN, "pool_split": "test", "pool_sample": "",
-        "seed": 0, "per_participant": 2, "raters": 1, "time_limit_seconds": 600, "grace_seconds": 5, "language": "",
+        "seed": 0, "per_participant": 2, "raters": 1, "time_limit_seconds": 600, "time_limit_minutes": "10", "grace_seconds": 5, "language": "",
         "bonus_per_correct": "0", "bonus_currency": "GBP",
     }
     data.update(fields)
@@ -66,9 +66,15 @@ def test_every_refusal_is_a_service_error_with_a_code_and_status():
 def test_empty_split_page_and_api(researcher_client, items):
     items(3)
     page = researcher_client.post(reverse("studies:study_create"), _form(pool_split="nothing-here"))
-    assert page.status_code == 200 and "This split has no items." in page.context["form"].errors["pool_split"]
+    assert page.status_code == 200
+    assert page.context["form"].errors["pool_split"] == ["There is no split “nothing-here”: import its items first."]
     api = researcher_client.post("/api/studies/", _api_body(pool_split="nothing-here"), content_type="application/json")
     assert api.status_code == 400 and api.json()["code"] == "empty_pool" and api.json()["field"] == "pool_split"
+    # A split whose items were all rejected by annotators draws nothing either (rejected items are left out).
+    Item.objects.filter(split="test").update(status="rejected")
+    page = researcher_client.post(reverse("studies:study_create"), _form(pool_split="test"))
+    assert page.status_code == 200 and page.context["form"].errors["pool_split"] == [
+        "This split has no items to draw from (items annotators rejected are left out unless included)."]
     assert not Study.objects.exists()
 
 

@@ -59,7 +59,7 @@ def test_create_study_from_a_seeded_sample_and_edit(researcher_client, items):
     items(30)
     data = {
         "slug": "pilot", "title": "Pilot", "status": StudyStatus.OPEN, "pool_split": "test", "pool_sample": 20, "seed": 7,
-        "per_participant": 5, "raters": 3, "time_limit_seconds": 3600, "grace_seconds": 5, "language": "",
+        "per_participant": 5, "raters": 3, "time_limit_minutes": "60", "grace_seconds": 5, "language": "",
         "consent_text": "You agree.", "instructions": "Read carefully.", "bonus_per_correct": "0.10",
         "bonus_currency": "GBP", "completion_code": "PILOT1", "completion_url": "https://example.org/done",
     }
@@ -187,7 +187,7 @@ def test_create_with_the_practice_item_in_the_pool_is_a_form_error(researcher_cl
     ids = items(5)
     data = {
         "slug": "prac", "title": "P", "status": StudyStatus.OPEN, "pool_split": "test", "pool_sample": "", "seed": 0,
-        "per_participant": 2, "raters": 1, "time_limit_seconds": 600, "grace_seconds": 5, "language": "",
+        "per_participant": 2, "raters": 1, "time_limit_seconds": 600, "time_limit_minutes": "10", "grace_seconds": 5, "language": "",
         "bonus_per_correct": "0", "bonus_currency": "GBP", "practice_item": ids[0],
         "pool_items": " ".join(str(i) for i in ids),
     }

@@ -336,10 +336,11 @@ def test_refused_answer_keeps_a_bounded_payload(make_study):
 def test_response_records_the_language_actually_shown(make_study, items):
     from annotation.models import Item
 
-    study = make_study(n_items=2, per_participant=1, raters=2, language="zh-hans")
     ids = items(2)
-    Item.objects.filter(pk=ids[0]).update(translations={"zh-hans": {
-        "context": "管家在花园里。", "question": "谁？", "options": ["甲"] * len(Item.objects.get(pk=ids[0]).options)}})
+    zh = {"context": "管家在花园里。", "question": "谁？", "options": ["甲"] * len(Item.objects.get(pk=ids[0]).options)}
+    Item.objects.filter(pk__in=ids).update(translations={"zh-hans": zh})  # an open Chinese study needs them
+    study = make_study(n_items=2, per_participant=1, raters=2, language="zh-hans")
+    Item.objects.filter(pk=ids[1]).update(translations={})  # a translation removed after the study opened
     for pid in ("a", "b", "c", "d"):
         attempt = started_attempt(study, pid)
         if attempt.status == AttemptStatus.STARTED:
