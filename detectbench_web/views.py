@@ -1,4 +1,4 @@
-"""Project-level pages: the home page that routes each role to its area, a health check, and the
+"""Project-level pages: the home page (a dashboard per role), a health check, and the
 403 / 404 / 500 pages (the site's layout, a reason and a way back; never a traceback)."""
 import logging
 
@@ -11,6 +11,8 @@ from django.template.loader import render_to_string
 from django.templatetags.static import static
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from .dashboard import home_dashboard
+
 logger = logging.getLogger(__name__)
 
 # The last resort when even the 500 template cannot render (a missing static manifest, a broken template).
@@ -21,8 +23,8 @@ PLAIN_500 = ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><ti
 
 @login_required
 def home(request):
-    # The links per role come from the roles context processor (AppConfig.home_links).
-    return render(request, "home.html")
+    """The dashboard: per role, what is waiting and where to go (links come from the navigation context)."""
+    return render(request, "home.html", {"board": home_dashboard(user=request.user)})
 
 
 def favicon(request):

@@ -20,15 +20,16 @@ from .items import (
 )
 from .progress import agreement_rows, progress_board, verification_agreement
 from .workflow import (
-    adjudication_detail, draft_for, lease_for, open_adjudications, queue_overview, review_by, stage_configs,
-    verification_by,
+    adjudication_detail, curation_counts, draft_for, lease_for, open_adjudications, queue_overview, review_by,
+    stage_configs, verification_by,
 )
 
 __all__ = [
     "item_browser", "item_changes_since_previous", "item_changes_since_stage", "item_conflict", "item_detail",
     "item_facets", "item_history", "item_list", "item_revisions", "revision_snapshot",
     "agreement_rows", "progress_board", "verification_agreement",
-    "adjudication_detail", "draft_for", "lease_for", "open_adjudications", "queue_overview", "review_by",
+    "adjudication_detail", "curation_counts", "draft_for", "lease_for", "open_adjudications", "queue_overview",
+    "review_by",
     "stage_configs", "verification_by",
     "belief_labels", "belief_lease_for", "belief_queues", "belief_reviews", "clue_graph_draft",
     "final_label", "provenance", "screening_suggestions", "screening_view", "belief_trust",

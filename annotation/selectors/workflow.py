@@ -80,3 +80,23 @@ def adjudication_detail(*, adjudication_id: int) -> dict | None:
                      .select_related("annotator"))
     return {"adjudication": adjudication, "item": adjudication.item, "decisions": decisions,
             "open": adjudication.status == AdjudicationStatus.OPEN}
+
+
+def curation_counts() -> dict:
+    """For the researchers' home page: items per split and status (statuses in workflow order), open
+    disagreements and the leases held right now. Three queries."""
+    cells: dict[str, dict[str, int]] = {}
+    for split, status, n in (Item.objects.values_list("split", "status").annotate(n=Count("id"))
+                             .values_list("split", "status", "n").order_by("split")):
+        cells.setdefault(split, {})[status] = n
+    rows = [{"split": split, "counts": [counts.get(status, 0) for status in ItemStatus.values],
+             "total": sum(counts.values())} for split, counts in cells.items()]
+    return {
+        "statuses": ItemStatus.choices,
+        "splits": rows,
+        "totals": [sum(row["counts"][i] for row in rows) for i in range(len(ItemStatus.values))],
+        "items": sum(row["total"] for row in rows),
+        "open_adjudications": Adjudication.objects.filter(status=AdjudicationStatus.OPEN).count(),
+        "leases_now": AnnotatorLease.objects.filter(status=AnnotatorLeaseStatus.LEASED,
+                                                    expires_at__gt=timezone.now()).count(),
+    }
