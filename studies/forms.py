@@ -38,11 +38,12 @@ SETTING_FIELDS = [
 MAX_MINUTES = 24 * 60
 
 
-def _minutes(seconds: int | None) -> Decimal | None:
-    """Seconds as minutes for the form, exact enough that saving unchanged gives the same seconds back."""
+def _minutes(seconds: int | None) -> int | Decimal | None:
+    """Seconds as minutes for the form (30, 5.03), exact enough that saving unchanged gives the same seconds back."""
     if seconds is None:
         return None
-    return (Decimal(seconds) / 60).quantize(Decimal("0.01")).normalize()
+    minutes = (Decimal(seconds) / 60).quantize(Decimal("0.01"))
+    return int(minutes) if minutes == minutes.to_integral_value() else minutes.normalize()
 
 
 def _seconds(minutes: Decimal | None) -> int | None:

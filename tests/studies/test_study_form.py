@@ -32,6 +32,11 @@ def test_time_limits_are_entered_in_minutes_and_edited_back_exactly(researcher_c
     assert created.status_code == 302
     study = Study.objects.get(slug="form")
     assert (study.time_limit_seconds, study.question_time_limit_seconds) == (2700, 90)
+    page = researcher_client.get(reverse("studies:study_edit", args=["form"])).content.decode()
+    assert 'name="time_limit_minutes" value="45"' in page and 'name="question_time_limit_minutes" value="1.5"' in page
+    Study.objects.filter(pk=study.pk).update(time_limit_seconds=600)
+    assert 'name="time_limit_minutes" value="10"' in researcher_client.get(
+        reverse("studies:study_edit", args=["form"])).content.decode()  # not 1E+1
     Study.objects.filter(pk=study.pk).update(time_limit_seconds=302)  # set elsewhere (API, admin)
     page = researcher_client.get(reverse("studies:study_edit", args=["form"])).content.decode()
     assert re.search(r'name="time_limit_minutes" value="5.03"', page)
