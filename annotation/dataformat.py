@@ -6,10 +6,16 @@ that a researcher can open the file at the right place.
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from typing import BinaryIO, Iterator
 
 MAX_LINE_BYTES = 1_000_000  # a DetectBench record is ~2 kB; anything near 1 MB is not a record
+MAX_NESTING = 32  # a record nests 2 levels (clue_graph); extra fields may nest a little more, never this much
+MAX_INTEGER_DIGITS = 100
+# Text that is not a character at all: a lone UTF-16 surrogate (PostgreSQL cannot store a NUL either).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 REQUIRED_FIELDS = ("id", "context", "question", "options", "answer", "clue_graph")
 CLUE_GRAPH_FIELDS = ("evidence", "multi_hop_reasoning")
 
@@ -126,6 +132,82 @@ def validate_record(obj, *, file: str, line: int) -> tuple[ParsedRecord | None, 
     )
 
 
+def _bad_text(text: str) -> str | None:
+    """Why a decoded string cannot be stored, or None."""
+    if "\x00" in text:
+        return "holds a NUL character (\\u0000), which cannot be stored"
+    if not text.isascii() and _SURROGATE.search(text):
+        return "holds a lone surrogate (a \\ud800-\\udfff escape without its pair), which is not a character"
+    return None
+
+
+def _child(path: str, key) -> str:
+    return f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else str(key))
+
+
+def unstorable_value(obj, *, check_text: bool = True) -> tuple[str | None, str] | None:
+    """The first place in a decoded JSON value that cannot be stored: (field path or None, why); else None.
+
+    Walks iteratively (no recursion) through every key and value: NUL characters, lone
+    surrogates and nesting deeper than MAX_NESTING are refused. Nesting is reported on
+    the top-level field it starts from. `check_text=False` checks the nesting only (for
+    JSON decoded from UTF-8 without a \\u escape, whose strings can hold neither).
+    """
+    if isinstance(obj, str):
+        why = check_text and _bad_text(obj)
+        return (None, why) if why else None
+    stack: list[tuple[dict | list, str, str, int]] = [(obj, "", "", 0)] if isinstance(obj, (dict, list)) else []
+    while stack:
+        container, path, top, depth = stack.pop()
+        if depth >= MAX_NESTING:
+            return top or None, f"nested deeper than {MAX_NESTING} levels"
+        for key, value in (container.items() if isinstance(container, dict) else enumerate(container)):
+            if check_text and isinstance(key, str):
+                why = _bad_text(key)
+                if why:
+                    return path or None, f"a key {why}"
+            if isinstance(value, str):
+                why = check_text and _bad_text(value)
+                if why:
+                    return _child(path, key), why
+            elif isinstance(value, (dict, list)):
+                child = _child(path, key)
+                stack.append((value, child, top or child, depth + 1))
+    return None
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"the number {text[:20]}... is not finite")
+    return number
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_INTEGER_DIGITS:
+        raise ValueError(f"an integer with {digits:,} digits (at most {MAX_INTEGER_DIGITS})")
+    return int(text)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_bounded_int)
+
+
+def decode_json(text: str):
+    """Strict JSON: no NaN/Infinity, only finite numbers, no integers too long to be one; raises ValueError.
+
+    Over-deep input raises ValueError too (not RecursionError).
+    """
+    try:
+        return _DECODER.decode(text)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_NESTING} levels") from None
+
+
 def _lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
     for number, raw in enumerate(stream, start=1):
         yield number, raw
@@ -150,9 +232,17 @@ def parse_jsonl(stream: BinaryIO, *, file: str) -> ParseResult:
         if not text.strip():
             continue
         try:
-            obj = json.loads(text)
+            obj = decode_json(text)
         except json.JSONDecodeError as exc:
             errors.append(RecordError(file, number, None, f"invalid JSON: {exc.msg} at column {exc.colno}"))
+            continue
+        except ValueError as exc:
+            errors.append(RecordError(file, number, None, f"invalid JSON: {exc}"))
+            continue
+        # A NUL or a lone surrogate can only come from a \u escape: a line without one needs no text check.
+        unstorable = unstorable_value(obj, check_text="\\u" in text)
+        if unstorable is not None:
+            errors.append(RecordError(file, number, *unstorable))
             continue
         record, record_errors = validate_record(obj, file=file, line=number)
         if record_errors:
@@ -164,4 +254,6 @@ def parse_jsonl(stream: BinaryIO, *, file: str) -> ParseResult:
             continue
         seen[record.external_id] = number
         records.append(record)
+    if not records and not errors:
+        errors.append(RecordError(file, 1, None, "no records: the file is empty or holds only blank lines"))
     return ParseResult(records=records, errors=errors)

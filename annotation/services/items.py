@@ -75,6 +75,9 @@ def item_import(
 ) -> ImportReport:
     """Import DetectBench JSONL: all or nothing (or skip invalid lines), upsert on (source, external id).
 
+    Refused with ImportRejected (every bad line as FILE:LINE: field: why) when a line is
+    invalid or unstorable (see dataformat), or when the file holds no valid record at all.
+
     A revision is written for every created item and for every item whose content changed;
     unchanged items are left alone, so re-importing a file is idempotent.
     """
@@ -82,8 +85,8 @@ def item_import(
     report = ImportReport(file=file_name, errors=parsed.errors, dry_run=dry_run)
     bad_lines = {e.line for e in parsed.errors}
     report.rejected = len(bad_lines)
-    if parsed.errors and not skip_invalid:
-        raise ImportRejected(parsed.errors)
+    if parsed.errors and (not skip_invalid or not parsed.records):
+        raise ImportRejected(parsed.errors)  # with nothing valid to import, skipping the invalid lines is no help
 
     existing = {
         item.external_id: item

@@ -67,6 +67,8 @@ def item_import_view(request):
                     kept = {"done": 1, "split": form.cleaned_data["split"], "source": form.cleaned_data["source"]}
                     return redirect(f"{request.path}?{urlencode(kept)}")  # the next upload keeps split and source
                 errors = report.errors
+        else:
+            status = 400  # e.g. no file or an empty one (the form says which)
     else:
         form = ItemImportForm(initial={k: request.GET[k] for k in ("split", "source") if request.GET.get(k)})
     return render(request, "annotation/item_import.html", {"form": form, "report": report, "errors": errors[:200],

@@ -1,0 +1,140 @@
+"""Issue 11 hardening of the item store: hostile import files, the curation progress POST, CSV exports.
+
+Imports refuse what the database cannot store or what only an attacker writes (NUL
+characters, lone surrogates, NaN/Infinity, over-deep nesting, huge integers) and empty
+files, with FILE:LINE errors: the command exits non-zero without a traceback, the web
+upload answers 400, and the database is unchanged.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from annotation.models import Item, ItemRevision, ItemStatus
+from tests.conftest import REPO_DIR, subprocess_env
+from tests.support.items import import_text
+
+pytestmark = pytest.mark.django_db
+
+GOOD = {
+    "id": 1, "context": "The butler had mud on his boots.", "question": "Who was in the garden?",
+    "options": ["The butler", "The cook"], "answer": 0,
+    "clue_graph": {"evidence": "mud on his boots -> he walked outside",
+                   "multi_hop_reasoning": "he walked outside -> The butler."},
+}
+
+
+def _line(**over) -> str:
+    return json.dumps({**GOOD, **over})
+
+
+def _deep(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+# name: (the second line of the file, the field named in the error or None, words of the message)
+HOSTILE_LINES = {
+    "nul_escape_in_context": (_line(id=2, context="a\u0000b"), "context", "NUL"),
+    "nul_escape_in_an_option": (_line(id=2, options=["x", "y\u0000"]), "options[1]", "NUL"),
+    "nul_escape_in_an_extra_key": (_line(id=2, meta={"a\u0000": 1}), "meta", "NUL"),
+    "lone_surrogate_in_question": (_line(id=2).replace('"Who', '"\\ud800Who'), "question", "surrogate"),
+    "lone_surrogate_in_evidence": (_line(id=2).replace('"mud', '"\\udfffmud'), "clue_graph.evidence", "surrogate"),
+    "lone_surrogate_in_the_id": (_line(id="x\ud800"), "id", "surrogate"),
+    "deep_nesting_100k": ('{"id": 2, "meta": ' + _deep(100_000) + "}", None, "nested"),
+    "deep_nesting_whole_line": (_deep(100_000), None, "nested"),
+    "moderately_deep_extra": (_line(id=2, meta=json.loads(_deep(200))), "meta", "nested"),
+    "nan_in_extra": (_line(id=2).replace('"answer": 0', '"answer": 0, "score": NaN'), None, "NaN"),
+    "overflowing_float": (_line(id=2).replace('"answer": 0', '"answer": 0, "score": 1e999'), None, "finite"),
+    "huge_integer": (_line(id=2).replace('"answer": 0', '"answer": 0, "n": ' + "9" * 5000), None, "digits"),
+}
+
+
+def _write(tmp_path, name: str, text: str):
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    return path
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_LINES))
+def test_hostile_line_is_refused_with_file_line_and_field_and_nothing_is_imported(tmp_path, case):
+    bad, field, words = HOSTILE_LINES[case]
+    path = _write(tmp_path, case, _line(id=1) + "\n" + bad + "\n")
+    with pytest.raises(CommandError) as refused:
+        call_command("import_items", str(path), "--split", "test", stdout=io.StringIO(), stderr=io.StringIO())
+    text = str(refused.value)
+    assert f"{path}:2:" in text
+    if field:
+        assert f"{path}:2: {field}:" in text, text
+    assert words in text, text
+    text.encode("utf-8")  # the message itself is printable (no surrogate echoed back)
+    assert Item.objects.count() == 0 and ItemRevision.objects.count() == 0
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_LINES))
+def test_hostile_line_with_skip_invalid_imports_only_the_good_lines(tmp_path, case):
+    bad, _, _ = HOSTILE_LINES[case]
+    path = _write(tmp_path, case, _line(id=1) + "\n" + bad + "\n")
+    err = io.StringIO()
+    call_command("import_items", str(path), "--split", "test", "--skip-invalid", stdout=io.StringIO(), stderr=err)
+    assert f"skipped {path}:2:" in err.getvalue()
+    assert list(Item.objects.values_list("external_id", flat=True)) == ["1"]
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n  \n", "\ufeff\n".encode()], ids=["empty", "blank_lines", "bom"])
+def test_an_empty_file_is_refused(tmp_path, content):
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(CommandError, match=rf"{path}:1: no records"):
+        call_command("import_items", str(path), "--split", "test", stdout=io.StringIO(), stderr=io.StringIO())
+
+
+def test_a_file_whose_every_line_is_invalid_is_refused_even_when_skipping_invalid_lines(tmp_path):
+    path = _write(tmp_path, "all_bad", _line(answer=5) + "\n" + "{\n")
+    with pytest.raises(CommandError) as refused:
+        call_command("import_items", str(path), "--split", "test", "--skip-invalid", stdout=io.StringIO(),
+                     stderr=io.StringIO())
+    assert f"{path}:1: answer:" in str(refused.value) and f"{path}:2:" in str(refused.value)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("case", ["nul_escape_in_context", "lone_surrogate_in_question", "deep_nesting_100k", "empty"])
+def test_the_command_exits_non_zero_without_a_traceback(tmp_path, case):
+    text = "" if case == "empty" else _line(id=1) + "\n" + HOSTILE_LINES[case][0] + "\n"
+    path = _write(tmp_path, case, text)
+    proc = subprocess.run([sys.executable, "manage.py", "import_items", str(path), "--split", "test"],
+                          cwd=REPO_DIR, env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert f"{path}:{1 if case == 'empty' else 2}:" in proc.stderr
+    assert Item.objects.count() == 0
+
+
+@pytest.mark.parametrize("case", [*sorted(HOSTILE_LINES), "empty"])
+def test_the_web_upload_answers_400_with_the_line_and_imports_nothing(researcher_client, case):
+    text = "" if case == "empty" else _line(id=1) + "\n" + HOSTILE_LINES[case][0] + "\n"
+    upload = SimpleUploadedFile(f"{case}.jsonl", text.encode("utf-8", "surrogatepass"))
+    response = researcher_client.post(reverse("annotation:item_import"),
+                                      {"file": upload, "source": "web", "split": "test"})
+    assert response.status_code == 400
+    page = response.content.decode()
+    if case == "empty":
+        assert "The submitted file is empty." in page
+    else:
+        assert "nothing was imported" in page and f"<code>{case}.jsonl:2</code>" in page
+    assert Item.objects.count() == 0 and ItemRevision.objects.count() == 0
+
+
+def test_the_check_is_cheap_for_a_normal_record_and_keeps_extra_fields():
+    """A legitimate record with a nested extra field (a few levels) still imports and round-trips."""
+    record = dict(GOOD, id="k-1", meta={"tags": [["a", "b"], {"c": [1, 2.5, None, True]}]})
+    report = import_text(json.dumps(record) + "\n", source="s", split="dev")
+    assert report.created == 1
+    assert Item.objects.get().extra == {"meta": record["meta"]}
