@@ -130,7 +130,12 @@ def _place(nodes: list[Node], edges: list[Edge]) -> DrawnGraph:
 
 
 def render_svg(graph: DrawnGraph, *, title: str = "Clue graph") -> str:
-    """The graph as a standalone <svg> element (text escaped; styles inline so it works offline)."""
+    """The graph as an <svg> element to put into a page (text escaped).
+
+    Its look comes from the page's stylesheet (annotation/static/annotation/workflow.css, the
+    ``.clue-graph-svg`` rules), not from a ``<style>`` inside it: the site's Content-Security-Policy
+    allows no inline styles.
+    """
     by_id = {n.id: n for n in graph.nodes}
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="clue-graph-svg" role="img" '
@@ -139,10 +144,6 @@ def render_svg(graph: DrawnGraph, *, title: str = "Clue graph") -> str:
         f"<title>{escape(title)}</title>",
         "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" "
         "orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#5f6b7a\"/></marker></defs>",
-        "<style>.node rect{fill:#fff;stroke:#5f6b7a;rx:6}.clue.anchored rect{fill:#fff7cc}.clue.fuzzy rect{fill:#ffe3c4}"
-        ".clue.unanchored rect{fill:#fbe3e1;stroke:#b3261e;stroke-dasharray:4 3}.dangling rect{stroke-dasharray:4 3;fill:#f3f3f3}"
-        ".final rect{stroke:#1f7a3a;stroke-width:2.5}.node text{font:12px system-ui,sans-serif;fill:#1d2330}"
-        ".edge{fill:none;stroke:#8a94a3;stroke-width:1.3}</style>",
     ]
     for edge in graph.edges:
         a, b = by_id[edge.source], by_id[edge.target]

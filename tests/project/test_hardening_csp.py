@@ -21,7 +21,6 @@ INLINE_SCRIPTS_TODAY = {
     ("templates/error.html", 'href="javascript:history.back()'),
 }
 INLINE_STYLES_TODAY = {
-    ("annotation/", "<style>.node rect{"),  # the clue-graph SVG's styles, drawn inline into pages
     ("templates/base.html", "htmx includeIndicatorStyles"),  # htmx 2 injects a <style> unless configured off
 }
 
