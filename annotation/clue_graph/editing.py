@@ -24,6 +24,7 @@ from .anchor import ANCHOR_MIN_SCORE, Anchor, anchor_clues
 from .checks import Issue, IssueKind, answer_issue, check_graph
 from .data import DEFAULT_EVIDENCE_HEADER, DEFAULT_REASONING_HEADER, Clue, ClueGraph, Step
 from .drawing import DrawnGraph, draw_graph
+from .nodes import clue_node_id, link_steps
 from .parse import parse_clue_graph
 from .render import render_evidence, render_reasoning
 
@@ -156,9 +157,22 @@ class ClueRow:
 
 
 @dataclass(frozen=True)
+class StepInput:
+    """One input of a step and what it refers to, resolved as the checks and the drawing resolve it
+    (:func:`.nodes.link_steps` on the graph as it will be saved): ``refers_to`` names the nodes
+    ("clue 2", "S1"), ``dangling`` when it refers to nothing; both empty when the text does not come
+    back as one input of the saved step (a " + " inside it makes two)."""
+
+    text: str
+    refers_to: str = ""
+    dangling: bool = False
+
+
+@dataclass(frozen=True)
 class StepRow:
     """A step as the editor shows it: ``options`` are (value, label, chosen) for each node it may use,
-    ``extra`` the inputs that are none of them, joined with `` + ``."""
+    ``extra`` the inputs that are none of them, joined with `` + ``; ``inputs`` every input with what
+    it refers to."""
 
     index: int
     number: int
@@ -166,6 +180,7 @@ class StepRow:
     header: str
     options: list[tuple[str, str, bool]]
     extra: str
+    inputs: tuple[StepInput, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -193,20 +208,52 @@ def clue_rows(graph: EditableGraph, context: str) -> list[ClueRow]:
 
 
 def step_rows(graph: EditableGraph, clues: Sequence[ClueRow]) -> list[StepRow]:
-    """Each step with the nodes it may choose from: every clue text and implication, every earlier output."""
+    """Each step with the nodes it may choose from (every clue text and implication, every earlier output)
+    and its inputs with what each refers to."""
     choices, earlier = [], []
     for row in clues:
         choices.append((row.text, f"{row.number}: {row.text}"))
         choices.append((row.implication, f"{row.number} ⇒ {row.implication}"))
+    references = step_input_references(graph)
     rows = []
     for i, step in enumerate(graph.steps):
         offered = choices + [(o, f"S{j + 1} ⇒ {o}") for j, o in enumerate(earlier)]
         values = {v for v, _ in offered}
         rows.append(StepRow(i, i + 1, step.output, step.header or "",
                             [(v, label, v in step.inputs) for v, label in offered if v.strip()],
-                            " + ".join(x for x in step.inputs if x not in values)))
+                            " + ".join(x for x in step.inputs if x not in values), references[i]))
         earlier.append(step.output)
     return rows
+
+
+def step_input_references(graph: EditableGraph) -> list[tuple[StepInput, ...]]:
+    """Per step, its inputs with the nodes :func:`.nodes.link_steps` resolves them to in the graph as saved."""
+    links = link_steps(graph.parsed())
+    evidence = [link for link in links if link.section == "evidence"]
+    reasoning = [link for link in links if link.section == "reasoning"]
+    kept = [i for i, step in enumerate(graph.steps) if step.output.strip() or any(x.strip() for x in step.inputs)]
+    names = {link.target: f"evidence step {n}" for n, link in enumerate(evidence, 1)}
+    for row, link in zip(kept, reasoning):
+        names.setdefault(link.target, f"S{row + 1}")
+    # A row that does not come back from the text as one step (it would misalign the rest): no notes at all.
+    by_row = dict(zip(kept, reasoning)) if len(reasoning) == len(kept) else {}
+    # The saved graph leaves out empty rows: its clue k is the k-th clue row that is not empty.
+    filled = [i for i, (text, implication) in enumerate(graph.clues) if text.strip() or implication.strip()]
+    clue_names = {clue_node_id(k): f"clue {row + 1}" for k, row in enumerate(filled)}
+    result = []
+    for i, step in enumerate(graph.steps):
+        link = by_row.get(i)
+        found = dict(zip(link.step.inputs, link.sources)) if link else {}
+        inputs = []
+        for text in step.inputs:
+            if text.strip() not in found:
+                inputs.append(StepInput(text))
+                continue
+            sources = found[text.strip()]
+            inputs.append(StepInput(text, ", ".join(clue_names.get(node) or names.get(node, node)
+                                                    for node in sources or ()), sources is None))
+        result.append(tuple(inputs))
+    return result
 
 
 def editor_view(graph: EditableGraph, *, context: str, options: Sequence[str], answer_index: int,

@@ -19,7 +19,6 @@ from ..forms import GRAPH_META_KEYS, ClueGraphForm
 from ..clue_graph import editing
 from ..clue_graph.drawing import render_svg
 from ..clue_graph.editing import EditableGraph, editable_graph
-from ..clue_graph.nodes import link_steps
 from ..highlight import segments
 from ..models import Item, Stage
 from ..selectors.belief import clue_graph_draft
@@ -35,43 +34,15 @@ def _graph_meta(graph: EditableGraph) -> str:
 ANCHOR_STATE_WORDS = {"exact": "verbatim", "fuzzy": "approximate", "unanchored": "not found"}
 
 
-def _input_references(graph: EditableGraph) -> list[list[dict]]:
-    """Per step row, each input with what it refers to, resolved like the checks and the drawing
-    (`clue_graph.nodes.link_steps` on the graph as it will be saved): "clue 2", "S1", or None (dangling)."""
-    links = link_steps(graph.parsed())
-    evidence = [link for link in links if link.section == "evidence"]
-    reasoning = [link for link in links if link.section == "reasoning"]
-    kept = [i for i, step in enumerate(graph.steps) if step.output.strip() or any(x.strip() for x in step.inputs)]
-    aligned = len(reasoning) == len(kept)  # else a row did not come back from the text as one step: no notes
-    names = {link.target: f"evidence step {n}" for n, link in enumerate(evidence, 1)}
-    for row, link in zip(kept, reasoning):
-        names.setdefault(link.target, f"S{row + 1}")
-    by_row = {row: link for row, link in zip(kept, reasoning)} if aligned else {}
-    result = []
-    for i, step in enumerate(graph.steps):
-        link = by_row.get(i)
-        found = dict(zip(link.step.inputs, link.sources)) if link else {}
-        inputs = []
-        for text in step.inputs:
-            known = text.strip() in found
-            sources = found.get(text.strip())
-            names_of = [f"clue {node[1:]}" if node.startswith("c") else names.get(node, node) for node in sources or ()]
-            inputs.append({"text": text, "resolved": known, "dangling": known and sources is None,
-                           "refers_to": ", ".join(names_of)})
-        result.append(inputs)
-    return result
-
-
 def graph_context(item, graph: EditableGraph, *, base_version: int) -> dict:
     """Everything the clue-graph screen shows for a graph: anchors, checks, rows, the SVG."""
     shown = editing.editor_view(graph, context=item.context, options=item.options, answer_index=item.answer_index,
                                 answer_text=item.answer_text)
-    references = _input_references(graph)
     return {
         "item": item, "base_version": base_version, "meta": _graph_meta(graph),
         "clue_rows": [{"row": row, "state": row.state, "state_words": ANCHOR_STATE_WORDS[row.state]}
                       for row in shown.clue_rows],
-        "step_rows": [{"row": row, "inputs": inputs} for row, inputs in zip(shown.step_rows, references)],
+        "step_rows": [{"row": row, "inputs": row.inputs} for row in shown.step_rows],
         "issues": shown.issues,
         "segments": segments(item.context, shown.spans),
         "svg": mark_safe(render_svg(shown.drawn, title=f"Clue graph of {item}")),  # noqa: S308 - every text is escaped

@@ -103,3 +103,20 @@ def test_editor_view_rows_checks_and_drawing_agree():
     assert [n.label for n in shown.drawn.nodes if n.kind == "dangling"] == ["a ladder"]
     (step,) = shown.step_rows
     assert step.extra == "a ladder" and ("he was outside", "1 ⇒ he was outside", True) in step.options
+
+
+def test_step_inputs_name_what_they_refer_to_like_the_checks():
+    from annotation.clue_graph.editing import EditableGraph, EditableStep, step_input_references
+
+    graph = EditableGraph(clues=[("Mud on his boots", "he was outside"), ("", ""), ("The door was locked", "no way in")],
+                          steps=[EditableStep(["he was outside", "a ladder"], "he came in by the window"),
+                                 EditableStep(["he came in by the window", "no way in"], "the gardener")])
+    first, second = step_input_references(graph)
+    assert [(i.text, i.refers_to, i.dangling) for i in first] == [("he was outside", "clue 1", False),
+                                                                   ("a ladder", "", True)]
+    # The empty clue row is left out when saving: "no way in" is still the third row, and S1 is the step above.
+    assert [(i.refers_to, i.dangling) for i in second] == [("S1", False), ("clue 3", False)]
+    shown = editor_view(graph, context="Mud on his boots. The door was locked.", options=["the gardener", "x"],
+                        answer_index=0, answer_text="the gardener")
+    assert [i.subject for i in shown.issues if i.kind == "dangling_reference"] == ["a ladder"]
+    assert shown.step_rows[0].inputs == first
