@@ -9,5 +9,7 @@ class EvaluationConfig(AppConfig):
             ("Runs", "evaluation:run_list"),
             ("Endpoints", "evaluation:endpoint_list"),
             ("Compare", "evaluation:comparison"),
+            ("Figures", "evaluation:figures"),
+            ("Data quality", "evaluation:quality"),
         ]
     }

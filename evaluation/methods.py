@@ -123,6 +123,10 @@ class Method:
     def version(self) -> str:
         return templates_hash(self.templates, salt=f"{self.name}:{ASSEMBLY_VERSION}")
 
+    def requests_per_answer(self, k: int) -> int:
+        """The model calls ``solve`` makes for one (item, sample) (what a launch costs in requests)."""
+        return 1
+
     def extra_fields(self, shown: Presented) -> dict[str, str]:
         """Template values beyond the item's own (the given key information or answer)."""
         return {}
@@ -199,6 +203,9 @@ class SelfConsistency(Method):
                                                "self_consistency")
     default_k, allowed_shots = 5, (0,)
 
+    def requests_per_answer(self, k: int) -> int:
+        return max(1, k)
+
     async def solve(self, shown, demos, generate, *, k):
         outcome = Outcome()
         messages = self.messages(shown, demos)
@@ -229,6 +236,9 @@ class ComplexityCoT(Method):
     @property
     def templates(self) -> tuple[str, ...]:
         return ("self_cot", self.template)
+
+    def requests_per_answer(self, k: int) -> int:
+        return max(1, k) + 1
 
     async def solve(self, shown, demos, generate, *, k):
         outcome = Outcome()
@@ -263,6 +273,9 @@ class DetectiveThinkingMultiRound(Method):
     @property
     def templates(self) -> tuple[str, ...]:
         return self.stages
+
+    def requests_per_answer(self, k: int) -> int:
+        return len(self.stages)
 
     async def solve(self, shown, demos, generate, *, k):
         outcome = Outcome()

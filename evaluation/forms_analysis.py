@@ -1,0 +1,23 @@
+"""Forms of the analysis pages: which split (always one), option order and flagged items a figure uses."""
+from django import forms
+
+from .models import OptionOrder
+from .quality_checks import FLAG_KINDS
+
+
+class SplitForm(forms.Form):
+    """A split must be chosen: nothing is computed over a silent mix of item sets."""
+
+    split = forms.ChoiceField(choices=())
+
+    def __init__(self, *args, splits: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["split"].choices = [(s, s) for s in splits]
+
+
+class FigureForm(SplitForm):
+    option_order = forms.ChoiceField(choices=[("", "any (each run labelled)")] + list(OptionOrder.choices),
+                                     required=False, initial=OptionOrder.ORIGINAL)
+    exclude = forms.MultipleChoiceField(choices=list(FLAG_KINDS.items()), required=False,
+                                        widget=forms.CheckboxSelectMultiple,
+                                        label="Exclude items flagged with")
