@@ -220,8 +220,24 @@ class RevertForm(forms.Form):
 
 
 class EnterWorkflowForm(forms.Form):
+    """Which imported items to queue for verification (a split, "*" for every split, and/or a source), confirmed."""
+
+    EVERY_SPLIT = "*"
     split = forms.CharField(required=False, max_length=40)
     source = forms.CharField(required=False, max_length=100)
+    confirm = forms.BooleanField(required=False)
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("split") and not data.get("source"):
+            raise forms.ValidationError("Choose the split (or every split) or the source of the items to queue.")
+        return data
+
+    def scope(self) -> dict:
+        """The items_enter_workflow keywords for the choice."""
+        split = self.cleaned_data["split"]
+        return {"split": None if split in ("", self.EVERY_SPLIT) else split,
+                "source": self.cleaned_data["source"] or None, "every_split": split == self.EVERY_SPLIT}
 
 
 CRITERIA_KEYS = {name: str(i + 1) for i, name in enumerate(CRITERIA)}

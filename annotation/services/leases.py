@@ -81,15 +81,27 @@ def _give_back_stale(*, user, stage: str, now) -> int:
 
 @transaction.atomic
 def items_enter_workflow(*, user, split: str | None = None, source: str | None = None,
-                         item_ids: Iterable[int] | None = None) -> int:
-    """Put imported items into the verification queue, each with a revision; returns how many moved."""
-    items = Item.objects.select_for_update().filter(status=ItemStatus.IMPORTED)
+                         item_ids: Iterable[int] | None = None, every_split: bool = False,
+                         dry_run: bool = False) -> int:
+    """Put imported items into the verification queue, each with a revision; returns how many moved.
+
+    The items are chosen explicitly: a split, a source, a list of ids, or `every_split`
+    (every imported item); a call that names none is refused, so an empty form can never
+    queue every imported item. `dry_run` only counts the items that would move.
+    """
+    if not (split or source or item_ids is not None or every_split):
+        raise Invalid("Choose the split (or every split) or the source of the imported items to queue.",
+                      field="split", code="scope_required")
+    items = Item.objects.filter(status=ItemStatus.IMPORTED)
     if split:
         items = items.filter(split=split)
     if source:
         items = items.filter(source=source)
     if item_ids is not None:
         items = items.filter(pk__in=list(item_ids))
+    if dry_run:
+        return items.count()
+    items = items.select_for_update()
     moved = list(items.only("pk", "version", *CONTENT_FIELDS).order_by("pk"))
     if not moved:
         return 0

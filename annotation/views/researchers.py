@@ -12,20 +12,29 @@ from detectbench_web.roles import researcher_required
 
 from .. import selectors, services
 from ..forms import EnterWorkflowForm
-from ..models import Stage
+from ..models import ItemStatus, Stage
 
 
 @researcher_required
 def progress_view(request):
+    """The curation board; a POST queues imported items: a chosen split/source, counted, then confirmed."""
+    form, confirm, status = EnterWorkflowForm(), None, 200
     if request.method == "POST":
         form = EnterWorkflowForm(request.POST)
-        if form.is_valid():
-            moved = services.items_enter_workflow(user=request.user, split=form.cleaned_data["split"] or None,
-                                                  source=form.cleaned_data["source"] or None)
+        if not form.is_valid():
+            status = 400
+        elif form.cleaned_data["confirm"]:
+            moved = services.items_enter_workflow(user=request.user, **form.scope())
             messages.success(request, f"{moved} imported item(s) queued for verification.")
-        return redirect("annotation:progress")
-    return render(request, "annotation/progress.html", {"board": selectors.progress_board(),
-                                                        "form": EnterWorkflowForm(), "stages": Stage.choices})
+            return redirect("annotation:progress")
+        else:
+            confirm = {**form.cleaned_data, "n": services.items_enter_workflow(user=request.user, **form.scope(),
+                                                                               dry_run=True)}
+    board = selectors.progress_board()
+    return render(request, "annotation/progress.html", {
+        "board": board, "form": form, "confirm": confirm, "stages": Stage.choices,
+        "every_split": EnterWorkflowForm.EVERY_SPLIT,
+        "imported_splits": [row for row in board["by_split"] if row["status"] == ItemStatus.IMPORTED]}, status=status)
 
 
 @researcher_required

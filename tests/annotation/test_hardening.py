@@ -22,6 +22,8 @@ from annotation.models import Item, ItemRevision, ItemStatus
 from tests.conftest import REPO_DIR, subprocess_env
 from tests.support.items import import_text
 
+from .workflow_support import make_items
+
 pytestmark = pytest.mark.django_db
 
 GOOD = {
@@ -138,3 +140,57 @@ def test_the_check_is_cheap_for_a_normal_record_and_keeps_extra_fields():
     report = import_text(json.dumps(record) + "\n", source="s", split="dev")
     assert report.created == 1
     assert Item.objects.get().extra == {"meta": record["meta"]}
+
+
+# ---- the curation progress page: queueing imported items needs an explicit choice and a confirmation
+
+
+def _statuses() -> dict[str, set[str]]:
+    rows = Item.objects.values_list("split", "status")
+    return {split: {s for sp, s in rows if sp == split} for split, _ in rows}
+
+
+def test_an_empty_post_to_the_progress_page_queues_nothing(researcher_client):
+    make_items(3, status=ItemStatus.IMPORTED, start=1)
+    Item.objects.filter(external_id="3").update(split="train")
+    response = researcher_client.post(reverse("annotation:progress"), {})
+    assert response.status_code == 400
+    assert "Choose the split" in response.content.decode()
+    assert set(Item.objects.values_list("status", flat=True)) == {ItemStatus.IMPORTED}
+    assert ItemRevision.objects.filter(note="queued for verification").count() == 0
+
+
+def test_a_chosen_split_is_counted_first_and_queued_only_when_confirmed(researcher_client):
+    make_items(3, status=ItemStatus.IMPORTED, start=1)
+    Item.objects.filter(external_id="3").update(split="train")
+    url = reverse("annotation:progress")
+    asked = researcher_client.post(url, {"split": "test"})
+    assert asked.status_code == 200
+    page = asked.content.decode()
+    assert "2 imported items will be queued for verification." in page and 'name="confirm" value="1"' in page
+    assert set(Item.objects.values_list("status", flat=True)) == {ItemStatus.IMPORTED}  # not yet
+    assert researcher_client.post(url, {"split": "test", "source": "", "confirm": "1"}).status_code == 302
+    assert _statuses() == {"test": {ItemStatus.VERIFICATION}, "train": {ItemStatus.IMPORTED}}
+    # Every split is a choice of its own, never the default.
+    assert researcher_client.post(url, {"split": "*", "confirm": "1"}).status_code == 302
+    assert set(Item.objects.values_list("status", flat=True)) == {ItemStatus.VERIFICATION}
+
+
+def test_a_choice_that_matches_nothing_says_so(researcher_client):
+    make_items(1, status=ItemStatus.IMPORTED)
+    page = researcher_client.post(reverse("annotation:progress"), {"source": "nowhere"}).content.decode()
+    assert "No imported item matches this choice" in page and 'name="confirm"' not in page
+
+
+def test_the_service_refuses_to_queue_without_a_choice(researcher):
+    from detectbench_web.errors import Invalid
+
+    from annotation.services import items_enter_workflow
+
+    make_items(2, status=ItemStatus.IMPORTED)
+    with pytest.raises(Invalid) as refused:
+        items_enter_workflow(user=researcher)
+    assert refused.value.field == "split"
+    assert items_enter_workflow(user=researcher, every_split=True, dry_run=True) == 2
+    assert set(Item.objects.values_list("status", flat=True)) == {ItemStatus.IMPORTED}
+    assert items_enter_workflow(user=researcher, every_split=True) == 2

@@ -17,7 +17,7 @@ def test_queueing_imported_items_writes_a_revision_each_in_few_queries(researche
     make_items(3, status=ItemStatus.IMPORTED, start=200)
     make_items(40, status=ItemStatus.IMPORTED, start=300, source="other")
     with CaptureQueriesContext(connection) as queries:
-        response = researcher_client.post(reverse("annotation:progress"), {"source": "other"})
+        response = researcher_client.post(reverse("annotation:progress"), {"source": "other", "confirm": "1"})
     assert response.status_code == 302
     assert len(queries) <= 12, [q["sql"] for q in queries.captured_queries]  # bulk, not one query per item
     moved = Item.objects.filter(source="other")
@@ -40,7 +40,7 @@ def test_researcher_pages_render(researcher_client, researcher, annotator):
     lease_next(user=annotator, stage=Stage.VERIFICATION)
     board = researcher_client.get(reverse("annotation:progress")).content.decode()
     assert "ann1" in board and "Leases held now" in board
-    assert researcher_client.post(reverse("annotation:progress"), {"split": "test"}).status_code == 302
+    assert researcher_client.post(reverse("annotation:progress"), {"split": "test", "confirm": "1"}).status_code == 302
     assert Item.objects.filter(status=ItemStatus.VERIFICATION).count() == 5
     home = researcher_client.get("/").content.decode()
     assert reverse("annotation:progress") in home and reverse("annotation:queue") in home
