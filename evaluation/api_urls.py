@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import apis
+from . import apis, apis_tables
 from .judge import apis as judge_apis
 
 app_name = "evaluation_api"
@@ -12,6 +12,8 @@ urlpatterns = [
     path("runs/<int:pk>/cancel/", apis.RunCancelAPI.as_view(), name="run-cancel"),
     path("runs/<int:pk>/resume/", apis.RunResumeAPI.as_view(), name="run-resume"),
     path("runs/<int:pk>/results/", apis.RunResultsAPI.as_view(), name="run-results"),
+    path("leaderboard/", apis_tables.LeaderboardAPI.as_view(), name="leaderboard"),
+    path("compare/", apis_tables.RunCompareAPI.as_view(), name="run-compare"),
     path("judge-configs/", judge_apis.JudgeConfigListAPI.as_view(), name="judge-config-list"),
     path("judge-runs/", judge_apis.JudgeRunListAPI.as_view(), name="judge-run-list"),
     path("judge-runs/<int:pk>/", judge_apis.JudgeRunDetailAPI.as_view(), name="judge-run-detail"),

@@ -42,8 +42,9 @@ def parse_item_ids(raw: str) -> list[int]:
 
 class RunLaunchForm(forms.Form):
     endpoint = forms.ModelChoiceField(queryset=ModelEndpoint.objects.order_by("name"))
-    methods = forms.MultipleChoiceField(choices=METHOD_CHOICES, initial=["naive"],
-                                        widget=forms.CheckboxSelectMultiple)
+    # Nothing ticked: each ticked method is a run of its own, so a launch makes exactly the runs chosen.
+    methods = forms.MultipleChoiceField(choices=METHOD_CHOICES, widget=forms.CheckboxSelectMultiple,
+                                        help_text="Each method ticked becomes a run of its own.")
     split = forms.CharField(initial="test", required=False, max_length=40)
     item_status = forms.ChoiceField(choices=[("", "any")] + list(ItemStatus.choices), required=False)
     question_type = forms.ChoiceField(choices=[("", "any")] + [(t, t) for t in QUESTION_TYPES], required=False)
@@ -59,6 +60,42 @@ class RunLaunchForm(forms.Form):
         return parse_item_ids(self.cleaned_data.get("ids") or "")
 
 
-class ComparisonFilterForm(forms.Form):
+def parse_run_ids(raw: str) -> list[int]:
+    """Comma-separated run ids (the same rules as item ids)."""
+    return parse_item_ids(raw)
+
+
+class LeaderboardForm(forms.Form):
+    """The selection of a leaderboard: a split, or chosen runs (then their common items); never neither."""
+
     split = forms.CharField(required=False, max_length=40)
-    option_order = forms.ChoiceField(choices=[("", "any")] + list(OptionOrder.choices), required=False)
+    runs = forms.CharField(required=False, max_length=2000, help_text="Comma-separated run ids (instead of a split)")
+    option_order = forms.ChoiceField(choices=OptionOrder.choices, initial=OptionOrder.ORIGINAL, required=False)
+    common = forms.BooleanField(required=False, label="Only the items common to every cell")
+    reference = forms.CharField(required=False, max_length=400, help_text="METHOD@ENDPOINT of the reference cell")
+
+    def clean_runs(self) -> list[int]:
+        return parse_run_ids(self.cleaned_data.get("runs") or "")
+
+    def clean_option_order(self) -> str:
+        return self.cleaned_data.get("option_order") or OptionOrder.ORIGINAL
+
+    def selection(self) -> dict:
+        """Keyword arguments of ``leaderboard.leaderboard``."""
+        d = self.cleaned_data
+        return {"split": d["split"], "run_ids": d["runs"], "option_order": d["option_order"], "common": d["common"],
+                "reference": d["reference"]}
+
+
+class RunCompareForm(forms.Form):
+    a = forms.IntegerField(min_value=1, max_value=MAX_INT, label="Run A")
+    b = forms.IntegerField(min_value=1, max_value=MAX_INT, label="Run B")
+
+
+class ResultFilterForm(forms.Form):
+    """The run page's row filters."""
+
+    status = forms.ChoiceField(required=False, choices=[("", "all"), ("correct", "correct"), ("wrong", "wrong"),
+                                                        ("parse_failure", "parse failures"), ("error", "errors"),
+                                                        ("stale", "stale (item changed since)")])
+    question_type = forms.ChoiceField(required=False, choices=[("", "any type")] + [(t, t) for t in QUESTION_TYPES])

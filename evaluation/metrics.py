@@ -3,7 +3,8 @@
 - accuracy: correct / scored rows; a parse failure (``ambiguous`` or ``missing``)
   counts as wrong; rows whose request failed (``error``) are not scored but counted;
 - accuracy_parsed: accuracy over the rows whose answer parsed (reported beside it);
-- 95% interval: percentile bootstrap over *items* (all samples of an item move
+- 95% interval: with one row per item the Wilson interval (statsmodels); with several rows
+  per item (samples, rotations) a percentile bootstrap over *items* (all rows of an item move
   together), 2,000 resamples, seeded, so the same rows always give the same interval;
 - keyinfo: mean KeyInfo (ROUGE-L F1) over scored rows;
 - first_option_baseline: share of the scored items whose correct option was shown first
@@ -17,6 +18,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from .paired import wilson
+
 
 @dataclass(frozen=True)
 class RowScore:
@@ -29,6 +32,7 @@ class RowScore:
     tokens_in: int = 0
     tokens_out: int = 0
     question_type: str = ""
+    stale: bool = False  # the item changed since this row was asked
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,14 @@ def bootstrap_ci(groups: Sequence[Sequence[float]], *, resamples: int = 2000, le
     return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
 
 
+def accuracy_interval(groups: Sequence[Sequence[float]]) -> tuple[float | None, float | None]:
+    """95% interval of the accuracy from each item's row outcomes (1.0 / 0.0): Wilson when every item has one
+    row, else the item bootstrap (rows of one item are not independent)."""
+    if all(len(g) == 1 for g in groups):
+        return wilson(int(sum(g[0] for g in groups)), len(groups))
+    return bootstrap_ci(groups)
+
+
 def summarize(rows: Iterable[RowScore]) -> RunMetrics:
     rows = list(rows)
     scored = [r for r in rows if not r.error]
@@ -77,7 +89,7 @@ def summarize(rows: Iterable[RowScore]) -> RunMetrics:
     by_item: dict[int, list[float]] = defaultdict(list)
     for r in choice:
         by_item[r.item_id].append(1.0 if r.correct else 0.0)
-    low, high = bootstrap_ci(list(by_item.values()))
+    low, high = accuracy_interval(list(by_item.values()))
     keyinfos = [r.keyinfo for r in scored if r.keyinfo is not None]
     return RunMetrics(
         n=n,

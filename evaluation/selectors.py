@@ -1,13 +1,34 @@
-"""Reads of the evaluation app: progress, metrics, breakdowns and the cross-run comparison."""
+"""Reads of the evaluation app: progress, metrics, breakdowns, a run's rows and one row in full.
+
+The leaderboard (paper Table 4) is `evaluation.leaderboard`, the two-run comparison
+`evaluation.run_compare`; metrics of many runs at once come from the database
+(`evaluation.aggregates`), a single run's from its rows (`metrics.summarize`).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet, Sum
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
 
-from .methods import METHODS
+from annotation import clue_graph
+from annotation.highlight import segments
+
+from .aggregates import JSONLength, metrics_many
 from .metrics import RowScore, RunMetrics, by_question_type, cost, summarize
-from .models import ModelEndpoint, Result, Run
+from .models import ModelEndpoint, Result, Run, RunStatus
+from .parsing import option_labels
+
+#: The filters of a run's rows (run page and drill-down links).
+RESULT_FILTERS = {
+    "correct": Q(is_correct=True),
+    "wrong": Q(is_correct=False),
+    "parse_failure": Q(error="") & ~Q(parse_status="ok"),
+    "error": ~Q(error=""),
+    "stale": ~Q(item_version=F("item__version")),
+}
 
 
 @dataclass(frozen=True)
@@ -15,6 +36,11 @@ class Progress:
     total: int
     done: int
     errors: int
+    tokens_in: int = 0
+    tokens_out: int = 0
+    active: bool = False
+    elapsed_s: float | None = None  # since the latest launch or resume
+    recent: int = 0  # rows written since then
 
     @property
     def resolved(self) -> int:
@@ -23,6 +49,18 @@ class Progress:
     @property
     def percent(self) -> float:
         return 100.0 * self.resolved / self.total if self.total else 100.0
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the pace of the rows written since the latest start (None before the first row)."""
+        left = self.total - self.resolved
+        if not self.active or left <= 0 or not self.recent or not self.elapsed_s:
+            return None
+        return self.elapsed_s / self.recent * left
+
+    def as_json(self) -> dict:
+        return {"total": self.total, "done": self.done, "errors": self.errors, "tokens_in": self.tokens_in,
+                "tokens_out": self.tokens_out, "eta_s": self.eta_s}
 
 
 def endpoint_list() -> QuerySet[ModelEndpoint]:
@@ -44,7 +82,13 @@ def with_progress(runs: list[Run]) -> list[Run]:
 
 
 def run_list(*, limit: int | None = 200) -> list[Run]:
-    return with_progress(list(run_queryset()[:limit]))
+    """Newest runs, each with ``.progress`` and ``.summary`` (metrics from the database): four queries."""
+    runs = with_progress(list(run_queryset()[:limit]))
+    metrics = metrics_many(runs=runs)
+    for run in runs:
+        m, counts = metrics[run.pk]
+        run.summary = _priced(run, m, stale=counts.stale)
+    return runs
 
 
 def result_list(*, run: Run) -> QuerySet[Result]:
@@ -52,22 +96,28 @@ def result_list(*, run: Run) -> QuerySet[Result]:
     return Result.objects.filter(run=run).order_by("item_id", "sample_index")
 
 
-def run_progress_many(*, run_ids: list[int]) -> dict[int, Progress]:
-    """Progress of several runs in two queries."""
-    totals = {
-        pk: len(ids) * samples * rotations
-        for pk, ids, samples, rotations in Run.objects.filter(pk__in=run_ids).values_list("pk", "item_ids", "samples",
-                                                                                           "rotations")
-    }
+def run_progress_many(*, run_ids: list[int], now: datetime | None = None) -> dict[int, Progress]:
+    """Progress of several runs in two queries (done, errors, tokens, and the pace since the latest start)."""
+    now = now or timezone.now()
+    runs = (Run.objects.filter(pk__in=run_ids).annotate(item_count=JSONLength("item_ids"))
+            .values_list("pk", "item_count", "samples", "rotations", "status", "started_at"))
     counts = (
-        Result.objects.filter(run_id__in=run_ids).values("run_id")
-        .annotate(done=Count("pk", filter=Q(error="")), errors=Count("pk", filter=~Q(error="")))
+        Result.objects.filter(run_id__in=run_ids).order_by().values("run_id")
+        .annotate(done=Count("pk", filter=Q(error="")), errors=Count("pk", filter=~Q(error="")),
+                  tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"),
+                  recent=Count("pk", filter=Q(updated_at__gte=F("run__started_at"))))
     )
-    found = {c["run_id"]: c for c in counts}
-    return {
-        pk: Progress(total=total, done=found.get(pk, {}).get("done", 0), errors=found.get(pk, {}).get("errors", 0))
-        for pk, total in totals.items()
-    }
+    found = {c.pop("run_id"): c for c in counts}
+    out = {}
+    for pk, item_count, samples, rotations, status, started_at in runs:
+        c = found.get(pk, {})
+        active = status in (RunStatus.QUEUED, RunStatus.RUNNING)
+        out[pk] = Progress(total=(item_count or 0) * samples * rotations, done=c.get("done", 0),
+                           errors=c.get("errors", 0), tokens_in=c.get("tokens_in") or 0,
+                           tokens_out=c.get("tokens_out") or 0, active=active,
+                           elapsed_s=(now - started_at).total_seconds() if started_at else None,
+                           recent=c.get("recent", 0))
+    return out
 
 
 def run_progress(*, run: Run) -> Progress:
@@ -78,10 +128,11 @@ def _row_scores(run_ids: list[int]) -> dict[int, list[RowScore]]:
     rows: dict[int, list[RowScore]] = {pk: [] for pk in run_ids}
     for r in Result.objects.filter(run_id__in=run_ids).values_list(
         "run_id", "item_id", "is_correct", "parse_status", "keyinfo", "answer_first", "error", "tokens_in",
-        "tokens_out", "item__question_type",
+        "tokens_out", "item__question_type", "item_version", "item__version",
     ).iterator(chunk_size=5000):
         rows[r[0]].append(RowScore(item_id=r[1], correct=r[2], parse_status=r[3], keyinfo=r[4], answer_first=r[5],
-                                   error=bool(r[6]), tokens_in=r[7], tokens_out=r[8], question_type=r[9]))
+                                   error=bool(r[6]), tokens_in=r[7], tokens_out=r[8], question_type=r[9],
+                                   stale=r[10] != r[11]))
     return rows
 
 
@@ -91,6 +142,7 @@ class RunSummary:
     metrics: RunMetrics
     cost: float | None
     wall_s: float | None
+    stale: int = 0  # rows of an item changed since the run asked it
 
     @staticmethod
     def _percent(value: float | None) -> float | None:
@@ -118,25 +170,30 @@ class RunSummary:
             "keyinfo": m.keyinfo, "parse_failures": m.parse_failures, "parse_failure_rate": m.parse_failure_rate,
             "errors": m.errors, "tokens_in": m.tokens_in, "tokens_out": m.tokens_out, "cost": self.cost,
             "wall_s": self.wall_s, "option_order": self.run.option_order, "seed": self.run.seed,
-            "prompt_version": self.run.prompt_version,
+            "prompt_version": self.run.prompt_version, "stale_rows": self.stale,
         }
 
 
-def _summary(run: Run, rows: list[RowScore]) -> RunSummary:
-    metrics = summarize(rows)
+def _priced(run: Run, metrics: RunMetrics, *, stale: int = 0) -> RunSummary:
     endpoint = run.endpoint
     price = cost(tokens_in=metrics.tokens_in, tokens_out=metrics.tokens_out,
                  price_in_per_mtok=endpoint.price_in_per_mtok, price_out_per_mtok=endpoint.price_out_per_mtok)
-    return RunSummary(run=run, metrics=metrics, cost=price, wall_s=run.wall_s)
+    return RunSummary(run=run, metrics=metrics, cost=price, wall_s=run.wall_s, stale=stale)
+
+
+def _summary(run: Run, rows: list[RowScore]) -> RunSummary:
+    return _priced(run, summarize(rows), stale=sum(1 for r in rows if r.stale))
 
 
 def run_summary(*, run: Run) -> RunSummary:
+    """A run's metrics from its rows (what `evaluate` prints)."""
     return _summary(run, _row_scores([run.pk])[run.pk])
 
 
 def run_summaries(*, runs: list[Run]) -> list[RunSummary]:
-    rows = _row_scores([r.pk for r in runs])
-    return [_summary(run, rows[run.pk]) for run in runs]
+    """Metrics of several runs, computed in the database (equal to ``run_summary`` of each)."""
+    metrics = metrics_many(runs=runs)
+    return [_priced(run, metrics[run.pk][0], stale=metrics[run.pk][1].stale) for run in runs]
 
 
 def run_summary_and_question_types(*, run: Run) -> tuple[RunSummary, dict[str, RunMetrics]]:
@@ -145,39 +202,45 @@ def run_summary_and_question_types(*, run: Run) -> tuple[RunSummary, dict[str, R
     return _summary(run, rows), by_question_type(rows)
 
 
-def run_results(*, run: Run, status: str = "") -> QuerySet[Result]:
-    results = Result.objects.filter(run=run).select_related("item").defer("messages", "item__context")
-    if status == "correct":
-        results = results.filter(is_correct=True)
-    elif status == "wrong":
-        results = results.filter(is_correct=False)
-    elif status == "parse_failure":
-        results = results.exclude(parse_status="ok").filter(error="")
-    elif status == "error":
-        results = results.exclude(error="")
+def run_question_types(*, run: Run) -> list[str]:
+    """The question types of a run's items (the run page's filter)."""
+    return sorted(set(Result.objects.filter(run=run).values_list("item__question_type", flat=True).distinct()))
+
+
+def run_results(*, run: Run, status: str = "", question_type: str = "") -> QuerySet[Result]:
+    """A run's rows, optionally one outcome (RESULT_FILTERS) and one question type, with their items' heads."""
+    results = (Result.objects.filter(run=run).select_related("item")
+               .only(*RESULT_ROW_FIELDS, "item__external_id", "item__question_type", "item__answer_index",
+                     "item__version"))
+    if status in RESULT_FILTERS:
+        results = results.filter(RESULT_FILTERS[status])
+    if question_type:
+        results = results.filter(item__question_type=question_type)
     return results.order_by("item_id", "sample_index")
 
 
-def comparison_table(*, split: str = "", option_order: str = "") -> dict:
-    """Paper Table 4 layout: methods as rows (in the registry's order), endpoints as column pairs.
+RESULT_ROW_FIELDS = ("run_id", "item_id", "sample_index", "item_version", "answer_index", "parse_status",
+                     "is_correct", "keyinfo", "raw_output", "free_answer", "error")
 
-    Each cell shows the latest finished run of that (method, endpoint), optionally only
-    runs on one split and with one option order: KeyInfo and Acc.
-    """
-    runs = Run.objects.select_related("endpoint").filter(status="finished").defer("item_ids", "requested_ids")
-    if split:
-        runs = runs.filter(split=split)
-    if option_order:
-        runs = runs.filter(option_order=option_order)
-    runs = list(runs.order_by("created_at"))
-    latest: dict[tuple[str, int], Run] = {}
-    for run in runs:
-        latest[(run.method, run.endpoint_id)] = run
-    summaries = {(s.run.method, s.run.endpoint_id): s for s in run_summaries(runs=list(latest.values()))}
-    endpoints = sorted({run.endpoint for run in latest.values()}, key=lambda e: e.name)
-    rows = []
-    for name, method in METHODS.items():
-        cells = [summaries.get((name, e.pk)) for e in endpoints]
-        if any(cells):
-            rows.append({"method": method, "family": method.family, "cells": cells})
-    return {"endpoints": endpoints, "rows": rows}
+
+def result_detail(*, run: Run, pk: int) -> dict:
+    """One row in full: the messages sent, the raw output, the parsed answer, the options as shown, and the
+    context twice, with the model's key information and with the gold clues highlighted (fuzzy anchors)."""
+    result = get_object_or_404(Result.objects.select_related("item"), run=run, pk=pk)
+    item = result.item
+    graph = clue_graph.parse_clue_graph(item.evidence, item.reasoning)
+    gold = clue_graph.anchor_clues(graph.clues, item.context)
+    model_lines = [line.strip(" -*•\t") for line in result.key_information.splitlines() if line.strip(" -*•\t")]
+    model = clue_graph.anchor_clues(model_lines, item.context)
+    labels = option_labels(len(result.shown_order) or len(item.options), run.option_labels)
+    return {
+        "result": result, "item": item, "stale": result.item_version != item.version,
+        "shown": [{"label": labels[pos], "text": item.options[index] if index < len(item.options) else "",
+                   "index": index, "correct": index == item.answer_index, "chosen": index == result.answer_index}
+                  for pos, index in enumerate(result.shown_order or range(len(item.options)))],
+        "model_lines": [{"text": t, "anchor": a, "number": i + 1} for i, (t, a) in enumerate(zip(model_lines, model))],
+        "model_segments": segments(item.context, [(a.start, a.end, a.clue_index, a.exact) for a in model if a]),
+        "gold_clues": [{"clue": c, "anchor": a, "number": i + 1} for i, (c, a) in enumerate(zip(graph.clues, gold))],
+        "gold_segments": segments(item.context, [(a.start, a.end, a.clue_index, a.exact) for a in gold if a]),
+    }
+

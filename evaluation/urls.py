@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views, views_analysis
+from . import views, views_analysis, views_tables
 from .judge import views as judge_views
 
 app_name = "evaluation"
@@ -11,7 +11,14 @@ urlpatterns = [
     path("runs/<int:pk>/", views.run_detail_view, name="run_detail"),
     path("runs/<int:pk>/cancel/", views.run_cancel_view, name="run_cancel"),
     path("runs/<int:pk>/resume/", views.run_resume_view, name="run_resume"),
-    path("compare/", views.comparison_view, name="comparison"),
+    path("runs/<int:pk>/results/<int:result_pk>/", views.result_detail_view, name="result_detail"),
+    path("runs/<int:pk>/results.jsonl", views_tables.run_results_jsonl_view, name="run_results_jsonl"),
+    path("runs/<int:pk>/question-types.<str:fmt>", views_tables.run_types_export_view, name="run_types_export"),
+    path("runs.<str:fmt>", views_tables.run_list_export_view, name="run_list_export"),
+    path("leaderboard/", views_tables.leaderboard_view, name="leaderboard"),
+    path("leaderboard.<str:fmt>", views_tables.leaderboard_export_view, name="leaderboard_export"),
+    path("compare/", views_tables.comparison_redirect_view, name="comparison"),
+    path("compare/runs/", views_tables.run_compare_view, name="run_compare"),
     path("judge/", judge_views.judge_run_list_view, name="judge_run_list"),
     path("runs/launch/estimate/", views_analysis.launch_estimate_view, name="run_launch_estimate"),
     path("figures/", views_analysis.figures_view, name="figures"),

@@ -1,5 +1,9 @@
-"""Researcher dashboard: endpoints, launching runs, live progress, metrics, breakdowns, comparison, figures."""
+"""Researcher dashboard: endpoints, launching runs, live progress, a run's metrics, rows and one row in full.
+
+The leaderboard, the two-run comparison and the exports are in `evaluation.views_tables`."""
 from __future__ import annotations
+
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -12,7 +16,7 @@ from detectbench_web.roles import researcher_required
 
 from . import selectors, services
 from .figures import Bar, bar_chart
-from .forms import ComparisonFilterForm, EndpointForm, RunLaunchForm
+from .forms import EndpointForm, ResultFilterForm, RunLaunchForm
 from .judge import selectors as judge_selectors
 from .metrics import RunMetrics
 from .models import Run
@@ -62,7 +66,7 @@ def run_launch_view(request):
     return render(request, "evaluation/run_launch.html", {"form": form})
 
 
-def _accuracy_figure(title: str, rows: list[tuple[str, RunMetrics]]) -> str:
+def accuracy_figure(title: str, rows: list[tuple[str, RunMetrics]]) -> str:
     """Accuracy bars with 95% CI and, on each bar, the always-first-option baseline of the same rows."""
     bars = [Bar(label, m.accuracy, m.ci_low, m.ci_high, f"n={m.n}", m.first_option_baseline) for label, m in rows]
     return mark_safe(bar_chart(bars, title=title))  # bar_chart escapes every text it writes
@@ -74,18 +78,30 @@ def run_detail_view(request, pk: int):
     progress = selectors.run_progress(run=run)
     if request.htmx and request.GET.get("part") == "progress":
         return render(request, "evaluation/run_detail.html#progress", {"run": run, "progress": progress})
-    summary, types = selectors.run_summary_and_question_types(run=run)
-    status = request.GET.get("status", "")
-    page = Paginator(selectors.run_results(run=run, status=status), 50).get_page(request.GET.get("page"))
-    context = {
-        "run": run, "progress": progress, "summary": summary, "m": summary.metrics, "types": types,
-        "page": page, "status": status,
-        "figure": _accuracy_figure("Accuracy by question type (95% CI)", list(types.items())),
-        "judged": judge_selectors.free_text_accuracy(run=run),
-    }
+    filters = ResultFilterForm(request.GET or None)
+    chosen = filters.cleaned_data if filters.is_valid() else {}
+    status, question_type = chosen.get("status", ""), chosen.get("question_type", "")
+    rows = selectors.run_results(run=run, status=status, question_type=question_type)
+    page = Paginator(rows, 50).get_page(request.GET.get("page"))
+    query = urlencode({k: v for k, v in (("status", status), ("question_type", question_type)) if v})
+    context = {"run": run, "progress": progress, "page": page, "status": status, "question_type": question_type,
+               "filters": filters, "query": query, "types_present": selectors.run_question_types(run=run)}
     if request.htmx and request.GET.get("part") == "results":
         return render(request, "evaluation/run_detail.html#results", context)
+    summary, types = selectors.run_summary_and_question_types(run=run)
+    context.update({
+        "summary": summary, "m": summary.metrics, "types": types,
+        "figure": accuracy_figure("Accuracy by question type (95% CI)", list(types.items())),
+        "judged": judge_selectors.free_text_accuracy(run=run),
+    })
     return render(request, "evaluation/run_detail.html", context)
+
+
+@researcher_required
+def result_detail_view(request, pk: int, result_pk: int):
+    """One row in full: the messages sent, the raw output, the parsed answer, key information beside the clues."""
+    run = get_object_or_404(Run.objects.select_related("endpoint"), pk=pk)
+    return render(request, "evaluation/result_detail.html", {"run": run, **selectors.result_detail(run=run, pk=result_pk)})
 
 
 @researcher_required
@@ -102,15 +118,3 @@ def run_resume_view(request, pk: int):
     run = services.run_resume(run=get_object_or_404(Run, pk=pk))
     messages.info(request, f"Run {run.pk} re-launched: only missing or failed rows are computed.")
     return redirect("evaluation:run_detail", pk=run.pk)
-
-
-@researcher_required
-def comparison_view(request):
-    filters = ComparisonFilterForm(request.GET or None)
-    selection = filters.cleaned_data if filters.is_valid() else {}
-    table = selectors.comparison_table(split=selection.get("split", ""), option_order=selection.get("option_order", ""))
-    summaries = [cell for row in table["rows"] for cell in row["cells"] if cell is not None]
-    figure = _accuracy_figure(
-        "Accuracy per run (95% CI)", [(f"{s.run.method} · {s.run.endpoint.name}", s.metrics) for s in summaries],
-    ) if summaries else ""
-    return render(request, "evaluation/comparison.html", {"table": table, "figure": figure, "filters": filters})

@@ -49,7 +49,7 @@ def test_query_counts_do_not_grow_with_runs(researcher_client, researcher, items
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=researcher).key}")
     pages = {
         "run list": lambda: researcher_client.get(reverse("evaluation:run_list")),
-        "comparison": lambda: researcher_client.get(reverse("evaluation:comparison")),
+        "leaderboard": lambda: researcher_client.get(reverse("evaluation:leaderboard") + "?split=test"),
         "endpoints": lambda: researcher_client.get(reverse("evaluation:endpoint_list")),
         "api runs": lambda: api.get("/api/evaluation/runs/"),
         "api endpoints": lambda: api.get("/api/evaluation/endpoints/"),
@@ -70,11 +70,11 @@ def test_query_counts_do_not_grow_with_runs(researcher_client, researcher, items
 
 def test_user_given_names_are_escaped_in_pages_and_svg(researcher_client, items):
     runs = make_runs(2)
-    for url in (reverse("evaluation:comparison"), reverse("evaluation:run_list"),
+    for url in (reverse("evaluation:leaderboard") + "?split=test", reverse("evaluation:run_list"),
                 reverse("evaluation:endpoint_list"), reverse("evaluation:run_detail", args=[runs[0].pk])):
         html = researcher_client.get(url).content.decode()
         assert "<script>alert" not in html and "<b>co</b>" not in html, url
-    compare = researcher_client.get(reverse("evaluation:comparison")).content.decode()
+    compare = researcher_client.get(reverse("evaluation:leaderboard") + "?split=test").content.decode()
     svg = compare[compare.index("<svg"):compare.index("</svg>")]
     assert "&lt;script&gt;" in svg and "&amp;" in svg
     assert "<script" not in svg
@@ -88,23 +88,29 @@ def test_each_bar_carries_its_own_first_option_baseline(researcher_client, items
     assert svg.count('class="baseline"') == 2 and "48.0%" in svg and "25.0%" in svg
     runs = make_runs(2)
     Result.objects.filter(run=runs[1]).update(answer_first=False)
-    compare = researcher_client.get(reverse("evaluation:comparison")).content.decode()
+    compare = researcher_client.get(reverse("evaluation:leaderboard") + "?split=test").content.decode()
     svg = compare[compare.index("<svg"):compare.index("</svg>")]
     assert svg.count('class="baseline"') == 2 and "0.0%" in svg and "33.3%" in svg
     detail = researcher_client.get(reverse("evaluation:run_detail", args=[runs[0].pk])).content.decode()
     assert 'class="baseline"' in detail
 
 
-def test_comparison_shows_one_decimal_like_table_4_and_filters_by_option_order(researcher_client, items):
+def test_leaderboard_shows_one_decimal_like_table_4_and_one_option_order_at_a_time(researcher_client, items):
     runs = make_runs(2)  # 6 items, items 0, 2, 4 correct: 50.0; items 0 and 3 first: 33.3
     Run.objects.filter(pk=runs[1].pk).update(option_order="permuted")
-    compare = researcher_client.get(reverse("evaluation:comparison")).content.decode()
-    assert ">50.0<" in compare and "33.3" in compare and ">50.0</a>" in compare
-    only_permuted = researcher_client.get(reverse("evaluation:comparison") + "?option_order=permuted")
+    board = reverse("evaluation:leaderboard")
+    compare = researcher_client.get(board + "?split=test").content.decode()
+    assert ">50.0</a>" in compare and "33.3" in compare
+    table = compare.split("<tbody>")[1].split("</tbody>")[0]
+    assert "Naive</td>" in table and "Self-CoT" not in table  # the original order only, by default
+    only_permuted = researcher_client.get(board + "?split=test&option_order=permuted")
     table = only_permuted.content.decode().split("<tbody>")[1].split("</tbody>")[0]
     assert "Self-CoT" in table and "Naive</td>" not in table
-    bad = researcher_client.get(reverse("evaluation:comparison") + "?option_order=%3Cx%3E&split=" + "y" * 100)
-    assert bad.status_code == 200
+    bad = researcher_client.get(board + "?option_order=%3Cx%3E&split=" + "y" * 100)
+    assert bad.status_code == 200 and "Select a valid choice" in bad.content.decode()
+    # The old address leads here with its query.
+    moved = researcher_client.get(reverse("evaluation:comparison") + "?split=test")
+    assert moved.status_code == 302 and moved["Location"] == board + "?split=test"
 
 
 def test_run_detail_shows_accuracy_to_one_decimal_with_the_baseline_beside_it(researcher_client, items):

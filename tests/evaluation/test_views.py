@@ -32,7 +32,7 @@ def finished_run(detectbench_dir, django_capture_on_commit_callbacks):
 
 
 PAGES = [("evaluation:run_list", None), ("evaluation:endpoint_list", None), ("evaluation:run_launch", None),
-         ("evaluation:comparison", None), ("evaluation:run_detail", "run")]
+         ("evaluation:leaderboard", None), ("evaluation:run_compare", None), ("evaluation:run_detail", "run")]
 
 
 def _url(name, arg, run):
@@ -66,7 +66,7 @@ def test_researcher_pages_show_metrics_breakdown_and_svg_figures(researcher_clie
     with django_assert_max_num_queries(10):
         runs = researcher_client.get(reverse("evaluation:run_list"))
     assert f"#{finished_run.pk}" in runs.content.decode() and "30/30" in runs.content.decode()
-    compare = researcher_client.get(reverse("evaluation:comparison")).content.decode()
+    compare = researcher_client.get(reverse("evaluation:leaderboard") + "?split=test").content.decode()
     assert "Naive Questioning" in compare and "KeyInfo." in compare and "<svg" in compare
     nav = researcher_client.get(reverse("home")).content.decode()
     assert reverse("evaluation:run_list") in nav

@@ -1,0 +1,56 @@
+"""`python manage.py leaderboard --split SPLIT [--reference METHOD@ENDPOINT] [--format table|json|csv|latex]
+[--out FILE]`: the leaderboard (paper Table 4) of a split, as on the page."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from django import forms
+from django.core.management.base import BaseCommand, CommandError
+
+from detectbench_web.error_mapping import REFUSED, error_text
+
+from evaluation import table_exports
+from evaluation.forms import parse_item_ids
+from evaluation.leaderboard import leaderboard
+from evaluation.models import OptionOrder
+
+WRITERS = {
+    "table": table_exports.leaderboard_text,
+    "json": table_exports.leaderboard_json,
+    "csv": table_exports.leaderboard_csv,
+    "latex": table_exports.leaderboard_latex,
+}
+
+
+class Command(BaseCommand):
+    help = ("The leaderboard of a split (the latest finished run of each method on each endpoint): accuracy with "
+            "its Wilson interval, KeyInfo, n, the first-option baseline and, against --reference, the discordant "
+            "pairs, the exact McNemar p and its Holm correction.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--split", default="", help="The split (required unless --runs is given)")
+        parser.add_argument("--runs", default="", help="Comma-separated run ids instead: their common items")
+        parser.add_argument("--option-order", choices=OptionOrder.values, default=OptionOrder.ORIGINAL)
+        parser.add_argument("--common", action="store_true", help="Only the items common to every cell")
+        parser.add_argument("--reference", default="", help="METHOD@ENDPOINT of the reference cell")
+        parser.add_argument("--format", choices=sorted(WRITERS), default="table")
+        parser.add_argument("--out", help="Write to this file instead of standard output")
+
+    def handle(self, *args, **o):
+        try:
+            run_ids = parse_item_ids(o["runs"])
+        except forms.ValidationError as exc:
+            raise CommandError(f"--runs: {' '.join(exc.messages)}") from exc
+        if not o["split"] and not run_ids:
+            raise CommandError("give --split (or --runs): a table over several item sets would compare unlike things")
+        try:
+            table = leaderboard(split=o["split"], run_ids=run_ids, option_order=o["option_order"],
+                                common=o["common"], reference=o["reference"])
+        except REFUSED as exc:
+            raise CommandError(error_text(exc)) from exc
+        text = WRITERS[o["format"]](table)
+        if o["out"]:
+            Path(o["out"]).write_text(text, encoding="utf-8")
+            self.stderr.write(f"wrote {len(table.cells)} cells to {o['out']}")
+        else:
+            self.stdout.write(text, ending="")

@@ -1,0 +1,92 @@
+"""Paired comparisons of two sets of outcomes on the same (item, version) pairs (no Django inside).
+
+- :func:`pair_outcomes`: keep only the keys present on both sides and count what each side loses;
+- :func:`mcnemar_exact`: the exact McNemar test (binomial on the discordant pairs, statsmodels);
+- :func:`holm`: Holm's step-down correction of a family of p-values (statsmodels ``multipletests``);
+- :func:`wilson`: the Wilson 95% interval of a proportion (statsmodels ``proportion_confint``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Hashable, Mapping, Sequence
+
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
+
+#: Significance level of the marks in the tables (after Holm's correction).
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Outcomes of a reference and a candidate on their common keys.
+
+    ``ref_only`` / ``other_only``: keys one side has and the other lacks (another item
+    version counts as another key), dropped from the test.
+    """
+
+    both_right: int
+    ref_right_other_wrong: int
+    ref_wrong_other_right: int
+    both_wrong: int
+    ref_only: int
+    other_only: int
+
+    @property
+    def n(self) -> int:
+        return self.both_right + self.ref_right_other_wrong + self.ref_wrong_other_right + self.both_wrong
+
+    @property
+    def discordant(self) -> tuple[int, int]:
+        """[reference right / other wrong, reference wrong / other right]."""
+        return self.ref_right_other_wrong, self.ref_wrong_other_right
+
+    @property
+    def dropped(self) -> int:
+        return self.ref_only + self.other_only
+
+    @property
+    def p_value(self) -> float | None:
+        """Exact McNemar p (None without any common key)."""
+        return mcnemar_exact(*self.discordant) if self.n else None
+
+    def table(self) -> list[list[int]]:
+        """The 2x2 table: rows reference right/wrong, columns other right/wrong."""
+        return [[self.both_right, self.ref_right_other_wrong], [self.ref_wrong_other_right, self.both_wrong]]
+
+
+def pair_outcomes(reference: Mapping[Hashable, bool], other: Mapping[Hashable, bool]) -> Paired:
+    """Cross two {key: correct} maps on the keys they share."""
+    common = reference.keys() & other.keys()
+    counts = [[0, 0], [0, 0]]
+    for key in common:
+        counts[0 if reference[key] else 1][0 if other[key] else 1] += 1
+    return Paired(both_right=counts[0][0], ref_right_other_wrong=counts[0][1], ref_wrong_other_right=counts[1][0],
+                  both_wrong=counts[1][1], ref_only=len(reference.keys() - common),
+                  other_only=len(other.keys() - common))
+
+
+def mcnemar_exact(ref_right_other_wrong: int, ref_wrong_other_right: int) -> float:
+    """Two-sided exact McNemar p-value from the two discordant counts (1.0 when there are none)."""
+    result = mcnemar([[0, ref_right_other_wrong], [ref_wrong_other_right, 0]], exact=True)
+    return float(result.pvalue)
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm-corrected p-values in the same order; None entries (no test) stay None and are not counted."""
+    present = [i for i, p in enumerate(p_values) if p is not None]
+    corrected: list[float | None] = [None] * len(p_values)
+    if present:
+        adjusted = multipletests([p_values[i] for i in present], method="holm")[1]
+        for i, p in zip(present, adjusted):
+            corrected[i] = float(p)
+    return corrected
+
+
+def wilson(correct: int, n: int, *, alpha: float = 0.05) -> tuple[float | None, float | None]:
+    """Wilson score interval of correct/n at level 1 - alpha (None, None when n is 0)."""
+    if n <= 0:
+        return None, None
+    low, high = proportion_confint(correct, n, alpha=alpha, method="wilson")
+    return float(low), float(high)

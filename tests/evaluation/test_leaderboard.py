@@ -1,0 +1,197 @@
+"""The leaderboard (paper Table 4): like for like (one split or the chosen runs' common items, fresh rows only),
+every cell with its n and interval, baselines and humans per column, exact McNemar against a reference with
+Holm's correction, equal to what `evaluate` prints for the same runs."""
+import io
+import json
+from contextlib import redirect_stderr
+
+import pytest
+from django.core.management import CommandError, call_command
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
+
+from annotation.models import Item
+from annotation.services import item_update
+from detectbench_web.errors import Invalid
+from evaluation import services
+from evaluation.leaderboard import common_item_ids, leaderboard
+from evaluation.models import Result
+from evaluation.run_compare import run_comparison
+from studies.services import attempt_start, question_open, response_submit, study_create, study_join
+from tests.support.items import import_items
+
+pytestmark = pytest.mark.django_db
+
+
+def _launch(model, method="naive", split="test", **kwargs):
+    return services.run_launch(endpoint=services.endpoint_for_cli(builtin=model), method=method, split=split,
+                               enqueue=False, **kwargs)
+
+
+@pytest.fixture
+def test_items(detectbench_dir):
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=40)
+    return list(Item.objects.filter(split="test").order_by("pk"))
+
+
+def _outcomes(run):
+    return {(r.item_id, r.item_version): r.is_correct for r in Result.objects.filter(run=run, sample_index=0)}
+
+
+def test_runs_on_different_splits_never_share_a_cell_or_a_comparison(test_items, detectbench_dir, compute):
+    import_items(detectbench_dir / "train.jsonl", split="train", limit=10)
+    on_test, on_train = compute(_launch("first-option")), compute(_launch("first-option", split="train"))
+    test_table, train_table = leaderboard(split="test"), leaderboard(split="train")
+    assert [c.run.pk for c in test_table.cells] == [on_test.pk] and test_table.cells[0].metrics.n == 40
+    assert [c.run.pk for c in train_table.cells] == [on_train.pk] and train_table.cells[0].metrics.n == 10
+    with pytest.raises(Invalid, match="Choose a split"):
+        leaderboard()
+    with pytest.raises(Invalid, match="same method on the same endpoint"):
+        leaderboard(run_ids=[on_test.pk, on_train.pk])
+    lexical_train = compute(_launch("lexical", split="train"))
+    with pytest.raises(Invalid, match="different splits"):
+        leaderboard(run_ids=[on_test.pk, lexical_train.pk])
+    with pytest.raises(Invalid, match="share no items"):
+        run_comparison(a=on_test, b=lexical_train)
+
+
+def test_the_latest_finished_run_fills_a_cell_and_each_option_order_is_its_own_table(test_items, compute):
+    older = compute(_launch("lexical"))
+    newer = compute(_launch("lexical"))
+    permuted = compute(_launch("lexical", option_order="permuted"))
+    services.run_launch(endpoint=newer.endpoint, method="naive", split="test", enqueue=False)  # queued: ignored
+    assert [c.run.pk for c in leaderboard(split="test").cells] == [newer.pk] != [older.pk]
+    assert [c.run.pk for c in leaderboard(split="test", option_order="permuted").cells] == [permuted.pk]
+
+
+def test_cells_have_n_wilson_interval_first_option_and_paired_tests_equal_statsmodels(test_items, compute):
+    runs = {(model, method): compute(_launch(model, method))
+            for model in ("first-option", "lexical", "random") for method in ("naive", "self-cot")}
+    reference = runs[("lexical", "naive")]
+    table = leaderboard(split="test", reference=f"naive@{reference.endpoint.name}")
+    assert len(table.cells) == 6 and table.reference.run.pk == reference.pk
+    others = [c for c in table.cells if not c.is_reference]
+    ref_outcomes = _outcomes(reference)
+    expected_p = []
+    for cell in table.cells:
+        rows = Result.objects.filter(run=cell.run)
+        correct, n = rows.filter(is_correct=True).count(), rows.count()
+        assert (cell.metrics.n, cell.metrics.correct) == (n, correct) == (40, correct)
+        assert (cell.metrics.ci_low, cell.metrics.ci_high) == pytest.approx(
+            proportion_confint(correct, n, method="wilson"))
+        assert cell.metrics.first_option_baseline == rows.filter(answer_first=True).count() / n
+        if cell.is_reference:
+            assert cell.paired is None and cell.p_holm is None
+            continue
+        mine = _outcomes(cell.run)
+        b = sum(1 for k in ref_outcomes if ref_outcomes[k] and not mine[k])
+        c = sum(1 for k in ref_outcomes if not ref_outcomes[k] and mine[k])
+        assert cell.paired.discordant == (b, c) and cell.paired.n == 40 and cell.paired.dropped == 0
+        assert cell.paired.p_value == mcnemar([[0, b], [c, 0]], exact=True).pvalue
+        expected_p.append(cell.paired.p_value)
+    holm = multipletests(expected_p, method="holm")[1]
+    assert [c.p_holm for c in others] == pytest.approx(list(holm))
+    assert all(c.significant == (c.p_holm < 0.05) for c in others)
+    # The built-in first option answers the same under every method: its two cells agree item by item.
+    first = [c for c in table.cells if c.endpoint.model == "first-option"]
+    assert first[0].metrics.accuracy == first[1].metrics.accuracy == first[0].metrics.first_option_baseline
+    # Baseline rows per column.
+    rows = {b.key: b for b in table.baselines}
+    assert set(rows) == {"first-option", "random"}
+    for endpoint, cell in zip(table.endpoints, rows["first-option"].cells):
+        column = [c for c in table.cells if c.endpoint.pk == endpoint.pk]
+        assert cell.value == column[0].metrics.first_option_baseline and cell.n == 80
+    assert all(c.value == pytest.approx(0.25) for c in rows["random"].cells)  # every item has 4 options
+
+
+def test_common_items_only_and_chosen_runs_use_the_items_every_cell_has(test_items, compute):
+    wide = compute(_launch("first-option"))
+    narrow = compute(_launch("lexical", ids=[i.pk for i in test_items[5:25]]))
+    mixed = leaderboard(split="test")
+    assert sorted(c.metrics.n for c in mixed.cells) == [20, 40] and mixed.n_range == (20, 40)
+    common = leaderboard(split="test", common=True, reference=f"naive@{wide.endpoint.name}")
+    assert [c.metrics.n for c in common.cells] == [20, 20] and common.common_items == 20
+    assert "20 items common to every cell" in common.scope
+    chosen = leaderboard(run_ids=[wide.pk, narrow.pk])
+    assert [c.metrics.n for c in chosen.cells] == [20, 20] and f"#{wide.pk}, #{narrow.pk}" in chosen.scope
+    assert common_item_ids([wide, narrow]) == sorted(i.pk for i in test_items[5:25])
+    # Split mode pairs on what both have too, and says what it dropped.
+    paired = leaderboard(split="test", reference=f"naive@{wide.endpoint.name}")
+    cell = next(c for c in paired.cells if c.run.pk == narrow.pk)
+    assert (cell.paired.n, cell.paired.ref_only, cell.paired.other_only) == (20, 20, 0)
+
+
+def test_an_unknown_reference_is_refused(test_items, compute):
+    compute(_launch("first-option"))
+    with pytest.raises(Invalid, match="No cell 'naive@nowhere'"):
+        leaderboard(split="test", reference="naive@nowhere")
+
+
+def _answer_all(study, *, right: bool, participants: int):
+    for p in range(participants):
+        attempt = attempt_start(attempt_id=study_join(study=study, participant_id=f"{right}-{p}").pk)
+        while (question := question_open(attempt=attempt)) is not None:
+            item = Item.objects.get(pk=question.lease.item_id)
+            option = item.answer_index if right else (item.answer_index + 1) % len(item.options)
+            response_submit(token=attempt.token, position=question.lease.position, chosen_option=option)
+
+
+def test_humans_answer_the_same_items_at_the_same_versions(test_items, compute):
+    run = compute(_launch("lexical"))
+    asked = [i.pk for i in test_items[:6]]
+    study = study_create(slug="humans", item_ids=asked, per_participant=6, raters=2, time_limit_seconds=600,
+                         status="open", completion_code="C")
+    _answer_all(study, right=True, participants=1)
+    _answer_all(study, right=False, participants=1)
+    humans = next(b for b in leaderboard(split="test").baselines if b.key == "humans").cells[0]
+    assert (humans.items, humans.n, humans.value) == (6, 12, 0.5)
+    item = test_items[0]
+    item_update(item_id=item.pk, base_version=item.version, changes={"question": item.question + " Who?"})
+    # The item changed: its answers and the model's row are both out of the table.
+    table = leaderboard(split="test")
+    humans = next(b for b in table.baselines if b.key == "humans").cells[0]
+    assert (humans.items, humans.n) == (5, 10) and table.cells[0].metrics.n == 39
+    assert run.pk == table.cells[0].run.pk
+
+
+def _evaluate(*args) -> list[dict]:
+    out = io.StringIO()
+    with redirect_stderr(io.StringIO()):
+        call_command("evaluate", *args, stdout=out)
+    return [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_leaderboard_command_prints_what_evaluate_printed(detectbench_dir, tmp_path):
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=120)
+    lines = _evaluate("--builtin", "lexical", "--method", "naive,self-cot", "--split", "test", "--wait",
+                      "--in-process")
+    lines += _evaluate("--builtin", "first-option", "--method", "naive", "--split", "test", "--wait", "--in-process")
+    out = tmp_path / "board.json"
+    with redirect_stderr(io.StringIO()):
+        call_command("leaderboard", "--split", "test", "--reference", "naive@builtin:lexical", "--format", "json",
+                     "--out", str(out))
+    cells = {c["run"]: c for c in json.loads(out.read_text())}
+    assert set(cells) == {line["run"] for line in lines}
+    for line in lines:
+        cell = cells[line["run"]]
+        assert (cell["n"], cell["correct"], cell["accuracy"], cell["method"]) == (
+            line["n"], line["correct"], line["accuracy"], line["method"])
+        assert cell["accuracy_ci95"] == pytest.approx(line["accuracy_ci95"])
+        assert cell["keyinfo"] == pytest.approx(line["keyinfo"], abs=1e-12)
+        assert cell["first_option_baseline"] == line["first_option_baseline"]
+        assert set(cell) >= {"endpoint", "discordant", "p_value", "p_holm"}
+    reference = next(c for c in cells.values() if c["is_reference"])
+    assert reference["endpoint"] == "builtin:lexical" and reference["p_value"] is None
+    assert all(len(c["discordant"]) == 2 and c["p_holm"] >= c["p_value"] for c in cells.values()
+               if not c["is_reference"])
+    for fmt, marker in (("table", "Leaderboard: split test"), ("csv", "row,method,endpoint"),
+                        ("latex", r"\toprule")):
+        text = io.StringIO()
+        call_command("leaderboard", "--split", "test", "--format", fmt, stdout=text)
+        assert marker in text.getvalue()
+    with pytest.raises(CommandError, match="give --split"):
+        call_command("leaderboard")
+    with pytest.raises(CommandError, match="No cell"):
+        call_command("leaderboard", "--split", "test", "--reference", "naive@nowhere")

@@ -1,0 +1,63 @@
+"""evaluation.paired: pairing on shared keys, exact McNemar, Holm and Wilson, checked against statsmodels and scipy
+on the same numbers (the module must add nothing of its own to the statistics)."""
+import random
+
+import pytest
+from scipy.stats import binom
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
+
+from evaluation.paired import Paired, holm, mcnemar_exact, pair_outcomes, wilson
+
+
+def test_pairs_are_the_shared_keys_and_each_side_says_what_it_dropped():
+    ref = {(1, 1): True, (2, 1): True, (3, 1): False, (4, 1): False, (5, 2): True}
+    other = {(1, 1): True, (2, 1): False, (3, 1): True, (4, 1): False, (5, 1): True, (6, 1): False}
+    p = pair_outcomes(ref, other)
+    assert (p.both_right, p.ref_right_other_wrong, p.ref_wrong_other_right, p.both_wrong) == (1, 1, 1, 1)
+    assert (p.ref_only, p.other_only, p.n, p.dropped) == (1, 2, 4, 3)  # item 5 at version 2 vs 1: no pair
+    assert p.table() == [[1, 1], [1, 1]] and p.discordant == (1, 1)
+    assert pair_outcomes({}, other).p_value is None
+
+
+@pytest.mark.parametrize("b,c", [(0, 0), (0, 5), (3, 9), (12, 4), (40, 61), (150, 149), (7, 0)])
+def test_exact_mcnemar_equals_statsmodels_and_the_binomial_test(b, c):
+    ours = mcnemar_exact(b, c)
+    # The concordant cells do not enter the exact test: any values give the same p.
+    assert ours == mcnemar([[17, b], [c, 23]], exact=True).pvalue
+    expected = 1.0 if b + c == 0 else min(1.0, 2 * binom.cdf(min(b, c), b + c, 0.5))
+    assert ours == pytest.approx(expected, rel=1e-12)
+
+
+def test_paired_p_value_uses_the_discordant_pairs_of_random_outcomes():
+    rng = random.Random(4)
+    ref = {i: rng.random() < 0.6 for i in range(500)}
+    other = {i: (ref[i] if rng.random() < 0.8 else not ref[i]) if i in ref else rng.random() < 0.5
+             for i in range(40, 520)}
+    p = pair_outcomes(ref, other)
+    b = sum(1 for i in range(40, 500) if ref[i] and not other[i])
+    c = sum(1 for i in range(40, 500) if not ref[i] and other[i])
+    assert p.discordant == (b, c) and p.n == 460 and (p.ref_only, p.other_only) == (40, 20)
+    assert p.p_value == mcnemar([[0, b], [c, 0]], exact=True).pvalue
+
+
+def test_holm_equals_multipletests_and_keeps_untested_cells_empty():
+    ps = [0.01, None, 0.04, 0.03, None, 0.2, 0.001]
+    present = [x for x in ps if x is not None]
+    expected = iter(multipletests(present, method="holm")[1])
+    assert holm(ps) == [None if x is None else pytest.approx(next(expected)) for x in ps]
+    assert holm([None, None]) == [None, None] and holm([]) == []
+    assert holm([0.01, 0.02])[0] == pytest.approx(0.02)  # the smallest of two is doubled
+
+
+@pytest.mark.parametrize("correct,n", [(0, 10), (10, 10), (571, 1196), (14, 24), (1, 3)])
+def test_wilson_equals_statsmodels(correct, n):
+    low, high = wilson(correct, n)
+    assert (low, high) == tuple(proportion_confint(correct, n, alpha=0.05, method="wilson"))
+    assert low <= correct / n <= high
+    assert wilson(0, 0) == (None, None)
+
+
+def test_a_paired_result_is_a_value():
+    assert Paired(1, 2, 3, 4, 0, 0).n == 10 and Paired(1, 2, 3, 4, 5, 6).dropped == 11

@@ -1,0 +1,75 @@
+"""Item versions: every result row records the item version it saw; a row of an item rewritten since is stale,
+marked on the run page, left out of the leaderboard's cells and of comparisons with newer runs."""
+import pytest
+from django.urls import reverse
+
+from annotation.models import Item
+from annotation.services import item_update
+from evaluation import selectors, services
+from evaluation.leaderboard import leaderboard
+from evaluation.models import Result
+from evaluation.run_compare import run_comparison
+from tests.support.items import import_items
+
+pytestmark = pytest.mark.django_db
+
+ITEMS = 12
+
+
+@pytest.fixture
+def items(detectbench_dir):
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=ITEMS)
+    return list(Item.objects.filter(split="test").order_by("pk"))
+
+
+def _launch(model, **kwargs):
+    return services.run_launch(endpoint=services.endpoint_for_cli(builtin=model), method="naive", split="test",
+                               enqueue=False, **kwargs)
+
+
+def _rewrite(item: Item) -> Item:
+    return item_update(item_id=item.pk, base_version=item.version, changes={"context": item.context + " It rained."})
+
+
+def test_rows_record_the_version_they_saw_and_turn_stale_after_a_rewrite(items, compute, researcher_client):
+    old = compute(_launch("first-option"))
+    assert set(Result.objects.filter(run=old).values_list("item_version", flat=True)) == {1}
+    changed = _rewrite(items[3])
+    assert changed.version == 2
+    new = compute(_launch("lexical"))
+    versions = dict(Result.objects.filter(run=new).values_list("item_id", "item_version"))
+    assert versions[changed.pk] == 2 and {v for pk, v in versions.items() if pk != changed.pk} == {1}
+
+    assert selectors.run_summary(run=old).stale == 1 and selectors.run_summary(run=new).stale == 0
+    stale_rows = list(selectors.run_results(run=old, status="stale"))
+    assert [r.item_id for r in stale_rows] == [changed.pk]
+    page = researcher_client.get(reverse("evaluation:run_detail", args=[old.pk])).content.decode()
+    assert page.count(">stale</span>") == 1 and "Stale rows" in page
+    drill = researcher_client.get(reverse("evaluation:result_detail", args=[old.pk, stale_rows[0].pk]))
+    assert "stale: the item is now at version 2" in drill.content.decode()
+
+    # A comparison pairs (item, version): the rewritten item is no pair; each side drops one.
+    comparison = run_comparison(a=old, b=new)
+    assert comparison.paired.n == ITEMS - 1
+    assert (comparison.paired.ref_only, comparison.paired.other_only) == (1, 1)
+    assert changed.pk not in {d.item_id for d in comparison.differing}
+
+    # The leaderboard counts fresh rows only, says how many it dropped, and pairs on the rest.
+    table = leaderboard(split="test", reference=f"naive@{old.endpoint.name}")
+    cells = {c.run.pk: c for c in table.cells}
+    assert (cells[old.pk].metrics.n, cells[old.pk].counts.stale) == (ITEMS - 1, 1)
+    assert (cells[new.pk].metrics.n, cells[new.pk].counts.stale) == (ITEMS, 0)
+    assert cells[new.pk].paired.n == ITEMS - 1 and cells[new.pk].paired.dropped == 1
+    assert cells[new.pk].as_json()["pairs_dropped"] == [0, 1]
+
+
+@pytest.mark.django_db(transaction=True)  # two writes: the upsert's staging table empties on commit
+def test_a_resumed_row_of_a_rewritten_item_records_the_new_version(items, compute):
+    run = compute(_launch("first-option"))
+    target = Result.objects.get(run=run, item=items[0])
+    Result.objects.filter(pk=target.pk).update(error="timeout")  # a failed row is computed again on resume
+    _rewrite(items[0])
+    compute(run)
+    target.refresh_from_db()
+    assert (target.error, target.item_version) == ("", 2)
+    assert Result.objects.filter(run=run).count() == ITEMS

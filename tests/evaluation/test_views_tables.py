@@ -1,0 +1,165 @@
+"""Researcher pages of runs and tables: runs list metrics and progress, run rows filtered with links to a drill-down
+(messages, raw output, parsed answer, key information beside the gold clues), the launch form, the two-run
+comparison page, and every table as a file (CSV formula-safe, JSON, LaTeX that compiles, JSONL)."""
+import csv
+import io
+import json
+import shutil
+import subprocess
+
+import pytest
+from django.urls import reverse
+
+from annotation.models import Item
+from evaluation import services
+from evaluation.models import ModelEndpoint, Result, Run
+from tests.conftest import require
+from tests.support.items import import_items
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def two_runs(detectbench_dir, compute):
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=30)
+    first = services.endpoint_for_cli(builtin="first-option")
+    lexical = ModelEndpoint.objects.create(name='=HYPERLINK("http://x")&_%$#', kind="builtin", model="lexical")
+    a = compute(services.run_launch(endpoint=first, method="naive", split="test", enqueue=False))
+    b = compute(services.run_launch(endpoint=lexical, method="naive", split="test", enqueue=False))
+    return a, b
+
+
+def _get(client, name, *args, query=""):
+    response = client.get(reverse(name, args=args) + (f"?{query}" if query else ""))
+    assert response.status_code == 200, response.content[:500]
+    return response
+
+
+def test_runs_list_shows_accuracy_interval_baseline_and_tokens(researcher_client, two_runs):
+    a, _ = two_runs
+    html = _get(researcher_client, "evaluation:run_list").content.decode()
+    rows = Result.objects.filter(run=a)
+    accuracy = 100 * rows.filter(is_correct=True).count() / 30
+    first = 100 * rows.filter(answer_first=True).count() / 30
+    assert f"{accuracy:.1f}%" in html and f"<td>{first:.1f}</td>" in html and "Accuracy (95% CI)" in html
+    tokens = sum(rows.values_list("tokens_in", flat=True))
+    assert f"<td>{tokens} / " in html
+
+
+def test_progress_shows_done_errors_tokens_and_an_eta_while_running(researcher_client, detectbench_dir, compute):
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=10)
+    run = compute(services.run_launch(endpoint=services.endpoint_for_cli(builtin="random"), method="naive",
+                                      split="test", limit=4, enqueue=False))
+    Run.objects.filter(pk=run.pk).update(status="running")
+    Run.objects.filter(pk=run.pk).update(item_ids=run.item_ids + [i.pk for i in Item.objects.all()[4:8]])
+    part = _get(researcher_client, "evaluation:run_detail", run.pk, query="part=progress").content.decode()
+    assert "4/8" in part and "errors 0" in part and "tokens " in part and "s left" in part
+    assert 'hx-trigger="every 2s"' in part
+
+
+def test_run_rows_filter_by_outcome_and_type_and_link_to_the_drill_down(researcher_client, two_runs):
+    a, _ = two_runs
+    wrong = Result.objects.filter(run=a, is_correct=False)
+    html = _get(researcher_client, "evaluation:run_detail", a.pk, query="status=wrong").content.decode()
+    table = html.split('<div id="results"')[1]
+    assert table.count("/results/") == wrong.count() > 0
+    for r in wrong:
+        assert reverse("evaluation:result_detail", args=[a.pk, r.pk]) in table
+    qtype = Result.objects.filter(run=a).values_list("item__question_type", flat=True).first()
+    typed = _get(researcher_client, "evaluation:run_detail", a.pk, query=f"part=results&question_type={qtype}",
+                 ).content.decode()
+    assert typed.count("/results/") == Result.objects.filter(run=a, item__question_type=qtype).count()
+    none = _get(researcher_client, "evaluation:run_detail", a.pk, query="status=error").content.decode()
+    assert "No rows match" in none
+
+
+def test_drill_down_shows_messages_output_answer_and_key_information_beside_the_clues(researcher_client, two_runs):
+    _, b = two_runs
+    row = Result.objects.filter(run=b).select_related("item").first()
+    html = _get(researcher_client, "evaluation:result_detail", b.pk, row.pk).content.decode()
+    user_message = next(m["content"] for m in row.messages[0]["messages"] if m["role"] == "user")
+    from django.utils.html import escape
+
+    assert escape(user_message) in html and escape(row.raw_output) in html
+    assert f"<th>Parse status</th><td>{row.parse_status}</td>" in html
+    assert f"<th>Gold</th><td>{row.item.answer_index + 1}</td>" in html
+    assert '<mark class="model' in html and '<mark class="clue' in html  # the lexical reader quotes the context
+    other_run = two_runs[0]
+    assert researcher_client.get(reverse("evaluation:result_detail", args=[other_run.pk, row.pk])).status_code == 404
+
+
+def test_the_launch_form_ticks_nothing(researcher_client, two_runs):
+    html = _get(researcher_client, "evaluation:run_launch").content.decode()
+    assert 'name="methods"' in html and "checked" not in html.split('name="methods"')[1].split("</ul>")[0]
+    before = Run.objects.count()
+    response = researcher_client.post(reverse("evaluation:run_launch"), {
+        "endpoint": two_runs[0].endpoint_id, "split": "test", "seed": 1, "samples": 1, "option_order": "original"})
+    assert response.status_code == 200 and Run.objects.count() == before
+
+
+def test_two_run_page_lists_the_items_where_they_differ(researcher_client, two_runs):
+    a, b = two_runs
+    page = _get(researcher_client, "evaluation:run_compare", query=f"a={a.pk}&b={b.pk}").content.decode()
+    ra = dict(Result.objects.filter(run=a).values_list("item_id", "is_correct"))
+    rb = dict(Result.objects.filter(run=b).values_list("item_id", "is_correct"))
+    differ = [i for i in ra if ra[i] != rb[i]]
+    assert f"Items where they differ ({len(differ)})" in page and "30 pairs" in page
+    data = json.loads(_get(researcher_client, "evaluation:run_compare", query=f"a={a.pk}&b={b.pk}&format=json").content)
+    assert sorted(d["item"] for d in data["differing"]) == sorted(differ) and data["pairs"] == 30
+    refused = _get(researcher_client, "evaluation:run_compare", query=f"a={a.pk}&b={a.pk}").content.decode()
+    assert "Choose two different runs" in refused
+
+
+def test_leaderboard_files_csv_is_formula_safe_json_lists_cells_latex_compiles(researcher_client, two_runs, tmp_path):
+    a, b = two_runs
+    query = f"split=test&reference=naive@{a.endpoint.name}"
+    text = _get(researcher_client, "evaluation:leaderboard_export", "csv", query=query).content.decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [r["row"] for r in rows] == ["method", "method", "first-option", "first-option", "random", "random"]
+    names = {r["endpoint"] for r in rows}
+    assert "'=HYPERLINK(\"http://x\")&_%$#" in names and '=HYPERLINK("http://x")&_%$#' not in names
+    data = json.loads(_get(researcher_client, "evaluation:leaderboard_export", "json", query=query).content)
+    assert {c["run"] for c in data["cells"]} == {a.pk, b.pk} and data["reference"] == f"naive@{a.endpoint.name}"
+    latex = _get(researcher_client, "evaluation:leaderboard_export", "tex", query=query).content.decode()
+    assert r"\toprule" in latex and r"\_\%\$\#" in latex and r"$^{\dagger}$" in latex
+    assert researcher_client.get(reverse("evaluation:leaderboard_export", args=["xls"]) + "?" + query).status_code == 404
+    require(shutil.which("pdflatex") is not None, "pdflatex (apt-get install texlive-latex-base)")
+    doc = tmp_path / "table.tex"
+    doc.write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n" + latex
+                   + "\\end{document}\n")
+    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert (tmp_path / "table.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_run_files_list_types_and_jsonl(researcher_client, two_runs):
+    a, b = two_runs
+    runs = json.loads(_get(researcher_client, "evaluation:run_list_export", "json").content)
+    assert {r["run"] for r in runs} == {a.pk, b.pk} and all(r["n"] == 30 for r in runs)
+    listed = list(csv.DictReader(io.StringIO(_get(researcher_client, "evaluation:run_list_export", "csv")
+                                             .content.decode())))
+    assert len(listed) == 2 and {"accuracy", "first_option_baseline", "accuracy_ci95"} <= set(listed[0])
+    types = json.loads(_get(researcher_client, "evaluation:run_types_export", a.pk, "json").content)
+    assert sum(t["n"] for t in types) == 30
+    assert _get(researcher_client, "evaluation:run_types_export", a.pk, "csv").content.startswith(b"question_type,")
+    response = _get(researcher_client, "evaluation:run_results_jsonl", a.pk)
+    lines = [json.loads(line) for line in b"".join(response.streaming_content).decode().splitlines()]
+    assert len(lines) == 30 and {line["run"] for line in lines} == {a.pk}
+    assert lines[0]["messages"] and {"item_version", "raw_output", "parse_status", "external_id"} <= set(lines[0])
+
+
+def test_leaderboard_page_asks_for_a_split_and_shows_n_in_every_cell(researcher_client, two_runs):
+    empty = _get(researcher_client, "evaluation:leaderboard").content.decode()
+    assert "Choose a split" in empty and "?split=test" in empty and "<tbody>" not in empty
+    a, b = two_runs
+    html = _get(researcher_client, "evaluation:leaderboard", query="split=test").content.decode()
+    methods, baselines = html.split("<tbody>")[1].split('<tr class="baseline">', 1)
+    assert methods.count("<td>30</td>") == 2  # n of each of the two cells
+    assert baselines.count("<td>30</td>") == 4  # first-option and random of each column, with their n
+    assert "built-in first-option: ignores the prompt" in html
+    tested = _get(researcher_client, "evaluation:leaderboard",
+                  query=f"split=test&reference=naive@{a.endpoint.name}").content.decode()
+    assert "30 pairs" in tested and "items that differ" in tested and '<span class="badge">ref</span>' in tested
+    refused = _get(researcher_client, "evaluation:leaderboard", query="split=test&reference=x@y").content.decode()
+    assert "No cell &#x27;x@y&#x27;" in refused
