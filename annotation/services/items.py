@@ -1,7 +1,6 @@
 """Writes to the item store: import, export, versioned edits and reverts, derived facts."""
 from __future__ import annotations
 
-import csv
 import json
 from dataclasses import dataclass, field
 from typing import BinaryIO, Iterable, TextIO
@@ -12,6 +11,7 @@ from django.db.models import F
 
 from .. import clue_graph
 from ..dataformat import ParsedRecord, RecordError, parse_jsonl
+from detectbench_web import csv_safety
 from detectbench_web.error_mapping import as_service_error
 from detectbench_web.errors import Invalid, NotFound
 
@@ -241,14 +241,18 @@ EXPORT_CSV_FIELDS = ("id", "context", "question", "options", "answer", "evidence
 
 
 def items_export(*, items: Iterable[Item], out: TextIO, fmt: str = "jsonl") -> int:
-    """Write items in the official schema (JSONL) or flattened (CSV, options as a JSON list)."""
+    """Write items in the official schema (JSONL) or flattened (CSV, options as a JSON list).
+
+    CSV cells that a spreadsheet would run as a formula (= + - @ tab CR) are written as text
+    (csv_safety); the JSONL keeps the text exactly.
+    """
     count = 0
     if fmt == "jsonl":
         for item in items:
             out.write(json.dumps(item.to_record(), ensure_ascii=False) + "\n")
             count += 1
     elif fmt == "csv":
-        writer = csv.writer(out)
+        writer = csv_safety.writer(out)
         writer.writerow(EXPORT_CSV_FIELDS)
         for item in items:
             r = item.to_record()

@@ -1,13 +1,13 @@
 """Researchers' pages: curation progress (and queueing imported items), verification agreement and its export."""
 from __future__ import annotations
 
-import csv
 import io
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 
+from detectbench_web import csv_safety
 from detectbench_web.roles import researcher_required
 
 from .. import selectors, services
@@ -49,7 +49,7 @@ def agreement_export_view(request, fmt: str):
         response = JsonResponse(report, json_dumps_params={"indent": 2})
     elif fmt == "csv":
         out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=["question", "pair", "items", "percent_agreement", "cohen_kappa",
+        writer = csv_safety.DictWriter(out, fieldnames=["question", "pair", "items", "percent_agreement", "cohen_kappa",
                                                  "fleiss_kappa"])
         writer.writeheader()
         writer.writerows(selectors.agreement_rows(report))

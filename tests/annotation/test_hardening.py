@@ -194,3 +194,51 @@ def test_the_service_refuses_to_queue_without_a_choice(researcher):
     assert items_enter_workflow(user=researcher, every_split=True, dry_run=True) == 2
     assert set(Item.objects.values_list("status", flat=True)) == {ItemStatus.IMPORTED}
     assert items_enter_workflow(user=researcher, every_split=True) == 2
+
+
+# ---- CSV exports: a cell a spreadsheet would run as a formula is written as text
+
+
+FORMULAS = {"id": "=1+2", "context": "=cmd|' /C calc'!A0", "question": "+1+2 who?", "evidence": "\t=1+1 -> x",
+            "multi_hop_reasoning": "\r=1+1 -> y", "option": "@SUM(1+1)", "other_option": "-2+3"}
+
+
+def test_export_items_csv_neutralises_formula_cells_and_jsonl_keeps_the_text():
+    record = dict(GOOD, id=FORMULAS["id"], context=FORMULAS["context"], question=FORMULAS["question"],
+                  options=[FORMULAS["option"], FORMULAS["other_option"]],
+                  clue_graph={"evidence": FORMULAS["evidence"], "multi_hop_reasoning": FORMULAS["multi_hop_reasoning"]})
+    import_text(json.dumps(record) + "\n", source="evil", split="dev")
+    out = io.StringIO()
+    call_command("export_items", "--source", "evil", "--format", "csv", stdout=out, stderr=io.StringIO())
+    [header, row] = list(csv.reader(io.StringIO(out.getvalue())))
+    cells = dict(zip(header, row))
+    for name in ("id", "context", "question", "evidence", "multi_hop_reasoning"):
+        assert cells[name] == "'" + FORMULAS[name].replace("|", "\\|"), (name, cells[name])
+    assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for cell in row)
+    assert json.loads(cells["options"]) == record["options"]  # a JSON list starts with [ and is kept as it is
+    jsonl = io.StringIO()
+    call_command("export_items", "--source", "evil", stdout=jsonl, stderr=io.StringIO())
+    assert json.loads(jsonl.getvalue()) == record  # the official format keeps the text exactly
+
+
+def test_agreement_csv_export_neutralises_formula_cells(researcher_client, django_user_model):
+    from django.contrib.auth.models import Group
+
+    from annotation.models import Stage
+    from annotation.services import verification_submit
+
+    from .workflow_support import set_k
+
+    set_k(Stage.VERIFICATION, 2)
+    group = Group.objects.get_or_create(name="annotators")[0]
+    raters = [django_user_model.objects.create_user(name) for name in ("=cmd|' /C calc'!A0", "@SUM(1+1)")]
+    for rater in raters:
+        rater.groups.add(group)
+    for item in make_items(2):
+        for rater in raters:
+            verification_submit(item_id=item.pk, user=rater, decision="keep", criteria=[], item_version=item.version)
+    text = researcher_client.get(reverse("annotation:agreement_export", args=["csv"])).content.decode()
+    rows = list(csv.reader(io.StringIO(text)))
+    pairs = {row[1] for row in rows[1:]}
+    assert "'=cmd\\|' /C calc'!A0 & @SUM(1+1)" in pairs or "'@SUM(1+1) & =cmd\\|' /C calc'!A0" in pairs, pairs
+    assert not any(cell.startswith(("=", "+", "@", "\t", "\r")) for row in rows for cell in row)
