@@ -1,35 +1,29 @@
-"""Real browser (Debian's chromium): verification with keyboard shortcuts, clue fix by selecting text,
-the SVG picture of the clue graph updating after the edit."""
+"""Real browser (Debian's chromium): verification with keyboard shortcuts whose hints are readable, auto-advance
+to the next item after a decision (and staying when it is off), a decision shown read-only; the clue fix by
+selecting text, the SVG picture and the row badge updating after the edit."""
 from __future__ import annotations
-
-import os
-import shutil
 
 import pytest
 
 from annotation.models import ItemStatus, Stage, VerificationDecision
 from tests.annotation.workflow_support import make_items, set_k
 
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]  # browser_page: tests/e2e/conftest.py
 
-CHROMIUM = "/usr/bin/chromium"
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM), reason="chromium not installed"),
-]
-
-
-@pytest.fixture
-def browser_page():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--no-first-run", "--disable-sync"])
-        page = browser.new_page()
-        page.set_default_timeout(10_000)
-        yield page
-        browser.close()
+# The contrast of a key hint: its text colour against its own background laid over the button's.
+CONTRAST = """(selector) => {
+    const kbd = document.querySelector(selector);
+    const rgba = (s) => (s.match(/[\\d.]+/g) || []).map(Number);
+    const over = (top, bottom) => { const a = top.length > 3 ? top[3] : 1;
+        return [0, 1, 2].map((i) => top[i] * a + bottom[i] * (1 - a)); };
+    const lum = (c) => { const v = c.map((x) => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; });
+        return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]; };
+    const button = rgba(getComputedStyle(kbd.closest('button')).backgroundColor);
+    const back = over(rgba(getComputedStyle(kbd).backgroundColor), button);
+    const text = over(rgba(getComputedStyle(kbd).color), back);
+    const [hi, lo] = [lum(text), lum(back)].sort((a, b) => b - a);
+    return (hi + 0.05) / (lo + 0.05);
+}"""
 
 
 def _login(page, live_server, username: str) -> None:
@@ -40,41 +34,68 @@ def _login(page, live_server, username: str) -> None:
     page.wait_for_load_state()
 
 
-def test_annotator_verifies_with_keys_fixes_a_clue_by_selection_and_the_graph_updates(
+def test_annotator_verifies_with_keys_moves_on_by_itself_and_sees_decisions_read_only(
         live_server, browser_page, annotator):
     page = browser_page
     set_k(Stage.VERIFICATION, 1)
-    first, second = make_items(2)
-    (graph_item,) = make_items(1, status=ItemStatus.CLUE_GRAPH, start=10)
+    first, second, third = make_items(3)
     _login(page, live_server, "ann1")
 
-    # Verification with the keyboard only.
     page.goto(f"{live_server.url}/annotation/queue/")
+    assert "Auto-advance is on" in page.inner_text("#auto-advance")
     page.click("#stage-verification button[type=submit]")
     page.wait_for_url(f"**/annotation/items/{first.pk}/verify/")
+    # The key hints on the coloured buttons can be read (they were white on white).
+    for button in ("#keep-button", "#delete-button"):
+        assert page.is_visible(f"{button} kbd")
+        assert page.evaluate(CONTRAST, f"{button} kbd") >= 4.5, button
+
+    # Keyboard only: one key per item, the next item opens by itself.
     page.keyboard.press("2")
     assert page.is_checked("#crit-heavy_math")
     page.keyboard.press("2")
     assert not page.is_checked("#crit-heavy_math")
     with page.expect_navigation():
         page.keyboard.press("k")
-    assert "Saved: keep" in page.content()
-    with page.expect_navigation():
-        page.keyboard.press("n")
     assert page.url.endswith(f"/annotation/items/{second.pk}/verify/")
+    assert f"Saved: keep for {first}." in page.inner_text(".messages")
     page.keyboard.press("4")
     with page.expect_navigation():
         page.keyboard.press("d")
+    assert page.url.endswith(f"/annotation/items/{third.pk}/verify/")
+
+    # Turned off, the page stays on the item after the decision, and shows it read-only.
+    with page.expect_navigation():
+        page.click("#auto-advance button")
+    assert page.url.endswith(f"/annotation/items/{third.pk}/verify/")
+    assert "Auto-advance is off" in page.inner_text("#auto-advance")
+    with page.expect_navigation():
+        page.keyboard.press("k")
+    assert page.url.endswith(f"/annotation/items/{third.pk}/verify/")
+    assert "You have decided: Keep" in page.inner_text("#my-decision")
+    assert page.locator("#keep-button").count() == 0 and page.is_disabled("#crit-bias")
+    page.keyboard.press("d")  # no shortcut left for a decision already made: nothing is sent
+    page.wait_for_timeout(300)
+    assert page.url.endswith(f"/annotation/items/{third.pk}/verify/")
+
     decisions = {d.item_id: (d.decision, d.criteria) for d in VerificationDecision.objects.all()}
-    assert decisions == {first.pk: ("keep", []), second.pk: ("delete", ["wrong_answer"])}
+    assert decisions == {first.pk: ("keep", []), second.pk: ("delete", ["wrong_answer"]), third.pk: ("keep", [])}
     first.refresh_from_db()
     second.refresh_from_db()
     assert (first.status, second.status) == (ItemStatus.REWRITE, ItemStatus.REJECTED)
 
-    # Clue graph: clue 3 is not in the story; select its words in the context instead.
+
+def test_clue_fix_by_selection_updates_the_picture_the_badge_and_the_checks(live_server, browser_page, annotator):
+    page = browser_page
+    (graph_item,) = make_items(1, status=ItemStatus.CLUE_GRAPH, start=10)
+    _login(page, live_server, "ann1")
+
+    # Clue 3 is not in the story as written; select its words in the context instead.
     page.goto(f"{live_server.url}/annotation/items/{graph_item.pk}/clue-graph/")
     node = page.locator("#graph-picture #node-c3")
     assert {"fuzzy", "unanchored"} & set(node.get_attribute("class").split())  # not verbatim: flagged
+    assert page.inner_text("#clue-state-2") == page.inner_text("#anchor-2 .anchor-state") == "approximate"
+    assert "No problems found" not in page.inner_text("#graph-issues")
     svg_before = page.inner_html("#graph-picture")
     page.click('#anchor-2 [data-pick-clue="2"]')
     page.evaluate("""() => {
@@ -105,6 +126,17 @@ def test_annotator_verifies_with_keys_fixes_a_clue_by_selection_and_the_graph_up
     assert page.input_value("#clue-2 input[name=clue_text]") == "On a snowy winter night"
     assert page.inner_html("#graph-picture") != svg_before
     assert page.get_attribute("#anchor-2", "data-state") == "exact"
+    assert page.inner_text("#clue-state-2") == "verbatim"
+
+    # Typing a paraphrase: the preview and the row's badge say "approximate" together (no stale "exact").
+    page.fill("#clue-0-text", "muddy boots were standing next to the desk")
+    page.press("#clue-0-text", "Tab")  # leaving the field sends it (htmx "change")
+    page.wait_for_function("() => document.querySelector('#anchor-0').dataset.state === 'fuzzy'")
+    page.wait_for_function("() => document.querySelector('#clue-state-0').textContent.trim() === 'approximate'")
+    assert "Clue only approximately in the context: clue 1" in page.inner_text("#graph-issues")
+    page.fill("#clue-0-text", "muddy boots stood by the desk")
+    page.press("#clue-0-text", "Tab")
+    page.wait_for_function("() => document.querySelector('#clue-state-0').textContent.trim() === 'verbatim'")
     with page.expect_navigation():
         page.click("#save-graph")
     graph_item.refresh_from_db()
