@@ -16,7 +16,8 @@ CONTRAST = """(selector) => {
     const rgba = (s) => (s.match(/[\\d.]+/g) || []).map(Number);
     const over = (top, bottom) => { const a = top.length > 3 ? top[3] : 1;
         return [0, 1, 2].map((i) => top[i] * a + bottom[i] * (1 - a)); };
-    const lum = (c) => { const v = c.map((x) => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; });
+    const lum = (c) => { const v = c.map((x) => { x /= 255;
+        return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; });
         return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]; };
     const button = rgba(getComputedStyle(kbd.closest('button')).backgroundColor);
     const back = over(rgba(getComputedStyle(kbd).backgroundColor), button);

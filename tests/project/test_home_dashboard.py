@@ -41,7 +41,8 @@ def test_the_researchers_home_page_counts_items_studies_runs_and_labels(research
     html, text = page.content.decode(), visible_text(page)
     # Items per split and status: the split "test" holds 3 imported, 2 in verification and 5 published.
     assert "10 items" in text
-    assert "Split Imported Question verification Question rewriting Clue-graph construction Review Published Rejected Total" in text
+    assert ("Split Imported Question verification Question rewriting Clue-graph construction Review Published "
+            "Rejected Total") in text
     assert "test 3 2 0 0 0 5 0 10" in text
     assert "0 open disagreements · 0 items being worked on now" in text
     # The open study with its fill: 1 of the 8 answers wanted (4 items x 2 raters); the draft is not listed.
@@ -58,7 +59,8 @@ def test_the_researchers_home_page_counts_items_studies_runs_and_labels(research
 
 def test_an_empty_install_says_what_to_do_first(researcher):
     text = visible_text(client_for(researcher).get(reverse("home")))
-    assert "No items yet. Import a DetectBench file, then queue the items for verification on Curation progress." in text
+    assert ("No items yet. Import a DetectBench file, then queue the items for verification on Curation "
+            "progress.") in text
     assert "No study is open." in text and "No run is queued or running." in text
     assert "Nothing to work on yet" in text
 

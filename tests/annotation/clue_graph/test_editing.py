@@ -108,7 +108,8 @@ def test_editor_view_rows_checks_and_drawing_agree():
 def test_step_inputs_name_what_they_refer_to_like_the_checks():
     from annotation.clue_graph.editing import EditableGraph, EditableStep, step_input_references
 
-    graph = EditableGraph(clues=[("Mud on his boots", "he was outside"), ("", ""), ("The door was locked", "no way in")],
+    graph = EditableGraph(clues=[("Mud on his boots", "he was outside"), ("", ""),
+                                 ("The door was locked", "no way in")],
                           steps=[EditableStep(["he was outside", "a ladder"], "he came in by the window"),
                                  EditableStep(["he came in by the window", "no way in"], "the gardener")])
     first, second = step_input_references(graph)
