@@ -1,21 +1,14 @@
 """Read a model's answer and key information out of its raw output, as a careful grader would (no Django).
 
-The prompts ask for ``### Key Information: ...`` and ``### Answer: N``. What a person reads:
-
-- the *last* answer section (``### Answer:``, ``**Final Answer:**``, ``答案：``) that says anything decides;
-  a truncated empty one falls back to the one before; one naming a number outside ``1..N`` is ``missing``;
-- inside it: a leading label (``2``, ``Option 2``, ``(2)``, ``**2**``, ``\\boxed{2}``, ``B`` when letters
-  were shown, ``2. <its option text>``), else "the answer is ...", a label in context (``option 3``,
-  ``I choose 3``), the text of exactly one option;
-- without a readable answer section: "the answer is X" / "the answer to the question is X" / ``\\boxed{X}``
-  anywhere (labels, letters or option text), and, when the output has no headers at all, a bare label
-  as its first or last line;
-- template echoes are never answers: ``1/2/3/4``, ``xxxxx`` placeholders, a copied numbered list of the
-  options, ``Answer 1:`` ... ``Answer 4:`` headers; a reading that names several options (``2 or 3``,
-  ``2. <the text of option 1>``, two different "the answer is") is ``ambiguous``; no answer is ``missing``.
-  What the reader is not sure of is ``ambiguous`` or ``missing``, never a guess.
-
-The agreement with a person's reading is measured on tests/evaluation/corpus/answers.jsonl.
+The prompts ask for ``### Key Information: ...`` and ``### Answer: N``. The last answer section that says
+anything decides (``### Answer:``, ``**Final Answer:**``, ``答案：``): its leading label (``2``, ``(2)``,
+``Option 2``, ``\\boxed{2}``, ``B`` when letters were shown, ``2. <its option text>``), else "the answer
+is ...", a label in context, the text of one option. Without one: "the answer is X" / "the answer to the
+question is X" / ``\\boxed{X}`` anywhere (label, letter or option text), else a bare label as the first or
+last line. Template echoes are never answers (``1/2/3/4``, ``xxxxx``, a copied list of the options,
+``Answer 1:`` ... ``Answer 4:`` headers). A reading that names several options is ``ambiguous``, no answer
+is ``missing``: what the reader is not sure of is never a guess. The rules and the agreement with a
+person's reading: tests/evaluation/corpus/ (README.md, answers.jsonl).
 """
 from __future__ import annotations
 
@@ -82,7 +75,8 @@ _STATED = re.compile(
     re.IGNORECASE,
 )
 _STATED_AFTER = re.compile(  # "Option 2 is correct", "B is the correct answer"
-    rf"(?:(?:option|choice)\s*{_OPEN}\s*(?P<a>{_TOKEN}){_NA}|(?:^|(?<=[.;:!?]\s))(?P<b>\d{{1,2}}|[A-Z]){_NA}){_CLOSE}\s+is\s+"
+    rf"(?:(?:option|choice)\s*{_OPEN}\s*(?P<a>{_TOKEN}){_NA}|(?:^|(?<=[.;:!?]\s))(?P<b>\d{{1,2}}|[A-Z]){_NA})"
+    rf"{_CLOSE}\s+is\s+"
     rf"(?:the\s+)?(?:correct|right|true)(?:\s+(?:answer|option|choice|one))?(?![\w-])",
     re.IGNORECASE | re.MULTILINE,
 )
@@ -102,6 +96,10 @@ _ORDINAL = re.compile(
     r"|第(?P<c>[一二三四五六])(?:个)?(?:选项|项)",
     re.IGNORECASE,
 )
+_LABEL_LINE = re.compile(rf"{_OPEN}\s*{_TOKEN}\s*{_CLOSE}(?:\s*(?:[/|,、&]|or|and)\s*{_OPEN}\s*{_TOKEN}\s*{_CLOSE})+",
+                         re.IGNORECASE)
+_SLASHED = re.compile(rf"{_NB}{_TOKEN}(?:\s*[/|]\s*{_TOKEN}{_NA})+")
+_TOKENS = re.compile(rf"{_NB}({_TOKEN}){_NA}")
 _BULLET = re.compile(r"^(?:[-•·>]\s+)+")
 _NUMBER = re.compile(rf"{_NB}(\d{{1,2}}){_NA}")
 _LETTER = re.compile(rf"(?:(?<=option )|(?<=choice )|(?<=\()|{_NB})([A-Z])(?![A-Za-z0-9])")
@@ -202,9 +200,18 @@ class _Reader:
             return f"option {self.labels[index]}" if index < self.count else match.group(0)
         return _ORDINAL.sub(label, text)
 
-    def valued(self, number: str) -> ParsedAnswer | None:
-        """An out-of-range number that is an option's value (options ``50 yuan``, ``866``)."""
-        return self.answer(i for i, text in enumerate(self.texts) if text == number or text.startswith(number + " "))
+    def valued(self, number: str, text: str = "") -> ParsedAnswer | None:
+        """An out-of-range number that is an option's value (options ``50 yuan``, ``866``), alone on its line."""
+        found = {i for i, option in enumerate(self.texts) if option == number or option.startswith(number + " ")}
+        return self.answer(found | self.options_in(text.split("\n")[0]) if found else found)
+
+    def named(self, text: str) -> ParsedAnswer | None:
+        """The option written out: the one the text starts with (``The butler, because ...``), else every one in it."""
+        first = self.options_in(text, start=True)
+        rest = f"{_norm_text(text)} "[len(self.texts[min(first)]) + 1:] if len(first) == 1 else ""
+        if len(first) == 1 and not re.match(r"(?:or|and)\b", rest):
+            return self.answer(first)
+        return self.answer(self.options_in(text))
 
     def leading(self, text: str) -> tuple[str, str] | None:
         """``(label, rest)`` when ``text`` starts with a label: ``2``, ``(2)``, ``Option 2: ...``, ``2. ...``."""
@@ -221,53 +228,46 @@ class _Reader:
             return None
         following = _SEPARATOR.match(rest)
         if following and not (following.group(1).islower() and self.style == "letters"):
-            if self.index(following.group(1)) not in (None, index):
+            other = following.group(1)
+            if (other.isdigit() or self.index(other) is not None) and other.upper() != label.upper():
                 return ParsedAnswer(AMBIGUOUS)
-        named = self.options_in(rest.split("\n")[0].strip(" .:)-"), start=True)
+        line = rest.split("\n")[0].strip(" .:)-")
+        named = self.options_in(line, start=True) or self.resembling(line)
         if not named and label.isdigit():
             named = {i for i, option in enumerate(self.texts) if option == label}  # options "-1", "2", "4"
         if named and index not in named:
             return ParsedAnswer(AMBIGUOUS)
         return ParsedAnswer(OK, index, self.labels[index])
 
+    def resembling(self, text: str) -> set[int]:
+        """Options a text is a garbled copy of (most of its words, and most of theirs, in common)."""
+        words = set(_norm_text(text).split())
+        return {i for i, option in enumerate(self.texts) if len(words) >= 3
+                and 2 * len(words & set(option.split())) >= 0.6 * (len(words) + len(set(option.split())))}
+
     def stated(self, text: str) -> ParsedAnswer | None:
         """Every "the answer is ..." in ``text``: one option named (by label or text) is the answer."""
-        readings = []
+        readings = [self.answer([i]) for m in _STATED_AFTER.finditer(text)
+                    if (i := self.index(m.group("a") or m.group("b"))) is not None]
         for match in _STATED.finditer(text):
             rest = text[match.end():]
             leading = self.leading(rest)
-            reading = None
-            if leading:
-                reading = self.label_reading(*leading)
-                if reading is None and leading[0].isdigit():
-                    reading = self.valued(leading[0])
-            if reading is None:
-                reading = self.answer(self.options_in(re.split(r"[.!?。\n]", rest.strip(), maxsplit=1)[0]))
-            if reading is not None:
-                readings.append(reading)
-        for match in _STATED_AFTER.finditer(text):
-            index = self.index(match.group("a") or match.group("b"))
-            if index is not None:
-                readings.append(ParsedAnswer(OK, index, self.labels[index]))
+            reading = (self.label_reading(*leading) or (self.valued(leading[0]) if leading[0].isdigit() else None)
+                       if leading else None)
+            reading = reading or self.answer(self.options_in(re.split(r"[.!?。\n]", rest.strip(), maxsplit=1)[0]))
+            readings += [reading] if reading else []
         if any(r.status == AMBIGUOUS for r in readings):
             return ParsedAnswer(AMBIGUOUS)
         return self.answer(r.index for r in readings)
 
-    def listed(self, lines: Sequence[str], *, run: bool) -> set[int]:
-        """Options named at the start of lines: the leading run of them (``run``), or every copied option line."""
+    def listed(self, lines: Sequence[str]) -> set[int]:
+        """The options named at the start of the first lines (a copied list of the options, ``1\n2\n3``)."""
         found = set()
-        for line in lines:
-            if not line.strip():
-                continue
+        for line in (line for line in lines if line.strip()):
             leading = self.leading(line)
-            index = self.index(leading[0]) if leading else None
-            if index is None:
-                if run:
-                    break
-                continue
-            rest = leading[1].strip(" .:)-")
-            if run or not rest or _PLACEHOLDER.search(rest) or index in self.options_in(rest, start=True):
-                found.add(index)
+            if not leading or self.index(leading[0]) is None:
+                break
+            found.add(self.index(leading[0]))
         return found
 
     def bare(self, line: str, neighbours: Sequence[str]) -> ParsedAnswer | None:
@@ -275,20 +275,20 @@ class _Reader:
         leading = self.leading(line.strip().rstrip(".。!"))
         if not leading:
             return None
-        reading = self.label_reading(*leading)
-        rest = leading[1].strip(" .:)-")
-        if not rest or reading is None or reading.status == AMBIGUOUS:
+        reading, rest = self.label_reading(*leading), leading[1].strip(" .:)-")
+        if not rest or reading is None:
             return reading
-        if any(self.leading(n) for n in neighbours) or reading.index not in self.options_in(rest, start=True):
-            return None
-        return reading
+        if any(self.leading(n) for n in neighbours):
+            return None  # an item of a list
+        own = reading.status == OK and reading.index in self.options_in(rest, start=True) | self.resembling(rest)
+        return reading if own or reading.status == AMBIGUOUS else None
 
     def section(self, text: str) -> ParsedAnswer | None:
         """The answer inside one answer section."""
         clean = _MARKDOWN.sub("", text).strip()
         if _PLACEHOLDER_ONLY.match(clean):
             return None
-        if len(self.listed(clean.split("\n"), run=True)) > 1:
+        if len(self.listed(clean.split("\n"))) > 1:
             return ParsedAnswer(AMBIGUOUS)  # a copied list of the options, or one label per line
         placeholder = bool(_PLACEHOLDER.search(clean))
         leading = self.leading(clean)
@@ -297,8 +297,8 @@ class _Reader:
             if reading is not None:
                 return ParsedAnswer(AMBIGUOUS) if placeholder else reading
             if leading[0].isdigit() and self.style == "numbers":  # out of range: no earlier answer stands in
-                return self.valued(leading[0]) or ParsedAnswer(MISSING)
-        for read in (self.stated, self.in_context, lambda t: self.answer(self.options_in(t)), self.any_label):
+                return self.valued(leading[0], clean) or ParsedAnswer(MISSING)
+        for read in (self.stated, self.in_context, self.named, self.any_label):
             reading = read(clean)
             if reading is not None:
                 return ParsedAnswer(AMBIGUOUS) if placeholder else reading
@@ -311,21 +311,27 @@ class _Reader:
     def any_label(self, text: str) -> ParsedAnswer | None:
         """A label standing alone in prose: unsure unless the section is a few words around it."""
         pattern = _LETTER if self.style == "letters" else _NUMBER
-        found = {i for m in pattern.finditer(text) if (i := self.index(m.group(1))) is not None}
+        found = {i for m in pattern.finditer(text) if (i := self.index(m.group(1))) is not None
+                 and not (m.group(1) in "AI" and re.match(r"\s+[a-z]", text[m.end():]))}
         if not found:
             return None
         return self.answer(found) if len(found) == 1 and len(text.split()) <= 6 else ParsedAnswer(AMBIGUOUS)
 
-    def unheaded(self, text: str) -> ParsedAnswer | None:
-        """An output without any header: a bare label as its first or last line; a copied list is not one."""
-        lines = [line for line in _MARKDOWN.sub("", text).split("\n") if line.strip()]
-        if len(self.listed(lines, run=False)) > 1:
-            return ParsedAnswer(AMBIGUOUS)
-        for position in sorted({0, len(lines) - 1}) if lines else ():
-            neighbours = lines[max(0, position - 1):position] + lines[position + 1:position + 2]
-            reading = self.bare(lines[position], neighbours)
-            if reading is not None:
-                return reading
+    def unheaded(self, text: str, sections: Sequence[Section]) -> ParsedAnswer | None:
+        """No answer section: a line of labels (``### A/B/C/D``) or ``1/2/3/4`` anywhere names several; a bare
+        label as the first or last line is the answer (not an item of a list); so is a short sentence's option."""
+        lines = [line.strip(" #>\t") for line in _MARKDOWN.sub("", text).split("\n") if line.strip(" #>\t")]
+        for line in lines:  # a line of labels, or the template's ``1/2/3/4`` anywhere
+            runs = [line] if _LABEL_LINE.fullmatch(line.strip(" .。")) else _SLASHED.findall(line)
+            if any(len({i for t in _TOKENS.findall(run) if (i := self.index(t)) is not None}) > 1 for run in runs):
+                return ParsedAnswer(AMBIGUOUS)
+        readings = [self.bare(lines[p], lines[max(0, p - 1):p] + lines[p + 1:p + 2])
+                    for p in sorted({0, len(lines) - 1}) if lines]
+        readings = [r for r in readings if r is not None]
+        if readings:
+            return self.answer(r.index for r in readings) if all(r.status == OK for r in readings) else readings[0]
+        if len(lines) == 1 and not sections and len(lines[0].split()) <= 25:  # "The butler did it."
+            return self.named(lines[0])
         return None
 
 
@@ -365,10 +371,7 @@ def parse_answer(text: str, options: int | Sequence[str], *, labels: str = "numb
             return reading
     if echo:
         return ParsedAnswer(AMBIGUOUS)
-    reading = reader.stated(_MARKDOWN.sub("", text))
-    if reading is None and not sections:
-        reading = reader.unheaded(text)
-    return reading or ParsedAnswer(MISSING)
+    return reader.stated(_MARKDOWN.sub("", text)) or reader.unheaded(text, sections) or ParsedAnswer(MISSING)
 
 
 def section_text(text: str, name: str) -> str:

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=400)
     parser.add_argument("--temperature", type=float, default=0.0, help="of each prompt's first output")
     parser.add_argument("--samples", type=int, default=2,
-                        help="more outputs of each prompt at --sample-temperature (the server reuses the prompt's cache)")
+                        help="more outputs of each prompt at --sample-temperature (the server reuses its cache)")
     parser.add_argument("--sample-temperature", type=float, default=0.8, help="also self-consistency's")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--timeout", type=float, default=300.0)
