@@ -158,7 +158,9 @@ class RedisLimiter(Limiter):
             if self._held:
                 seconds, micros = await self._redis.time()
                 expiry = seconds + micros / 1_000_000 + self.lease_s
-                await self._redis.zadd(self.slots_key, {token: expiry for token in self._held}, xx=True)
+                held = {token: expiry for token in self._held}  # after the await: close() may have emptied it
+                if held:
+                    await self._redis.zadd(self.slots_key, held, xx=True)
 
     async def _acquire(self) -> str:
         future = asyncio.get_running_loop().create_future()
