@@ -170,7 +170,8 @@ def test_slow_start_still_reaches_the_limit_and_reads_the_setting(items, setting
     assert settings.EVALUATION_RAMP_SPACING_S == RAMP_SPACING_S  # the setting's default is the engine's
     settings.EVALUATION_RAMP_SPACING_S = 0.004  # ... and the run reads the setting
     concurrency = 32
-    with start_server_process(latency_s=0.2) as server:
+    # A latency far above the ramp (31 x 4 ms), so the whole first wave is in flight at once even on a busy machine.
+    with start_server_process(latency_s=1.0) as server:
         run = launch(endpoint_for(server, max_concurrency=concurrency))
         services.run_execute_in_process(run=run)
         stats = server.stats()

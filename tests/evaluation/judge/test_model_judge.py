@@ -149,7 +149,9 @@ def test_sampled_belief_is_the_majority_share(free_text_run):
         assert all("seed" not in r and r["temperature"] == 1.0 for r in server.requests)
     labels = BeliefLabel.objects.filter(queue=config.queue)
     assert judge_run.scored == 5 and {(l.label, l.belief) for l in labels} == {("correct", 0.75)}
-    assert labels[0].payload == {"votes": {"correct": 3, "incorrect": 1}, "samples": 4}
+    assert labels[0].payload == {"votes": {"correct": 3, "incorrect": 1}, "samples": 4,
+                                 "answer": labels[0].payload["answer"]}
+    assert labels[0].payload["answer"]  # the graded answer, for the reviewer
 
 
 def test_failed_requests_leave_no_label_and_a_rerun_fills_them(free_text_run):
