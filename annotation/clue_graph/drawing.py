@@ -133,7 +133,7 @@ def render_svg(graph: DrawnGraph, *, title: str = "Clue graph") -> str:
     """The graph as an <svg> element to put into a page (text escaped).
 
     Its look comes from the page's stylesheet (annotation/static/annotation/workflow.css, the
-    ``.clue-graph-svg`` rules), not from a ``<style>`` inside it: the site's Content-Security-Policy
+    ``.clue-graph-svg`` rules), not from a style element inside it: the site's Content-Security-Policy
     allows no inline styles.
     """
     by_id = {n.id: n for n in graph.nodes}

@@ -139,7 +139,8 @@ def test_edits_only_in_the_items_stage(annotator, annotator_client):
     assert response.status_code == 302
     assert "cannot be edited here now" in visible_text(annotator_client.get(response["Location"]))
     graph = annotator_client.post(reverse("annotation:clue_graph", args=[published.pk]), graph_post(published))
-    assert graph.status_code == 409
+    assert graph.status_code == 302  # refused, kept as a draft, shown again by GET
+    assert "cannot be edited here now" in visible_text(annotator_client.get(graph["Location"]))
     api = api_for(annotator).post(f"/api/annotation/items/{published.pk}/clue-graph/", {
         "base_version": published.version, "clues": [{"text": "a", "implication": "b"}],
         "steps": [{"inputs": ["b"], "output": "The gardener"}]}, format="json")
