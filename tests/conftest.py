@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -38,6 +39,8 @@ def missing_requirements() -> list[str]:
         missing.append(f"the paper's text: {PAPER_PATH}")
     if not CHROMIUM.exists():
         missing.append(f"Debian's chromium: {CHROMIUM} (apt-get install chromium)")
+    if shutil.which("pdflatex") is None:
+        missing.append("pdflatex, for the LaTeX table export (apt-get install texlive-latex-base texlive-latex-recommended)")
     return missing
 
 
