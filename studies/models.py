@@ -120,7 +120,8 @@ class Study(models.Model):
             self.extra_languages = []
         extra = self.extra_languages
         if not isinstance(extra, list) or not all(isinstance(code, str) and code in known for code in extra):
-            raise ValidationError({"extra_languages": f"Languages to switch to: a list of {', '.join(map(repr, known))}."})
+            raise ValidationError(
+                {"extra_languages": f"Languages to switch to: a list of {', '.join(map(repr, known))}."})
 
     @property
     def languages(self) -> list[str]:

@@ -99,7 +99,8 @@ def error_page(request, status: int, *, study: Study | None = None, attempt: Att
         except Exception:  # the error page must never fail itself
             logger.exception("the participant error page could not be rendered")
             html = ("<!doctype html><html><head><meta charset=\"utf-8\"><title>Error</title></head><body>"
-                    "<h1>Something went wrong</h1><p>Please open the study link you were given again.</p></body></html>")
+                    "<h1>Something went wrong</h1><p>Please open the study link you were given again.</p>"
+                    "</body></html>")
     response = HttpResponse(html, status=status)
     response.headers["Content-Language"] = language
     return response

@@ -120,7 +120,8 @@ def _end_page(request, attempt: Attempt, status: int = 200) -> HttpResponse:
     if attempt.status == AttemptStatus.FULL:
         return render_page(request, study, "studies/public/full.html", {}, status=status, attempt=attempt)
     counts = selectors.attempt_counts(attempt)
-    template = "studies/public/complete.html" if attempt.status == AttemptStatus.FINISHED else "studies/public/ended.html"
+    finished = attempt.status == AttemptStatus.FINISHED
+    template = "studies/public/complete.html" if finished else "studies/public/ended.html"
     return render_page(request, study, template, {"counts": counts, "bonus": counts["bonus"]}, status=status,
                        attempt=attempt)
 

@@ -30,11 +30,12 @@ def _study(detectbench_dir, slug, **fields):
 
 
 def _start(page, live_server, slug, pid):
-    page.goto(f"{live_server.url}/s/{slug}/?PROLIFIC_PID={pid}")
+    # The first page also starts chromium's renderer: on a loaded machine that takes a while.
+    page.goto(f"{live_server.url}/s/{slug}/?PROLIFIC_PID={pid}", timeout=60000)
     page.check("input[name=consent]")
     page.click("button[type=submit]")
     page.click("#start")
-    page.wait_for_selector("#question")
+    page.wait_for_selector("#question .kbd-caret", state="attached")  # question.js has set up the story
     return Attempt.objects.get(external_participant_id=pid)
 
 
@@ -150,14 +151,18 @@ def test_touch_selection_is_added_with_the_add_selection_button(live_server, det
 
 
 def test_sticky_timer_warns_at_five_and_one_minute_and_ends_on_the_timeout_page(live_server, detectbench_dir, page):
-    _study(detectbench_dir, "clock", time_limit_seconds=302, grace_seconds=1, timeout_completion_code="LATE-42")
+    _study(detectbench_dir, "clock", time_limit_seconds=310, grace_seconds=1, timeout_completion_code="LATE-42")
     page.set_viewport_size({"width": 900, "height": 500})
     attempt = _start(page, live_server, "clock", "clock-1")
-    assert page.locator("[data-timer-warning]").is_hidden()
+    # Above five minutes there is no warning (read in one go: the clock runs on).
+    left, hidden = page.evaluate("""() => {
+        const [m, s] = document.querySelector('[data-seconds-left]').textContent.split(':').map(Number);
+        return [m * 60 + s, document.querySelector('[data-timer-warning]').hidden]; }""")
+    assert left <= 300 or hidden
 
     # Five minutes: shown beside the time and said once by the assertive live region.
     _wait_until(page, "document.getElementById('timer-announcer').textContent === 'Less than 5 minutes left.'",
-                           timeout=10000)
+                timeout=25000)
     assert page.locator("[data-timer-warning]").inner_text() == "Less than 5 minutes left."
     assert "timer-warn" in page.locator("[data-timer]").get_attribute("class")
     assert page.locator("#timer-announcer").get_attribute("aria-live") == "assertive"
@@ -176,7 +181,7 @@ def test_sticky_timer_warns_at_five_and_one_minute_and_ends_on_the_timeout_page(
     Attempt.objects.filter(pk=attempt.pk).update(deadline=timezone.now() + timedelta(seconds=62))
     page.reload()
     _wait_until(page, "document.getElementById('timer-announcer').textContent === 'Less than 1 minute left.'",
-                           timeout=10000)
+                timeout=15000)
     assert "timer-urgent" in page.locator("[data-timer]").get_attribute("class")
 
     # Time runs out: the page moves on by itself to what the study defines for a timeout.

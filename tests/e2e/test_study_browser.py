@@ -24,7 +24,14 @@ def page(browser_page):
 
 
 def _select_by_mouse(page, to_x=0.6, to_y=0.25):
-    """Press at the first character of the story and drag to a point further down (always covers text)."""
+    """Press at the first character of the story and drag to a point further down (always covers text).
+
+    Waits until question.js has set up the story (an htmx swap runs it after the new question is in the page).
+    """
+    page.wait_for_selector("#question .kbd-caret", state="attached")
+    # The story's first line below the sticky timer bar (which would otherwise take the press).
+    page.evaluate("window.scrollTo(0, document.getElementById('context').getBoundingClientRect().top"
+                  " + window.scrollY - 120)")
     box = page.locator("#context").bounding_box()
     page.mouse.move(box["x"] + 18, box["y"] + 28)
     page.mouse.down()
@@ -37,7 +44,8 @@ def test_participant_completes_study_with_highlights_and_reload_resumes(live_ser
     study = study_create(slug="browser", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
                          status=StudyStatus.OPEN, completion_code="BROWSER-OK", bonus_per_correct="1.00",
                          consent_text="Please agree.")
-    page.goto(f"{live_server.url}/s/browser/?PROLIFIC_PID=pw-1&STUDY_ID=s&SESSION_ID=x")
+    # The first page also starts chromium's renderer: on a loaded machine that takes a while.
+    page.goto(f"{live_server.url}/s/browser/?PROLIFIC_PID=pw-1&STUDY_ID=s&SESSION_ID=x", timeout=60000)
     page.check("input[name=consent]")
     page.click("button[type=submit]")
     page.click("#start")
@@ -71,6 +79,7 @@ def test_participant_completes_study_with_highlights_and_reload_resumes(live_ser
     page.select_option("select[name=confidence]", "4")
     page.click("[data-submit]")
     page.wait_for_selector("text=Question 2 of 2")
+    assert page.evaluate("window.scrollY") == 0  # the next question starts at its top, not mid-story
     _select_by_mouse(page, 0.7, 0.3)
     page.locator("input[name=chosen_option]").nth(1).check()
     page.click("[data-submit]")

@@ -8,7 +8,7 @@ from django.urls import reverse
 from annotation.models import Item, ItemStatus
 from studies.allocation import quota_fit
 from studies.models import Study, StudyStatus
-from studies.services import question_open, response_submit, study_create
+from studies.services import question_open, response_submit
 
 from .conftest import started_attempt
 
@@ -63,7 +63,8 @@ def test_validation_messages_are_in_words(researcher_client, items, field, value
 
 def test_the_api_and_the_model_say_it_in_words_too(researcher_client, items):
     items(5)
-    body = {"slug": "api-0", "title": "API", "pool_split": "test", "per_participant": 2, "raters": 0, "time_limit_seconds": 600}
+    body = {"slug": "api-0", "title": "API", "pool_split": "test", "per_participant": 2, "raters": 0,
+            "time_limit_seconds": 600}
     response = researcher_client.post("/api/studies/", body, content_type="application/json")
     assert response.status_code == 400 and "Each item needs at least one rater." in response.json()["detail"]
     assert "Constraint" not in response.content.decode()
