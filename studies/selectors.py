@@ -291,7 +291,7 @@ def study_export_rows(study: Study) -> Iterator[dict]:
         .select_related("attempt", "item", "response")
         .only("id", "position", "status", "shown_at", "item__id", "item__source", "item__external_id",
               "item__answer_index", "attempt__id", "attempt__external_participant_id", "attempt__external_study_id",
-              "attempt__external_session_id", "attempt__status", "attempt__started_at", "attempt__deadline",
+              "attempt__external_session_id", "attempt__status", "attempt__language", "attempt__started_at", "attempt__deadline",
               "attempt__ended_at", "response__id", "response__chosen_option", "response__is_correct",
               "response__confidence", "response__highlights", "response__language", "response__shown_at",
               "response__answered_at", "response__is_late")
@@ -307,7 +307,7 @@ def study_export_rows(study: Study) -> Iterator[dict]:
             "item_external_id": item.external_id, "lease_status": lease.status,
             "chosen_option": r.chosen_option if r else None, "correct_option": item.answer_index,
             "is_correct": r.is_correct if r else None, "confidence": r.confidence if r else None,
-            "highlights": r.highlights if r else [], "language": r.language if r else study.language,
+            "highlights": r.highlights if r else [], "language": r.language if r else study.language_of(a.language),
             "shown_at": _iso(r.shown_at if r else lease.shown_at), "answered_at": _iso(r.answered_at) if r else None,
             "seconds": round(r.seconds, 3) if r else None, "is_late": r.is_late if r else None,
             "refused_reason": None, "received_at": None,

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from annotation.models import Item
 from studies.models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, Response, Study, StudyStatus
+from studies.selectors import study_export_rows
 from studies.services import attempt_expire, attempt_return, question_open, response_submit
 
 from .conftest import started_attempt
@@ -164,6 +165,10 @@ def test_the_language_switch_changes_the_pages_and_the_items_and_answers_record_
     # A language the study does not offer changes nothing.
     client.post(reverse("studies_public:language", args=[attempt.token]), {"language": "fr"})
     assert Attempt.objects.get().language == "zh-hans"
+    # Back to English: the question still open is exported in the language the participant sees it in now.
+    client.post(reverse("studies_public:language", args=[attempt.token]), {"language": "en"})
+    open_lease = next(r for r in study_export_rows(bilingual) if r["record"] == "lease")
+    assert open_lease["language"] == ""
 
 
 def test_no_switch_when_the_study_offers_one_language(client, make_study):
