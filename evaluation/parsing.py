@@ -1,17 +1,14 @@
 """Read a model's answer and key information out of its raw output, as a careful grader would (no Django).
 
-The prompts ask for ``### Key Information: ...`` and ``### Answer: N``. The last answer section that says
-anything decides (``### Answer:``, ``**Final Answer:**``, ``答案：``): its leading label (``2``, ``(2)``,
-``Option 2``, ``\\boxed{2}``, ``B`` when letters were shown, ``2. <its option text>``), else "the answer
-is ...", a label in context, the text of one option. Without one: "the answer is X" / "the answer to the
-question is X" / ``\\boxed{X}`` anywhere (label, letter or option text), else a bare label as the first or
-last line. Template echoes are never answers (``1/2/3/4``, ``xxxxx``, a copied list of the options,
-``Answer 1:`` ... ``Answer 4:`` headers). A reading that names several options is ``ambiguous``, no answer
-is ``missing``: what the reader is not sure of is never a guess. The rules and the agreement with a
-person's reading: tests/evaluation/corpus/ (README.md, answers.jsonl).
+The last answer section that says anything decides (``### Answer:``, ``**Final Answer:**``, ``答案：``); without
+one, "the answer is X" / ``\\boxed{X}`` anywhere, else a bare label as the first or last line. Template echoes
+(``1/2/3/4``, ``xxxxx``, a copied list of options, ``Answer 1:`` ... ``Answer 4:``) are never answers; a reading
+naming several options is ``ambiguous``, no answer is ``missing``: never a guess. The rules, and the agreement
+with a person's reading of real outputs: tests/evaluation/corpus/ (README.md, answers.jsonl).
 """
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -67,15 +64,17 @@ _SEPARATOR = re.compile(rf"^\s*{_CLOSE}\s*(?:[/|,、&+;]|\bor\b|\band\b|或)\s*{
                         re.IGNORECASE)
 # Stated anywhere: "the answer is 3", "The answer to the question is 4", "correct option: C", 答案是B.
 _STATED = re.compile(
-    r"(?:(?:correct|final|right|best)\s+(?:answer|option|choice)"
-    r"|(?<![A-Za-z])answer(?:\s+to\s+(?:the|this)\s+(?:question|problem|puzzle))?[\"']?)"
-    r"\s*(?:is|(?:would|should|will|must|might|could|may)\s+be|=|:)\s*:?\s*"
+    r"(?:(?:correct|final|right|best)\s+(?:answer|option|choice)\s*(?:is|:)"
+    r"|(?<![A-Za-z])answer(?:\s+to\s+(?:the|this)\s+(?:question|problem|puzzle)(?:\s+above)?)?"
+    r"\s*(?:is|(?:would|should|will|must|might|could|may)\s+be)"
+    r"|(?:^[ \t]*|(?<=[\"'{]))answer[\"']?\s*[:=])\s*:?\s*"  # "answer:" only as a line or a key
     r"(?:(?:therefore|thus|clearly|likely|probably|most\s+likely)\s+)?"
-    r"|(?:正确)?(?:答案|选项)\s*(?:是|为|应该是|应为|:)\s*|故选|应选",
-    re.IGNORECASE,
+    r"|(?<![A-Za-z])(?:i\s*(?:would|'d|will|'ll)?\s*(?:go\s+with|choose|pick|select)|my\s+(?:choice|pick)\s+is)\s*"
+    r"|(?:正确)?(?:答案|选项)\s*(?:是|为|应该是|应为|:)\s*|故选|应选|我选择?",
+    re.IGNORECASE | re.MULTILINE,
 )
 _STATED_AFTER = re.compile(  # "Option 2 is correct", "B is the correct answer"
-    rf"(?:(?:option|choice)\s*{_OPEN}\s*(?P<a>{_TOKEN}){_NA}|(?:^|(?<=[.;:!?]\s))(?P<b>\d{{1,2}}|[A-Z]){_NA})"
+    rf"(?:(?:option|choice)\s*{_OPEN}\s*(?P<a>{_TOKEN}){_NA}|(?:^|(?<=[.;:!?,]\s))(?P<b>\d{{1,2}}|[A-Z]){_NA})"
     rf"{_CLOSE}\s+is\s+"
     rf"(?:the\s+)?(?:correct|right|true)(?:\s+(?:answer|option|choice|one))?(?![\w-])",
     re.IGNORECASE | re.MULTILINE,
@@ -98,8 +97,9 @@ _ORDINAL = re.compile(
 )
 _LABEL_LINE = re.compile(rf"{_OPEN}\s*{_TOKEN}\s*{_CLOSE}(?:\s*(?:[/|,、&]|or|and)\s*{_OPEN}\s*{_TOKEN}\s*{_CLOSE})+",
                          re.IGNORECASE)
-_SLASHED = re.compile(rf"{_NB}{_TOKEN}(?:\s*[/|]\s*{_TOKEN}{_NA})+")
+_SLASHED = re.compile(rf"{_NB}{_TOKEN}(?:\s*[/|]\s*{_TOKEN}{_NA}){{2,}}")  # 1/2/3/4, not a fraction
 _TOKENS = re.compile(rf"{_NB}({_TOKEN}){_NA}")
+_PUNCTUATION = re.compile(r"(?!-\d)[^\w\s]")
 _BULLET = re.compile(r"^(?:[-•·>]\s+)+")
 _NUMBER = re.compile(rf"{_NB}(\d{{1,2}}){_NA}")
 _LETTER = re.compile(rf"(?:(?<=option )|(?<=choice )|(?<=\()|{_NB})([A-Z])(?![A-Za-z0-9])")
@@ -123,22 +123,13 @@ class Section:
 
 def option_labels(count: int, style: str = "numbers") -> list[str]:
     """Labels shown before the options: ``1..N`` (the default) or ``A..``."""
-    if style == "letters":
-        return list(LETTERS[:count])
-    return [str(i + 1) for i in range(count)]
-
-
-def _normalise_name(name: str) -> str:
-    name = " ".join(name.lower().split())
-    return _NAMES.get(name, name)
+    return list(LETTERS[:count]) if style == "letters" else [str(i + 1) for i in range(count)]
 
 
 def _prepare(text: str) -> str:
     """Unicode-normalised (full-width digits and colons), reasoning blocks and LaTeX wrappers removed."""
     text = unicodedata.normalize("NFKC", (text or "").replace("\r\n", "\n"))
-    if "<think>" in text.lower():
-        text = _THINK.sub("", text)
-    text = text.replace("</think>", "")
+    text = _THINK.sub("", text).replace("</think>", "")
     for _ in range(3):
         text = _LATEX_WRAP.sub(r"\1", text)
     text = _BOXED.sub(r" the answer is \1. ", text)  # a boxed value is the answer, wherever it stands
@@ -153,8 +144,8 @@ def split_sections(text: str) -> list[Section]:
         match = _HEADER.match(line)
         if match and (match.group("hashes") or (match.group("colon") and _KNOWN_RE.match(match.group("name").strip()))):
             number = match.group("number")
-            sections.append((_normalise_name(match.group("name")), int(number) if number else None,
-                             [match.group("rest")]))
+            name = " ".join(match.group("name").lower().split())
+            sections.append((_NAMES.get(name, name), int(number) if number else None, [match.group("rest")]))
         elif sections:
             sections[-1][2].append(line)
     return [Section(name, "\n".join(lines).strip(), number) for name, number, lines in sections]
@@ -164,9 +155,8 @@ class _Reader:
     """One output's options and label style; each reading returns a ParsedAnswer, or None when nothing is said."""
 
     def __init__(self, options: int | Sequence[str], style: str):
-        self.count = options if isinstance(options, int) else len(options)
+        self.count, self.style = options if isinstance(options, int) else len(options), style
         self.texts = [] if isinstance(options, int) else [_norm_text(o) for o in options]
-        self.style = style
         self.labels = option_labels(self.count, style)
 
     def index(self, label: str) -> int | None:
@@ -280,8 +270,13 @@ class _Reader:
             return reading
         if any(self.leading(n) for n in neighbours):
             return None  # an item of a list
-        own = reading.status == OK and reading.index in self.options_in(rest, start=True) | self.resembling(rest)
-        return reading if own or reading.status == AMBIGUOUS else None
+        own = self.options_in(rest, start=True) | self.resembling(rest) | self.prefixed(line)  # 2:10:54 (and 6/11 s)
+        return reading if reading.status == AMBIGUOUS or reading.index in own else None
+
+    def prefixed(self, text: str) -> set[int]:
+        """Options whose text starts with all of ``text`` (a value cut short: ``2:10:54`` of ``2:10:54 and 6/11 s``)."""
+        wanted = _norm_text(text)
+        return {i for i, option in enumerate(self.texts) if len(wanted) >= 4 and f"{option} ".startswith(f"{wanted} ")}
 
     def section(self, text: str) -> ParsedAnswer | None:
         """The answer inside one answer section."""
@@ -320,13 +315,14 @@ class _Reader:
     def unheaded(self, text: str, sections: Sequence[Section]) -> ParsedAnswer | None:
         """No answer section: a line of labels (``### A/B/C/D``) or ``1/2/3/4`` anywhere names several; a bare
         label as the first or last line is the answer (not an item of a list); so is a short sentence's option."""
-        lines = [line.strip(" #>\t") for line in _MARKDOWN.sub("", text).split("\n") if line.strip(" #>\t")]
+        raw = [line.strip(" >\t") for line in _MARKDOWN.sub("", text).split("\n") if line.strip(" #>\t")]
+        lines = [line.lstrip("# ") for line in raw]
         for line in lines:  # a line of labels, or the template's ``1/2/3/4`` anywhere
             runs = [line] if _LABEL_LINE.fullmatch(line.strip(" .。")) else _SLASHED.findall(line)
             if any(len({i for t in _TOKENS.findall(run) if (i := self.index(t)) is not None}) > 1 for run in runs):
                 return ParsedAnswer(AMBIGUOUS)
-        readings = [self.bare(lines[p], lines[max(0, p - 1):p] + lines[p + 1:p + 2])
-                    for p in sorted({0, len(lines) - 1}) if lines]
+        readings = [self.bare(lines[p], lines[max(0, p - 1):p] + lines[p + 1:p + 2])  # not a heading (### 1)
+                    for p in sorted({0, len(lines) - 1}) if lines and (len(lines) == 1 or raw[p][:1] != "#")]
         readings = [r for r in readings if r is not None]
         if readings:
             return self.answer(r.index for r in readings) if all(r.status == OK for r in readings) else readings[0]
@@ -348,8 +344,9 @@ def _is_word(leading: re.Match, clean: str) -> bool:
     return label in "AI" and bool(re.match(r"\s+[a-z]", rest))
 
 
+@functools.lru_cache(maxsize=4096)  # option texts come back with every output of an item
 def _norm_text(text: str) -> str:
-    return " ".join(re.sub(r"(?!-\d)[^\w\s]", " ", _MARKDOWN.sub(" ", text).lower()).split())
+    return " ".join(_PUNCTUATION.sub(" ", _MARKDOWN.sub(" ", text).lower()).split())
 
 
 def parse_answer(text: str, options: int | Sequence[str], *, labels: str = "numbers") -> ParsedAnswer:

@@ -9,6 +9,7 @@ from evaluation.parsing import (
     parse_free_answer,
     parse_key_information,
 )
+from tests.evaluation.corpus import reading
 
 OPTIONS = ["The gardener", "The butler", "The maid", "The driver"]
 
@@ -122,3 +123,116 @@ def test_a_lowercase_article_is_not_a_letter_answer():
     assert parse_answer("### Answer: a stranger did it", OPTIONS, labels="letters").status == MISSING
     assert parse_answer("### Answer: b", OPTIONS, labels="letters").index == 1
     assert parse_answer("### Answer: (c)", OPTIONS, labels="letters").index == 2
+
+
+# --- what a person reads (issue 13) ------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "### Summary:\nThe answer is 1/2.",
+        "The answer is: 1/2/3/4",
+        "### Answer:\n1/2/3/4",
+        "### Answer 1:\n2. xxxxxx\n### Answer 2:\n3. xxxxxx\n### Answer 3:\n4. xxxxxx\n### Answer 4:\n5. xxxxxx",
+        "### Answer: 1. xxxxxx\n2. xxxxxx\n3. xxxxxx\n4. xxxxxx",
+        "### Answer:\n1. The gardener\n2. The butler\n3. The maid\n4. The driver",
+        
+        "### Answer:\n2. xxxxxx",
+        "### Answer:\n1\n2\n3\n4",
+    ],
+)
+def test_template_echoes_are_not_answers(output):
+    assert parse_answer(output, OPTIONS).status == AMBIGUOUS
+
+
+def test_placeholders_alone_are_missing():
+    assert parse_answer("### Key Information:\nxxxxx\n\n### Answer:\nxxxxx", OPTIONS).status == MISSING
+
+
+@pytest.mark.parametrize(
+    "output, index",
+    [
+        ("3", 2), ("1\n", 0), ("**3**", 2), ("(3)", 2), ("Option 3", 2), ("3. The maid", 2),
+        ("3\n\nThe maid was in the kitchen.", 2), ("The maid was in the kitchen all night.\n\n3", 2),
+        ("The answer to the question is 4", 3), ("The answer is the butler.", 1),
+        ("I think the answer might be 2.", 1), ("After weighing it all, option 3 is correct.", 2),
+        ("The final answer is $\\boxed{3}$.", 2), ("### Answer:\n\\boxed{\\text{3}}", 2),
+        ("### Answer:\nThe butler, because he had the key; the gardener was away.", 1),
+        ('{"key_information": "the key", "answer": 3}', 2), ("The answer is the third option.", 2),
+        ("<think>maybe 1</think>\n### Answer: 3", 2), ("### 答案：\n３", 2), ("根据线索，答案是3。", 2),
+        ("The butler did it.", 1), ("It is in the context and answer:\n\n4. The driver", 3),
+    ],
+)
+def test_what_a_person_reads(output, index):
+    parsed = parse_answer(output, OPTIONS)
+    assert (parsed.status, parsed.index) == (OK, index)
+
+
+@pytest.mark.parametrize(
+    "output, status",
+    [
+        ("The answer is the butler or the maid.", AMBIGUOUS),
+        ("The answer is 2. Actually, looking again, the answer is 3.", AMBIGUOUS),
+        ("### Answer:\n2. The gardener", AMBIGUOUS),  # the label and the text name different options
+        ("### Answer:\nEither the butler or the maid.", AMBIGUOUS),
+        ("<think>the answer is probably 3, but", MISSING),  # still thinking: no final answer
+        ("Option 2 is not correct.", MISSING),
+        ("Here are the options:\n1. The gardener\n2. The butler\n3. The maid\n4. The driver", MISSING),  # no answer
+        ("1\n2\n3\n4", AMBIGUOUS),
+        ("### Answer:\n4/12/30", AMBIGUOUS),  # another number right after the label, even out of range
+        ("### Key Information:\nthe mud\n2/3/4", AMBIGUOUS),  # the template's 1/2/3/4, cut
+        ("### Key Information:\nhalf (2/4) or three quarters (3/9)\nSo the answer is 5", MISSING),  # a fraction
+        ("### Possible Responses:\n1. 2\n2. 3\n3. 4", MISSING),  # a list of possibilities, none chosen
+        ("1. The gardener\n2. The butler\n\n### Clues:\nxxxxx", MISSING),
+        ("The answer is C.", MISSING),  # a letter when numbers were shown
+        ("### Answer:\nNone of the options is correct.", MISSING),
+    ],
+)
+def test_what_a_person_does_not_read_as_one_answer(output, status):
+    assert parse_answer(output, OPTIONS).status == status
+
+
+def test_the_answer_is_accepts_letters_and_chinese_when_letters_were_shown():
+    assert parse_answer("The correct option is C.", OPTIONS, labels="letters").index == 2
+    assert parse_answer("ANSWER: C", OPTIONS, labels="letters").index == 2
+    assert parse_answer("综上所述，正确答案为选项B。", OPTIONS, labels="letters").index == 1
+    assert parse_answer("### Answer:\nA/B/C/D", OPTIONS, labels="letters").status == AMBIGUOUS
+    assert parse_answer("### Answer:\nA lit room was expected.", OPTIONS, labels="letters").status == MISSING
+
+
+def test_a_label_with_a_garbled_copy_of_another_option_is_ambiguous():
+    options = ["In mathematical operations, 7 plus 8 equals 15.", "In terms of time, 7 hours after 8 o'clock is 3.",
+               "In a numerical game, the numbers 7 and 8 combined form the number 78.",
+               "In some special coding system, the numbers 7 and 8 could represent 3."]
+    garbled = "B. In some special coding system, the numbers 7 and 8 combined form the number 78."
+    assert parse_answer(garbled, options, labels="letters").status == AMBIGUOUS
+    assert parse_answer("C. In a numerical game, 7 and 8 combined form 78.", options, labels="letters").index == 2
+
+
+def test_numeric_options_are_read_by_value_and_a_clash_with_a_label_is_ambiguous():
+    values = ["-3", "-1", "2", "4"]
+    assert parse_answer("### Answer: 2", values).status == AMBIGUOUS  # label 2 is -1; 2 is option 3's value
+    assert parse_answer("### Answer: 4", values).index == 3
+    assert parse_answer("### Answer: -3", values).index == 0
+    money = ["50 yuan", "70 yuan", "80 yuan", "100 yuan"]
+    assert parse_answer("### Answer: 70 yuan", money).index == 1
+    assert parse_answer("### Answer: 80", money).index == 2
+    assert parse_answer("### Answer:\n50 yuan or 70 yuan", money).status == AMBIGUOUS
+    assert parse_answer("### Answer: 866", ["866", "841", "34", "37"]).index == 0
+
+
+# --- the corpus of real outputs ------------------------------------------------------------------
+
+def test_the_reader_agrees_with_a_person_on_the_corpus(detectbench_dir):
+    """No false answer at all (none on a template echo), and >= 98% of the rows read as the person read them.
+
+    A false answer (an option read where the person read another one, or none) moves accuracy; an
+    answer read as ambiguous/missing only moves the parse-failure count, which is reported beside it.
+    """
+    rows = reading.load_rows()
+    assert len(rows) >= 300
+    result = reading.measure(rows, reading.load_items(detectbench_dir))
+    assert result.echo_rows >= 40
+    assert result.echo_false_answers == []
+    assert result.false_answers == [], result.disagreements
+    assert result.rate >= 0.98, f"{result.agreed}/{result.rows}: {result.disagreements}"
