@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Mapping, Sequence
 
@@ -130,15 +130,31 @@ def _label(low: float, high: float, integral: bool) -> str:
     return fmt(low) if low == high else f"{fmt(low)}–{fmt(high)}"
 
 
-def make_bins(values: Sequence[float], *, count: int = 5) -> list[Bin]:
-    """Bins over the observed values: one per value when there are at most ``count + 2`` distinct ones,
-    else ``count`` bins of about equal counts (quantiles), each [low, high] over values seen."""
+def make_bins(values: Sequence[float], *, count: int = 5, max_values: int = 12, min_share: float = 0.03) -> list[Bin]:
+    """Bins over the observed values, each [low, high] over values seen:
+
+    - one per value when there are at most ``count + 2`` distinct ones;
+    - whole numbers with at most ``max_values`` distinct values (clues, steps): one per value, the sparse
+      tails (under ``min_share`` of the items, at least 10) merged inward, so no point rests on a handful;
+    - else ``count`` bins of about equal counts (quantiles).
+    """
     distinct = sorted(set(values))
     if not distinct:
         return []
     integral = all(float(v).is_integer() for v in distinct)
     if len(distinct) <= count + 2:
         return [Bin(v, v, _label(v, v, integral)) for v in distinct]
+    if integral and len(distinct) <= max_values:
+        counts = Counter(values)
+        least = max(10, min_share * len(values))
+        groups = [[v] for v in distinct]
+        while len(groups) > 1 and sum(counts[v] for v in groups[0]) < least:
+            groups[1] = groups[0] + groups[1]
+            groups.pop(0)
+        while len(groups) > 1 and sum(counts[v] for v in groups[-1]) < least:
+            groups[-2] = groups[-2] + groups[-1]
+            groups.pop()
+        return [Bin(g[0], g[-1], _label(g[0], g[-1], integral)) for g in groups]
     ordered = np.sort(np.asarray(values, dtype=float))
     cuts = sorted({float(np.quantile(ordered, q, method="higher")) for q in np.linspace(0, 1, count + 1)[1:-1]})
     bins, low_index = [], 0

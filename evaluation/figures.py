@@ -26,6 +26,14 @@ STYLE = {"font.size": 9, "axes.titlesize": 10, "axes.spines.top": False, "axes.s
          "svg.fonttype": "none", "pdf.fonttype": 42, "ps.fonttype": 42, "savefig.dpi": 200}
 COLORS = ("#2457c5", "#d9822b", "#3a9b5c", "#b3261e", "#7d4fb0", "#5f6b7a", "#c2a500", "#1b8c99")
 BASELINE = "#b3261e"
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def _color(index: int, count: int):
+    """Distinct colours: the house palette for a few series, matplotlib's tab20 for more."""
+    if count <= len(COLORS):
+        return COLORS[index]
+    return matplotlib.colormaps["tab20"](index % 20)
 #: rcParams are global: one figure at a time is built and saved (threads of one server process).
 _LOCK = threading.RLock()
 
@@ -171,13 +179,19 @@ def draw_scatter(data: Scatter) -> Drawn:
         xs = np.array([p.x for p in data.points], dtype=float)
         ys = np.array([p.y for p in data.points], dtype=float)
         if per_run:
+            at: dict[tuple[float, float], list[str]] = {}
             for i, point in enumerate(data.points):
-                dot = axes.scatter([point.x], [point.y], s=36, color=COLORS[i % len(COLORS)], zorder=3)
+                dot = axes.scatter([point.x], [point.y], s=36, color=_color(i, len(data.points)),
+                                   marker=MARKERS[i % len(MARKERS)], zorder=3)
                 dot.set_gid(f"point-{i}")
                 tips[f"point-{i}"] = ("point", f"{point.label}: KeyInfo {point.x:.3f}, accuracy {point.y:.1%}, "
                                                f"n={point.n}")
-                axes.annotate(_plain(_shorten(point.label, 28)), (point.x, point.y), textcoords="offset points",
-                              xytext=(4, 4), fontsize=7)
+                at.setdefault((round(point.x, 4), round(point.y, 4)), []).append(point.label)
+            for (x, y), labels in at.items():  # runs on one spot (a built-in answers alike under every method)
+                shown = [_shorten(label, 32) for label in labels[:4]] + ([f"+{len(labels) - 4} more"] if len(labels) > 4 else [])
+                axes.annotate(_plain("\n".join(shown)), (x, y), textcoords="offset points", xytext=(5, 3),
+                              fontsize=6, va="top" if len(shown) > 1 else "bottom")
+            axes.margins(x=0.12, y=0.2)
         else:
             sizes = [12 + 6 * p.n for p in data.points]
             axes.scatter(xs, ys, s=sizes, color=COLORS[0], alpha=0.45, edgecolors="none")
@@ -208,14 +222,14 @@ def draw_grouped(data: Grouped) -> Drawn:
         positions = np.arange(len(data.groups))
         width = 0.8 / max(1, len(data.series))
         for s, series in enumerate(data.series):
-            color = COLORS[s % len(COLORS)]
+            color = _color(s, len(data.series))
             values = [c.accuracy if c.accuracy is not None else np.nan for c in series.cells]
             label = _plain(_shorten(series.label, 40))
             if bars:
                 artists = axes.bar(positions - 0.4 + width * (s + 0.5), values, width=width * 0.95, color=color,
                                    label=label)
             else:
-                axes.plot(positions, values, marker="o", color=color, label=label, linewidth=1.4)
+                axes.plot(positions, values, marker=MARKERS[s % len(MARKERS)], color=color, label=label, linewidth=1.4)
                 artists = [axes.scatter([x], [v], s=10, color=color, zorder=3) for x, v in zip(positions, values)]
             for g, (artist, cell) in enumerate(zip(artists, series.cells)):
                 gid = f"cell-{s}-{g}"

@@ -56,6 +56,8 @@ def test_pure_figure_numbers():
     same = [RunRows(run_id=i, label="", rows=((1, True), (2, False)), keyinfo=k) for i, k in enumerate([0.1, 0.2])]
     assert keyinfo_accuracy(same).r is None  # equal accuracies: r undefined, not NaN
     assert [(b.low, b.high) for b in make_bins([1, 2, 2, 3])] == [(1, 1), (2, 2), (3, 3)]
+    clues = [0] * 9 + [1] * 23 + [2] * 378 + [3] * 627 + [4] * 104 + [5] * 38 + [6] * 15 + [7, 8]  # the test split
+    assert [b.label for b in make_bins(clues)] == ["0–2", "3", "4", "5–8"]  # sparse tails merged inward
     wide = make_bins(list(range(100)), count=5)
     assert len(wide) == 5 and wide[0].low == 0 and wide[-1].high == 99
     assert all(a.high < b.low for a, b in zip(wide, wide[1:]))  # disjoint, ordered
