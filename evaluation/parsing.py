@@ -317,10 +317,15 @@ class _Reader:
         label as the first or last line is the answer (not an item of a list); so is a short sentence's option."""
         raw = [line.strip(" >\t") for line in _MARKDOWN.sub("", text).split("\n") if line.strip(" #>\t")]
         lines = [line.lstrip("# ") for line in raw]
-        for line in lines:  # a line of labels, or the template's ``1/2/3/4`` anywhere
+        alone = set()  # lines that are one label each (``C\nD``), a line of labels, 1/2/3/4 anywhere
+        for line in lines:
             runs = [line] if _LABEL_LINE.fullmatch(line.strip(" .。")) else _SLASHED.findall(line)
             if any(len({i for t in _TOKENS.findall(run) if (i := self.index(t)) is not None}) > 1 for run in runs):
                 return ParsedAnswer(AMBIGUOUS)
+            leading = self.leading(line.rstrip(".。!"))
+            alone |= {self.index(leading[0])} - {None} if leading and not leading[1].strip() else set()
+        if len(alone) > 1:
+            return ParsedAnswer(AMBIGUOUS)
         readings = [self.bare(lines[p], lines[max(0, p - 1):p] + lines[p + 1:p + 2])  # not a heading (### 1)
                     for p in sorted({0, len(lines) - 1}) if lines and (len(lines) == 1 or raw[p][:1] != "#")]
         readings = [r for r in readings if r is not None]

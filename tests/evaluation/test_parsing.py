@@ -198,6 +198,7 @@ def test_the_answer_is_accepts_letters_and_chinese_when_letters_were_shown():
     assert parse_answer("综上所述，正确答案为选项B。", OPTIONS, labels="letters").index == 1
     assert parse_answer("### Answer:\nA/B/C/D", OPTIONS, labels="letters").status == AMBIGUOUS
     assert parse_answer("### Answer:\nA lit room was expected.", OPTIONS, labels="letters").status == MISSING
+    assert parse_answer("xxxxxx\nC\nD", OPTIONS, labels="letters").status == AMBIGUOUS  # two bare labels
 
 
 def test_a_label_with_a_garbled_copy_of_another_option_is_ambiguous():
