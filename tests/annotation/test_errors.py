@@ -38,11 +38,15 @@ def test_pages_show_each_refusal_with_its_status(annotator, annotator2, research
     assert verify_post(first, verifying, "keep").status_code == 302
     verifying.refresh_from_db()
     cases = []
-    # WorkflowError: already verified (k = 2: the item waits for the second annotator).
+    # A repeated decision (k = 2: the item waits for the second annotator).
     set_k(Stage.VERIFICATION, 2)
     twice = make_items(1, start=6)[0]
     verify_post(first, twice, "keep")
-    cases.append((verify_post(first, twice, "keep"), 409, "already verified"))
+    # The page no longer offers a second decision: a stale tab's repeat is answered with the decision made
+    # (read-only, nothing changed), not a refusal; the service itself still refuses it (the API case below).
+    repeat = verify_post(first, twice, "keep")
+    assert repeat.status_code == 302
+    assert "already decided" in first.get(repeat["Location"]).content.decode()
     # NoSlot: the item is not in verification.
     cases.append((verify_post(first, published, "keep"), 409, "is in published"))
     # StaleVersion on a decision: the annotator saw an older version.
@@ -50,13 +54,14 @@ def test_pages_show_each_refusal_with_its_status(annotator, annotator2, research
                         {"decision": "keep", "item_version": twice.version + 3})
     cases.append((stale, 409, "changed"))
     # WorkflowError on an edit outside the item's stage.
+    # (A refused save redirects back to the page, post/redirect/get, which shows the reason.)
     cases.append((first.post(reverse("annotation:rewrite", args=[published.pk]),
-                             rewrite_post(published, published.version, question="Changed?")),
-                  409, "cannot be edited here now"))
+                             rewrite_post(published, published.version, question="Changed?"), follow=True),
+                  200, "cannot be edited here now"))
     # NoSlot on "save and finish" while someone else holds the only slot.
     cases.append((first.post(reverse("annotation:rewrite", args=[rewriting.pk]),
-                             rewrite_post(rewriting, rewriting.version, question="Finished?", finish="1")),
-                  409, "already has 1 annotator"))
+                             rewrite_post(rewriting, rewriting.version, question="Finished?", finish="1"), follow=True),
+                  200, "already has 1 annotator"))
     # NoSlot: the reviewer built the clue graph.
     stage_submit(item_id=reviewing.pk, user=annotator, stage=Stage.CLUE_GRAPH, item_version=reviewing.version)
     reviewing.refresh_from_db()
