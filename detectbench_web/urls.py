@@ -31,6 +31,7 @@ urlpatterns = [
     path("api/evaluation/", include("evaluation.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[IsAnnotator]), name="schema"),
     # The split view serves its start-up script as a file, so the page needs no inline script (CSP).
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema", permission_classes=[IsAnnotator]),
-         name="swagger-ui"),
+    # GET only: its OPTIONS answer had no template to render with (a 500).
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema", permission_classes=[IsAnnotator],
+                                                          http_method_names=["get", "head"]), name="swagger-ui"),
 ]
