@@ -225,7 +225,9 @@ def test_evaluate_command_on_the_real_test_split(detectbench_dir):
     assert answers[0] == answers[1] and answers[0] != answers[2]
     (permuted,) = _evaluate("--builtin", "first-option", "--split", "test", "--wait", "--permute-options")
     assert 0.22 < permuted["accuracy"] < 0.30
-    assert permuted["first_option_baseline"] == pytest.approx(permuted["accuracy"])
+    # a bare "1" where another shown option's text is 1 is ambiguous: in a shuffled order any item with an option "1"
+    ones = sum("1" in item.options for item in Item.objects.filter(split="test"))
+    assert 0 <= permuted["first_option_baseline"] - permuted["accuracy"] <= ones / 1196 + 1e-9
     assert Run.objects.get(pk=permuted["run"]).option_order == "permuted"
 
 
