@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 TEST_ENV := DJANGO_SETTINGS_MODULE=detectbench_web.settings.test
 
-.PHONY: install run test bench services clean
+.PHONY: install run test bench services clean real-model
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,3 +28,7 @@ bench: install services
 
 clean:
 	rm -rf var/db.sqlite3* var/celery-broker var/staticfiles var/log
+
+# A real model (llama.cpp + SmolLM2-135M) answering a few items; not part of `make test` (first build ~20 min).
+real-model: install
+	./scripts/real_model.sh
