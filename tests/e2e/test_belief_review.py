@@ -92,6 +92,8 @@ def test_verification_screen_shows_the_judges_suggestion_with_its_belief(live_se
     assert "0.88" in page.inner_text("#judge-heavy_math")
     with page.expect_navigation():
         page.click("#accept-suggestion")
+    # Auto-advance (on by default) moves on after a decision; the item's page then shows where it came from.
+    page.goto(f"{live_server.url}/annotation/items/{item.pk}/verify/")
     assert "Judge accepted" in page.inner_text("#decision-source")
     decision = VerificationDecision.objects.get(item=item)
     assert (decision.decision, decision.source) == ("keep", "judge-accepted")
