@@ -33,24 +33,23 @@ class HumanCell:
         return wilson(self.correct, self.responses)
 
 
-def human_cells(*, runs: Sequence[Run], endpoint_ids: Sequence[int],
-                item_ids: list[int] | None = None) -> dict[int, HumanCell] | None:
+def human_cells(*, runs: Sequence[Run], endpoint_ids: Sequence[int], item_ids) -> dict[int, HumanCell] | None:
     """Per endpoint column, the participants' answers on the column's items (None: no answers on any of them).
 
-    Two queries: the answers per item on the table's items, then (only when there are answers) which
-    column holds which item."""
-    rows = Result.objects.filter(FRESH, run_id__in=[r.pk for r in runs], error="", is_correct__isnull=False)
-    if item_ids is not None:
-        rows = rows.filter(item_id__in=item_ids)
-    answers = study_selectors.response_outcomes(item_ids=rows.values("item_id"))
+    ``item_ids`` are the table's candidate items (a list or a subquery: the split's items, or the items
+    common to the chosen runs). Two queries: the answers per item on them, then (only when there are
+    answers) which column has a fresh scored row of which answered item."""
+    answers = study_selectors.response_outcomes(item_ids=item_ids)
     if not answers:
         return None
+    rows = Result.objects.filter(FRESH, run_id__in=[r.pk for r in runs], item_id__in=list(answers), error="",
+                                 is_correct__isnull=False)
     by_column: dict[int, set[int]] = {pk: set() for pk in endpoint_ids}
     for endpoint_id, item_id in rows.order_by().values_list("run__endpoint_id", "item_id").distinct():
         by_column[endpoint_id].add(item_id)
     out = {}
     for endpoint_id, items in by_column.items():
-        answered = [answers[i] for i in items if i in answers]
+        answered = [answers[i] for i in items]
         out[endpoint_id] = HumanCell(items=len(answered), responses=sum(a.responses for a in answered),
                                      correct=sum(a.correct for a in answered))
     return out

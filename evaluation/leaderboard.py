@@ -15,17 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from django.db import connection
-
 from annotation.models import Item
 from detectbench_web.errors import Invalid
 
 from . import humans
-from .aggregates import FRESH, RowCounts, metrics_many
+from .aggregates import RowCounts, metrics_many
 from .methods import METHODS
 from .metrics import RunMetrics
-from .models import ModelEndpoint, OptionOrder, Result, Run, RunStatus
-from .paired import ALPHA, Paired, holm, wilson
+from .models import ModelEndpoint, OptionOrder, Run, RunStatus
+from .outcomes import common_item_ids, paired_counts
+from .paired import ALPHA, Paired, holm, mcnemar_exact_many, wilson
 
 
 def _pct(value: float | None) -> float | None:
@@ -38,6 +37,7 @@ class Cell:
     metrics: RunMetrics
     counts: RowCounts
     paired: Paired | None = None  # against the reference cell
+    p_value: float | None = None  # exact McNemar on the pairs (None: no pairs, or the reference itself)
     p_holm: float | None = None
     is_reference: bool = False
 
@@ -88,7 +88,7 @@ class Cell:
             "parse_failures": m.parse_failures, "errors": m.errors, "stale_dropped": self.counts.stale,
             "is_reference": self.is_reference,
             "pairs": p.n if p else None, "pairs_dropped": [p.ref_only, p.other_only] if p else None,
-            "discordant": list(p.discordant) if p else None, "p_value": p.p_value if p else None,
+            "discordant": list(p.discordant) if p else None, "p_value": self.p_value,
             "p_holm": self.p_holm, "significant": self.significant if p else None,
         }
 
@@ -200,16 +200,6 @@ def _chosen_runs(run_ids: Sequence[int]) -> list[Run]:
     return runs
 
 
-def common_item_ids(runs: Sequence[Run]) -> list[int]:
-    """Items with a fresh scored multiple-choice row in every one of the runs."""
-    from django.db.models import Count
-
-    rows = (Result.objects.filter(FRESH, run_id__in=[r.pk for r in runs], error="", is_correct__isnull=False)
-            .order_by().values("item_id").annotate(runs=Count("run_id", distinct=True))
-            .filter(runs=len(runs)).values_list("item_id", flat=True))
-    return sorted(rows)
-
-
 def leaderboard(*, split: str = "", run_ids: Sequence[int] = (), option_order: str = OptionOrder.ORIGINAL,
                 reference: str = "", common: bool = False) -> Leaderboard:
     """The table of a split (latest finished run per cell), or of chosen runs on their common items."""
@@ -223,7 +213,8 @@ def leaderboard(*, split: str = "", run_ids: Sequence[int] = (), option_order: s
     else:
         runs = _runs_for_split(split, option_order)
     item_ids = common_item_ids(runs) if common and runs else None
-    metrics = metrics_many(runs=runs, fresh_only=True, item_ids=item_ids)
+    ref_run = _reference_run(runs, reference) if reference else None
+    metrics = metrics_many(runs=runs, fresh_only=True, item_ids=item_ids, reference=ref_run)
     cells = {(r.method, r.endpoint_id): Cell(run=r, metrics=metrics[r.pk][0], counts=metrics[r.pk][1])
              for r in runs}
     endpoints = sorted({r.endpoint for r in runs}, key=lambda e: e.name)
@@ -235,71 +226,34 @@ def leaderboard(*, split: str = "", run_ids: Sequence[int] = (), option_order: s
     table = Leaderboard(split=split, run_ids=list(run_ids), option_order=option_order if not run_ids else "",
                         common=common, common_items=len(item_ids) if item_ids is not None else None,
                         endpoints=endpoints, rows=rows)
-    if reference:
-        _test_against(table, reference, item_ids)
+    if ref_run is not None:
+        _test_against(table, ref_run, item_ids)
     table.baselines = _baselines(table, item_ids)
     return table
 
 
-def _test_against(table: Leaderboard, reference: str, item_ids: list[int] | None) -> None:
-    ref = next((c for c in table.cells if c.key == reference), None)
-    if ref is None:
+def _reference_run(runs: Sequence[Run], reference: str) -> Run:
+    found = next((r for r in runs if cell_key(r.method, r.endpoint.name) == reference), None)
+    if found is None:
         raise Invalid(f"No cell {reference!r} in this table: give METHOD@ENDPOINT of one of its cells.",
                       field="reference")
+    return found
+
+
+def _test_against(table: Leaderboard, reference: Run, item_ids: list[int] | None) -> None:
+    ref = next(c for c in table.cells if c.run.pk == reference.pk)
     ref.is_reference = True
     table.reference = ref
     others = [c for c in table.cells if c is not ref]
-    paired = paired_counts(runs=[c.run for c in table.cells], reference=ref.run, item_ids=item_ids)
+    paired = paired_counts(runs=[c.run for c in table.cells], reference=reference,
+                           counts={c.run.pk: c.counts for c in table.cells}, item_ids=item_ids)
     for cell in others:
         cell.paired = paired[cell.run.pk]
-    for cell, p in zip(others, holm([c.paired.p_value for c in others])):
+    tested = [c for c in others if c.paired.n]
+    for cell, p in zip(tested, mcnemar_exact_many([c.paired.discordant for c in tested])):
+        cell.p_value = p
+    for cell, p in zip(others, holm([c.p_value for c in others])):
         cell.p_holm = p
-
-
-def paired_counts(*, runs: Sequence[Run], reference: Run, item_ids: list[int] | None = None) -> dict[int, Paired]:
-    """Each run's outcomes crossed with the reference's on the fresh (item, version) pairs both have (one query).
-
-    An item's outcome is its first sample (with circular order: right only if every rotation of the first
-    sample is); items without a complete scored outcome on a side are not a pair."""
-    q = connection.ops.quote_name
-    result, run, item = (q(m._meta.db_table) for m in (Result, Run, Item))
-    ids = [r.pk for r in runs]
-    params: list = [*ids]
-    only = ""
-    if item_ids is not None:
-        if not item_ids:
-            return {pk: Paired(0, 0, 0, 0, 0, 0) for pk in ids}
-        only = f"AND r.item_id IN ({', '.join(['%s'] * len(item_ids))})"
-        params += item_ids
-    params.append(reference.pk)
-    sql = f"""
-        WITH outcome AS (
-            SELECT r.run_id, r.item_id, r.item_version, MIN(CASE WHEN r.is_correct THEN 1 ELSE 0 END) AS ok
-            FROM {result} r JOIN {run} u ON u.id = r.run_id JOIN {item} i ON i.id = r.item_id
-            WHERE r.run_id IN ({', '.join(['%s'] * len(ids))}) AND r.error = '' AND r.is_correct IS NOT NULL
-                  AND r.item_version = i.version AND r.sample_index < u.rotations {only}
-            GROUP BY r.run_id, r.item_id, r.item_version, u.rotations
-            HAVING COUNT(*) = u.rotations
-        ), ref AS (SELECT item_id, item_version, ok FROM outcome WHERE run_id = %s)
-        SELECT o.run_id,
-               SUM(CASE WHEN ref.ok = 1 AND o.ok = 1 THEN 1 ELSE 0 END),
-               SUM(CASE WHEN ref.ok = 1 AND o.ok = 0 THEN 1 ELSE 0 END),
-               SUM(CASE WHEN ref.ok = 0 AND o.ok = 1 THEN 1 ELSE 0 END),
-               SUM(CASE WHEN ref.ok = 0 AND o.ok = 0 THEN 1 ELSE 0 END),
-               COUNT(*)
-        FROM outcome o LEFT JOIN ref ON ref.item_id = o.item_id AND ref.item_version = o.item_version
-        GROUP BY o.run_id"""
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        found = {row[0]: [int(v or 0) for v in row[1:]] for row in cursor.fetchall()}
-    ref_total = found.get(reference.pk, [0] * 5)[4]
-    out = {}
-    for pk in ids:
-        rr, rw, wr, ww, total = found.get(pk, [0] * 5)
-        pairs = rr + rw + wr + ww
-        out[pk] = Paired(both_right=rr, ref_right_other_wrong=rw, ref_wrong_other_right=wr, both_wrong=ww,
-                         ref_only=ref_total - pairs, other_only=total - pairs)
-    return out
 
 
 def _baselines(table: Leaderboard, item_ids: list[int] | None) -> list[BaselineRow]:
@@ -320,8 +274,9 @@ def _baselines(table: Leaderboard, item_ids: list[int] | None) -> list[BaselineR
         BaselineRow("random", "Random guess (expected)", "the mean of 1 / number of options over the column's rows",
                     chance),
     ]
+    candidates = item_ids if item_ids is not None else Item.objects.filter(split=table.split).values("pk")
     people = humans.human_cells(runs=[c.run for c in table.cells], endpoint_ids=[e.pk for e in table.endpoints],
-                                item_ids=item_ids)
+                                item_ids=candidates)
     if people is not None:
         cells = []
         for endpoint in table.endpoints:

@@ -233,6 +233,13 @@ class Result(models.Model):
             ),
             models.CheckConstraint(condition=Q(item_version__gte=1), name="result_item_version_positive"),
         ]
+        indexes = [
+            # Covering index of the metrics of many runs at once (evaluation.aggregates, the leaderboard, the
+            # run list): PostgreSQL reads these narrow columns from the index, never the wide rows.
+            models.Index(fields=["run"], name="result_run_scores",
+                         include=["item", "item_version", "sample_index", "is_correct", "answer_first",
+                                  "parse_status", "error", "keyinfo", "tokens_in", "tokens_out", "updated_at"]),
+        ]
 
     def __str__(self) -> str:
         return f"run {self.run_id} item {self.item_id} #{self.sample_index}"

@@ -82,13 +82,28 @@ def with_progress(runs: list[Run]) -> list[Run]:
 
 
 def run_list(*, limit: int | None = 200) -> list[Run]:
-    """Newest runs, each with ``.progress`` and ``.summary`` (metrics from the database): four queries."""
-    runs = with_progress(list(run_queryset()[:limit]))
+    """Newest runs, each with ``.progress`` and ``.summary`` (metrics from the database): three queries, and one
+    more for the pace of the active ones."""
+    runs = list(run_queryset().annotate(item_count=JSONLength("item_ids"))[:limit])
     metrics = metrics_many(runs=runs)
+    now = timezone.now()
+    active = [r.pk for r in runs if r.is_active]
+    recent = _recent_rows(active) if active else {}
     for run in runs:
         m, counts = metrics[run.pk]
         run.summary = _priced(run, m, stale=counts.stale)
+        run.progress = Progress(
+            total=(run.item_count or 0) * run.rows_per_item, done=counts.n, errors=counts.errors,
+            tokens_in=counts.tokens_in, tokens_out=counts.tokens_out, active=run.is_active,
+            elapsed_s=(now - run.started_at).total_seconds() if run.started_at else None,
+            recent=recent.get(run.pk, 0))
     return runs
+
+
+def _recent_rows(run_ids: list[int]) -> dict[int, int]:
+    """Rows written since each run's latest launch or resume."""
+    return dict(Result.objects.filter(run_id__in=run_ids, updated_at__gte=F("run__started_at")).order_by()
+                .values("run_id").annotate(n=Count("run_id")).values_list("run_id", "n"))
 
 
 def result_list(*, run: Run) -> QuerySet[Result]:
@@ -103,9 +118,9 @@ def run_progress_many(*, run_ids: list[int], now: datetime | None = None) -> dic
             .values_list("pk", "item_count", "samples", "rotations", "status", "started_at"))
     counts = (
         Result.objects.filter(run_id__in=run_ids).order_by().values("run_id")
-        .annotate(done=Count("pk", filter=Q(error="")), errors=Count("pk", filter=~Q(error="")),
+        .annotate(done=Count("run_id", filter=Q(error="")), errors=Count("run_id", filter=~Q(error="")),
                   tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"),
-                  recent=Count("pk", filter=Q(updated_at__gte=F("run__started_at"))))
+                  recent=Count("run_id", filter=Q(updated_at__gte=F("run__started_at"))))
     )
     found = {c.pop("run_id"): c for c in counts}
     out = {}
@@ -159,6 +174,14 @@ class RunSummary:
     @property
     def first_option_pct(self) -> float | None:
         return self._percent(self.metrics.first_option_baseline)
+
+    @property
+    def text(self) -> dict:
+        """The numbers of a list row as text (plain formatting: long lists render without ``floatformat``)."""
+        m = self.metrics
+        return {"acc": "—" if m.accuracy is None else f"{100 * m.accuracy:.1f}%",
+                "ci": "" if m.ci_low is None else f"{m.ci_low:.3f}–{m.ci_high:.3f}",
+                "first": "—" if m.first_option_baseline is None else f"{100 * m.first_option_baseline:.1f}"}
 
     def as_json(self) -> dict:
         m = self.metrics

@@ -88,8 +88,8 @@ def test_cells_have_n_wilson_interval_first_option_and_paired_tests_equal_statsm
         b = sum(1 for k in ref_outcomes if ref_outcomes[k] and not mine[k])
         c = sum(1 for k in ref_outcomes if not ref_outcomes[k] and mine[k])
         assert cell.paired.discordant == (b, c) and cell.paired.n == 40 and cell.paired.dropped == 0
-        assert cell.paired.p_value == mcnemar([[0, b], [c, 0]], exact=True).pvalue
-        expected_p.append(cell.paired.p_value)
+        assert cell.p_value == cell.paired.p_value == mcnemar([[0, b], [c, 0]], exact=True).pvalue
+        expected_p.append(cell.p_value)
     holm = multipletests(expected_p, method="holm")[1]
     assert [c.p_holm for c in others] == pytest.approx(list(holm))
     assert all(c.significant == (c.p_holm < 0.05) for c in others)
@@ -195,3 +195,59 @@ def test_the_leaderboard_command_prints_what_evaluate_printed(detectbench_dir, t
         call_command("leaderboard")
     with pytest.raises(CommandError, match="No cell"):
         call_command("leaderboard", "--split", "test", "--reference", "naive@nowhere")
+
+
+def test_database_metrics_equal_the_rows_metrics_for_samples_and_circular_runs(test_items, compute):
+    from evaluation import selectors
+    from evaluation.aggregates import metrics_many
+
+    runs = [compute(_launch("random", samples=2, limit=15)), compute(_launch("lexical", option_order="circular",
+                                                                             limit=15)),
+            compute(_launch("first-option", limit=15))]
+    found = metrics_many(runs=runs)
+    for run in runs:
+        python = selectors.run_summary(run=run).metrics
+        sql = found[run.pk][0]
+        assert sql.as_dict() == pytest.approx(python.as_dict()), run
+
+
+def test_circular_cells_pair_on_items_right_in_every_rotation(test_items, compute):
+    lexical = compute(_launch("lexical", option_order="circular", limit=20))
+    first = compute(_launch("first-option", option_order="circular", limit=20))
+    random_run = compute(_launch("random", option_order="circular", limit=20))
+    table = leaderboard(split="test", option_order="circular", reference=f"naive@{lexical.endpoint.name}")
+    assert {c.run.pk for c in table.cells} == {lexical.pk, first.pk, random_run.pk}
+
+    def verdicts(run):
+        out = {}
+        for r in Result.objects.filter(run=run, sample_index__lt=run.rotations):
+            out.setdefault(r.item_id, []).append(r.is_correct)
+        return {i: all(v) for i, v in out.items() if len(v) == run.rotations}
+
+    ref = verdicts(lexical)
+    for cell in table.cells:
+        if cell.is_reference:
+            continue
+        mine = verdicts(cell.run)
+        b = sum(1 for i in ref if ref[i] and not mine[i])
+        c = sum(1 for i in ref if not ref[i] and mine[i])
+        assert cell.paired.discordant == (b, c) and cell.paired.n == 20
+        assert cell.p_value == mcnemar([[0, b], [c, 0]], exact=True).pvalue
+    assert not any(verdicts(first).values())  # no item is first in every rotation
+
+
+@pytest.mark.django_db(transaction=True)  # two writes of one run: the upsert's staging table empties on commit
+def test_cached_counts_follow_item_edits_and_relaunches(test_items, compute):
+    run = compute(_launch("lexical"))
+    assert leaderboard(split="test").cells[0].metrics.n == 40  # counted, then cached (the run is finished)
+    assert leaderboard(split="test").cells[0].metrics.n == 40
+    item = test_items[1]
+    item_update(item_id=item.pk, base_version=item.version, changes={"context": item.context + " Then it snowed."})
+    assert leaderboard(split="test").cells[0].metrics.n == 39  # the edit changes which rows are fresh
+    row = Result.objects.get(run=run, item=test_items[2])
+    Result.objects.filter(pk=row.pk).update(error="HTTP 500")
+    services.run_resume(run=run, enqueue=False)
+    assert leaderboard(split="test").cells == []  # queued again: not finished, not in the table
+    compute(run)
+    cell = leaderboard(split="test").cells[0]
+    assert cell.run.pk == run.pk and cell.metrics.n == 39 and cell.metrics.errors == 0

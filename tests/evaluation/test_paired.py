@@ -8,7 +8,9 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from evaluation.paired import Paired, holm, mcnemar_exact, pair_outcomes, wilson
+from evaluation.paired import (
+    Paired, holm, mcnemar_exact, mcnemar_exact_many, pair_outcomes, wilson, wilson_many,
+)
 
 
 def test_pairs_are_the_shared_keys_and_each_side_says_what_it_dropped():
@@ -28,6 +30,7 @@ def test_exact_mcnemar_equals_statsmodels_and_the_binomial_test(b, c):
     assert ours == mcnemar([[17, b], [c, 23]], exact=True).pvalue
     expected = 1.0 if b + c == 0 else min(1.0, 2 * binom.cdf(min(b, c), b + c, 0.5))
     assert ours == pytest.approx(expected, rel=1e-12)
+    assert mcnemar_exact_many([(b, c), (c, b)]) == [ours, ours]  # the table's vectorised call: the same numbers
 
 
 def test_paired_p_value_uses_the_discordant_pairs_of_random_outcomes():
@@ -43,10 +46,14 @@ def test_paired_p_value_uses_the_discordant_pairs_of_random_outcomes():
 
 
 def test_holm_equals_multipletests_and_keeps_untested_cells_empty():
-    ps = [0.01, None, 0.04, 0.03, None, 0.2, 0.001]
+    ps = [0.01, None, 0.04, 0.03, None, 0.2, 0.001, 0.03, 0.9, 0.6]
     present = [x for x in ps if x is not None]
     expected = iter(multipletests(present, method="holm")[1])
-    assert holm(ps) == [None if x is None else pytest.approx(next(expected)) for x in ps]
+    assert holm(ps) == [None if x is None else pytest.approx(next(expected), abs=1e-15) for x in ps]
+    rng = random.Random(3)
+    for size in (1, 2, 7, 40, 169):
+        sample = [rng.random() ** 3 for _ in range(size)]
+        assert holm(sample) == pytest.approx(list(multipletests(sample, method="holm")[1]), abs=1e-15)
     assert holm([None, None]) == [None, None] and holm([]) == []
     assert holm([0.01, 0.02])[0] == pytest.approx(0.02)  # the smallest of two is doubled
 
@@ -57,6 +64,7 @@ def test_wilson_equals_statsmodels(correct, n):
     assert (low, high) == tuple(proportion_confint(correct, n, alpha=0.05, method="wilson"))
     assert low <= correct / n <= high
     assert wilson(0, 0) == (None, None)
+    assert wilson_many([correct, 0], [n, 0]) == [(low, high), (None, None)]
 
 
 def test_a_paired_result_is_a_value():
