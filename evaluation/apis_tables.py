@@ -78,7 +78,8 @@ class BaselineRowSerializer(serializers.Serializer):
     key = serializers.CharField()
     label = serializers.CharField()
     note = serializers.CharField()
-    cells = BaselineCellSerializer(many=True, allow_null=True)
+    cells = serializers.ListField(child=BaselineCellSerializer(allow_null=True),
+                                  help_text="One per endpoint column, in the order of the table; null where empty.")
 
 
 class LeaderboardSerializer(serializers.Serializer):

@@ -86,3 +86,18 @@ def test_query_counts_do_not_grow_with_cells(api, runs, compute):
         compute(services.run_launch(endpoint=services.endpoint_for_cli(builtin="lexical"), method=method,
                                     split="test", enqueue=False))
     assert (count(params), count(params)) == (cold, warm)  # the new cells are counted once, in one query
+
+
+@pytest.mark.parametrize("params", [
+    {"split": "x" * 41}, {"split": "test", "option_order": "sideways"}, {"split": "test", "common": "maybe"},
+    {"runs": "0"}, {"runs": ",".join(["1"] * 6000)}, {"runs": "999999"}, {"split": "test", "reference": "é@\x00"},
+    {"split": "nosuchsplit"}, {"split": "test", "reference": "@"},
+])
+def test_odd_queries_are_refused_or_answered_never_a_server_error(api, runs, params):
+    response = api.get("/api/evaluation/leaderboard/", params)
+    assert response.status_code in (200, 400), (params, response.status_code, response.content[:300])
+
+
+@pytest.mark.parametrize("params", [{"a": 0, "b": 1}, {"a": "1", "b": "x"}, {"a": 2**40, "b": 1}, {}])
+def test_odd_comparisons_are_refused(api, runs, params):
+    assert api.get("/api/evaluation/compare/", params).status_code in (400, 404)

@@ -17,6 +17,8 @@ PURE = (
     "evaluation.parsing",
     "evaluation.methods",
     "evaluation.scoring",
+    "evaluation.paired",
+    "evaluation.metrics",
     "evaluation.prompts",
     "evaluation.circular",
     "evaluation.figure_data",
