@@ -50,7 +50,8 @@ def test_an_item_changed_in_the_admin_is_a_new_revision(admin_client):
 
 
 def test_stage_configuration_is_set_in_the_admin(admin_client):
-    config = StageConfig.objects.get(stage=Stage.REVIEW)
+    # The row comes from a data migration; a transactional test before this one may have flushed it.
+    config, _ = StageConfig.objects.get_or_create(stage=Stage.REVIEW)
     response = admin_client.post(f"/admin/annotation/stageconfig/{config.pk}/change/",
                                  {"stage": Stage.REVIEW, "annotators_required": "2", "lease_minutes": "45"})
     assert response.status_code == 302
