@@ -64,6 +64,9 @@ class LeaderboardCellSerializer(serializers.Serializer):
     p_value = serializers.FloatField(allow_null=True)
     p_holm = serializers.FloatField(allow_null=True)
     significant = serializers.BooleanField(allow_null=True)
+    circular_accuracy = serializers.FloatField(allow_null=True, help_text="Circular order: items right in every "
+                                               "rotation of their first sample / circular_n")
+    circular_n = serializers.IntegerField(allow_null=True)
 
 
 class BaselineCellSerializer(serializers.Serializer):

@@ -23,7 +23,7 @@ from .aggregates import RowCounts, metrics_many
 from .methods import METHODS
 from .metrics import RunMetrics
 from .models import ModelEndpoint, OptionOrder, Run, RunStatus
-from .outcomes import common_item_ids, paired_counts
+from .outcomes import circular_verdicts, common_item_ids, paired_counts
 from .paired import ALPHA, Paired, holm, mcnemar_exact_many, wilson
 
 
@@ -40,6 +40,11 @@ class Cell:
     p_value: float | None = None  # exact McNemar on the pairs (None: no pairs, or the reference itself)
     p_holm: float | None = None
     is_reference: bool = False
+    circular: tuple[int, int] | None = None  # circular order: (items right in every rotation, items)
+
+    @property
+    def circular_accuracy(self) -> float | None:
+        return self.circular[0] / self.circular[1] if self.circular and self.circular[1] else None
 
     @property
     def method(self) -> str:
@@ -90,6 +95,7 @@ class Cell:
             "pairs": p.n if p else None, "pairs_dropped": [p.ref_only, p.other_only] if p else None,
             "discordant": list(p.discordant) if p else None, "p_value": self.p_value,
             "p_holm": self.p_holm, "significant": self.significant if p else None,
+            "circular_accuracy": self.circular_accuracy, "circular_n": self.circular[1] if self.circular else None,
         }
 
 
@@ -215,7 +221,9 @@ def leaderboard(*, split: str = "", run_ids: Sequence[int] = (), option_order: s
     item_ids = common_item_ids(runs) if common and runs else None
     ref_run = _reference_run(runs, reference) if reference else None
     metrics = metrics_many(runs=runs, fresh_only=True, item_ids=item_ids, reference=ref_run)
-    cells = {(r.method, r.endpoint_id): Cell(run=r, metrics=metrics[r.pk][0], counts=metrics[r.pk][1])
+    circular = circular_verdicts(runs, item_ids)
+    cells = {(r.method, r.endpoint_id): Cell(run=r, metrics=metrics[r.pk][0], counts=metrics[r.pk][1],
+                                             circular=circular.get(r.pk, (0, 0)) if r.rotations > 1 else None)
              for r in runs}
     endpoints = sorted({r.endpoint for r in runs}, key=lambda e: e.name)
     rows = []

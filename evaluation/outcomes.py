@@ -9,6 +9,7 @@ covering index (``result_run_scores``).
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Mapping, Sequence
 
 from django.db import connection
@@ -85,3 +86,39 @@ def paired_counts(*, runs: Sequence[Run], reference: Run, counts: Mapping[int, R
         out[run.pk] = Paired(both_right=rr, ref_right_other_wrong=rw, ref_wrong_other_right=wr, both_wrong=ww,
                              ref_only=ref_total - pairs, other_only=totals.get(run.pk, 0) - pairs)
     return out
+
+
+def circular_verdicts(runs: Sequence[Run], item_ids: Sequence[int] | None = None) -> dict[int, tuple[int, int]]:
+    """For runs with several rows per sample (circular order): (items right in every rotation of the first
+    sample, items with every rotation scored), fresh rows only; one query (cached while the runs are
+    finished and unchanged)."""
+    several = [r for r in runs if r.rotations > 1]
+    if not several or item_ids is not None and not item_ids:
+        return {}
+    digest = "all" if item_ids is None else hashlib.sha1(",".join(map(str, item_ids)).encode()).hexdigest()
+    return counts_cache.remembered(f"circular:{digest}", several,
+                                   lambda: _circular_verdicts(several, item_ids))
+
+
+def _circular_verdicts(runs: Sequence[Run], item_ids: Sequence[int] | None) -> dict[int, tuple[int, int]]:
+    result, item = tables()
+    q = connection.ops.quote_name
+    run_table = q(Run._meta.db_table)
+    runs_in, params = id_list([r.pk for r in runs])
+    only = ""
+    if item_ids is not None:
+        items_in, item_params = id_list(item_ids)
+        only = f"AND r.item_id IN ({items_in})"
+        params += item_params
+    sql = f"""
+        SELECT run_id, SUM(ok), COUNT(*) FROM (
+            SELECT r.run_id, MIN(CASE WHEN r.is_correct THEN 1 ELSE 0 END) AS ok
+            FROM {result} r JOIN {run_table} u ON u.id = r.run_id
+            LEFT JOIN {CHANGED_ITEMS.format(item=item)} x ON x.id = r.item_id
+            WHERE r.run_id IN ({runs_in}) {only} AND r.sample_index < u.rotations AND r.error = ''
+                  AND r.is_correct IS NOT NULL AND (x.id IS NULL OR r.item_version = x.version)
+            GROUP BY r.run_id, r.item_id, r.item_version, u.rotations HAVING COUNT(*) = u.rotations
+        ) v GROUP BY run_id"""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {run_id: (int(right or 0), int(n)) for run_id, right, n in cursor.fetchall()}

@@ -80,7 +80,10 @@ def _link_cells(table: boards.Leaderboard, request) -> None:
         cell.text = {"acc": _fmt(cell.accuracy_pct, ".1f"), "keyinfo": _fmt(cell.keyinfo_pct, ".1f"),
                      "first": _fmt(cell.first_option_pct, ".1f"),
                      "ci": "" if m.ci_low is None else f"{m.ci_low:.3f}–{m.ci_high:.3f}",
-                     "p": _fmt(cell.p_value, ".4f"), "p_holm": _fmt(cell.p_holm, ".4f")}
+                     "p": _fmt(cell.p_value, ".4f"), "p_holm": _fmt(cell.p_holm, ".4f"),
+                     "circular": "" if cell.circular is None else
+                     f"circular {_fmt(cell.circular_accuracy and 100 * cell.circular_accuracy, '.1f')} "
+                     f"({cell.circular[1]} items)"}
         cell.href = f"{run_prefix}{cell.run.pk}/"
         params["reference"] = cell.key
         cell.ref_href = "?" + params.urlencode()

@@ -226,9 +226,10 @@ def test_circular_cells_pair_on_items_right_in_every_rotation(test_items, comput
 
     ref = verdicts(lexical)
     for cell in table.cells:
+        mine = verdicts(cell.run)
+        assert cell.circular == (sum(mine.values()), len(mine)) and cell.as_json()["circular_n"] == 20
         if cell.is_reference:
             continue
-        mine = verdicts(cell.run)
         b = sum(1 for i in ref if ref[i] and not mine[i])
         c = sum(1 for i in ref if not ref[i] and mine[i])
         assert cell.paired.discordant == (b, c) and cell.paired.n == 20
