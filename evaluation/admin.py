@@ -26,9 +26,15 @@ class ResultAdmin(admin.ModelAdmin):
     list_select_related = ["run", "item"]
     readonly_fields = [f.name for f in Result._meta.fields]
 
+    def has_add_permission(self, request) -> bool:
+        return False  # rows are written by runs (exactly once per run, item, sample), never by hand
+
 
 @admin.register(CachedResponse)
 class CachedResponseAdmin(admin.ModelAdmin):
     list_display = ["key", "model", "tokens_in", "tokens_out", "created_at"]
     search_fields = ["key", "model"]
     readonly_fields = ["key", "model", "text", "tokens_in", "tokens_out", "created_at"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # responses are stored by runs (keyed by a hash of the request), never by hand

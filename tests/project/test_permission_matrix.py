@@ -254,7 +254,7 @@ MATRIX: dict[str, tuple] = {
     'admin:evaluation_cachedresponse_change': (ADMIN, '302'),
     'admin:evaluation_cachedresponse_delete': (ADMIN, '302'),
     'admin:evaluation_cachedresponse_history': (ADMIN, '302'),
-    'admin:evaluation_cachedresponse_add': (ADMIN, '200 POST=500'),
+    'admin:evaluation_cachedresponse_add': (ADMIN, '403'),
     'admin:evaluation_modelendpoint_changelist': (ADMIN, '200'),
     'admin/evaluation/modelendpoint/<path:object_id>/': (ADMIN, '302'),
     'admin:evaluation_modelendpoint_change': (ADMIN, '200'),
@@ -266,7 +266,7 @@ MATRIX: dict[str, tuple] = {
     'admin:evaluation_result_change': (ADMIN, '200 POST=302'),
     'admin:evaluation_result_delete': (ADMIN, '200'),
     'admin:evaluation_result_history': (ADMIN, '200'),
-    'admin:evaluation_result_add': (ADMIN, '200 POST=500'),
+    'admin:evaluation_result_add': (ADMIN, '403'),
     'admin:evaluation_run_changelist': (ADMIN, '200'),
     'admin/evaluation/run/<path:object_id>/': (ADMIN, '302'),
     'admin:evaluation_run_change': (ADMIN, '200'),
@@ -313,9 +313,6 @@ BROKEN: dict[tuple[str, str], str] = {
                                         "constraint attempt_started_has_deadline (IntegrityError)",
     ("studies_api:attempt_expire", "POST"): "studies: the same through the API",
     ("studies_public:return", "POST"): "studies: returning a joined, never started attempt (the same constraint)",
-    ("admin:evaluation_result_add", "POST"): "evaluation admin: an empty add form reaches the database "
-                                             "(item_id NOT NULL); results are written by runs, not added by hand",
-    ("admin:evaluation_cachedresponse_add", "POST"): "evaluation admin: the same for cached responses",
 }
 
 
