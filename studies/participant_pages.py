@@ -16,7 +16,7 @@ from django.core.exceptions import PermissionDenied, SuspiciousOperation
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
-from django.urls import reverse
+from django.urls import Resolver404, resolve, reverse
 from django.utils import translation
 
 from detectbench_web.error_mapping import REFUSED, as_service_error
@@ -150,5 +150,23 @@ def post_only(view):
 
 @participant_page
 def not_found_view(request, rest: str = ""):
-    """Any address under the study links that names nothing (a mistyped or cut-off link)."""
+    """Any address under the study links that names nothing (a mistyped or cut-off link).
+
+    A link that lost only its trailing slash (``/s/demo?PROLIFIC_PID=...``) is redirected to the page it
+    names, with its query: this catch-all route would otherwise keep Django's APPEND_SLASH from doing so.
+    """
+    if rest and not rest.endswith("/") and request.method in ("GET", "HEAD"):
+        target = f"{request.path}/"
+        match = resolve_or_none(target)
+        if match is not None and match.url_name != "not_found":
+            query = request.META.get("QUERY_STRING", "")
+            return redirect(f"{target}?{query}" if query else target, permanent=False)
     return error_page(request, 404)
+
+
+def resolve_or_none(path: str):
+    """The route a path resolves to, or None."""
+    try:
+        return resolve(path)
+    except Resolver404:
+        return None
