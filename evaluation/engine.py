@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import AsyncIterable, Awaitable, Callable, Iterable, Sequence
 
-from .clients import ModelClient, RequestFailed
+from .clients import ABANDONED, EndpointDown, ModelClient, RequestFailed
 from .methods import Completion, Method, Outcome
 from .prompts import Presented
 
@@ -47,6 +47,28 @@ class JobResult:
     error: str = ""
     attempts: int = 0
     new_cache: dict[str, Completion] | None = None
+    #: Every call made, in order, even when a later one failed: {"call", "messages", "output",
+    #: "finish_reason", "tokens_in", "tokens_out", "latency_s", "cached", "attempts", "failed_attempts"},
+    #: and "error" / "error_class" on the call that failed.
+    calls: list[dict] | None = None
+    error_class: str = ""
+    failed_call: str = ""
+
+
+def call_record(call_key: str, messages, completion: Completion) -> dict:
+    """One call of a job as stored on its row (``Result.messages``)."""
+    record = {"call": call_key, "messages": messages, "output": completion.text,
+              "finish_reason": completion.finish_reason, "tokens_in": completion.tokens_in,
+              "tokens_out": completion.tokens_out, "latency_s": round(completion.latency_s, 4),
+              "cached": completion.cached, "attempts": completion.attempts}
+    if completion.failed_attempts:
+        record["failed_attempts"] = list(completion.failed_attempts)
+    return record
+
+
+def timeouts_of(calls: Sequence[dict]) -> int:
+    """Attempts of these calls that timed out: requests the server may have kept generating (abandoned)."""
+    return sum(1 for c in calls for a in c.get("failed_attempts", ()) if a.get("error_class") == ABANDONED)
 
 
 def cache_key(*, base_url: str, model: str, messages: Sequence[dict], params: dict, sample_key: str) -> str:
@@ -84,8 +106,10 @@ class Ramp:
 class BatchLoader:
     """Collects cache lookups made in the same loop turn into one batched fetch."""
 
-    def __init__(self, fetch: Callable[[list[str]], Awaitable[dict[str, Completion]]]):
+    def __init__(self, fetch: Callable[[list[str]], Awaitable[dict[str, Completion]]], *,
+                 propagate: tuple[type[BaseException], ...] = ()):
         self._fetch = fetch
+        self._propagate = propagate  # errors of the store itself: given to the callers, not read as "no hit"
         self._pending: dict[str, asyncio.Future] = {}
         self._scheduled = False
 
@@ -104,7 +128,12 @@ class BatchLoader:
         pending, self._pending, self._scheduled = self._pending, {}, False
         try:
             found = await self._fetch(list(pending))
-        except Exception as exc:  # noqa: BLE001 - a broken cache must not fail the run
+        except self._propagate as exc:  # the database is down: the chunk fails and is retried, no row is written
+            for future in pending.values():
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - a broken cache (not a broken store) must not fail the run
             found = {}
             for future in pending.values():
                 if not future.done():
@@ -126,9 +155,12 @@ class Engine:
     params: dict | None = None
     cache_fetch: Callable[[list[str]], Awaitable[dict[str, Completion]]] | None = None
     ramp_spacing_s: float = RAMP_SPACING_S  # 0: no slow start (e.g. a built-in model, no network)
+    #: Errors of the infrastructure (database, Redis) that must not become failed rows: they stop the run at
+    #: once and are raised by :meth:`run` as they are (the Celery task retries the chunk).
+    infrastructure_errors: tuple[type[BaseException], ...] = ()
 
     def _generate_for(self, job: Job, new_cache: dict[str, Completion], loader: BatchLoader | None,
-                      ramp: Ramp | None = None):
+                      ramp: Ramp | None = None, calls: list[dict] | None = None):
         async def generate(messages, call_key: str) -> Completion:
             sample_key = f"{job.sample_index if job.sample is None else job.sample}:{call_key}"
             key = None
@@ -137,11 +169,25 @@ class Engine:
                                 params=self.params or {}, sample_key=sample_key)
                 hit = await loader.load(key)
                 if hit is not None:
-                    return Completion(text=hit.text, tokens_in=hit.tokens_in, tokens_out=hit.tokens_out,
-                                      latency_s=0.0, attempts=0, cached=True)
+                    completion = Completion(text=hit.text, tokens_in=hit.tokens_in, tokens_out=hit.tokens_out,
+                                            latency_s=0.0, attempts=0, cached=True, finish_reason=hit.finish_reason)
+                    if calls is not None:
+                        calls.append(call_record(call_key, messages, completion))
+                    return completion
             if ramp is not None:  # after the cache: a hit makes no request and needs no spacing
                 await ramp.wait()
-            completion = await self.client.complete(messages, sample_key=sample_key)
+            try:
+                completion = await self.client.complete(messages, sample_key=sample_key)
+            except RequestFailed as exc:
+                if calls is not None:
+                    failed = {"call": call_key, "messages": messages, "output": "", "error": str(exc),
+                              "error_class": exc.error_class, "attempts": exc.attempts}
+                    if exc.failed_attempts:
+                        failed["failed_attempts"] = list(exc.failed_attempts)
+                    calls.append(failed)
+                raise
+            if calls is not None:
+                calls.append(call_record(call_key, messages, completion))
             if key is not None:
                 new_cache[key] = completion
             return completion
@@ -152,7 +198,8 @@ class Engine:
                   stopped: Callable[[], bool] = lambda: False, count: int | None = None) -> None:
         """Run the jobs. ``jobs`` may be an async iterable (jobs planned while the first ones run), then
         ``count`` (an upper bound on their number) sizes the workers and the ramp."""
-        loader = BatchLoader(self.cache_fetch) if self.cache_fetch else None
+        loader = (BatchLoader(self.cache_fetch, propagate=self.infrastructure_errors)
+                  if self.cache_fetch else None)
         feeder = None
         if isinstance(jobs, AsyncIterable):
             queue: asyncio.Queue | None = None
@@ -193,23 +240,49 @@ class Engine:
                 for job in pending:  # one shared iterator: each job is taken by exactly one worker
                     yield job
 
+        fatal = self.infrastructure_errors
+
         async def worker() -> None:
             async for job in next_jobs():
                 if stopped():
                     return
                 new_cache: dict[str, Completion] = {}
-                generate = self._generate_for(job, new_cache, loader, ramp)
+                calls: list[dict] = []
+                generate = self._generate_for(job, new_cache, loader, ramp, calls)
                 try:
                     outcome = await self.method.solve(job.shown, job.demos, generate, k=self.k)
-                    result = JobResult(job, outcome, attempts=outcome.attempts, new_cache=new_cache)
+                    result = JobResult(job, outcome, attempts=outcome.attempts, new_cache=new_cache, calls=calls)
+                except EndpointDown:
+                    raise  # the whole run stops: this job's row is left to a resume, not written as an error
                 except RequestFailed as exc:
-                    result = JobResult(job, None, error=str(exc), attempts=exc.attempts, new_cache=new_cache)
+                    attempts = sum(c.get("attempts", 0) for c in calls)
+                    result = JobResult(job, None, error=str(exc), attempts=attempts or exc.attempts,
+                                       new_cache=new_cache, calls=calls, error_class=exc.error_class,
+                                       failed_call=calls[-1]["call"] if calls else "")
+                except fatal:
+                    raise
                 except Exception as exc:  # noqa: BLE001 - one bad item must not stop the run
-                    result = JobResult(job, None, error=f"{type(exc).__name__}: {exc}"[:1000], new_cache=new_cache)
+                    result = JobResult(job, None, error=f"{type(exc).__name__}: {exc}"[:1000], new_cache=new_cache,
+                                       calls=calls, error_class="other", attempts=sum(c.get("attempts", 0) for c in calls))
                 on_result(result)
 
+        tasks = [asyncio.ensure_future(worker()) for _ in range(workers)]
         try:
-            await asyncio.gather(*(worker() for _ in range(workers)))
+            done, pending_tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            # One worker raised (the endpoint is down, or the database / Redis is): the others stop now, their
+            # requests in flight are abandoned unwritten, and the error is raised.
+            for task in pending_tasks:
+                task.cancel()
+            if pending_tasks:
+                await asyncio.gather(*pending_tasks, return_exceptions=True)
+            errors = [t.exception() for t in done if not t.cancelled() and t.exception() is not None]
+            if errors:
+                raise next((e for e in errors if not isinstance(e, EndpointDown)), errors[0])
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
         finally:
             if feeder is not None:
                 if not feeder.done():  # stopped early
@@ -218,5 +291,5 @@ class Engine:
                         await feeder
                     except asyncio.CancelledError:
                         pass
-                else:
+                elif not feeder.cancelled():
                     feeder.result()  # a planning error

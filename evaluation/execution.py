@@ -10,7 +10,7 @@ is skipped before any request is made.
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
 import logging
 import os
 import time
@@ -18,31 +18,38 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
+import redis.exceptions
 from django.conf import settings
-from django.db import close_old_connections, connection, connections, transaction
+from django.db import close_old_connections, connections
+from django.db import Error as DatabaseError
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotation.clue_graph import gold_key_information
 from annotation.models import Item, ItemStatus
 
 from .circular import present_rotated
-from .clients import BuiltinClient, ModelClient, OpenAIChatClient, RetryPolicy
+from .clients import BuiltinClient, CircuitBreaker, EndpointDown, ModelClient, OpenAIChatClient, RetryPolicy
 from .engine import Engine, Job, JobResult
 from .limiter import FileLimiter, Limiter, LocalLimiter, RedisLimiter
 from .methods import Completion, get_method
-from .models import CachedResponse, ModelEndpoint, OptionOrder, Result, Run, RunStatus
+from .models import ModelEndpoint, OptionOrder, Result, Run, RunStatus
 from .prompts import ItemView, Presented, choose_demonstrations, present
-from .scoring import answer_shown_first, score_outcome
+from .result_rows import RESULT_FIELDS, cache_fetch as _cache_fetch, result_row as _result_row  # noqa: F401
+from .result_rows import write_results
 
 log = logging.getLogger(__name__)
 
 FLUSH_EVERY_S = 0.25
 CANCEL_CHECK_S = 1.0
-RESULT_FIELDS = [
-    "item_version", "messages", "raw_output", "shown_order", "answer_index", "answer_label", "parse_status", "is_correct",
-    "answer_first", "free_answer", "key_information", "keyinfo", "tokens_in", "tokens_out", "latency_s",
-    "attempts", "cached", "error", "updated_at",
-]
+#: Errors of the store, not of the model: never a failed row; they leave execute_chunk as they are, so that
+#: the Celery task can retry the chunk (rows already written are whole: each batch is one transaction).
+INFRASTRUCTURE_ERRORS: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, DatabaseError, psycopg.Error)
+#: The circuit breaker: a chunk stops, and its run fails, after this many consecutive endpoint failures
+#: (connection refused, DNS, 401/403/404, unknown model), or after this long with nothing but them.
+BREAKER_THRESHOLD = 20
+BREAKER_WINDOW_S = 30.0
 
 
 @dataclass
@@ -53,6 +60,7 @@ class ChunkReport:
     errors: int = 0
     skipped: int = 0
     cancelled: bool = False
+    failed: str = ""  # why the run failed in this chunk (the circuit breaker), else ""
 
 
 def item_view(item: Item) -> ItemView:
@@ -75,105 +83,36 @@ def make_limiter(endpoint: ModelEndpoint) -> Limiter:
                        limit=endpoint.max_concurrency, requests_per_minute=endpoint.requests_per_minute)
 
 
-def make_client(endpoint: ModelEndpoint, *, seed: int) -> ModelClient:
+def make_client(endpoint: ModelEndpoint, *, seed: int, params: dict | None = None,
+                breaker: CircuitBreaker | None = None) -> ModelClient:
+    """The endpoint's client; ``params`` (the run's, frozen at launch) default to the endpoint's own."""
     if endpoint.is_builtin:
         return BuiltinClient(name=endpoint.model, seed=seed)
     # Not a setting: each endpoint names its own variable, read from the workers' environment at use,
     # so that the key is never stored (ModelEndpoint.api_key_env).
     api_key = os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
     return OpenAIChatClient(
-        base_url=endpoint.base_url, model=endpoint.model, api_key=api_key, params=endpoint.generation_params(),
+        base_url=endpoint.base_url, model=endpoint.model, api_key=api_key,
+        params=endpoint.generation_params() if params is None else params,
         timeout_s=endpoint.timeout_s, limiter=make_limiter(endpoint),
         retry=RetryPolicy(max_attempts=endpoint.max_attempts, total_s=endpoint.retry_budget_s),
-        max_connections=endpoint.max_concurrency,
+        max_connections=endpoint.max_concurrency, breaker=breaker,
     )
 
 
-def _result_row(run: Run, result: JobResult) -> Result:
-    """The database row of one job's result (the judgement itself is `scoring.score_outcome`)."""
-    job, outcome = result.job, result.outcome
-    shown = job.shown
-    row = Result(run_id=run.pk, item_id=job.item_id, sample_index=job.sample_index, item_version=job.item_version,
-                 shown_order=list(shown.order), answer_first=answer_shown_first(shown),
-                 attempts=result.attempts, updated_at=timezone.now())
-    if outcome is None:
-        row.error = result.error or "failed"
-        return row
-    score = score_outcome(shown, outcome)
-    row.messages = outcome.exchanges
-    row.raw_output = outcome.output
-    row.key_information = outcome.key_information
-    row.free_answer = outcome.free_answer
-    row.tokens_in, row.tokens_out = outcome.tokens_in, outcome.tokens_out
-    row.latency_s = outcome.latency_s
-    row.cached = outcome.cached
-    row.parse_status, row.keyinfo = score.parse_status, score.keyinfo
-    row.answer_index, row.answer_label, row.is_correct = score.answer_index, score.answer_label, score.is_correct
-    return row
-
-
-_COPY_FIELDS = [f for f in Result._meta.concrete_fields if not f.primary_key]
-_JSON_COLUMNS = {f.attname for f in _COPY_FIELDS if f.get_internal_type() == "JSONField"}
-_INCOMING = "evaluation_result_incoming"
-
-
-def _upsert_rows_postgresql(rows: list[Result]) -> None:
-    """INSERT ... ON CONFLICT (run, item, sample) DO UPDATE from a COPY into a session temp table.
-
-    The same upsert as ``bulk_create(update_conflicts=True)`` (so exactly-once is unchanged), at a
-    fraction of its CPU: values go to psycopg as tuples through COPY instead of one SQL parameter per
-    field, which matters because this thread competes with the event loop for the GIL."""
-    quote = connection.ops.quote_name
-    table = quote(Result._meta.db_table)
-    columns = [f.column for f in _COPY_FIELDS]
-    column_list = ", ".join(quote(c) for c in columns)
-    updates = ", ".join(f"{quote(Result._meta.get_field(name).column)} = EXCLUDED.{quote(Result._meta.get_field(name).column)}"
-                        for name in RESULT_FIELDS)
-    now = timezone.now()
-    attnames = [f.attname for f in _COPY_FIELDS]
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_INCOMING} ON COMMIT DELETE ROWS AS "
-                       f"SELECT {column_list} FROM {table} WITH NO DATA")
-        with cursor.cursor.copy(f"COPY {_INCOMING} ({column_list}) FROM STDIN") as copy:
-            for row in rows:
-                values = []
-                for name in attnames:
-                    value = getattr(row, name)
-                    if name in _JSON_COLUMNS:
-                        value = json.dumps(value, ensure_ascii=False)
-                    elif name == "created_at" and value is None:
-                        value = now
-                    values.append(value)
-                copy.write_row(values)
-        cursor.execute(f"INSERT INTO {table} ({column_list}) SELECT {column_list} FROM {_INCOMING} "
-                       f"ON CONFLICT (run_id, item_id, sample_index) DO UPDATE SET {updates}")
-
-
 def _write(run: Run, results: list[JobResult], model: str) -> None:
-    rows = [_result_row(run, r) for r in results]
-    if connection.vendor == "postgresql":
-        _upsert_rows_postgresql(rows)
-    else:  # SQLite (embedded mode)
-        Result.objects.bulk_create(rows, update_conflicts=True, unique_fields=["run", "item", "sample_index"],
-                                   update_fields=RESULT_FIELDS)
-    cached = [
-        CachedResponse(key=key, model=model, text=c.text, tokens_in=c.tokens_in, tokens_out=c.tokens_out)
-        for r in results if r.outcome is not None and r.new_cache
-        for key, c in r.new_cache.items()
-    ]
-    if cached:
-        CachedResponse.objects.bulk_create(cached, ignore_conflicts=True)
-
-
-def _cache_fetch(keys: list[str]) -> dict[str, Completion]:
-    return {
-        c.key: Completion(text=c.text, tokens_in=c.tokens_in, tokens_out=c.tokens_out, cached=True)
-        for c in CachedResponse.objects.filter(key__in=keys)
-    }
+    write_results(run, results, model)
 
 
 def _is_cancelled(run_id: int) -> bool:
-    return Run.objects.filter(pk=run_id, status=RunStatus.CANCELLED).exists()
+    """The run was cancelled, or failed in another chunk: no new requests."""
+    return Run.objects.filter(pk=run_id, status__in=[RunStatus.CANCELLED, RunStatus.FAILED]).exists()
+
+
+def mark_failed(run_id: int, reason: str) -> None:
+    """End an active run as failed, with the reason (e.g. the circuit breaker's)."""
+    Run.objects.filter(pk=run_id, status__in=[RunStatus.RUNNING, RunStatus.QUEUED]).update(
+        status=RunStatus.FAILED, failure_reason=reason[:2000], finished_at=timezone.now())
 
 
 def demonstration_pool() -> list[int]:
@@ -280,7 +219,14 @@ def refresh_status(run_id: int) -> None:
     run = Run.objects.get(pk=run_id)
     if run.status not in (RunStatus.RUNNING, RunStatus.QUEUED):
         return
-    if Result.objects.filter(run_id=run_id).count() >= run.total:
+    counts = Result.objects.filter(run_id=run_id).aggregate(rows=Count("pk"), errors=Count("pk", filter=~Q(error="")))
+    if counts["rows"] >= run.total:
+        if counts["rows"] and counts["errors"] >= counts["rows"]:  # not one answer: the run failed
+            common = (Result.objects.filter(run_id=run_id).exclude(error="").values("error")
+                      .annotate(n=Count("pk")).order_by("-n", "error").first())
+            mark_failed(run_id, f"every row failed ({counts['errors']}); the commonest error "
+                                f"({common['n']}x): {common['error']}")
+            return
         Run.objects.filter(pk=run_id, status__in=[RunStatus.RUNNING, RunStatus.QUEUED]).update(
             status=RunStatus.FINISHED, finished_at=timezone.now()
         )
@@ -291,14 +237,20 @@ def execute_chunk(*, run_id: int, item_ids: list[int] | None = None) -> ChunkRep
     close_old_connections()
     run = Run.objects.select_related("endpoint").get(pk=run_id)
     report = ChunkReport(run_id=run_id)
-    if run.status in (RunStatus.CANCELLED, RunStatus.FINISHED):
-        report.cancelled = run.status == RunStatus.CANCELLED
+    if run.status in (RunStatus.CANCELLED, RunStatus.FINISHED, RunStatus.FAILED):
+        report.cancelled = run.status != RunStatus.FINISHED
         return report
     ids = [i for i in (item_ids if item_ids is not None else run.item_ids) if i in set(run.item_ids)]
     wanted, report.skipped = _wanted(run, ids)
     mark_started(run_id)
     if wanted:
-        run_event_loop(_execute(run, wanted, report))
+        try:
+            run_event_loop(_execute(run, wanted, report))
+        except EndpointDown as exc:  # the circuit breaker opened: the run fails with its reason
+            log.warning("run %s failed: %s", run_id, exc)
+            mark_failed(run_id, str(exc))
+            report.failed = str(exc)
+            return report
     refresh_status(run_id)
     return report
 
@@ -326,16 +278,20 @@ async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport)
             for job in planned:
                 yield job
 
-    client = make_client(endpoint, seed=run.seed)
+    # The run's parameters, frozen at launch (the endpoint may have been edited since).
+    params = run.params if not endpoint.is_builtin else endpoint.generation_params()
+    breaker = CircuitBreaker(threshold=BREAKER_THRESHOLD, window_s=BREAKER_WINDOW_S)
+    client = make_client(endpoint, seed=run.seed, params=params, breaker=breaker)
     use_cache = endpoint.use_cache and not endpoint.is_builtin
 
     async def cache_fetch(keys: list[str]) -> dict[str, Completion]:
         return await loop.run_in_executor(db, _cache_fetch, keys)
 
     engine = Engine(method=method, client=client, k=run.k, concurrency=endpoint.max_concurrency,
-                    base_url=endpoint.base_url, model=endpoint.model, params=endpoint.generation_params(),
+                    base_url=endpoint.base_url, model=endpoint.model, params=params,
                     cache_fetch=cache_fetch if use_cache else None,
-                    ramp_spacing_s=0.0 if endpoint.is_builtin else settings.EVALUATION_RAMP_SPACING_S)
+                    ramp_spacing_s=0.0 if endpoint.is_builtin else settings.EVALUATION_RAMP_SPACING_S,
+                    infrastructure_errors=INFRASTRUCTURE_ERRORS)
     buffer: list[JobResult] = []
     state = {"cancelled": False, "checked": time.monotonic()}
     done = asyncio.Event()
@@ -364,13 +320,38 @@ async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport)
         buffer.append(result)
 
     writer = asyncio.create_task(flusher())
+    runner = asyncio.create_task(engine.run(jobs(), on_result=on_result, stopped=lambda: state["cancelled"],
+                                            count=len(wanted)))
     try:
-        await engine.run(jobs(), on_result=on_result, stopped=lambda: state["cancelled"], count=len(wanted))
-    finally:
+        # A failed write (the database is down) stops the requests at once instead of piling up answers.
+        await asyncio.wait({runner, writer}, return_when=asyncio.FIRST_COMPLETED)
+        if writer.done() and not runner.done():
+            runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
+            writer.result()  # raises the write's error
+        runner.result()  # raises the engine's error (EndpointDown, an infrastructure error, a planning error)
+    except BaseException:
+        # Keep what is already answered (whole rows, one transaction per batch), then raise the first error.
+        if not runner.done():
+            runner.cancel()
+            with contextlib.suppress(BaseException):
+                await runner
+        done.set()
+        with contextlib.suppress(BaseException):
+            await writer
+        with contextlib.suppress(BaseException):
+            await flush()
+        with contextlib.suppress(BaseException):
+            await client.close()
+        raise
+    else:
         done.set()
         await writer
         await flush()
         await client.close()
-        await loop.run_in_executor(db, connections.close_all)
+    finally:
+        with contextlib.suppress(BaseException):
+            await loop.run_in_executor(db, connections.close_all)
         db.shutdown(wait=True)
     report.cancelled = state["cancelled"]

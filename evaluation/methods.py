@@ -35,6 +35,10 @@ class Completion:
     latency_s: float = 0.0
     attempts: int = 1
     cached: bool = False
+    #: The server's ``choices[0].finish_reason`` ("stop", "length" = cut at the token cap, ...); "" if not given.
+    finish_reason: str = ""
+    #: The attempts that failed before this answer: {"attempt", "error_class", "error", "wait_s"} each.
+    failed_attempts: tuple = ()
 
 
 Messages = list[dict[str, str]]
@@ -94,6 +98,10 @@ class Method:
     template: str = "naive"
     free_text: bool = False
     default_k: int = 1
+    #: ``max_tokens`` per call when the endpoint sets none (never unlimited): the answer-only prompts
+    #: need a short key-information quote and a label; the reasoning methods get the paper's 2,000
+    #: (Table 9, max_new_token).
+    default_max_tokens: int = 512
     #: The shot counts a method accepts (0 = no demonstrations).
     allowed_shots: tuple[int, ...] = (0, 3)
 
@@ -170,15 +178,19 @@ class NaiveAnswer(Method):
         return {"answer": shown.answer_label}
 
 
+REASONING_MAX_TOKENS = 2000
+
+
 class SelfCoT(Method):
     base_name, base_label, family, template = "self-cot", "Self-CoT", "Process Enhanced Method", "self_cot"
+    default_max_tokens = REASONING_MAX_TOKENS
 
 
 class AutoCoT(Method):
     """Table 14: worked demonstrations (thought = the demo's gold multi-hop reasoning) in one prompt."""
 
     base_name, base_label, family, template = "auto-cot", "Auto-CoT", "Process Enhanced Method", "auto_cot"
-    allowed_shots = (3,)
+    allowed_shots, default_max_tokens = (3,), REASONING_MAX_TOKENS
 
     def __init__(self, *, shots: int = 3):
         super().__init__(shots=shots)
@@ -201,7 +213,7 @@ class SelfConsistency(Method):
 
     base_name, base_label, family, template = ("self-consistency", "Self-Consistency", "Output Ensemble Method",
                                                "self_consistency")
-    default_k, allowed_shots = 5, (0,)
+    default_k, allowed_shots, default_max_tokens = 5, (0,), REASONING_MAX_TOKENS
 
     def requests_per_answer(self, k: int) -> int:
         return max(1, k)
@@ -231,7 +243,7 @@ class ComplexityCoT(Method):
 
     base_name, base_label, family, template = ("complexity-cot", "Complexity-CoT", "Output Ensemble Method",
                                                "complexity_cot")
-    default_k, allowed_shots = 5, (0,)
+    default_k, allowed_shots, default_max_tokens = 5, (0,), REASONING_MAX_TOKENS
 
     @property
     def templates(self) -> tuple[str, ...]:
@@ -255,18 +267,20 @@ class ComplexityCoT(Method):
 
 class PlanAndSolveCoT(Method):
     base_name, base_label, family, template = "ps-cot", "PS-CoT", "Multi-step Chain-of-Thought", "ps_cot"
+    default_max_tokens = REASONING_MAX_TOKENS
 
 
 class DetectiveThinking(Method):
     base_name, base_label, family, template = ("detective-thinking", "Detective Thinking Prompt",
                                                "Multi-step Chain-of-Thought", "detective_thinking")
+    default_max_tokens = REASONING_MAX_TOKENS
 
 
 class DetectiveThinkingMultiRound(Method):
     """The Detective Thinking stages (clues, connection, thought, summary, answer) as successive chat turns."""
 
     base_name, base_label, family = "detective-thinking-multiround", "DT Prompt w/ MR Chat", "Multi-step Chain-of-Thought"
-    allowed_shots = (0,)
+    allowed_shots, default_max_tokens = (0,), REASONING_MAX_TOKENS
     stages = ("detective_mr_1_clues", "detective_mr_2_connection", "detective_mr_3_thought",
               "detective_mr_4_summarize", "detective_mr_5_answer")
 
@@ -292,7 +306,7 @@ class FreeText(Method):
     """Options hidden; the free answer is stored for the LLM judge (no accuracy here)."""
 
     base_name, base_label, family, template = "free-text", "Free text (options hidden)", "Free text", "free_text"
-    free_text, allowed_shots = True, (0,)
+    free_text, allowed_shots, default_max_tokens = True, (0,), 1024
 
     def prompt(self, shown: Presented) -> str:
         return render(self.template, context=shown.item.context, question=shown.item.question)

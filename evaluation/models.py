@@ -20,6 +20,9 @@ SECRET_PARAM_RE = re.compile(r"api[_-]?key|secret|password|authorization|bearer|
 
 # Paper Table 9 (the inference parameters of the experiments), as far as an OpenAI-compatible API takes them.
 TABLE9_PRESET = {"temperature": 0.95, "top_p": 0.95, "max_tokens": 2000, "seed": 42}
+#: Table 9's top_k, sent as extra body to servers that take it (vLLM, llama.cpp, Ollama; not api.openai.com).
+#: Its num_beams = 2 has no OpenAI-API equivalent and is not sent.
+TABLE9_EXTRA = {"top_k": 5}
 
 
 class EndpointKind(models.TextChoices):
@@ -80,6 +83,14 @@ class ModelEndpoint(models.Model):
             params["extra_body"] = dict(self.extra_params)
         return params
 
+    def params_for(self, method: str) -> dict:
+        """The generation parameters a run of ``method`` sends: the endpoint's, and the method's default
+        ``max_tokens`` when the endpoint sets none (never unlimited; built-in models take no parameters)."""
+        params = self.generation_params()
+        if not self.is_builtin and params.get("max_tokens") is None and method in METHODS:
+            params["max_tokens"] = METHODS[method].default_max_tokens
+        return params
+
     def clean(self) -> None:
         errors = {}
         if self.api_key_env and not ENV_VAR_RE.match(self.api_key_env):
@@ -115,6 +126,7 @@ class RunStatus(models.TextChoices):
     RUNNING = "running", "Running"
     FINISHED = "finished", "Finished"
     CANCELLED = "cancelled", "Cancelled"
+    FAILED = "failed", "Failed"
 
 
 class OptionOrder(models.TextChoices):
@@ -156,6 +168,7 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True, help_text="Start of the latest launch or resume.")
     finished_at = models.DateTimeField(null=True, blank=True)
+    failure_reason = models.TextField(blank=True, help_text="Why the run failed (status failed), e.g. the endpoint down.")
 
     class Meta:
         ordering = ["-created_at"]
@@ -192,6 +205,13 @@ class Run(models.Model):
     def is_active(self) -> bool:
         return self.status in (RunStatus.QUEUED, RunStatus.RUNNING)
 
+    def record_counts(self) -> dict:
+        """What happened in this run: truncated / cached / errored rows, tokens actually spent, abandoned
+        requests and the commonest error (``evaluation.run_record.run_record_counts``)."""
+        from .run_record import run_record_counts
+
+        return run_record_counts(run=self)
+
 
 class Result(models.Model):
     """The outcome of one (run, item, sample). Rows are upserted, never duplicated.
@@ -219,8 +239,18 @@ class Result(models.Model):
     tokens_out = models.PositiveIntegerField(default=0)
     latency_s = models.FloatField(default=0.0)
     attempts = models.PositiveSmallIntegerField(default=0)
-    cached = models.BooleanField(default=False)
+    cached = models.BooleanField(default=False, help_text="Every call of the row was answered from the cache.")
     error = models.TextField(blank=True)
+    # What happened (each call's finish reason, tokens, cache use and failed attempts are in ``messages``).
+    finish_reason = models.CharField(max_length=30, blank=True,
+                                     help_text="The server's finish_reason for the output read (stop, length, ...).")
+    truncated = models.BooleanField(default=False, help_text="A call of the row was cut at the token cap.")
+    spent_tokens_in = models.PositiveIntegerField(default=0, help_text="Input tokens of calls not from the cache.")
+    spent_tokens_out = models.PositiveIntegerField(default=0, help_text="Output tokens of calls not from the cache.")
+    timeouts = models.PositiveSmallIntegerField(
+        default=0, help_text="Attempts that timed out (the server may have kept generating them: abandoned).")
+    error_class = models.CharField(max_length=30, blank=True, help_text="e.g. connection_refused, timeout, http_401.")
+    failed_call = models.CharField(max_length=40, blank=True, help_text="The call (stage) that failed, e.g. mr-3.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -253,6 +283,7 @@ class CachedResponse(models.Model):
     text = models.TextField()
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)
+    finish_reason = models.CharField(max_length=30, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

@@ -1,0 +1,52 @@
+"""What happened in a run, counted from its rows: errors, truncated and cached rows, tokens actually spent,
+abandoned requests and the commonest error (for the run page, the API and `evaluate`'s JSON line)."""
+from __future__ import annotations
+
+from django.db.models import Count, Q, Sum
+
+from .models import Result, Run
+
+
+def run_record_counts(*, run: Run) -> dict:
+    """``rows``, ``errors``, ``truncated`` (a call cut at the token cap), ``cached`` (every call from the cache),
+    ``tokens_spent_in`` / ``tokens_spent_out`` (calls not answered from the cache), ``abandoned_requests``
+    (attempts that timed out: the server may have kept generating them, their tokens are not in the
+    spent counts; at most ``abandoned_tokens_max`` = that x max_tokens), ``commonest_error`` (message and count,
+    or None), ``error_classes`` ({class: rows}), ``status`` and ``failure_reason``."""
+    rows = Result.objects.filter(run=run)
+    totals = rows.aggregate(
+        rows=Count("pk"), errors=Count("pk", filter=~Q(error="")), truncated=Count("pk", filter=Q(truncated=True)),
+        cached=Count("pk", filter=Q(cached=True, error="")), spent_in=Sum("spent_tokens_in"),
+        spent_out=Sum("spent_tokens_out"), timeouts=Sum("timeouts"),
+        finish_reason_missing=Count("pk", filter=Q(error="", finish_reason="")),
+    )
+    common = rows.exclude(error="").values("error").annotate(n=Count("pk")).order_by("-n", "error").first()
+    classes = dict(rows.exclude(error="").values_list("error_class").annotate(n=Count("pk")).order_by("-n"))
+    abandoned = totals["timeouts"] or 0
+    max_tokens = (run.params or {}).get("max_tokens")
+    return {
+        "rows": totals["rows"], "errors": totals["errors"], "truncated": totals["truncated"],
+        "cached": totals["cached"], "tokens_spent_in": totals["spent_in"] or 0,
+        "tokens_spent_out": totals["spent_out"] or 0, "abandoned_requests": abandoned,
+        "abandoned_tokens_max": abandoned * max_tokens if max_tokens else None,
+        "finish_reason_missing": totals["finish_reason_missing"],
+        "commonest_error": {"message": common["error"], "count": common["n"]} if common else None,
+        "error_classes": {k or "other": v for k, v in classes.items()},
+        "status": run.status, "failure_reason": run.failure_reason,
+    }
+
+
+def run_record_text(counts: dict) -> str:
+    """One line for people: what happened in the run."""
+    parts = [f"{counts['rows']} rows", f"{counts['errors']} errors", f"{counts['truncated']} truncated at the token cap",
+             f"{counts['cached']} from the cache",
+             f"tokens spent {counts['tokens_spent_in']} in / {counts['tokens_spent_out']} out"]
+    if counts["abandoned_requests"]:
+        bound = counts["abandoned_tokens_max"]
+        parts.append(f"{counts['abandoned_requests']} timed-out requests abandoned"
+                     + (f" (up to {bound} uncounted output tokens)" if bound else ""))
+    if counts["commonest_error"]:
+        parts.append(f"commonest error ({counts['commonest_error']['count']}x): {counts['commonest_error']['message']}")
+    if counts["failure_reason"]:
+        parts.append(f"failed: {counts['failure_reason']}")
+    return "; ".join(parts)
