@@ -16,7 +16,7 @@ from . import tables
 FORMAT = "detectbench-backup/1"
 MANIFEST = "manifest.json"
 #: Lines per block hash: a changed line is reported within such a block.
-BLOCK_LINES = 1000
+BLOCK_LINES = 100
 CHUNK_ROWS = 2000
 
 
@@ -109,8 +109,9 @@ def export_all(*, out: Path, with_passwords: bool = False) -> dict:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BackupError(f"{out}: not an empty directory; give a new one (a backup never overwrites another)")
     out.mkdir(parents=True, exist_ok=True)
+    outer = connection.in_atomic_block
     with transaction.atomic():
-        if connection.vendor == "postgresql":
+        if connection.vendor == "postgresql" and not outer:  # inside a caller's transaction: its snapshot
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         files = [_write_table(model, out / tables.file_name(model), with_passwords=with_passwords)

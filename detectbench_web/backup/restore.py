@@ -91,11 +91,11 @@ def _verify_file(folder: Path, entry: dict, model, with_passwords: bool) -> None
             if line_no % block_lines == 0:
                 _check_block(name, line_no, block_lines, block.hexdigest(), blocks)
                 block = hashlib.sha256()
-    if line_no % block_lines:
-        _check_block(name, line_no, block_lines, block.hexdigest(), blocks)
     if line_no != entry.get("rows"):
         raise BackupError(f"{name}:{line_no}: the file ends after {line_no} rows, the manifest says {entry.get('rows')} "
                           "(truncated or added to)")
+    if line_no % block_lines:
+        _check_block(name, line_no, block_lines, block.hexdigest(), blocks)
     if whole.hexdigest() != entry.get("sha256"):
         raise BackupError(f"{name}: its SHA-256 is not the manifest's (the file was changed after export)")
 
@@ -111,8 +111,8 @@ def _check_block(name: str, line_no: int, size: int, digest: str, blocks: list[s
     index = (line_no - 1) // size
     if index >= len(blocks) or blocks[index] != digest:
         first = index * size + 1
-        raise BackupError(f"{name}:{first}: a line in {first}-{line_no} differs from the exported one "
-                          "(its checksum is not the manifest's)")
+        raise BackupError(f"{name}:{first}-{line_no}: a line here differs from the exported one "
+                          "(the checksum of these lines is not the manifest's)")
 
 
 def _refuse_if_not_empty(models) -> None:

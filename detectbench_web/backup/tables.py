@@ -47,12 +47,12 @@ def _label(model) -> str:
     return model._meta.label_lower
 
 
-def backed_up_models() -> list[type[models.Model]]:
+def backed_up_models(*, excluded: dict[str, str] = EXCLUDED) -> list[type[models.Model]]:
     """The backed-up models, each after the models it points at (ties by label: a stable order)."""
     chosen, undecided = {}, []
     for model in apps.get_models(include_auto_created=True):
         label = _label(model)
-        if label in EXCLUDED or model._meta.proxy:  # a proxy model's rows are its concrete model's
+        if label in excluded or model._meta.proxy:  # a proxy model's rows are its concrete model's
             continue
         if model._meta.app_label not in BACKED_UP_APPS:
             undecided.append(label)
@@ -65,7 +65,7 @@ def backed_up_models() -> list[type[models.Model]]:
         raise ImproperlyConfigured(
             "backup: no decision for " + ", ".join(sorted(undecided))
             + " (back the app up in BACKED_UP_APPS or name each model in EXCLUDED with a reason: detectbench_web/backup)")
-    stale = [label for label in EXCLUDED if not _model_exists(label)]
+    stale = [label for label in excluded if not _model_exists(label)]
     if stale:
         raise ImproperlyConfigured(f"backup: EXCLUDED names models that no longer exist: {', '.join(stale)}")
     return _dependency_order(chosen)
