@@ -1,17 +1,55 @@
-"""Celery tasks of the evaluation app: they take ids, re-fetch, and are safe to run twice (acks_late)."""
+"""Celery tasks of the evaluation app: they take ids, re-fetch, and are safe to run twice (acks_late).
+
+A chunk that meets a Redis or database error (a restart, a dropped connection) is retried with
+exponential backoff and jitter instead of storing failed rows; while it runs, a heartbeat tells the
+periodic reconciliation (`evaluation.reconcile`) which items it covers and keeps its broker message
+from being handed to another worker.
+"""
 from __future__ import annotations
 
+import django.db
+import kombu.exceptions
+import psycopg
+import redis.exceptions
 from celery import shared_task
+from django.conf import settings
 
-from . import execution
+from . import execution, reconcile
 from .judge.execution import execute_judge_run
 
+#: Errors of the infrastructure (not of a model or an item): the chunk is retried, nothing is stored as failed.
+INFRASTRUCTURE_ERRORS = (
+    redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, redis.exceptions.BusyLoadingError,
+    kombu.exceptions.OperationalError,
+    django.db.OperationalError, django.db.InterfaceError, psycopg.OperationalError, psycopg.InterfaceError,
+)
+#: Publishing the retry waits for a restarting Redis (about 20 s) rather than giving up after ~1 s;
+#: should it still fail, the reconciliation re-enqueues the chunk's items.
+RETRY_PUBLISH_POLICY = {"max_retries": 20, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1.0}
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def run_chunk(run_id: int, item_ids: list[int]) -> dict:
-    """Compute the missing or failed rows of these items of a run (rows already done are skipped)."""
-    report = execution.execute_chunk(run_id=run_id, item_ids=item_ids)
-    return {"run": run_id, "jobs": report.jobs, "written": report.written, "errors": report.errors}
+
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+             autoretry_for=INFRASTRUCTURE_ERRORS, retry_backoff=settings.EVALUATION_CHUNK_RETRY_BACKOFF_S,
+             retry_backoff_max=settings.EVALUATION_CHUNK_RETRY_BACKOFF_MAX_S, retry_jitter=True,
+             max_retries=settings.EVALUATION_CHUNK_MAX_RETRIES, retry_kwargs={"retry_policy": RETRY_PUBLISH_POLICY})
+def run_chunk(self, run_id: int, item_ids: list[int]) -> dict:
+    """Compute the missing or failed rows of these items of a run (rows already done are skipped; items
+    another live chunk of the run is computing are left to it)."""
+    claimed = reconcile.claim_items(run_id, item_ids)
+    if not claimed:
+        execution.refresh_status(run_id)
+        return {"run": run_id, "jobs": 0, "written": 0, "errors": 0, "claimed": 0}
+    with reconcile.heartbeat(run_id=run_id, item_ids=claimed, task_id=self.request.id or ""):
+        report = execution.execute_chunk(run_id=run_id, item_ids=claimed)
+    return {"run": run_id, "jobs": report.jobs, "written": report.written, "errors": report.errors,
+            "claimed": len(claimed)}
+
+
+@shared_task(ignore_result=True, expires=settings.EVALUATION_RECONCILE_INTERVAL_S)
+def reconcile_runs() -> dict:
+    """Re-enqueue the rows of queued/running runs that nothing is computing; finish runs whose rows are all there."""
+    report = reconcile.reconcile_runs()
+    return {"runs": len(report.runs), "enqueued": report.enqueued}
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)

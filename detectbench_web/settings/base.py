@@ -126,9 +126,15 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Celery ---------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
+#: Seconds an unacknowledged chunk waits before the broker hands it to another worker. A running chunk's
+#: heartbeat renews it (evaluation.reconcile), so it need not cover a chunk's duration: a killed worker's
+#: chunk is redelivered within about a minute (this, plus the restore sweep below).
+BROKER_VISIBILITY_TIMEOUT_S = int(os.environ.get("BROKER_VISIBILITY_TIMEOUT_S", "45"))
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": BROKER_VISIBILITY_TIMEOUT_S,
+                                       # every worker looks for expired messages every 5 s (default: 100 s)
+                                       "unacked_restore_interval": 5, "unacked_restore_throttle": 1}
 else:
     _broker_dir = VAR_DIR / "celery-broker"
     CELERY_BROKER_URL = "filesystem://"
@@ -141,6 +147,10 @@ else:
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# On a lost broker connection running chunks go on (their rows are upserted); a chunk whose message the
+# broker lost is found by the reconciliation.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -150,7 +160,20 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 STUDIES_SWEEP_INTERVAL_S = float(os.environ.get("STUDIES_SWEEP_INTERVAL_S", "30"))
 #: How often expired annotator leases are swept back to the queue (seconds).
 ANNOTATION_LEASE_SWEEP_INTERVAL_S = float(os.environ.get("ANNOTATION_LEASE_SWEEP_INTERVAL_S", "300"))
+#: Runs heal themselves (evaluation.reconcile): a chunk's heartbeat period; chunk retries on a Redis or
+#: database error (exponential backoff with jitter, capped below the visibility timeout); how often the
+#: reconciliation looks for work nothing is doing, how long an item must stay uncovered before it is
+#: enqueued again, and how long a run with no chunk at all must write nothing before it is.
+EVALUATION_CHUNK_HEARTBEAT_S = float(os.environ.get("EVALUATION_CHUNK_HEARTBEAT_S", "5"))
+EVALUATION_CHUNK_RETRY_BACKOFF_S = 1
+EVALUATION_CHUNK_RETRY_BACKOFF_MAX_S = min(30, max(1, BROKER_VISIBILITY_TIMEOUT_S // 2))
+EVALUATION_CHUNK_MAX_RETRIES = int(os.environ.get("EVALUATION_CHUNK_MAX_RETRIES", "12"))
+EVALUATION_RECONCILE_INTERVAL_S = float(os.environ.get("EVALUATION_RECONCILE_INTERVAL_S", "15"))
+EVALUATION_RECONCILE_GRACE_S = float(os.environ.get("EVALUATION_RECONCILE_GRACE_S", "10"))
+EVALUATION_RECONCILE_STALL_S = float(os.environ.get("EVALUATION_RECONCILE_STALL_S", "60"))
 CELERY_BEAT_SCHEDULE = {
+    "evaluation-reconcile-runs": {
+        "task": "evaluation.tasks.reconcile_runs", "schedule": EVALUATION_RECONCILE_INTERVAL_S},
     "studies-sweep-expired-attempts": {
         "task": "studies.tasks.sweep_expired_attempts", "schedule": STUDIES_SWEEP_INTERVAL_S},
     # Stale "next item" leases come back on demand; the sweep keeps the progress board tidy.

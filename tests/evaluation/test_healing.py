@@ -1,0 +1,205 @@
+"""Runs heal themselves (issue 11): the reconciliation re-enqueues only what nothing computes, a database blip
+is retried (never a failed row), and a SIGKILLed worker's chunk is redelivered by the broker with no manual step.
+
+Real PostgreSQL, the real Redis broker, real Celery worker processes and a stand-in model server."""
+import json
+import signal
+import time
+
+import pytest
+from django.utils import timezone
+
+from annotation.models import Item
+from evaluation import reconcile, services
+from evaluation.models import Result, Run, RunStatus
+from evaluation.tasks import run_chunk
+from tests.conftest import start_celery_worker, subprocess_env
+from tests.evaluation.conftest import compute_rows
+from tests.support.faults import assert_exactly_one_result_each_and_none_failed, received_count, wait_for
+from tests.support.items import import_items
+from tests.support.model_server import ModelServer
+
+fast = pytest.mark.django_db
+with_worker = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def items(detectbench_dir):
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=24)
+    return list(Item.objects.filter(split="test").order_by("pk").values_list("pk", flat=True))
+
+
+@pytest.fixture
+def broker():
+    """The broker's Redis; the run_chunk messages a test leaves in the queue are removed afterwards."""
+    client = reconcile.broker_redis()
+    yield client
+    for key in reconcile._queue_keys(client):
+        for raw in client.lrange(key, 0, -1):
+            if reconcile.chunk_of_message(raw):
+                client.lrem(key, 0, raw)
+    client.close()
+
+
+def stalled_run(items, *, done: list[int], minutes_ago: float = 5) -> Run:
+    """A running run whose rows of ``done`` exist (computed by the real planner, engine and writer on the test's
+    connection), last written and started ``minutes_ago``, with nothing queued or running for it."""
+    endpoint = services.endpoint_for_cli(builtin="first-option")
+    run = services.run_launch(endpoint=endpoint, method="naive", ids=items, chunk_size=5, enqueue=False)
+    if done:
+        compute_rows(run)
+        Result.objects.filter(run=run).exclude(item_id__in=done).delete()
+    past = timezone.now() - timezone.timedelta(minutes=minutes_ago)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, started_at=past, finished_at=None)
+    Result.objects.filter(run=run).update(updated_at=past)
+    run.refresh_from_db()
+    return run
+
+
+def check_of(report, run) -> reconcile.RunCheck:
+    return next(c for c in report.runs if c.run_id == run.pk)
+
+
+@pytest.fixture
+def reconcile_pass(django_capture_on_commit_callbacks):
+    """One reconciliation pass; what it enqueues is published as it would be outside the test's transaction."""
+    def run_pass(run) -> reconcile.RunCheck:
+        with django_capture_on_commit_callbacks(execute=True):
+            return check_of(reconcile.reconcile_runs(), run)
+    return run_pass
+
+
+@fast
+def test_a_stalled_run_gets_only_its_missing_items_enqueued_after_the_grace_and_once(items, broker, settings, reconcile_pass):
+    settings.EVALUATION_RECONCILE_GRACE_S = 30
+    run = stalled_run(items, done=items[:14])
+    first = reconcile_pass(run)
+    assert (first.missing, first.uncovered, first.enqueued) == (10, 10, [])  # seen once: not yet
+
+    settings.EVALUATION_RECONCILE_GRACE_S = 0
+    second = reconcile_pass(run)
+    assert second.enqueued == items[14:]
+    queued = reconcile.broker_chunks(broker)[run.pk]
+    assert queued == set(items[14:])  # two chunks of 5, nothing already done
+    third = reconcile_pass(run)
+    assert (third.uncovered, third.enqueued) == (0, [])  # the queued chunks cover them: not enqueued twice
+
+
+
+@fast
+def test_items_a_live_chunk_computes_are_left_to_it(items, broker, settings, reconcile_pass):
+    settings.EVALUATION_RECONCILE_GRACE_S = 0
+    run = stalled_run(items, done=items[:4])
+    with reconcile.heartbeat(run_id=run.pk, item_ids=items[4:12]):
+        assert reconcile.claim_items(run.pk, items[8:16]) == items[12:16]  # a second copy leaves them too
+        check = reconcile_pass(run)
+    assert check.missing == 20 and check.uncovered == 12
+    assert check.enqueued == items[12:]  # another chunk is alive: no need to wait for a stall
+    assert reconcile.live_chunk_items(broker, run.pk) == set()  # the heartbeat is gone with its chunk
+
+
+@fast
+def test_a_run_computed_in_process_is_not_taken_over_and_a_complete_one_is_finished(items, broker, settings, reconcile_pass):
+    settings.EVALUATION_RECONCILE_GRACE_S = 0
+    busy = stalled_run(items[:12], done=items[:6], minutes_ago=0)  # rows just written, no chunk: evaluate --wait
+    check = reconcile_pass(busy)
+    assert check.enqueued == [] and check.note == "no chunk, but progress"
+    assert reconcile.broker_chunks(broker).get(busy.pk) is None
+
+    complete = stalled_run(items[12:], done=items[12:])
+    Run.objects.filter(pk=complete.pk).update(status=RunStatus.RUNNING, finished_at=None)
+    assert reconcile_pass(complete).finished
+    complete.refresh_from_db()
+    assert complete.status == RunStatus.FINISHED
+
+
+@fast
+def test_re_enqueueing_without_progress_backs_off(items, broker, settings, reconcile_pass):
+    settings.EVALUATION_RECONCILE_GRACE_S = 0
+    run = stalled_run(items, done=items[:20])
+    assert reconcile_pass(run).enqueued == items[20:]
+    for key in reconcile._queue_keys(broker):  # the broker loses them again
+        broker.delete(key)
+    settings.EVALUATION_RECONCILE_GRACE_S = 5
+    broker.hset(reconcile._uncovered_key(run.pk), mapping={i: time.time() - 60 for i in items[20:]})
+    check = reconcile_pass(run)
+    assert check.enqueued == [] and check.note.startswith("backing off (1 ")
+    state = broker.hgetall(reconcile._state_key(run.pk))
+    assert int(state[b"attempts"]) == 1
+
+
+@fast
+def test_chunk_message_parsing_reads_what_celery_publishes(items, broker):
+    run = stalled_run(items, done=[])
+    run_chunk.delay(run.pk, items[:3])
+    raws = [r for k in reconcile._queue_keys(broker) for r in broker.lrange(k, 0, -1)]
+    found = [reconcile.chunk_of_message(r) for r in raws]
+    assert [(f[1], f[2]) for f in found if f] == [(run.pk, items[:3])]
+    assert reconcile.chunk_of_message(json.dumps({"headers": {"task": "other"}, "body": ""})) is None
+    assert reconcile.chunk_of_message(b"not json") is None
+
+
+def endpoint(server, **fields):
+    return services.endpoint_create(name=f"stand-in {time.time_ns()}", base_url=server.base_url, model="stand-in",
+                                    **fields)
+
+
+def terminate_worker_connections() -> int:
+    """pg_terminate_backend on every other connection to the test database (the worker's), not the server."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+@with_worker
+def test_a_database_blip_mid_run_is_retried_and_stores_no_failed_row(items, tmp_path):
+    worker = start_celery_worker(tmp_path, pool="solo", concurrency=1,
+                                 env=subprocess_env(EVALUATION_LIMITER_LEASE_S="1"))
+    try:
+        with ModelServer(latency_s=0.1) as server:
+            ep = endpoint(server, max_concurrency=2, use_cache=False)
+            run = services.run_launch(endpoint=ep, method="naive", ids=items, chunk_size=24)
+            wait_for(lambda: Result.objects.filter(run=run).count() >= 4, 30, "some rows")
+            killed = terminate_worker_connections()
+            assert killed >= 1
+            wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.FINISHED, 60, "the run to finish")
+    finally:
+        worker.stop()
+    log = worker.log.read_text(errors="replace")
+    figures = assert_exactly_one_result_each_and_none_failed(run)
+    print(f"\ndatabase blip: {killed} connection(s) terminated; {figures}; retried: {'Retry in' in log}")
+    assert "Retry in" in log  # the chunk met the error and was retried (not stored as failed rows)
+
+
+@with_worker
+def test_a_sigkilled_worker_s_chunk_is_redelivered_without_a_manual_step(items, tmp_path):
+    env = subprocess_env(EVALUATION_LIMITER_LEASE_S="1", BROKER_VISIBILITY_TIMEOUT_S="4",
+                         EVALUATION_CHUNK_HEARTBEAT_S="1")
+    worker = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)
+    try:
+        with ModelServer(latency_s=0.1) as server:
+            ep = endpoint(server, max_concurrency=2, use_cache=False)
+            run = services.run_launch(endpoint=ep, method="naive", ids=items, chunk_size=24)
+            wait_for(lambda: Result.objects.filter(run=run).count() >= 4, 30, "some rows")
+            worker.stop(signal.SIGKILL)
+            killed_at = time.monotonic()
+            time.sleep(0.5)  # the requests in flight at the kill are answered (to no one)
+            before = Result.objects.filter(run=run).count()
+            assert before < len(items)
+            server.reset()
+            worker = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)  # no Resume pressed
+            wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.FINISHED, 60, "the run to finish")
+            back_s = time.monotonic() - killed_at
+            answered = server.stats.answered_ok
+    finally:
+        worker.stop()
+    figures = assert_exactly_one_result_each_and_none_failed(run)
+    print(f"\nworker SIGKILL: {before} rows before the kill, finished {back_s:.1f} s after it "
+          f"(visibility timeout 4 s); {figures}; model answers after the kill {answered} for {len(items) - before} "
+          f"missing rows")
+    assert received_count(worker.log) == 1  # the restarted worker got the chunk back once
+    assert answered == len(items) - before  # only the rows not written before the kill, each once
+
