@@ -26,6 +26,18 @@ class StudyNotOpen(StudyError):
         super().__init__(message, **kwargs)
 
 
+class ParticipantIdTaken(StudyError):
+    """The external participant id names an attempt that this browser may not resume (neither its cookie nor
+    the external session id matches): the page says so and shows nothing of that attempt."""
+
+    code = "participant_taken"
+    http_status = 409
+
+    def __init__(self, participant_id: str = ""):
+        super().__init__("This participant id already has an attempt at this study, started in another browser.")
+        self.participant_id = participant_id
+
+
 class AttemptNotRunning(StudyError):
     """A researcher action that needs a running attempt (extend)."""
 
@@ -147,7 +159,7 @@ class AnswerInvalid(Invalid):
 
 
 __all__ = [
-    "AnswerInvalid", "AnswerRefused", "AttemptNotRunning", "EmptyPool", "PoolFrozen", "PracticeItemInPool",
-    "RatersBelowLoad", "RejectedItems", "StudyError", "StudyNotOpen", "StudySetupInvalid", "TranslationsMissing",
+    "AnswerInvalid", "AnswerRefused", "AttemptNotRunning", "EmptyPool", "ParticipantIdTaken", "PoolFrozen",
+    "PracticeItemInPool", "RatersBelowLoad", "RejectedItems", "StudyError", "StudyNotOpen", "StudySetupInvalid", "TranslationsMissing",
     "UnknownItems",
 ]

@@ -197,9 +197,13 @@ class Attempt(models.Model):
                 fields=["study", "external_participant_id"], condition=~Q(external_participant_id=""),
                 name="attempt_unique_external_participant",
             ),
+            # Started and deadline are set together, by Start. An attempt that never started has neither, and
+            # may still end: the participant returns it from the instructions page, or a researcher expires it.
             models.CheckConstraint(
-                condition=Q(status__in=[AttemptStatus.JOINED, AttemptStatus.FULL])
-                | Q(deadline__isnull=False, started_at__isnull=False),
+                condition=Q(deadline__isnull=False, started_at__isnull=False)
+                & ~Q(status__in=[AttemptStatus.JOINED, AttemptStatus.FULL])
+                | Q(deadline__isnull=True, started_at__isnull=True, status__in=[
+                    AttemptStatus.JOINED, AttemptStatus.FULL, AttemptStatus.EXPIRED, AttemptStatus.RETURNED]),
                 name="attempt_started_has_deadline",
             ),
         ]

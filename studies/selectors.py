@@ -1,6 +1,7 @@
 """Reads for studies: the participant's attempt, the live monitor, results and exports."""
 from __future__ import annotations
 
+import hmac
 from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -15,6 +16,7 @@ from annotation.clue_graph import gold_key_information
 from annotation.keyinfo import keyinfo_score
 
 from . import stats
+from .errors import ParticipantIdTaken
 from .models import (
     Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, RefusedAnswer, Response, Study, StudyItem,
     StudyStatus,
@@ -34,15 +36,30 @@ def study_has_room(study: Study) -> bool:
     return StudyItem.objects.filter(study=study, load__lt=F("quota")).count() >= study.per_participant
 
 
-def attempt_resumable(*, study: Study, participant_id: str = "", cookie_token: str = "") -> Attempt | None:
-    """The attempt a returning participant resumes: by external participant id, else by the browser's cookie."""
+def attempt_resumable(*, study: Study, participant_id: str = "", session_id: str = "",
+                      cookie_token: str = "") -> Attempt | None:
+    """The attempt a returning participant resumes: the browser's own (its cookie), else the attempt of the
+    external participant id when the external session id matches too (Prolific reopened in a new browser).
+
+    A participant id alone is public enough to be guessed or shared: an attempt it names that neither the
+    cookie nor the session id opens raises `ParticipantIdTaken` (the page says so; nothing of the attempt is
+    shown). An attempt joined without a session id resumes only in its own browser.
+    """
+    if cookie_token:
+        own = Attempt.objects.filter(study=study, token=cookie_token).first()
+        if own is not None:
+            return own
     participant_id = participant_id.strip()[:100]
-    existing = None
-    if participant_id:
-        existing = Attempt.objects.filter(study=study, external_participant_id=participant_id).first()
-    if existing is None and cookie_token:
-        existing = Attempt.objects.filter(study=study, token=cookie_token).first()
-    return existing
+    if not participant_id:
+        return None
+    existing = Attempt.objects.filter(study=study, external_participant_id=participant_id).first()
+    if existing is None:
+        return None
+    session_id = session_id[:100]
+    if session_id and existing.external_session_id and hmac.compare_digest(
+            session_id.encode(), existing.external_session_id.encode()):
+        return existing
+    raise ParticipantIdTaken(participant_id)
 
 
 class Entry(str, Enum):
@@ -52,6 +69,7 @@ class Entry(str, Enum):
     CLOSED = "closed"      # not open
     FULL = "full"          # no new attempt could be filled
     CONSENT = "consent"    # the consent form (joining takes a place only after it)
+    TAKEN = "taken"        # the participant id has an attempt that this browser may not resume
 
 
 @dataclass
@@ -61,12 +79,17 @@ class StudyEntry:
     attempt: Attempt | None = None
 
 
-def study_entry(*, slug: str, participant_id: str = "", cookie_token: str = "") -> StudyEntry | None:
+def study_entry(*, slug: str, participant_id: str = "", session_id: str = "",
+                cookie_token: str = "") -> StudyEntry | None:
     """Where the public link leads (None: no such study). Reads only: a GET never takes a place."""
     study = study_public(slug)
     if study is None:
         return None
-    existing = attempt_resumable(study=study, participant_id=participant_id, cookie_token=cookie_token)
+    try:
+        existing = attempt_resumable(study=study, participant_id=participant_id, session_id=session_id,
+                                     cookie_token=cookie_token)
+    except ParticipantIdTaken:
+        return StudyEntry(study, Entry.TAKEN)
     if existing is not None:
         return StudyEntry(study, Entry.RESUME, existing)
     if study.status != StudyStatus.OPEN:

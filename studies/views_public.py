@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET
 
 from . import selectors, services
 from .content import ShownItem, parse_highlights, shown_item
-from .errors import AnswerInvalid, AnswerRefused, StudyNotOpen
+from .errors import AnswerInvalid, AnswerRefused, ParticipantIdTaken, StudyNotOpen
 from .models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, Study
 from .participant_pages import error_page, language_param, participant_page, post_only, render_page
 from .selectors import Entry
@@ -37,6 +37,12 @@ def _consent(external: dict, **extra) -> dict:
     return {"external": external, "default_consent_text": DEFAULT_CONSENT_TEXT, **extra}
 
 
+def _taken_page(request, study: Study, chosen: str | None) -> HttpResponse:
+    """The participant id has an attempt this browser may not open: say so, show nothing of that attempt."""
+    return render_page(request, study, "studies/public/taken.html", {}, status=ParticipantIdTaken.http_status,
+                       chosen=chosen)
+
+
 def _unknown_attempt(request) -> HttpResponse:
     return error_page(request, 404, what="attempt")
 
@@ -47,12 +53,15 @@ def study_landing(request, slug: str):
     """The public link: resume an existing attempt, else consent. GET never takes a place (link scanners)."""
     external = {name: request.GET.get(name, "")[:100] for name in EXTERNAL_PARAMS}
     entry = selectors.study_entry(slug=slug, participant_id=external["PROLIFIC_PID"],
+                                  session_id=external["SESSION_ID"],
                                   cookie_token=request.COOKIES.get(COOKIE_PREFIX + slug, ""))
     if entry is None:
         return error_page(request, 404, what="study")
     if entry.entry == Entry.RESUME:
         return redirect(_hub(entry.attempt))
     chosen = language_param(request.GET.get("lang"))
+    if entry.entry == Entry.TAKEN:
+        return _taken_page(request, entry.study, chosen)
     if entry.entry == Entry.CLOSED:
         return render_page(request, entry.study, "studies/public/closed.html", {}, status=StudyNotOpen.http_status,
                            chosen=chosen)
@@ -82,6 +91,8 @@ def study_join_view(request, slug: str):
     except StudyNotOpen as refusal:
         return render_page(request, study, "studies/public/closed.html", {}, status=refusal.http_status,
                            chosen=chosen)
+    except ParticipantIdTaken:
+        return _taken_page(request, study, chosen)
     response = redirect(_hub(attempt))
     response.set_cookie(COOKIE_PREFIX + slug, attempt.token, max_age=COOKIE_MAX_AGE, httponly=True,
                         samesite="Lax", secure=request.is_secure())

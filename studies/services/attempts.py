@@ -23,13 +23,15 @@ from ..selectors import attempt_resumable
 
 def study_join(*, study: Study, participant_id: str = "", external_study_id: str = "", session_id: str = "",
                cookie_token: str = "", user_agent: str = "", language: str | None = None) -> Attempt:
-    """Join a study after consent; idempotent on the external participant id or the browser's attempt cookie.
+    """Join a study after consent; idempotent on the browser's attempt cookie, or on the external participant
+    id together with its session id (ParticipantIdTaken when the id has an attempt neither of them opens).
 
     `language` is the one the participant chose on the consent page (None or one the study does not offer:
     the study's own); a returning participant keeps the attempt's.
     """
     participant_id = participant_id.strip()[:100]
-    existing = attempt_resumable(study=study, participant_id=participant_id, cookie_token=cookie_token)
+    existing = attempt_resumable(study=study, participant_id=participant_id, session_id=session_id,
+                                 cookie_token=cookie_token)
     if existing is not None:
         return existing
     if study.status != StudyStatus.OPEN:
@@ -41,8 +43,11 @@ def study_join(*, study: Study, participant_id: str = "", external_study_id: str
                 external_session_id=session_id[:100], user_agent=user_agent[:300],
                 language=study.language_of(language),
             )
-    except IntegrityError:  # the same participant joined twice at once
-        return Attempt.objects.get(study=study, external_participant_id=participant_id)
+    except IntegrityError:  # the same participant joined twice at once: the same rule as above
+        existing = attempt_resumable(study=study, participant_id=participant_id, session_id=session_id)
+        if existing is None:
+            raise
+        return existing
 
 
 @transaction.atomic

@@ -1,6 +1,8 @@
 """Questions and answers: the current question of an attempt, and accepting or refusing an answer."""
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -131,8 +133,8 @@ def response_submit(*, token: str, position: int, chosen_option: Any, confidence
                                 confidence=confidence, highlights=highlights, now=now)
     except AnswerRefused as refusal:
         _refusal_record(token=token, position=position, reason=refusal.reason, now=now,
-                        payload={"chosen_option": _bounded(chosen_option), "confidence": _bounded(confidence),
-                                 "highlights": highlights})
+                        payload=storable({"chosen_option": _bounded(chosen_option),
+                                          "confidence": _bounded(confidence), "highlights": highlights}))
         raise
 
 
@@ -222,6 +224,32 @@ CLOSED_MESSAGE = "This attempt is no longer running: time is up or it was closed
 def _bounded(value: Any, limit: int = 100) -> Any:
     """A raw form value as kept with a refused answer: strings cut to `limit` characters."""
     return value[:limit] if isinstance(value, str) else value
+
+
+_UNSTORABLE_CHARS = re.compile("[\x00\ud800-\udfff]")
+MAX_KEPT_DEPTH = 10
+
+
+def storable(value: Any, depth: int = 0) -> Any:
+    """`value` (what a refused answer sent) as PostgreSQL's jsonb can keep it, for the record.
+
+    jsonb refuses NaN and Infinity (JSON has no such numbers; Python's parser reads them), NUL characters and
+    lone surrogates: non-finite numbers are kept as their names ("NaN", "Infinity", "-Infinity"), those
+    characters as U+FFFD, anything nested deeper than MAX_KEPT_DEPTH as "...".
+    """
+    if isinstance(value, str):
+        return _UNSTORABLE_CHARS.sub("\ufffd", value)
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {math.inf: "Infinity", -math.inf: "-Infinity"}.get(value, "NaN")
+    if depth >= MAX_KEPT_DEPTH:
+        return "..."
+    if isinstance(value, dict):
+        return {storable(str(key)): storable(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [storable(item, depth + 1) for item in value]
+    return storable(str(value))
 
 
 def _as_position(value: Any) -> int:

@@ -69,11 +69,11 @@ def test_reload_second_tab_and_relink_resume_the_same_attempt(client, make_study
     # The same browser opens the public link again: back to the attempt, no new one.
     again = _landing(client, study)
     assert again.status_code == 302 and attempt.token in again.url
-    # Another browser with the same Prolific id.
+    # Another browser with the same Prolific id and session id (the participant reopened it from Prolific).
     from django.test import Client
 
     other = Client()
-    relink = other.get(reverse("studies_public:landing", args=[study.slug]), {"PROLIFIC_PID": "P1"})
+    relink = other.get(reverse("studies_public:landing", args=[study.slug]), {"PROLIFIC_PID": "P1", "SESSION_ID": "X1"})
     assert relink.status_code == 302 and attempt.token in relink.url
     assert _join(other, study, "P1").url.endswith(f"/a/{attempt.token}/")
     assert Attempt.objects.count() == 1

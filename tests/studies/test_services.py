@@ -4,7 +4,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from studies.errors import AnswerInvalid, AnswerRefused, AttemptNotRunning, PracticeItemInPool, RatersBelowLoad
+from studies.errors import (
+    AnswerInvalid, AnswerRefused, AttemptNotRunning, ParticipantIdTaken, PracticeItemInPool, RatersBelowLoad,
+)
 from studies.models import (
     Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, RefusedAnswer, Response, StudyItem,
 )
@@ -24,8 +26,10 @@ def _answer(attempt, position=None, option=0, now=None, **kw):
 
 def test_join_is_idempotent_on_participant_id_and_cookie(make_study):
     study = make_study()
-    a = study_join(study=study, participant_id="P1")
-    assert study_join(study=study, participant_id="P1").pk == a.pk
+    a = study_join(study=study, participant_id="P1", session_id="S-1")
+    assert study_join(study=study, participant_id="P1", session_id="S-1").pk == a.pk
+    with pytest.raises(ParticipantIdTaken):  # the participant id alone opens no one's attempt
+        study_join(study=study, participant_id="P1")
     b = study_join(study=study)
     assert study_join(study=study, cookie_token=b.token).pk == b.pk
     assert len(a.token) >= 40 and a.token != b.token
