@@ -128,6 +128,9 @@ class StudyForm(forms.ModelForm):
             self.initial["question_time_limit_minutes"] = _minutes(study.question_time_limit_seconds)
         else:
             self.initial.setdefault("time_limit_minutes", _minutes(study.time_limit_seconds))
+            # Fields declared here do not take the model's defaults: a new study starts from them too.
+            for name in ("grace_seconds", "bonus_per_correct"):
+                self.initial.setdefault(name, getattr(study, name))
         self.fields["pool_split"].choices = _split_choices(current=self.initial.get("pool_split") or study.pool_split)
         self.fields["practice_item"].queryset = Item.objects.exclude(status=ItemStatus.REJECTED)
         self.fields["practice_item"].choices = _item_choices(self.fields["practice_item"].queryset)
