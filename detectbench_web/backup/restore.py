@@ -36,8 +36,25 @@ def _read_manifest(folder: Path) -> dict:
     return manifest
 
 
+def _check_entries(manifest: dict) -> None:
+    """The manifest's shape: a list of tables, each naming its own file (never a path) and its counts."""
+    migrations = manifest.get("migrations")
+    if not isinstance(migrations, dict) or not all(isinstance(v, list) for v in migrations.values()):
+        raise BackupError(f"{MANIFEST}: migrations: expected the applied migrations per app")
+    entries = manifest.get("tables")
+    if not isinstance(entries, list):
+        raise BackupError(f"{MANIFEST}: tables: expected a list of tables")
+    for index, entry in enumerate(entries):
+        keys = ("model", "file", "rows", "sha256", "fields")
+        if not isinstance(entry, dict) or any(key not in entry for key in keys):
+            raise BackupError(f"{MANIFEST}: tables[{index}]: needs {', '.join(keys)}")
+        if entry["file"] != f"{entry['model']}.jsonl":
+            raise BackupError(f"{MANIFEST}: tables[{index}]: file {entry['file']!r} is not {entry['model']}.jsonl")
+
+
 def _check_schema(manifest: dict, models) -> None:
-    here, there = applied_migrations(), manifest.get("migrations") or {}
+    _check_entries(manifest)
+    here, there = applied_migrations(), manifest["migrations"]
     pairs = lambda state: {(app, name) for app, names in state.items() for name in names}  # noqa: E731
     missing, extra = sorted(pairs(there) - pairs(here)), sorted(pairs(here) - pairs(there))
     if missing or extra:
@@ -46,7 +63,7 @@ def _check_schema(manifest: dict, models) -> None:
             extra and "applied here, not in the backup: " + ", ".join(f"{a}.{n}" for a, n in extra[:8])]))
         raise BackupError(f"{MANIFEST}: the backup's schema differs from this database's ({detail}); "
                           "migrate this database to the backup's migrations first")
-    listed = [t.get("model") for t in manifest.get("tables", [])]
+    listed = [t["model"] for t in manifest["tables"]]
     expected = [m._meta.label_lower for m in models]
     if sorted(listed) != sorted(expected):
         raise BackupError(f"{MANIFEST}: tables {sorted(set(listed) ^ set(expected))} are in only one of the backup "
