@@ -47,9 +47,15 @@ CANCEL_CHECK_S = 1.0
 #: the Celery task can retry the chunk (rows already written are whole: each batch is one transaction).
 INFRASTRUCTURE_ERRORS: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, DatabaseError, psycopg.Error)
 #: The circuit breaker: a chunk stops, and its run fails, after this many consecutive endpoint failures
-#: (connection refused, DNS, 401/403/404, unknown model), or after this long with nothing but them.
+#: (connection refused, DNS, 401/403/404, unknown model), or after this long with nothing but them
+#: (settings EVALUATION_BREAKER_THRESHOLD / EVALUATION_BREAKER_WINDOW_S override them).
 BREAKER_THRESHOLD = 20
 BREAKER_WINDOW_S = 30.0
+
+
+def make_breaker() -> CircuitBreaker:
+    return CircuitBreaker(threshold=int(getattr(settings, "EVALUATION_BREAKER_THRESHOLD", BREAKER_THRESHOLD)),
+                          window_s=float(getattr(settings, "EVALUATION_BREAKER_WINDOW_S", BREAKER_WINDOW_S)))
 
 
 @dataclass
@@ -280,7 +286,7 @@ async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport)
 
     # The run's parameters, frozen at launch (the endpoint may have been edited since).
     params = run.params if not endpoint.is_builtin else endpoint.generation_params()
-    breaker = CircuitBreaker(threshold=BREAKER_THRESHOLD, window_s=BREAKER_WINDOW_S)
+    breaker = make_breaker()
     client = make_client(endpoint, seed=run.seed, params=params, breaker=breaker)
     use_cache = endpoint.use_cache and not endpoint.is_builtin
 

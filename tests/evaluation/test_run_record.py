@@ -1,0 +1,170 @@
+"""What a run records, against a real stand-in server on 127.0.0.1 and PostgreSQL (in-process execution):
+finish_reason and truncation, every stage of a multi-call method even when a later one fails, timed-out
+attempts, cached rows and the tokens actually spent; the circuit breaker; infrastructure errors propagate."""
+import threading
+import time
+
+import psycopg
+import pytest
+import redis
+from django.db import connection
+
+from annotation.models import Item
+from evaluation import execution, services
+from evaluation.models import Result, RunStatus
+from tests.evaluation.stand_in import StandIn
+from tests.conftest import database_url_for_subprocess
+from tests.support.items import import_items
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LONG_REPLY = "### Key Information:\nThe clue is in the first sentence of the story.\n\n### Answer:\n1"
+
+
+@pytest.fixture
+def items(detectbench_dir):
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=6)
+    return list(Item.objects.filter(split="test").order_by("pk"))
+
+
+def endpoint_for(server, **fields):
+    return services.endpoint_create(name=f"stand-in {time.time_ns()}", base_url=server.base_url, model="stand-in",
+                                    max_concurrency=fields.pop("max_concurrency", 4), **fields)
+
+
+def run_in_process(endpoint, method="naive", **kwargs):
+    run = services.run_launch(endpoint=endpoint, method=method, split="test", enqueue=False, **kwargs)
+    services.run_execute_in_process(run=run)
+    run.refresh_from_db()
+    return run
+
+
+def test_finish_reason_on_every_row_and_rows_cut_at_the_token_cap_are_marked_and_counted(items):
+    with StandIn(reply=LONG_REPLY) as server:
+        whole = run_in_process(endpoint_for(server, max_tokens=200))
+        cut = run_in_process(endpoint_for(server, max_tokens=4))
+        assert server.bodies[-1]["max_tokens"] == 4
+    assert set(Result.objects.filter(run=whole).values_list("finish_reason", "truncated")) == {("stop", False)}
+    assert set(Result.objects.filter(run=cut).values_list("finish_reason", "truncated")) == {("length", True)}
+    counts = cut.record_counts()
+    assert counts["truncated"] == len(items) and counts["finish_reason_missing"] == 0
+    assert whole.record_counts()["truncated"] == 0
+    assert Result.objects.filter(run=cut).first().messages[0]["finish_reason"] == "length"
+
+
+def test_a_repeated_run_is_all_cached_and_spends_no_tokens(items):
+    with StandIn(reply=LONG_REPLY) as server:
+        endpoint = endpoint_for(server, temperature=0.8, max_tokens=100)
+        first = run_in_process(endpoint)
+        second = run_in_process(endpoint)
+        assert len(server.bodies) == len(items)
+    one, two = first.record_counts(), second.record_counts()
+    assert one["cached"] == 0 and one["tokens_spent_out"] > 0 and one["tokens_spent_in"] > 0
+    assert two["cached"] == two["rows"] == len(items)
+    assert two["tokens_spent_in"] == two["tokens_spent_out"] == 0
+    row = Result.objects.filter(run=second).first()
+    assert row.cached and row.tokens_out > 0 and row.finish_reason == "stop"  # the cached output's own reason
+    assert row.messages[0]["cached"] is True and row.messages[0]["attempts"] == 0
+
+
+def test_every_stage_of_a_multi_round_method_is_kept_when_a_later_one_fails(items):
+    def third_stage(request):
+        return len([m for m in request["messages"] if m["role"] == "user"]) == 3
+
+    with StandIn(reply=LONG_REPLY, fail_when=third_stage) as server:
+        run = run_in_process(endpoint_for(server, max_attempts=1), method="detective-thinking-multiround", limit=2)
+    rows = list(Result.objects.filter(run=run))
+    assert len(rows) == 2
+    for row in rows:
+        assert row.error and "maximum context length" in row.error
+        assert row.failed_call == "mr-3" and row.error_class == "http_400"
+        assert [c["call"] for c in row.messages] == ["mr-1", "mr-2", "mr-3"]
+        assert all(c["tokens_out"] > 0 and c["finish_reason"] == "stop" for c in row.messages[:2])
+        assert row.messages[2]["error_class"] == "http_400" and row.messages[2]["output"] == ""
+        assert row.tokens_out == sum(c["tokens_out"] for c in row.messages[:2]) > 0
+        assert row.spent_tokens_out == row.tokens_out and row.attempts == 3
+    assert run.status == RunStatus.FAILED and "every row failed" in run.failure_reason
+
+
+def test_a_timed_out_request_is_recorded_retried_and_visible_never_silently_replaced(items):
+    with StandIn(reply=LONG_REPLY, slow_first=1, slow_s=2.0) as server:
+        run = run_in_process(endpoint_for(server, timeout_s=0.5, max_concurrency=1, use_cache=False), limit=2)
+    rows = list(Result.objects.filter(run=run).order_by("item_id"))
+    assert all(not r.error for r in rows)
+    retried = [r for r in rows if r.timeouts]
+    assert len(retried) == 1
+    (row,) = retried
+    assert row.attempts == 2 and row.messages[0]["attempts"] == 2
+    (failed,) = row.messages[0]["failed_attempts"]
+    assert failed["error_class"] == "timeout" and "wait_s" in failed
+    counts = run.record_counts()
+    assert counts["abandoned_requests"] == 1 and counts["abandoned_tokens_max"] == 512  # naive's default cap
+
+
+def test_the_circuit_breaker_fails_a_run_whose_endpoint_stops_mid_run(items, settings):
+    settings.EVALUATION_BREAKER_THRESHOLD = 4
+    answered = []
+    server = StandIn(reply=LONG_REPLY, latency_s=0.05)
+    stopper = threading.Thread(target=server.stop)
+
+    def responder(request):
+        answered.append(1)
+        if len(answered) == 2:
+            stopper.start()  # the server dies after its second answer
+        return LONG_REPLY
+
+    server.responder = responder
+    server.start()
+    try:
+        endpoint = endpoint_for(server, max_concurrency=1, use_cache=False, max_attempts=3)
+        started = time.monotonic()
+        run = run_in_process(endpoint)
+        elapsed = time.monotonic() - started
+    finally:
+        if stopper.is_alive() or stopper.ident:
+            stopper.join()
+        else:
+            server.stop()
+    assert run.status == RunStatus.FAILED, run.status
+    assert "kept failing" in run.failure_reason and "connection refused" in run.failure_reason
+    assert elapsed < 30
+    done = Result.objects.filter(run=run, error="").count()
+    assert 1 <= done <= 2 and Result.objects.filter(run=run).count() < len(items)  # the rest left to a resume
+    assert services.missing_item_ids(run)
+
+
+def test_a_redis_error_of_the_limiter_propagates_and_writes_no_row(items, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there: the shared limiter cannot work
+    with StandIn(reply=LONG_REPLY) as server:
+        run = services.run_launch(endpoint=endpoint_for(server), method="naive", split="test", enqueue=False)
+        with pytest.raises(redis.exceptions.ConnectionError):
+            execution.execute_chunk(run_id=run.pk)
+        assert server.bodies == []
+    assert not Result.objects.filter(run=run).exists()
+
+
+def test_a_database_error_mid_run_propagates_and_leaves_only_whole_rows(items):
+    """The chunk's database connection is killed by PostgreSQL mid-run: the chunk raises a database error (for
+    the Celery task to retry), no row is stored as failed, every stored row is whole."""
+    killed = []
+    url = database_url_for_subprocess()
+
+    def responder(request):
+        if not killed and len(server.bodies) >= 3:
+            with psycopg.connect(url, autocommit=True) as admin:  # a connection of its own ends the chunk's
+                killed.extend(admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND pid <> pg_backend_pid() AND backend_type = 'client backend'").fetchall())
+        return LONG_REPLY
+
+    server = StandIn(responder=responder, latency_s=0.3)
+    with server:
+        run = services.run_launch(endpoint=endpoint_for(server, max_concurrency=1, use_cache=False), method="naive",
+                                  split="test", enqueue=False)
+        with pytest.raises(Exception) as raised:
+            execution.execute_chunk(run_id=run.pk)
+    assert isinstance(raised.value, execution.INFRASTRUCTURE_ERRORS), repr(raised.value)
+    assert killed
+    connection.close()  # this thread's connection was ended too: a new one
+    assert not Result.objects.filter(run=run).exclude(error="").exists()
+    assert all(r.raw_output and r.parse_status for r in Result.objects.filter(run=run))
