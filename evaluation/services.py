@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from annotation.selectors import item_list
 
-from detectbench_web.errors import Invalid
+from detectbench_web.errors import Invalid, NotFound
 
 from . import execution
 from .errors import EmptySelection, NoDemonstrations, UnknownMethod
@@ -35,24 +35,56 @@ def endpoint_create(*, name: str, kind: str = EndpointKind.OPENAI, base_url: str
     return endpoint
 
 
+#: The settings `evaluate` can give an endpoint (generation parameters and the timeout): part of its identity.
+CLI_SETTINGS = ("temperature", "top_p", "max_tokens", "seed", "timeout_s", "extra_params")
+
+
+def _settings_label(settings: dict) -> str:
+    shown = {k: v for k, v in settings.items() if k != "extra_params" and v is not None}
+    shown.update(settings.get("extra_params") or {})
+    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items())
+
+
 @transaction.atomic
 def endpoint_for_cli(*, base_url: str = "", model: str = "", api_key_env: str = "", builtin: str = "",
-                     concurrency: int | None = None) -> ModelEndpoint:
-    """The endpoint the `evaluate` command names, created on first use; --concurrency updates its limit."""
+                     concurrency: int | None = None, name: str = "", settings: dict | None = None) -> ModelEndpoint:
+    """The endpoint the `evaluate` command names: the stored one called ``name`` (used as it is), or the one
+    with this URL, model, key variable and generation settings (``settings``: temperature, top_p, max_tokens,
+    seed, timeout_s, extra_params; unset ones are the defaults), created on first use. A second endpoint with
+    other settings on the same URL is another endpoint. --concurrency updates its limit."""
+    if name:
+        endpoint = ModelEndpoint.objects.select_for_update().filter(name=name).first()
+        if endpoint is None:
+            known = ", ".join(ModelEndpoint.objects.order_by("name").values_list("name", flat=True)[:20])
+            raise NotFound(f"No endpoint named {name!r}" + (f"; known: {known}" if known else ""), field="endpoint")
+        if concurrency and endpoint.max_concurrency != concurrency:
+            endpoint.max_concurrency = concurrency
+            endpoint.save(update_fields=["max_concurrency"])
+        return endpoint
+    settings = {k: v for k, v in (settings or {}).items() if k in CLI_SETTINGS}
+    lookup = {"temperature": None, "top_p": None, "max_tokens": None, "seed": None, "timeout_s": 120.0,
+              "extra_params": {}, **{k: v for k, v in settings.items() if v is not None}}
     if builtin:
         kind, base_url, model, name = EndpointKind.BUILTIN, "", builtin, f"builtin:{builtin}"
+        lookup = {}
     else:
         kind, name = EndpointKind.OPENAI, f"{model} @ {urlparse(base_url).netloc or base_url}"
-    endpoint = ModelEndpoint.objects.select_for_update().filter(
-        kind=kind, base_url=base_url, model=model, api_key_env=api_key_env
-    ).first()
+        label = _settings_label({k: v for k, v in lookup.items() if k != "timeout_s" or v != 120.0})
+        if label:
+            name = f"{name} ({label})"[:90]
+    candidates = ModelEndpoint.objects.select_for_update().filter(
+        kind=kind, base_url=base_url, model=model, api_key_env=api_key_env,
+        **{k: v for k, v in lookup.items() if k != "extra_params"}
+    ).order_by("pk")
+    # JSON equality in Python: the same on PostgreSQL and SQLite.
+    endpoint = next((e for e in candidates if not lookup or (e.extra_params or {}) == lookup["extra_params"]), None)
     if endpoint is None:
         suffix, base = 1, name
         while ModelEndpoint.objects.filter(name=name).exists():
             suffix += 1
             name = f"{base} ({suffix})"
         endpoint = ModelEndpoint(name=name, kind=kind, base_url=base_url, model=model, api_key_env=api_key_env,
-                                 max_concurrency=concurrency or 8)
+                                 max_concurrency=concurrency or 8, **lookup)
         endpoint.full_clean()
         endpoint.save()
     elif concurrency and endpoint.max_concurrency != concurrency:
@@ -98,7 +130,7 @@ def run_launch(*, endpoint: ModelEndpoint, method: str, split: str = "", item_st
         question_type=question_type, limit=limit, requested_ids=list(ids), item_ids=item_ids, seed=seed,
         samples=samples, option_order=option_order, option_labels=option_labels, prompt_version=spec.version(),
         rotations=execution.rotations_for(option_order=option_order, item_ids=item_ids),
-        params=endpoint.generation_params(), chunk_size=chunk_size, created_by=user, note=note,
+        params=endpoint.params_for(method), chunk_size=chunk_size, created_by=user, note=note,
         started_at=timezone.now(),
     )
     run.full_clean()

@@ -1,4 +1,11 @@
-"""`python manage.py evaluate`: launch runs of one or more methods and print one JSON line per run."""
+"""`python manage.py evaluate`: launch runs of one or more methods and print one JSON line per run.
+
+The endpoint is a stored one (``--endpoint NAME``, used with its own settings), a built-in model, or
+an OpenAI-compatible URL with the generation settings given here (``--max-tokens``, ``--temperature``,
+``--top-p``, ``--seed``, ``--timeout``, ``--table9``); URL, model, key variable and settings together
+name the endpoint, created on first use. Before any run, a preflight request checks the endpoint and
+refuses with the reason. The command exits non-zero when a run fails or all its rows are errors.
+"""
 from __future__ import annotations
 
 import argparse
@@ -10,10 +17,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from detectbench_web.error_mapping import REFUSED, error_text
 
-from evaluation import analysis, selectors, services
+from evaluation import analysis, preflight, selectors, services
 from evaluation.baselines import BUILTIN_MODELS
 from evaluation.methods import METHODS
-from evaluation.models import OptionOrder, Run
+from evaluation.models import TABLE9_EXTRA, TABLE9_PRESET, OptionOrder, Run, RunStatus
+from evaluation.run_record import run_record_counts, run_record_text
+
+GENERATION_FLAGS = ("max_tokens", "temperature", "top_p", "timeout", "table9")
 
 
 def workers_available(timeout: float = 1.0) -> bool:
@@ -41,6 +51,19 @@ def positive_int(text: str) -> int:
     return value
 
 
+def bounded_float(low: float, high: float, *, low_open: bool = False):
+    """argparse type: a number in [low, high] (or (low, high] with ``low_open``)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not (low < value if low_open else low <= value) or value > high:
+            raise argparse.ArgumentTypeError(f"must be in {'(' if low_open else '['}{low:g}, {high:g}], not {value:g}")
+        return value
+    return parse
+
+
 class Command(BaseCommand):
     help = ("Evaluate a model (OpenAI-compatible endpoint or built-in) with one or more prompting methods; "
             "prints one JSON line per run.")
@@ -49,13 +72,28 @@ class Command(BaseCommand):
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--base-url", help="OpenAI-compatible base URL, e.g. http://localhost:8000/v1")
         source.add_argument("--builtin", choices=BUILTIN_MODELS, help="A built-in offline model")
+        source.add_argument("--endpoint", help="A stored endpoint's name: used with its own settings (edit it to "
+                                               "change them)")
         parser.add_argument("--model", help="Model name at the endpoint (with --base-url)")
         parser.add_argument("--api-key-env", default="", help="NAME of the environment variable holding the API key")
         parser.add_argument("--method", default="naive", help=f"Comma-separated methods: {', '.join(METHODS)}")
         parser.add_argument("--split", default="test")
         parser.add_argument("--limit", type=positive_int)
         parser.add_argument("--concurrency", type=positive_int, help="The endpoint's limit of requests in flight (all workers)")
-        parser.add_argument("--seed", type=int, default=42)
+        parser.add_argument("--seed", type=int, default=None,
+                            help="The run's seed (option permutation, demonstrations, built-in models; default 42); "
+                                 "with --base-url also sent as the generation seed")
+        parser.add_argument("--max-tokens", type=positive_int,
+                            help="Output tokens per call (default: per method, 512 for the answer-only prompts, "
+                                 "1024 for free-text, 2000 for the reasoning methods; never unlimited)")
+        parser.add_argument("--temperature", type=bounded_float(0, 2))
+        parser.add_argument("--top-p", type=bounded_float(0, 1, low_open=True))
+        parser.add_argument("--timeout", type=bounded_float(0, 3600, low_open=True),
+                            help="Seconds per request before it is a timeout (retried, and recorded; default 120)")
+        parser.add_argument("--table9", action="store_true",
+                            help="The paper's Table 9 settings: temperature 0.95, top_p 0.95, top_k 5, max_tokens "
+                                 "2000, seed 42 (explicit flags override them)")
+        parser.add_argument("--no-preflight", action="store_true", help="Do not check the endpoint before the runs")
         parser.add_argument("--samples", type=positive_int, default=1, help="Rows per item (repeated sampling)")
         parser.add_argument("--k", type=positive_int, help="Samples per answer for self-consistency / complexity-cot")
         parser.add_argument("--option-order", choices=OptionOrder.values, default=None,
@@ -71,23 +109,40 @@ class Command(BaseCommand):
     def handle(self, *args, **o):
         if o["base_url"] and not o["model"]:
             raise CommandError("--base-url needs --model")
+        if not o["base_url"]:
+            given = [f"--{f.replace('_', '-')}" for f in GENERATION_FLAGS if o[f]]
+            given += [flag for flag, key in (("--model", "model"), ("--api-key-env", "api_key_env")) if o[key]]
+            if given:
+                where = "--endpoint uses the stored endpoint's settings" if o["endpoint"] else "a built-in model"
+                raise CommandError(f"{', '.join(given)}: not with {'--endpoint' if o['endpoint'] else '--builtin'} "
+                                   f"({where}; edit the endpoint, or use --base-url)")
         methods = [m.strip() for m in o["method"].split(",") if m.strip()]
         unknown = [m for m in methods if m not in METHODS]
         if unknown:
             raise CommandError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(METHODS)}")
+        settings = self._settings(o)
         try:
-            endpoint = services.endpoint_for_cli(base_url=o["base_url"] or "", model=o["model"] or "",
-                                                 api_key_env=o["api_key_env"], builtin=o["builtin"] or "",
-                                                 concurrency=o["concurrency"])
+            if o["endpoint"]:
+                endpoint = services.endpoint_for_cli(name=o["endpoint"], concurrency=o["concurrency"])
+                self._preflight(o, endpoint.base_url, endpoint.model, endpoint.api_key_env, endpoint.timeout_s,
+                                builtin=endpoint.is_builtin)
+            else:
+                self._preflight(o, o["base_url"] or "", o["model"] or "", o["api_key_env"],
+                                settings.get("timeout_s") or 120.0, builtin=bool(o["builtin"]))
+                endpoint = services.endpoint_for_cli(base_url=o["base_url"] or "", model=o["model"] or "",
+                                                     api_key_env=o["api_key_env"], builtin=o["builtin"] or "",
+                                                     concurrency=o["concurrency"], settings=settings)
         except REFUSED as exc:
             raise CommandError(error_text(exc)) from exc
         option_order = self._option_order(o)
         in_process = o["wait"] and (o["in_process"] or not workers_available())
         progress = o["wait"] and not o["no_progress"]
-        for method in methods:
+        failures = []
+        for number, method in enumerate(methods):
             try:
                 run = services.run_launch(
-                    endpoint=endpoint, method=method, split=o["split"], limit=o["limit"], seed=o["seed"],
+                    endpoint=endpoint, method=method, split=o["split"], limit=o["limit"],
+                    seed=42 if o["seed"] is None else o["seed"],
                     samples=o["samples"], k=o["k"], chunk_size=o["chunk_size"],
                     option_order=option_order,
                     enqueue=not in_process, note="evaluate command",
@@ -106,7 +161,65 @@ class Command(BaseCommand):
             run.refresh_from_db()
             if progress:
                 self._draw(run, final=True)
-            self.stdout.write(json.dumps(self._line(run)))
+            line = self._line(run)
+            self.stdout.write(json.dumps({key: value for key, value in line.items() if key != "record"}))
+            if o["wait"]:
+                self.stderr.write(f"run {run.pk} {run.method}: {run_record_text(line['record'])}")
+                failure = self._failure(run, line)
+                if failure:
+                    failures.append(failure)
+                    if number + 1 < len(methods):
+                        failures.append(f"not launched: {', '.join(methods[number + 1:])}")
+                    break
+        if failures:
+            raise CommandError("; ".join(failures))
+
+    @staticmethod
+    def _settings(o: dict) -> dict:
+        """The endpoint settings of --base-url: Table 9 (with --table9) under the explicit flags."""
+        settings: dict = {}
+        if o["table9"]:
+            settings.update(TABLE9_PRESET)
+            if not preflight.needs_key(o["base_url"] or ""):  # hosted APIs such as OpenAI's refuse top_k
+                settings["extra_params"] = dict(TABLE9_EXTRA)
+        for flag in ("max_tokens", "temperature", "top_p"):
+            if o[flag] is not None:
+                settings[flag] = o[flag]
+        if o["seed"] is not None:
+            settings["seed"] = o["seed"]
+        if o["timeout"] is not None:
+            settings["timeout_s"] = o["timeout"]
+        return settings
+
+    def _preflight(self, o: dict, base_url: str, model: str, api_key_env: str, timeout_s: float, *,
+                   builtin: bool) -> None:
+        """Check the endpoint before any run: refuse with the reason, print the warnings."""
+        if builtin:
+            return
+        if o["no_preflight"]:
+            try:
+                _, warnings = preflight.key_check(base_url=base_url, api_key_env=api_key_env)
+            except preflight.PreflightRefused as exc:
+                raise CommandError(f"{exc.message}; no run was started") from exc
+        else:
+            try:
+                warnings = preflight.check_endpoint(base_url=base_url, model=model, api_key_env=api_key_env,
+                                                    timeout_s=min(timeout_s, preflight.PREFLIGHT_TIMEOUT_S)).warnings
+            except preflight.PreflightRefused as exc:
+                raise CommandError(f"preflight refused the endpoint: {exc.message}; no run was started") from exc
+        for warning in warnings:
+            self.stderr.write(f"warning: {warning}")
+
+    @staticmethod
+    def _failure(run: Run, line: dict) -> str:
+        """Why this run makes the command fail ("" if it does not): it failed, or every row is an error."""
+        record = line["record"]
+        if run.status == RunStatus.FAILED:
+            return f"run {run.pk} ({run.method}) failed: {run.failure_reason or 'no reason recorded'}"
+        if record["rows"] and record["errors"] >= record["rows"]:
+            common = record["commonest_error"] or {}
+            return f"run {run.pk} ({run.method}): every row is an error; commonest: {common.get('message', '?')}"
+        return ""
 
     @staticmethod
     def _option_order(o: dict) -> str:
@@ -124,6 +237,11 @@ class Command(BaseCommand):
         line = {key: summary[key] for key in keys}
         line["correct"] = full.metrics.correct
         line["option_order"] = run.option_order
+        record = run_record_counts(run=run)
+        line.update({key: record[key] for key in ("truncated", "cached", "tokens_spent_in", "tokens_spent_out",
+                                                  "abandoned_requests", "commonest_error", "error_classes")})
+        line.update(status=run.status, failure_reason=run.failure_reason, endpoint=run.endpoint.name, params=run.params)
+        line["record"] = record
         circular = analysis.run_circular_accuracy(run=run)
         if circular is not None:  # "accuracy" above is the plain one, over every rotation's row
             line.update(rotations=circular.rotations, circular_accuracy=circular.accuracy, circular_n=circular.n,
@@ -135,7 +253,7 @@ class Command(BaseCommand):
         width = 30
         filled = int(width * p.percent / 100)
         sys.stderr.write(f"\rrun {run.pk} {run.method:<30} [{'#' * filled}{'.' * (width - filled)}] "
-                         f"{p.resolved}/{p.total} errors {p.errors}" + ("\n" if final else ""))
+                         f"{p.resolved}/{p.total} errors {p.errors} {run.status}" + ("\n" if final else ""))
         sys.stderr.flush()
 
     def _progress_thread(self, run: Run):

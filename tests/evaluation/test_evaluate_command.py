@@ -1,0 +1,190 @@
+"""`evaluate` against real stand-in servers on 127.0.0.1: --endpoint uses the stored endpoint's settings (the
+run's params equal them), generation flags and --table9 reach the request body, a default max_tokens per
+method, the JSON line says what happened (truncated, cached, spent, errors), a repeated command is all
+cached, the preflight refuses a dead or wrong endpoint before any run, a failed run exits non-zero."""
+import io
+import json
+import socket
+import threading
+import time
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from evaluation import services
+from evaluation.models import ModelEndpoint, Run, RunStatus
+from tests.evaluation.stand_in import StandIn
+from tests.support.items import import_items
+
+pytestmark = pytest.mark.django_db(transaction=True)
+REPLY = "### Key Information:\nThe clue is in the first sentence of the story.\n\n### Answer:\n1"
+
+
+@pytest.fixture
+def items(detectbench_dir):
+    return import_items(detectbench_dir / "test.jsonl", split="test", limit=4)
+
+
+def evaluate(*args) -> tuple[list[dict], str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("evaluate", *args, "--split", "test", "--wait", "--in-process", "--no-progress", stdout=out, stderr=err)
+    return [json.loads(line) for line in out.getvalue().splitlines() if line.strip()], err.getvalue()
+
+
+def evaluate_fails(*args) -> tuple[str, list[dict]]:
+    out = io.StringIO()
+    with pytest.raises(CommandError) as refused:
+        call_command("evaluate", *args, "--split", "test", "--wait", "--in-process", "--no-progress", stdout=out,
+                     stderr=io.StringIO())
+    return str(refused.value), [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_endpoint_by_name_uses_its_settings_and_the_runs_params_equal_them(items):
+    with StandIn(reply=REPLY) as server:
+        plain = services.endpoint_create(name="plain", base_url=server.base_url, model="stand-in")
+        table9 = services.endpoint_create(name="paper table 9", base_url=server.base_url, model="stand-in",
+                                          table9_preset=True, extra_params={"top_k": 5})
+        (line,), _ = evaluate("--endpoint", "paper table 9")
+        body = server.bodies[-1]
+    run = Run.objects.get(pk=line["run"])
+    assert run.endpoint_id == table9.pk != plain.pk
+    assert run.params == table9.generation_params() == line["params"]
+    assert line["endpoint"] == "paper table 9"
+    assert (body["temperature"], body["top_p"], body["max_tokens"], body["seed"], body["top_k"]) == (
+        0.95, 0.95, 2000, 42, 5)
+
+
+def test_endpoint_by_name_refuses_generation_flags_and_names_the_known_endpoints(items):
+    services.endpoint_create(name="known one", base_url="http://127.0.0.1:9/v1", model="m")
+    message, _ = evaluate_fails("--endpoint", "known one", "--max-tokens", "10")
+    assert "--max-tokens" in message and "stored endpoint's settings" in message
+    message, _ = evaluate_fails("--endpoint", "nope")
+    assert "No endpoint named 'nope'" in message and "known one" in message
+    assert not Run.objects.exists()
+
+
+def test_generation_flags_reach_the_request_and_name_their_own_endpoint(items):
+    with StandIn(reply=REPLY) as server:
+        (line,), _ = evaluate("--base-url", server.base_url, "--model", "stand-in", "--max-tokens", "7",
+                              "--temperature", "0.3", "--top-p", "0.9", "--seed", "5", "--timeout", "30")
+        body = server.bodies[-1]
+        (paper,), _ = evaluate("--base-url", server.base_url, "--model", "stand-in", "--table9", "--limit", "1")
+        paper_body = server.bodies[-1]
+        (again,), _ = evaluate("--base-url", server.base_url, "--model", "stand-in", "--table9", "--limit", "1")
+    assert (body["max_tokens"], body["temperature"], body["top_p"], body["seed"]) == (7, 0.3, 0.9, 5)
+    endpoint = Run.objects.get(pk=line["run"]).endpoint
+    assert (endpoint.max_tokens, endpoint.temperature, endpoint.top_p, endpoint.seed, endpoint.timeout_s) == (
+        7, 0.3, 0.9, 5, 30.0)
+    assert Run.objects.get(pk=line["run"]).seed == 5  # the run's own seed too
+    assert (paper_body["temperature"], paper_body["top_p"], paper_body["max_tokens"], paper_body["seed"],
+            paper_body["top_k"]) == (0.95, 0.95, 2000, 42, 5)
+    paper_endpoint = Run.objects.get(pk=paper["run"]).endpoint
+    assert paper_endpoint.pk != endpoint.pk  # other settings on the same URL: another endpoint, found again
+    assert Run.objects.get(pk=again["run"]).endpoint_id == paper_endpoint.pk
+    assert again["cached"] == 1 and again["tokens_spent_out"] == 0
+
+
+def test_a_default_max_tokens_per_method_never_unlimited(items):
+    with StandIn(reply=REPLY) as server:
+        lines, _ = evaluate("--base-url", server.base_url, "--model", "stand-in", "--method", "naive,self-cot,free-text",
+                            "--limit", "1")
+        caps = [b["max_tokens"] for b in server.bodies]
+    assert caps == [512, 2000, 1024]
+    assert [line["params"]["max_tokens"] for line in lines] == [512, 2000, 1024]
+
+
+def test_the_json_line_records_truncated_cached_spent_and_a_repeat_is_all_cached(items):
+    with StandIn(reply=REPLY) as server:
+        args = ("--base-url", server.base_url, "--model", "stand-in", "--max-tokens", "5", "--temperature", "0.8")
+        (first,), err = evaluate(*args)
+        (second,), err2 = evaluate(*args)
+        assert len(server.bodies) == items
+    assert first["truncated"] == items and first["cached"] == 0 and first["tokens_spent_out"] == 5 * items
+    assert first["tokens_spent_in"] > 0 and first["errors"] == 0 and first["commonest_error"] is None
+    assert second["cached"] == items and second["truncated"] == items
+    assert second["tokens_spent_in"] == second["tokens_spent_out"] == 0
+    assert f"{items} truncated at the token cap" in err and f"{items} from the cache" in err2
+
+
+def test_preflight_refuses_a_refused_connection_before_any_run(items):
+    port = free_port()
+    message, lines = evaluate_fails("--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m")
+    assert "preflight" in message and "connection refused" in message and "no run was started" in message
+    assert lines == [] and not Run.objects.exists() and not ModelEndpoint.objects.exists()
+
+
+@pytest.mark.parametrize("case", ["no /v1", "unknown model", "wrong key", "no models route"])
+def test_preflight_names_what_is_wrong(items, case, monkeypatch):
+    monkeypatch.setenv("STANDIN_KEY", "sk-right")
+    with StandIn(reply=REPLY, key="sk-right", models=None if case == "no models route" else ("stand-in",)) as server:
+        url, model, key = server.base_url, "stand-in", "STANDIN_KEY"
+        if case == "no /v1":
+            url = url[: -len("/v1")]
+        elif case == "unknown model":
+            model = "gpt-9"
+        elif case == "wrong key":
+            monkeypatch.setenv("STANDIN_KEY", "sk-wrong")
+        if case == "no models route":  # the tiny completion instead, and the run goes ahead
+            (line,), _ = evaluate("--base-url", url, "--model", model, "--api-key-env", key, "--limit", "1")
+            assert server.bodies[0]["max_tokens"] == 1 and line["errors"] == 0
+            return
+        message, _ = evaluate_fails("--base-url", url, "--model", model, "--api-key-env", key)
+    expected = {"no /v1": "lacks /v1", "unknown model": "unknown model 'gpt-9'", "wrong key": "HTTP 401"}[case]
+    assert expected in message and "no run was started" in message
+    assert "sk-wrong" not in message and not Run.objects.exists()
+
+
+def test_an_unset_key_variable_is_a_warning_and_an_error_for_hosts_that_need_a_key(items, monkeypatch):
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    with StandIn(reply=REPLY) as server:
+        (line,), err = evaluate("--base-url", server.base_url, "--model", "stand-in", "--api-key-env",
+                                "NO_SUCH_KEY_VAR", "--limit", "1")
+    assert "warning: the API-key variable NO_SUCH_KEY_VAR is not set" in err and line["errors"] == 0
+    runs = Run.objects.count()
+    message, _ = evaluate_fails("--base-url", "https://api.openai.com/v1", "--model", "gpt-4o-mini",
+                                "--api-key-env", "NO_SUCH_KEY_VAR", "--no-preflight")
+    assert "api.openai.com needs an API key" in message and "NO_SUCH_KEY_VAR" in message
+    assert Run.objects.count() == runs and not ModelEndpoint.objects.filter(base_url__contains="openai").exists()
+
+
+def test_a_server_stopped_mid_run_fails_the_run_and_exits_non_zero(detectbench_dir, settings):
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=12)
+    settings.EVALUATION_BREAKER_THRESHOLD = 5
+    answered = []
+    server = StandIn(reply=REPLY)
+    stopper = threading.Thread(target=server.stop)
+
+    def responder(request):
+        answered.append(1)
+        if len(answered) == 3:
+            stopper.start()
+        return REPLY
+
+    server.responder = responder
+    server.start()
+    try:
+        started = time.monotonic()
+        message, (line,) = evaluate_fails("--base-url", server.base_url, "--model", "stand-in", "--concurrency", "1",
+                                          "--method", "naive,self-cot")
+        elapsed = time.monotonic() - started
+    finally:
+        stopper.join()
+    assert f"run {line['run']} (naive) failed" in message and "connection refused" in message
+    assert "not launched: self-cot" in message
+    assert line["status"] == RunStatus.FAILED and "kept failing" in line["failure_reason"]
+    assert elapsed < 60
+
+
+def test_a_run_whose_rows_are_all_errors_exits_non_zero(items):
+    with StandIn(reply=REPLY, fail_when=lambda request: request.get("max_tokens") != 1) as server:
+        message, (line,) = evaluate_fails("--base-url", server.base_url, "--model", "stand-in")
+    assert line["errors"] == items and line["status"] == RunStatus.FAILED
+    assert line["commonest_error"]["count"] == items and "maximum context length" in line["commonest_error"]["message"]
+    assert line["error_classes"] == {"http_400": items}
+    assert "failed" in message and "every row failed" in message
