@@ -13,9 +13,10 @@ Three things keep a run moving without a manual Resume:
   whose retry could not be published is gone too. `reconcile_runs` (Celery beat, every
   ``EVALUATION_RECONCILE_INTERVAL_S``) looks at each queued/running run: the items with a missing
   row that no live chunk (heartbeat), queued message or unacknowledged message covers, for
-  at least ``EVALUATION_RECONCILE_GRACE_S``, are enqueued again, and only those. A run with no chunk
-  and no message at all is re-enqueued only when it also wrote no row for ``EVALUATION_RECONCILE_STALL_S``
-  (a run computed in-process by ``evaluate --wait`` has no chunk but makes progress). A run whose rows
+  at least ``EVALUATION_RECONCILE_GRACE_S``, are enqueued again, and only those. A run that no chunk
+  ever worked on (as far as this Redis knows) is re-enqueued only when it also wrote no row for
+  ``EVALUATION_RECONCILE_STALL_S`` (a run computed in-process by ``evaluate --wait`` has no chunk but
+  makes progress). A run whose rows
   are all there is marked finished. Re-enqueueing a run that then makes no progress backs off
   exponentially, so a chunk that fails for another reason does not loop.
 
@@ -71,6 +72,11 @@ def _run_chunks_key(run_id: int) -> str:
 
 def _uncovered_key(run_id: int) -> str:
     return f"{PREFIX}:run:{run_id}:uncovered"
+
+
+def _chunked_key(run_id: int) -> str:
+    """Set by every heartbeat: this run is computed by chunk tasks (not in-process by ``evaluate --wait``)."""
+    return f"{PREFIX}:run:{run_id}:chunked"
 
 
 def _state_key(run_id: int) -> str:
@@ -195,6 +201,7 @@ class ChunkHeartbeat:
         pipe.set(_chunk_key(self.token), json.dumps({"run": self.run_id, "items": self.item_ids}), ex=ttl)
         pipe.sadd(_run_chunks_key(self.run_id), self.token)
         pipe.expire(_run_chunks_key(self.run_id), 86400)
+        pipe.set(_chunked_key(self.run_id), 1, ex=86400)
         pipe.execute()
         if self.task_id:
             self.renewed += _renew_delivery(client, self.task_id)
@@ -327,7 +334,7 @@ def _reconcile_run(client, run, in_broker: set[int]) -> RunCheck:
     if stats["rows"] >= run.total:
         execution.refresh_status(run.pk)
         check.finished = True
-        client.delete(_uncovered_key(run.pk), _state_key(run.pk))
+        client.delete(_uncovered_key(run.pk), _state_key(run.pk), _chunked_key(run.pk))
         return check
     missing = absent_item_ids(run)
     check.missing = len(missing)
@@ -352,8 +359,9 @@ def _reconcile_run(client, run, in_broker: set[int]) -> RunCheck:
     due = [i for i in uncovered if now - seen.get(i, now) >= grace]
     if not due:
         return check
-    if not covered:
-        # Nothing of this run is alive anywhere: it may still be computed in-process; wait for a stall.
+    if not covered and not client.exists(_chunked_key(run.pk)):
+        # Nothing of this run is alive anywhere and no chunk ever ran since the broker's Redis started: it may
+        # be computed in-process; wait for a stall.
         last = max(filter(None, [stats["last"], run.started_at])) if stats["last"] or run.started_at else run.created_at
         if (timezone.now() - last).total_seconds() < float(settings.EVALUATION_RECONCILE_STALL_S):
             check.note = "no chunk, but progress"

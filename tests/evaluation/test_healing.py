@@ -89,13 +89,19 @@ def test_a_stalled_run_gets_only_its_missing_items_enqueued_after_the_grace_and_
 @fast
 def test_items_a_live_chunk_computes_are_left_to_it(items, broker, settings, reconcile_pass):
     settings.EVALUATION_RECONCILE_GRACE_S = 0
-    run = stalled_run(items, done=items[:4])
+    run = stalled_run(items, done=items[:4], minutes_ago=0)
     with reconcile.heartbeat(run_id=run.pk, item_ids=items[4:12]):
         assert reconcile.claim_items(run.pk, items[8:16]) == items[12:16]  # a second copy leaves them too
         check = reconcile_pass(run)
     assert check.missing == 20 and check.uncovered == 12
     assert check.enqueued == items[12:]  # another chunk is alive: no need to wait for a stall
     assert reconcile.live_chunk_items(broker, run.pk) == set()  # the heartbeat is gone with its chunk
+
+    for key in reconcile._queue_keys(broker):  # the queued chunks are lost, the live one died
+        broker.delete(key)
+    again = reconcile_pass(run)
+    # Rows were written just now, but chunks worked on this run: its lost items are not left to a stall.
+    assert again.enqueued == items[4:] and again.note == ""
 
 
 @fast
