@@ -52,7 +52,10 @@ def reconcile_runs() -> dict:
     return {"runs": len(report.runs), "enqueued": report.enqueued}
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True, autoretry_for=INFRASTRUCTURE_ERRORS,
+             retry_backoff=settings.EVALUATION_CHUNK_RETRY_BACKOFF_S,
+             retry_backoff_max=settings.EVALUATION_CHUNK_RETRY_BACKOFF_MAX_S, retry_jitter=True,
+             max_retries=settings.EVALUATION_CHUNK_MAX_RETRIES, retry_kwargs={"retry_policy": RETRY_PUBLISH_POLICY})
 def judge_run_execute(judge_run_id: int) -> dict:
     """Compute the labels a judge run still lacks (targets already labelled are skipped), then its counts."""
     judge_run = execute_judge_run(judge_run_id=judge_run_id)
