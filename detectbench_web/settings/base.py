@@ -310,6 +310,8 @@ SPECTACULAR_SETTINGS = {
     # Security (issue 11): Swagger UI from the sidecar's static files (offline, CSP 'self').
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # Offline: Swagger UI's default validatorUrl loads a badge from validator.swagger.io on any non-local host.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     # `check --deploy` without warnings (issue 11): "status" choice sets spectacular cannot name by
     # itself (drf_spectacular.W001, "StatusD9eEnum"); runs and judge runs share RunStatus.
     "ENUM_NAME_OVERRIDES": {"StudyStatusEnum": "studies.models.StudyStatus",

@@ -29,36 +29,21 @@ from annotation.models import Item, ItemStatus
 from evaluation.models import Run
 from studies.models import Attempt, AttemptStatus, Response, Study
 from tests.conftest import REPO_DIR, start_celery_worker
+from tests.support.make_run import DEMO_PASSWORDS, RUN_SH, RUN_SH_LINES, make_run_database
 
 # serialized_rollback: the rows the data migrations write (roles, stage settings) are there, as after `migrate`.
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS_DIR", REPO_DIR / "var" / "test-artifacts")) / "walkthrough"
-RUN_SH = (REPO_DIR / "scripts" / "run.sh").read_text()
-DEMO_PASSWORDS = {"researcher": "researcher-demo", "annotator": "annotator-demo", "annotator2": "annotator-demo"}
 QUICK_LIMIT = 30  # seconds: the participant's time runs out while the others work
 RETURN_TEXT = "Time is up: please return the study on Prolific so that your place goes to someone else."
 
 
-def make_run_database() -> None:
-    """What scripts/run.sh does to a fresh database, with the same management commands and arguments."""
-    call_command("load_sample_data")
-    call_command("create_demo_accounts")
-    call_command("create_study", "--slug", "demo", "--title", "Demo study", "--split", "test",
-                 "--per-participant", "5", "--raters", "3", "--time-limit", "1800", "--status", "open",
-                 "--completion-code", "DEMO2026", "--timeout-code", "DEMO2026-TIMEOUT")
-    for model in ("first-option", "lexical", "random"):
-        call_command("evaluate", "--builtin", model, "--method", "naive,detective-thinking", "--split", "test",
-                     "--in-process", "--wait", "--no-progress")
-
-
 def test_make_run_database_follows_run_sh():
     """The walkthrough's database is the one `make run` builds: the same commands with the same arguments."""
-    for line in ("manage.py load_sample_data", "manage.py create_demo_accounts",
-                 '--time-limit 1800 --status open --completion-code DEMO2026 --timeout-code DEMO2026-TIMEOUT',
-                 '--method naive,detective-thinking --split test --in-process --wait --no-progress',
-                 "for model in first-option lexical random"):
-        assert line in RUN_SH, f"scripts/run.sh changed: update make_run_database() ({line!r})"
+    run_sh = RUN_SH.read_text()
+    for line in RUN_SH_LINES:
+        assert line in run_sh, f"scripts/run.sh changed: update tests/support/make_run.py ({line!r})"
 
 
 class Shots:
