@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import apis, apis_tables
+from . import apis, apis_analysis, apis_tables
 from .judge import apis as judge_apis
 
 app_name = "evaluation_api"
@@ -12,7 +12,13 @@ urlpatterns = [
     path("runs/<int:pk>/cancel/", apis.RunCancelAPI.as_view(), name="run-cancel"),
     path("runs/<int:pk>/resume/", apis.RunResumeAPI.as_view(), name="run-resume"),
     path("runs/<int:pk>/results/", apis.RunResultsAPI.as_view(), name="run-results"),
+    path("sweeps/", apis_analysis.SweepLaunchAPI.as_view(), name="sweep-launch"),
+    path("sweeps/estimate/", apis_analysis.SweepEstimateAPI.as_view(), name="sweep-estimate"),
     path("leaderboard/", apis_tables.LeaderboardAPI.as_view(), name="leaderboard"),
+    path("figures/", apis_analysis.FigureListAPI.as_view(), name="figure-list"),
+    path("figures/<slug:name>/", apis_analysis.FigureDataAPI.as_view(), name="figure-data"),
+    path("figures/<slug:name>/<slug:fmt>/", apis_analysis.FigureFileAPI.as_view(), name="figure-file"),
+    path("quality/", apis_analysis.QualityReportAPI.as_view(), name="quality-report"),
     path("compare/", apis_tables.RunCompareAPI.as_view(), name="run-compare"),
     path("judge-configs/", judge_apis.JudgeConfigListAPI.as_view(), name="judge-config-list"),
     path("judge-runs/", judge_apis.JudgeRunListAPI.as_view(), name="judge-run-list"),

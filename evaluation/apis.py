@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 
@@ -45,11 +47,19 @@ class RunSerializer(serializers.ModelSerializer):
         return {"total": p.total, "done": p.done, "errors": p.errors}
 
 
-class RunLaunchSerializer(serializers.Serializer):
-    endpoint = serializers.PrimaryKeyRelatedField(queryset=ModelEndpoint.objects.all())
-    method = serializers.ChoiceField(choices=METHOD_CHOICES)
+@extend_schema_field(OpenApiTypes.STR)
+class ItemStatusField(serializers.ChoiceField):
+    """Item.status's choices; a plain string in the schema, whose ItemStatus enum is Item.status's by name."""
+
+
+class SelectionSerializer(serializers.Serializer):
+    """The item selection and sampling of a launch (one run, or a sweep of several)."""
+
+    METHODS = METHOD_CHOICES
     split = serializers.CharField(required=False, allow_blank=True, default="", max_length=40)
-    item_status = serializers.ChoiceField(choices=ItemStatus.choices, required=False, allow_blank=True, default="")
+    item_status = ItemStatusField(choices=ItemStatus.choices, required=False, allow_blank=True, default="",
+                                  help_text="Only items in this status: " + ", ".join(ItemStatus.values)
+                                  + " (empty: any)")
     question_type = serializers.ChoiceField(choices=QUESTION_TYPES, required=False, allow_blank=True, default="")
     ids = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=MAX_INT), required=False,
                                 default=list, max_length=MAX_IDS)
@@ -59,6 +69,11 @@ class RunLaunchSerializer(serializers.Serializer):
     k = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=50, default=None)
     option_order = serializers.ChoiceField(choices=OptionOrder.choices, default=OptionOrder.ORIGINAL)
     chunk_size = serializers.IntegerField(required=False, default=400, min_value=1, max_value=10_000)
+
+
+class RunLaunchSerializer(SelectionSerializer):
+    endpoint = serializers.PrimaryKeyRelatedField(queryset=ModelEndpoint.objects.all())
+    method = serializers.ChoiceField(choices=METHOD_CHOICES)
 
 
 class ResultSerializer(serializers.ModelSerializer):
@@ -82,12 +97,18 @@ class EndpointListAPI(generics.ListCreateAPIView):
         serializer.instance = services.endpoint_create(**serializer.validated_data)
 
 
-class EndpointDetailAPI(generics.RetrieveAPIView):
+class EndpointDetailAPI(generics.RetrieveUpdateAPIView):
+    """GET: one endpoint; PUT / PATCH: change it (through ``services.endpoint_update``, validated as on
+    creation: the key is only ever the name of an environment variable)."""
+
     permission_classes = [IsResearcher]
     serializer_class = EndpointSerializer
 
     def get_queryset(self):
         return selectors.endpoint_list()
+
+    def perform_update(self, serializer):
+        serializer.instance = services.endpoint_update(endpoint=serializer.instance, **serializer.validated_data)
 
 
 class RunListAPI(generics.ListAPIView):

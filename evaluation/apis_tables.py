@@ -16,10 +16,25 @@ from detectbench_web.roles import IsResearcher
 from .forms import MAX_INT, parse_run_ids
 from .leaderboard import leaderboard
 from .models import OptionOrder, Run
+from .quality_checks import FLAG_KINDS
 from .run_compare import run_comparison
 
 
-class LeaderboardQuerySerializer(serializers.Serializer):
+class ExclusionQuerySerializer(serializers.Serializer):
+    """Leave out the items the data-quality report of the split flags (as the pages and commands do)."""
+
+    exclude_flagged = serializers.BooleanField(required=False, default=False,
+                                               help_text="Exclude every flagged item (any kind).")
+    exclude = serializers.ListField(child=serializers.ChoiceField(choices=list(FLAG_KINDS)), required=False,
+                                    default=list, max_length=len(FLAG_KINDS),
+                                    help_text="Exclude the items flagged with these kinds (repeat the parameter).")
+
+    @staticmethod
+    def exclusion(data: dict) -> tuple[str, ...]:
+        return tuple(FLAG_KINDS) if data.get("exclude_flagged") else tuple(dict.fromkeys(data.get("exclude") or ()))
+
+
+class LeaderboardQuerySerializer(ExclusionQuerySerializer):
     split = serializers.CharField(required=False, allow_blank=True, default="", max_length=40,
                                   help_text="The split (required unless runs are given).")
     runs = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000,
@@ -93,6 +108,8 @@ class LeaderboardSerializer(serializers.Serializer):
     common_items = serializers.IntegerField(allow_null=True)
     scope = serializers.CharField()
     alpha = serializers.FloatField()
+    excluded_kinds = serializers.ListField(child=serializers.CharField(), help_text="Flags whose items were left out")
+    excluded_items = serializers.IntegerField(help_text="Flagged items of the table's item set left out")
     reference = serializers.CharField(allow_null=True)
     cells = LeaderboardCellSerializer(many=True)
     baselines = BaselineRowSerializer(many=True)
@@ -113,11 +130,11 @@ class LeaderboardAPI(generics.GenericAPIView):
         query.is_valid(raise_exception=True)
         d = query.validated_data
         table = leaderboard(split=d["split"], run_ids=d["runs"], option_order=d["option_order"],
-                            common=d["common"], reference=d["reference"])
+                            common=d["common"], reference=d["reference"], exclude=query.exclusion(d))
         return Response(table.as_json())
 
 
-class RunCompareQuerySerializer(serializers.Serializer):
+class RunCompareQuerySerializer(ExclusionQuerySerializer):
     a = serializers.IntegerField(min_value=1, max_value=MAX_INT, help_text="Run A (the reference side)")
     b = serializers.IntegerField(min_value=1, max_value=MAX_INT, help_text="Run B")
 
@@ -149,6 +166,8 @@ class RunComparisonSerializer(serializers.Serializer):
     pairs = serializers.IntegerField()
     dropped = DroppedSerializer()
     stale_pairs = serializers.IntegerField()
+    excluded_kinds = serializers.ListField(child=serializers.CharField(), help_text="Flags whose items were left out")
+    excluded_items = serializers.IntegerField(help_text="Flagged items either run answered, left out")
     table = serializers.ListField(child=serializers.ListField(child=serializers.IntegerField()),
                                   help_text="[[both right, A right / B wrong], [A wrong / B right, both wrong]]")
     discordant = _INT_PAIR
@@ -174,4 +193,4 @@ class RunCompareAPI(generics.GenericAPIView):
         runs = Run.objects.select_related("endpoint").defer("item_ids", "requested_ids")
         a = get_object_or_404(runs, pk=query.validated_data["a"])
         b = get_object_or_404(runs, pk=query.validated_data["b"])
-        return Response(run_comparison(a=a, b=b).as_json())
+        return Response(run_comparison(a=a, b=b, exclude=query.exclusion(query.validated_data)).as_json())

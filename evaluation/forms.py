@@ -3,6 +3,7 @@ from django import forms
 from annotation.item_facts import QUESTION_TYPES
 from annotation.models import ItemStatus
 
+from .forms_analysis import FlagExclusionForm
 from .methods import METHOD_CHOICES
 from .models import ModelEndpoint, OptionOrder
 
@@ -20,6 +21,13 @@ class EndpointForm(forms.ModelForm):
 
     table9_preset = forms.BooleanField(required=False, label="Use the paper's Table 9 parameters",
                                        help_text="temperature 0.95, top_p 0.95, max_tokens 2000, seed 42")
+
+    def _post_clean(self):
+        super()._post_clean()
+        if "api_key_env" in self.errors:
+            # A refused "variable name" may be a key pasted by mistake: never send it back in the page.
+            self.data = self.data.copy()
+            self.data["api_key_env"] = ""
 
 
 MAX_INT = 2**31 - 1  # the database's integer columns
@@ -40,11 +48,20 @@ def parse_item_ids(raw: str) -> list[int]:
     return ids
 
 
+MAX_SWEEP_ENDPOINTS = 50
+
+
 class RunLaunchForm(forms.Form):
-    endpoint = forms.ModelChoiceField(queryset=ModelEndpoint.objects.order_by("name"))
-    # Nothing ticked: each ticked method is a run of its own, so a launch makes exactly the runs chosen.
+    """A sweep: every ticked endpoint x every ticked method over one item selection, one run each.
+
+    Nothing is ticked unless asked for (``?endpoint=`` ticks that endpoint), so a launch makes exactly
+    the runs chosen. A single ``endpoint`` value (the form before sweeps) is taken as ``endpoints``."""
+
+    endpoints = forms.ModelMultipleChoiceField(queryset=ModelEndpoint.objects.order_by("name"),
+                                               widget=forms.CheckboxSelectMultiple,
+                                               help_text="Each endpoint ticked is asked with every method ticked.")
     methods = forms.MultipleChoiceField(choices=METHOD_CHOICES, widget=forms.CheckboxSelectMultiple,
-                                        help_text="Each method ticked becomes a run of its own.")
+                                        help_text="Each (endpoint, method) ticked becomes a run of its own.")
     split = forms.CharField(initial="test", required=False, max_length=40)
     item_status = forms.ChoiceField(choices=[("", "any")] + list(ItemStatus.choices), required=False)
     question_type = forms.ChoiceField(choices=[("", "any")] + [(t, t) for t in QUESTION_TYPES], required=False)
@@ -56,8 +73,31 @@ class RunLaunchForm(forms.Form):
                            help_text="Samples per answer for self-consistency / complexity-CoT (default 5)")
     option_order = forms.ChoiceField(choices=OptionOrder.choices, initial=OptionOrder.ORIGINAL)
 
+    def __init__(self, data=None, *args, **kwargs):
+        if data is not None and "endpoints" not in data and data.get("endpoint"):
+            data = data.copy()
+            if hasattr(data, "setlist"):  # a QueryDict
+                data.setlist("endpoints", data.getlist("endpoint"))
+            else:
+                data["endpoints"] = [data["endpoint"]]
+        super().__init__(data, *args, **kwargs)
+
     def clean_ids(self) -> list[int]:
         return parse_item_ids(self.cleaned_data.get("ids") or "")
+
+    def clean_endpoints(self):
+        endpoints = self.cleaned_data.get("endpoints")
+        if endpoints is not None and len(endpoints) > MAX_SWEEP_ENDPOINTS:
+            raise forms.ValidationError(f"At most {MAX_SWEEP_ENDPOINTS} endpoints in one sweep.")
+        return endpoints
+
+    def selection(self) -> dict:
+        """Keyword arguments of ``services.sweep_launch`` / ``sweeps.sweep_estimate`` (endpoints and methods apart)."""
+        d = self.cleaned_data
+        return {"split": d.get("split") or "", "item_status": d.get("item_status") or "",
+                "question_type": d.get("question_type") or "", "ids": d.get("ids") or [], "limit": d.get("limit"),
+                "seed": d.get("seed") if d.get("seed") is not None else 42, "samples": d.get("samples") or 1,
+                "k": d.get("k"), "option_order": d.get("option_order") or OptionOrder.ORIGINAL}
 
 
 def parse_run_ids(raw: str) -> list[int]:
@@ -65,7 +105,7 @@ def parse_run_ids(raw: str) -> list[int]:
     return parse_item_ids(raw)
 
 
-class LeaderboardForm(forms.Form):
+class LeaderboardForm(FlagExclusionForm):
     """The selection of a leaderboard: a split, or chosen runs (then their common items); never neither."""
 
     split = forms.CharField(required=False, max_length=40)
@@ -84,10 +124,10 @@ class LeaderboardForm(forms.Form):
         """Keyword arguments of ``leaderboard.leaderboard``."""
         d = self.cleaned_data
         return {"split": d["split"], "run_ids": d["runs"], "option_order": d["option_order"], "common": d["common"],
-                "reference": d["reference"]}
+                "reference": d["reference"], "exclude": self.exclusion()}
 
 
-class RunCompareForm(forms.Form):
+class RunCompareForm(FlagExclusionForm):
     a = forms.IntegerField(min_value=1, max_value=MAX_INT, label="Run A")
     b = forms.IntegerField(min_value=1, max_value=MAX_INT, label="Run B")
 

@@ -5,6 +5,22 @@ from .models import OptionOrder
 from .quality_checks import FLAG_KINDS
 
 
+class FlagExclusionForm(forms.Form):
+    """Leave out the items the data-quality report flags: every kind, or the kinds ticked."""
+
+    exclude_flagged = forms.BooleanField(required=False, label="Exclude flagged items",
+                                         help_text="Every item the data-quality report flags, of any kind.")
+    exclude = forms.MultipleChoiceField(choices=list(FLAG_KINDS.items()), required=False,
+                                        widget=forms.CheckboxSelectMultiple,
+                                        label="Exclude items flagged with")
+
+    def exclusion(self) -> tuple[str, ...]:
+        """The flag kinds whose items are left out (none: nothing is excluded)."""
+        if self.cleaned_data.get("exclude_flagged"):
+            return tuple(FLAG_KINDS)
+        return tuple(self.cleaned_data.get("exclude") or ())
+
+
 class SplitForm(forms.Form):
     """A split must be chosen: nothing is computed over a silent mix of item sets."""
 
@@ -15,9 +31,6 @@ class SplitForm(forms.Form):
         self.fields["split"].choices = [(s, s) for s in splits]
 
 
-class FigureForm(SplitForm):
+class FigureForm(SplitForm, FlagExclusionForm):
     option_order = forms.ChoiceField(choices=[("", "any (each run labelled)")] + list(OptionOrder.choices),
                                      required=False, initial=OptionOrder.ORIGINAL)
-    exclude = forms.MultipleChoiceField(choices=list(FLAG_KINDS.items()), required=False,
-                                        widget=forms.CheckboxSelectMultiple,
-                                        label="Exclude items flagged with")

@@ -89,3 +89,47 @@ def estimate(*, methods: Sequence[Method], k: int | None, items: int, item_token
                       else max_out * float(price_out_per_mtok) / 1_000_000),
         builtin=builtin,
     )
+
+
+@dataclass(frozen=True)
+class SweepEstimate:
+    """A sweep's estimate: one LaunchEstimate per endpoint (its runs are the methods), and the totals."""
+
+    endpoints: tuple[tuple[str, LaunchEstimate], ...]
+
+    @property
+    def runs(self) -> int:
+        return sum(len(e.runs) for _, e in self.endpoints)
+
+    @property
+    def requests(self) -> int:
+        return sum(e.requests for _, e in self.endpoints)
+
+    @property
+    def tokens_in(self) -> int:
+        return sum(e.tokens_in for _, e in self.endpoints)
+
+    @property
+    def cost_in(self) -> float | None:
+        """The input cost of the priced endpoints (None when none has an input price)."""
+        costs = [e.cost_in for _, e in self.endpoints if e.cost_in is not None]
+        return sum(costs) if costs else None
+
+    @property
+    def cost_out_max(self) -> float | None:
+        costs = [e.cost_out_max for _, e in self.endpoints if e.cost_out_max is not None]
+        return sum(costs) if costs else None
+
+    @property
+    def priced(self) -> bool:
+        return any(e.priced for _, e in self.endpoints)
+
+    @property
+    def unpriced(self) -> list[str]:
+        """Endpoints that cost something but have no prices: their cost is not in the totals."""
+        return [name for name, e in self.endpoints if not e.builtin and not e.priced]
+
+    def as_dict(self) -> dict:
+        return {"runs": self.runs, "requests": self.requests, "tokens_in": self.tokens_in, "cost_in": self.cost_in,
+                "cost_out_max": self.cost_out_max, "priced": self.priced, "unpriced": self.unpriced,
+                "endpoints": [{"endpoint": name, **e.as_dict()} for name, e in self.endpoints]}

@@ -25,6 +25,7 @@ from .metrics import RunMetrics
 from .models import ModelEndpoint, OptionOrder, Run, RunStatus
 from .outcomes import circular_verdicts, common_item_ids, paired_counts
 from .paired import ALPHA, Paired, holm, mcnemar_exact_many, wilson
+from .quality import check_kinds, flagged_item_ids
 
 
 def _pct(value: float | None) -> float | None:
@@ -132,6 +133,8 @@ class Leaderboard:
     baselines: list[BaselineRow] = field(default_factory=list)
     reference: Cell | None = None
     alpha: float = ALPHA
+    excluded_kinds: tuple[str, ...] = ()  # quality flags whose items were left out
+    excluded_items: int = 0  # flagged items of the table's item set left out
 
     @property
     def cells(self) -> list[Cell]:
@@ -139,11 +142,21 @@ class Leaderboard:
 
     @property
     def scope(self) -> str:
+        return self._items_text() + self.exclusion_text
+
+    def _items_text(self) -> str:
         if self.run_ids:
             return (f"the {self.common_items} items common to runs "
                     + ", ".join(f"#{pk}" for pk in self.run_ids) + " (at their current versions)")
         where = f"split {self.split}, {self.option_order} option order"
         return f"{where}, the {self.common_items} items common to every cell" if self.common else where
+
+    @property
+    def exclusion_text(self) -> str:
+        if not self.excluded_kinds:
+            return ""
+        return (f"; {self.excluded_items} flagged item(s) excluded "
+                f"({', '.join(self.excluded_kinds)}, from the data-quality report)")
 
     @property
     def n_range(self) -> tuple[int, int] | None:
@@ -154,6 +167,7 @@ class Leaderboard:
         return {
             "split": self.split, "runs": self.run_ids, "option_order": self.option_order, "common": self.common,
             "common_items": self.common_items, "scope": self.scope, "alpha": self.alpha,
+            "excluded_kinds": list(self.excluded_kinds), "excluded_items": self.excluded_items,
             "reference": self.reference.key if self.reference else None,
             "cells": [c.as_json() for c in self.cells],
             "baselines": [{"key": b.key, "label": b.label, "note": b.note,
@@ -207,8 +221,9 @@ def _chosen_runs(run_ids: Sequence[int]) -> list[Run]:
 
 
 def leaderboard(*, split: str = "", run_ids: Sequence[int] = (), option_order: str = OptionOrder.ORIGINAL,
-                reference: str = "", common: bool = False) -> Leaderboard:
-    """The table of a split (latest finished run per cell), or of chosen runs on their common items."""
+                reference: str = "", common: bool = False, exclude: Sequence[str] = ()) -> Leaderboard:
+    """The table of a split (latest finished run per cell), or of chosen runs on their common items;
+    without the items flagged (data-quality report) with any of the ``exclude`` kinds."""
     run_ids = sorted(set(run_ids))
     if run_ids:
         runs, common = _chosen_runs(run_ids), True
@@ -219,6 +234,11 @@ def leaderboard(*, split: str = "", run_ids: Sequence[int] = (), option_order: s
     else:
         runs = _runs_for_split(split, option_order)
     item_ids = common_item_ids(runs) if common and runs else None
+    common_items = len(item_ids) if item_ids is not None else None
+    kinds, excluded = (), 0
+    if exclude:
+        kinds = check_kinds(exclude)
+        item_ids, excluded = _without_flagged(split, runs, item_ids, kinds)
     ref_run = _reference_run(runs, reference) if reference else None
     metrics = metrics_many(runs=runs, fresh_only=True, item_ids=item_ids, reference=ref_run)
     circular = circular_verdicts(runs, item_ids)
@@ -232,12 +252,25 @@ def leaderboard(*, split: str = "", run_ids: Sequence[int] = (), option_order: s
         if any(row):
             rows.append({"method": method, "family": method.family, "cells": row})
     table = Leaderboard(split=split, run_ids=list(run_ids), option_order=option_order if not run_ids else "",
-                        common=common, common_items=len(item_ids) if item_ids is not None else None,
-                        endpoints=endpoints, rows=rows)
+                        common=common, common_items=common_items if common_items is None else common_items - excluded,
+                        endpoints=endpoints, rows=rows, excluded_kinds=kinds, excluded_items=excluded)
     if ref_run is not None:
         _test_against(table, ref_run, item_ids)
     table.baselines = _baselines(table, item_ids)
     return table
+
+
+def _without_flagged(split: str, runs: Sequence[Run], item_ids: list[int] | None,
+                     kinds: Sequence[str]) -> tuple[list[int], int]:
+    """The table's items (the common ones, else the split's) without the flagged ones, and how many went."""
+    if not split:
+        raise Invalid("Excluding flagged items needs a split (the data-quality report is per split).",
+                      field="exclude")
+    flagged = flagged_item_ids(split=split, kinds=kinds)
+    candidates = item_ids if item_ids is not None else Item.objects.filter(split=split).values_list("pk", flat=True)
+    candidates = list(candidates)
+    kept = [pk for pk in candidates if pk not in flagged]
+    return kept, len(candidates) - len(kept)
 
 
 def _reference_run(runs: Sequence[Run], reference: str) -> Run:

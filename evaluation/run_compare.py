@@ -9,11 +9,13 @@ Runs on different splits are refused: they share no items, and a table of nothin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from detectbench_web.errors import Invalid
 
 from .models import Result, Run
 from .paired import Paired, pair_outcomes
+from .quality import check_kinds, flagged_item_ids
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,8 @@ class RunComparison:
     paired: Paired
     stale_pairs: int  # pairs at an item version that is no longer the item's
     differing: list[DiffRow]
+    excluded_kinds: tuple[str, ...] = ()  # quality flags whose items were left out
+    excluded_items: int = 0  # flagged items either run answered, left out
 
     def as_json(self) -> dict:
         p = self.paired
@@ -60,6 +64,7 @@ class RunComparison:
                 "table": p.table(), "discordant": list(p.discordant), "p_value": p.p_value,
                 "accuracy_a": (p.both_right + p.ref_right_other_wrong) / p.n if p.n else None,
                 "accuracy_b": (p.both_right + p.ref_wrong_other_right) / p.n if p.n else None,
+                "excluded_kinds": list(self.excluded_kinds), "excluded_items": self.excluded_items,
                 "differing": [d.as_json() for d in self.differing]}
 
 
@@ -79,7 +84,8 @@ def _outcomes(run: Run) -> tuple[dict[tuple[int, int], bool], dict[tuple[int, in
     return outcome, {key: groups[key][0] for key in outcome}
 
 
-def run_comparison(*, a: Run, b: Run) -> RunComparison:
+def run_comparison(*, a: Run, b: Run, exclude: Sequence[str] = ()) -> RunComparison:
+    """``exclude``: leave out the items flagged with these kinds in the data-quality report of the runs' split."""
     if a.pk == b.pk:
         raise Invalid("Choose two different runs.", field="b")
     if a.split and b.split and a.split != b.split:
@@ -87,6 +93,17 @@ def run_comparison(*, a: Run, b: Run) -> RunComparison:
                       field="b")
     outcome_a, rows_a = _outcomes(a)
     outcome_b, rows_b = _outcomes(b)
+    kinds, excluded = (), 0
+    if exclude:
+        kinds = check_kinds(exclude)
+        split = a.split or b.split
+        if not split:
+            raise Invalid("Excluding flagged items needs runs on a split (the data-quality report is per split).",
+                          field="exclude")
+        flagged = flagged_item_ids(split=split, kinds=kinds)
+        excluded = len({item for item, _ in (*outcome_a, *outcome_b)} & flagged)
+        outcome_a = {key: v for key, v in outcome_a.items() if key[0] not in flagged}
+        outcome_b = {key: v for key, v in outcome_b.items() if key[0] not in flagged}
     paired = pair_outcomes(outcome_a, outcome_b)
     common = outcome_a.keys() & outcome_b.keys()
     differing = []
@@ -98,4 +115,5 @@ def run_comparison(*, a: Run, b: Run) -> RunComparison:
                                  current_version=ra[5], gold=ra[8], a=Side(ra[0], outcome_a[key], ra[4]),
                                  b=Side(rb[0], outcome_b[key], rb[4])))
     stale = sum(1 for key in common if rows_a[key][5] != key[1])
-    return RunComparison(a=a, b=b, paired=paired, stale_pairs=stale, differing=differing)
+    return RunComparison(a=a, b=b, paired=paired, stale_pairs=stale, differing=differing, excluded_kinds=kinds,
+                         excluded_items=excluded)

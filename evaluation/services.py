@@ -45,6 +45,30 @@ def _settings_label(settings: dict) -> str:
     return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in shown.items())
 
 
+#: What an edit may change (the rest, id and created_at, is the endpoint's identity).
+ENDPOINT_FIELDS = ("name", "kind", "base_url", "model", "api_key_env", "temperature", "top_p", "max_tokens", "seed",
+                   "extra_params", "max_concurrency", "requests_per_minute", "timeout_s", "max_attempts",
+                   "retry_budget_s", "price_in_per_mtok", "price_out_per_mtok", "use_cache")
+
+
+@transaction.atomic
+def endpoint_update(*, endpoint: ModelEndpoint, table9_preset: bool = False, **fields) -> ModelEndpoint:
+    """Change an endpoint's settings (validated as on creation; the key is still only a variable's name).
+
+    Runs already launched keep the generation parameters they were launched with (Run.params)."""
+    unknown = sorted(set(fields) - set(ENDPOINT_FIELDS))
+    if unknown:
+        raise Invalid(f"Not a setting of an endpoint: {', '.join(unknown)}.", field=unknown[0])
+    if table9_preset:
+        fields.update(TABLE9_PRESET)
+    endpoint = ModelEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+    for name, value in fields.items():
+        setattr(endpoint, name, value)
+    endpoint.full_clean()
+    endpoint.save()
+    return endpoint
+
+
 @transaction.atomic
 def endpoint_for_cli(*, base_url: str = "", model: str = "", api_key_env: str = "", builtin: str = "",
                      concurrency: int | None = None, name: str = "", settings: dict | None = None) -> ModelEndpoint:
@@ -111,6 +135,29 @@ def runs_launch(*, methods: Sequence[str], **selection) -> list[Run]:
 
 
 @transaction.atomic
+def sweep_launch(*, endpoints: Sequence[ModelEndpoint], methods: Sequence[str], note: str = "",
+                 **selection) -> list[Run]:
+    """A sweep: one run per (endpoint, method) over one item selection, all of them or none.
+
+    The runs share a note naming the sweep (its size and first run) unless a note is given, so that
+    the run list shows which runs were launched together."""
+    if not endpoints:
+        raise Invalid("Choose at least one endpoint.", field="endpoints")
+    if not methods:
+        raise Invalid("Choose at least one method.", field="methods")
+    endpoints = list(dict.fromkeys(endpoints))
+    methods = list(dict.fromkeys(methods))
+    runs = [run_launch(endpoint=endpoint, method=method, note=note, **selection)
+            for endpoint in endpoints for method in methods]
+    if not note and len(runs) > 1:
+        label = f"sweep from #{runs[0].pk}: {len(endpoints)} endpoint(s) x {len(methods)} method(s)"
+        Run.objects.filter(pk__in=[r.pk for r in runs]).update(note=label)
+        for run in runs:
+            run.note = label
+    return runs
+
+
+@transaction.atomic
 def run_launch(*, endpoint: ModelEndpoint, method: str, split: str = "", item_status: str = "",
                question_type: str = "", ids: Sequence[int] = (), limit: int | None = None, seed: int = 42,
                samples: int = 1, k: int | None = None, option_order: str = OptionOrder.ORIGINAL,
@@ -123,7 +170,7 @@ def run_launch(*, endpoint: ModelEndpoint, method: str, split: str = "", item_st
     item_ids = select_item_ids(split=split, item_status=item_status, question_type=question_type, ids=ids, limit=limit)
     if not item_ids:
         raise EmptySelection("No items match this selection.")
-    if spec.shots and not _enough_demonstrations(spec.shots, item_ids):
+    if spec.shots and not enough_demonstrations(spec.shots, item_ids):
         raise NoDemonstrations(f"{method} needs demonstrations: import the train split first.", field="method")
     run = Run(
         endpoint=endpoint, method=method, k=k or spec.default_k, split=split, item_status=item_status,
@@ -140,7 +187,7 @@ def run_launch(*, endpoint: ModelEndpoint, method: str, split: str = "", item_st
     return run
 
 
-def _enough_demonstrations(shots: int, item_ids: list[int]) -> bool:
+def enough_demonstrations(shots: int, item_ids: list[int]) -> bool:
     """Every selected item gets ``shots`` usable train items as demonstrations (never itself)."""
     pool = set(execution.demonstration_pool())
     return len(pool) > shots or (len(pool) == shots and not pool.intersection(item_ids))

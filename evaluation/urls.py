@@ -6,6 +6,7 @@ from .judge import views as judge_views
 app_name = "evaluation"
 urlpatterns = [
     path("endpoints/", views.endpoint_list_view, name="endpoint_list"),
+    path("endpoints/<int:pk>/edit/", views.endpoint_edit_view, name="endpoint_edit"),
     path("runs/", views.run_list_view, name="run_list"),
     path("runs/launch/", views.run_launch_view, name="run_launch"),
     path("runs/<int:pk>/", views.run_detail_view, name="run_detail"),

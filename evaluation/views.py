@@ -24,7 +24,7 @@ from .figures import Bar, bar_chart
 from .forms import EndpointForm, ResultFilterForm, RunLaunchForm
 from .judge import selectors as judge_selectors
 from .metrics import RunMetrics
-from .models import Run
+from .models import ModelEndpoint, Run
 
 
 @researcher_required
@@ -39,6 +39,23 @@ def endpoint_list_view(request):
             messages.success(request, f"Endpoint {endpoint.name} created.")
             return redirect("evaluation:endpoint_list")
     return render(request, "evaluation/endpoint_list.html", {"endpoints": selectors.endpoint_list(), "form": form})
+
+
+@researcher_required
+def endpoint_edit_view(request, pk: int):
+    """Change an endpoint: validated as on creation; runs already launched keep the parameters they had."""
+    endpoint = get_object_or_404(ModelEndpoint, pk=pk)
+    form = EndpointForm(request.POST or None, instance=endpoint)
+    if request.method == "POST" and form.is_valid():
+        try:
+            endpoint = services.endpoint_update(endpoint=endpoint, **form.cleaned_data)
+        except REFUSED as exc:
+            add_form_errors(form, exc)
+        else:
+            messages.success(request, f"Endpoint {endpoint.name} saved.")
+            return redirect("evaluation:endpoint_list")
+    return render(request, "evaluation/endpoint_edit.html", {"endpoint": ModelEndpoint.objects.get(pk=pk),
+                                                             "form": form})
 
 
 @researcher_required
@@ -69,16 +86,13 @@ def cached_render(template: str, request, *, data, context: dict) -> str:
 
 @researcher_required
 def run_launch_view(request):
-    form = RunLaunchForm(request.POST or None, initial={"endpoint": request.GET.get("endpoint")})
+    """A sweep: every ticked endpoint x every ticked method over one selection (the estimate is shown first)."""
+    form = RunLaunchForm(request.POST or None, initial={"endpoints": request.GET.getlist("endpoint")})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            launched = services.runs_launch(
-                methods=data["methods"], endpoint=data["endpoint"], split=data["split"] or "",
-                item_status=data["item_status"], question_type=data["question_type"], ids=data["ids"],
-                limit=data["limit"], seed=data["seed"], samples=data["samples"], k=data["k"],
-                option_order=data["option_order"], user=request.user,
-            )
+            launched = services.sweep_launch(endpoints=list(data["endpoints"]), methods=data["methods"],
+                                             user=request.user, **form.selection())
         except REFUSED as exc:
             add_form_errors(form, exc)
         else:

@@ -16,6 +16,7 @@ from .figures import FORMATS, draw, inline_svg, render as render_file
 from .forms import RunLaunchForm
 from .forms_analysis import FigureForm, SplitForm
 from .models import OptionOrder
+from .sweeps import sweep_estimate
 
 
 def _figure_form(request) -> FigureForm:
@@ -30,7 +31,7 @@ def _figure_form(request) -> FigureForm:
 
 def _choice(form: FigureForm) -> dict:
     data = form.cleaned_data
-    return {"split": data["split"], "option_order": data["option_order"], "exclude": data["exclude"]}
+    return {"split": data["split"], "option_order": data["option_order"], "exclude": form.exclusion()}
 
 
 @researcher_required
@@ -105,18 +106,15 @@ def quality_view(request):
 @researcher_required
 @require_GET
 def launch_estimate_view(request):
-    """The launch form's request count (and cost when the endpoint has prices), as an htmx fragment."""
+    """The launch form's request count (and cost where endpoints have prices), as an htmx fragment."""
     form = RunLaunchForm(request.GET)
     form.is_valid()
     data = form.cleaned_data
-    context = {"estimate": None, "missing": [f for f in ("endpoint", "methods") if not data.get(f)]}
+    context = {"estimate": None, "missing": [f for f in ("endpoints", "methods") if not data.get(f)]}
     if not context["missing"]:
         try:
-            context["estimate"] = analysis.launch_estimate(
-                endpoint=data["endpoint"], methods=data["methods"], split=data.get("split") or "",
-                item_status=data.get("item_status") or "", question_type=data.get("question_type") or "",
-                ids=data.get("ids") or (), limit=data.get("limit"), samples=data.get("samples") or 1,
-                k=data.get("k"), option_order=data.get("option_order") or OptionOrder.ORIGINAL)
+            context["estimate"] = sweep_estimate(endpoints=list(data["endpoints"]), methods=data["methods"],
+                                                 **form.selection())
         except REFUSED as exc:
             context["error"] = error_text(exc)
     return render(request, "evaluation/_launch_estimate.html", context)

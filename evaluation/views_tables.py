@@ -126,7 +126,7 @@ def run_compare_view(request):
         a = get_object_or_404(runs, pk=form.cleaned_data["a"])
         b = get_object_or_404(runs, pk=form.cleaned_data["b"])
         try:
-            comparison = run_comparison(a=a, b=b)
+            comparison = run_comparison(a=a, b=b, exclude=form.exclusion())
         except REFUSED as exc:
             add_form_errors(form, exc)
     fmt = request.GET.get("format", "")
@@ -142,8 +142,15 @@ def run_compare_view(request):
         prefix = reverse("evaluation:result_detail", args=[0, 0])[:-len("0/results/0/")]
         context.update(page=Paginator(comparison.differing, 100).get_page(request.GET.get("page")),
                        a_prefix=f"{prefix}{comparison.a.pk}/results/", b_prefix=f"{prefix}{comparison.b.pk}/results/",
-                       page_query=urlencode({"a": comparison.a.pk, "b": comparison.b.pk}))
+                       page_query=_without_page(request.GET))
     return render(request, "evaluation/run_compare.html", context)
+
+
+def _without_page(query) -> str:
+    query = query.copy()
+    query.pop("page", None)
+    query.pop("format", None)
+    return query.urlencode()
 
 
 RUN_LIST_COLUMNS = ["run", "method", "model", "status", "n", "accuracy", "accuracy_ci95", "first_option_baseline",

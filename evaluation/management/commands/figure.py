@@ -11,6 +11,7 @@ from evaluation import analysis
 from evaluation.figure_data import FIGURES
 from evaluation.figures import FORMATS, draw, render
 from evaluation.models import OptionOrder
+from evaluation.management.commands.leaderboard import flag_kinds
 from evaluation.quality_checks import FLAG_KINDS
 
 
@@ -24,15 +25,18 @@ class Command(BaseCommand):
         parser.add_argument("--option-order", default=OptionOrder.ORIGINAL,
                             choices=[*OptionOrder.values, "any"], help="Runs with this option order (default original)")
         parser.add_argument("--exclude", default="", help=f"Comma-separated flags to exclude: {', '.join(FLAG_KINDS)}")
+        parser.add_argument("--exclude-flagged", nargs="?", const="all", default="", metavar="KINDS",
+                            help="Leave out every flagged item (or the comma-separated kinds given)")
 
-    def handle(self, *args, name, split, out, option_order, exclude, **options):
+    def handle(self, *args, name, split, out, option_order, exclude, exclude_flagged, **options):
         path = Path(out)
         fmt = path.suffix.lower().lstrip(".")
         if fmt not in (*FORMATS, "json"):
             raise CommandError(f"--out must end in .png, .pdf, .svg or .json, not {path.name!r}")
         try:
             data = analysis.figure_data(name, split=split, option_order="" if option_order == "any" else option_order,
-                                        exclude=[k.strip() for k in exclude.split(",") if k.strip()])
+                                        exclude=[*flag_kinds(exclude_flagged),
+                                                 *(k.strip() for k in exclude.split(",") if k.strip())])
         except REFUSED as exc:
             raise CommandError(error_text(exc)) from exc
         if fmt == "json":

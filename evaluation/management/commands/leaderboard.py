@@ -13,6 +13,14 @@ from evaluation import table_exports
 from evaluation.forms import parse_item_ids
 from evaluation.leaderboard import leaderboard
 from evaluation.models import OptionOrder
+from evaluation.quality_checks import FLAG_KINDS
+
+
+def flag_kinds(value: str) -> tuple[str, ...]:
+    """--exclude-flagged's value: "all" (the flag alone) is every kind; else comma-separated kinds."""
+    if value == "all":
+        return tuple(FLAG_KINDS)
+    return tuple(k.strip() for k in value.split(",") if k.strip())
 
 WRITERS = {
     "table": table_exports.leaderboard_text,
@@ -33,6 +41,9 @@ class Command(BaseCommand):
         parser.add_argument("--option-order", choices=OptionOrder.values, default=OptionOrder.ORIGINAL)
         parser.add_argument("--common", action="store_true", help="Only the items common to every cell")
         parser.add_argument("--reference", default="", help="METHOD@ENDPOINT of the reference cell")
+        parser.add_argument("--exclude-flagged", nargs="?", const="all", default="", metavar="KINDS",
+                            help="Leave out the items the data-quality report flags: every kind, or the "
+                                 f"comma-separated kinds given ({', '.join(FLAG_KINDS)})")
         parser.add_argument("--format", choices=sorted(WRITERS), default="table")
         parser.add_argument("--out", help="Write to this file instead of standard output")
 
@@ -45,7 +56,8 @@ class Command(BaseCommand):
             raise CommandError("give --split (or --runs): a table over several item sets would compare unlike things")
         try:
             table = leaderboard(split=o["split"], run_ids=run_ids, option_order=o["option_order"],
-                                common=o["common"], reference=o["reference"])
+                                common=o["common"], reference=o["reference"],
+                                exclude=flag_kinds(o["exclude_flagged"]))
         except REFUSED as exc:
             raise CommandError(error_text(exc)) from exc
         text = WRITERS[o["format"]](table)
@@ -54,3 +66,5 @@ class Command(BaseCommand):
             self.stderr.write(f"wrote {len(table.cells)} cells to {o['out']}")
         else:
             self.stdout.write(text, ending="")
+        if table.excluded_kinds:
+            self.stderr.write(f"{table.excluded_items} flagged item(s) excluded ({', '.join(table.excluded_kinds)})")

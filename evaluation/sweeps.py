@@ -1,0 +1,39 @@
+"""A sweep before it starts: the requests (and, where endpoints have prices, the cost) of launching
+endpoints x methods over one item selection (the launch itself is ``services.sweep_launch``)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from detectbench_web.errors import Invalid
+
+from .analysis import launch_estimate
+from .errors import NoDemonstrations
+from .launch_estimate import SweepEstimate
+from .methods import METHODS
+from .models import ModelEndpoint, OptionOrder
+from .services import enough_demonstrations, select_item_ids
+
+
+def sweep_estimate(*, endpoints: Sequence[ModelEndpoint], methods: Sequence[str], split: str = "",
+                   item_status: str = "", question_type: str = "", ids: Sequence[int] = (),
+                   limit: int | None = None, samples: int = 1, k: int | None = None,
+                   option_order: str = OptionOrder.ORIGINAL, **_launch_only) -> SweepEstimate:
+    """Per endpoint, the estimate of its runs (one per method); refuses an empty sweep or selection."""
+    if not endpoints:
+        raise Invalid("Choose at least one endpoint.", field="endpoints")
+    if not methods:
+        raise Invalid("Choose at least one method.", field="methods")
+    methods = list(dict.fromkeys(methods))
+    needs = [m for m in methods if m in METHODS and METHODS[m].shots]
+    if needs:  # refused here as the launch would refuse it, before anyone presses the button
+        item_ids = select_item_ids(split=split, item_status=item_status, question_type=question_type, ids=ids,
+                                   limit=limit)
+        for method in needs:
+            if item_ids and not enough_demonstrations(METHODS[method].shots, item_ids):
+                raise NoDemonstrations(f"{method} needs demonstrations: import the train split first.",
+                                       field="methods")
+    return SweepEstimate(endpoints=tuple(
+        (endpoint.name, launch_estimate(endpoint=endpoint, methods=methods, split=split, item_status=item_status,
+                                        question_type=question_type, ids=ids, limit=limit, samples=samples, k=k,
+                                        option_order=option_order))
+        for endpoint in dict.fromkeys(endpoints)))
