@@ -100,7 +100,8 @@ def test_circular_on_the_real_test_split_first_option_scores_0_and_an_always_rig
         endpoint = services.endpoint_create(name="always right", base_url=server.base_url, model="oracle",
                                             max_concurrency=32, use_cache=False)
         (right,) = _evaluate("--base-url", server.base_url, "--model", "oracle", "--split", "test", "--wait",
-                             "--in-process", "--option-order", "circular", "--concurrency", "32")
+                             "--in-process", "--option-order", "circular", "--concurrency", "32",
+                             "--no-preflight")  # the oracle answers item prompts only, not the preflight's
         assert server.stats.requests == 4 * 1196
     assert Run.objects.get(pk=right["run"]).endpoint.base_url == endpoint.base_url
     assert (right["circular_n"], right["circular_correct"], right["circular_accuracy"]) == (1196, 1196, 1.0)
