@@ -46,6 +46,9 @@ class BotResult:
     completion_code: str = ""
     http_status: int | None = None
     message: str = ""
+    released: bool = False       # an attempt left unfinished was returned ("Stop and leave the study")
+    acknowledged: list[int] = field(default_factory=list)   # positions whose answer the server accepted
+    server_errors: dict[int, int] = field(default_factory=lambda: defaultdict(int))   # 5xx status -> times seen
     timings: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
 
@@ -172,10 +175,17 @@ class StudyBot:
 
     # -- HTTP helpers
     def _timed(self, kind: str, method: str, url: str, **kwargs) -> Page:
-        began = time.perf_counter()
-        response = self.client.request(method, url, **kwargs)
-        self.result.timings[kind].append(time.perf_counter() - began)
-        self.result.http_status = response.status_code
+        for retry in range(RETRIES_503 + 1):
+            began = time.perf_counter()
+            response = self.client.request(method, url, **kwargs)
+            self.result.timings[kind].append(time.perf_counter() - began)
+            self.result.http_status = response.status_code
+            if response.status_code >= 500:
+                self.result.server_errors[response.status_code] += 1
+            # "Please try again" (the server kept the participant's place): a person waits a moment and does.
+            if response.status_code != 503 or retry == RETRIES_503:
+                return response
+            time.sleep(0.3 * (retry + 1))
         return response
 
     def _csrf(self) -> str:
@@ -248,7 +258,26 @@ class StudyBot:
         }, htmx=True)
         if response.status_code in (200, 204):
             self.result.answered += 1
+            self.result.acknowledged.append(question.position)
         return response
+
+    def release(self) -> bool:
+        """Return the attempt this bot leaves unfinished, as its participant would ("Stop and leave the study"),
+        so that its items go back to the pool now instead of at its deadline. True when the attempt has ended."""
+        r = self.result
+        if not r.token:
+            return False
+        try:
+            page = self._post("return", f"/s/a/{r.token}/return/", {})
+        except Exception as error:  # noqa: BLE001 - reported, like every failure of a bot
+            r.message = f"{r.message}; not returned: {type(error).__name__}: {error}".lstrip("; ")
+            return False
+        finally:
+            self.client.close()
+        r.released = page.status_code == 200 and ('id="ended"' in page.text or 'id="complete"' in page.text)
+        if not r.released:
+            r.message = f"{r.message}; not returned: HTTP {page.status_code}".lstrip("; ")
+        return r.released
 
     def _ended(self, page: Page) -> bool:
         r, text = self.result, page.text
@@ -269,22 +298,39 @@ class StudyBot:
         return True
 
 
+#: Outcomes that may leave an attempt running (holding its items until its deadline).
+UNFINISHED = ("error", "stopped", "refused")
+#: How often a bot reloads after "please try again" (503) before it counts the request as failed.
+RETRIES_503 = 5
+
+
 def run_bots(base_url: str, slug: str, participants: int, *, concurrency: int = 10, accuracy: float | None = None,
              oracle: Oracle | None = None, seed: int = 0, id_prefix: str = "bot", start_together: bool = False,
              stop_after: int | None = None, reload_each_question: bool = True,
-             think: tuple[float, float] | None = None) -> list[BotResult]:
+             think: tuple[float, float] | None = None, release_unfinished: bool = False,
+             on_bot_done: Callable[[], None] | None = None) -> list[BotResult]:
     """Run `participants` bots, `concurrency` at a time; with start_together they press Start at the same instant.
 
     `think=(low, high)`: each bot waits a uniform random time in that range (seconds) before each answer.
+    `release_unfinished`: a bot that ends without finishing (error, stop_after, refused) returns its attempt.
+    `on_bot_done` runs in the bot's thread when it is done (the command closes the thread's database connection).
     """
     barrier = threading.Barrier(participants) if start_together else None
     if start_together:
         concurrency = participants
 
     def one(i: int) -> BotResult:
-        return StudyBot(base_url, slug, f"{id_prefix}-{i:04d}", accuracy=accuracy, oracle=oracle, seed=seed,
-                        barrier=barrier, stop_after=stop_after, reload_each_question=reload_each_question,
-                        think=think).run()
+        bot = StudyBot(base_url, slug, f"{id_prefix}-{i:04d}", accuracy=accuracy, oracle=oracle, seed=seed,
+                       barrier=barrier, stop_after=stop_after, reload_each_question=reload_each_question,
+                       think=think)
+        try:
+            result = bot.run()
+            if release_unfinished and result.outcome in UNFINISHED:
+                bot.release()
+            return result
+        finally:
+            if on_bot_done is not None:
+                on_bot_done()
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         return list(pool.map(one, range(participants)))
@@ -307,4 +353,12 @@ def summarize(results: list[BotResult]) -> dict:
             "p95_ms": round(values[min(len(values) - 1, int(0.95 * len(values)))] * 1000, 1),
             "max_ms": round(values[-1] * 1000, 1),
         }
-    return {"outcomes": dict(outcomes), "latency": latency}
+    unfinished = [{"participant_id": r.participant_id, "outcome": r.outcome, "answered": r.answered,
+                   "released": r.released, "message": r.message}
+                  for r in results if r.outcome in UNFINISHED and r.token]
+    server_errors: dict[int, int] = defaultdict(int)
+    for r in results:
+        for code, n in r.server_errors.items():
+            server_errors[code] += n
+    return {"outcomes": dict(outcomes), "latency": latency, "unfinished": unfinished,
+            "released": sum(u["released"] for u in unfinished), "server_errors": dict(server_errors)}
