@@ -13,6 +13,7 @@ from functools import wraps
 from urllib.parse import urlencode
 
 from django.core.exceptions import PermissionDenied, SuspiciousOperation
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -94,8 +95,11 @@ def error_page(request, status: int, *, study: Study | None = None, attempt: Att
     with translation.override(language):
         context = {"status": status, "study": study, "attempt": attempt, "what": what, "message": message,
                    "back_url": back_url, "LANGUAGE_CODE": translation.get_language()}
+        # An htmx request (an answer) gets the card in place of the question; the layout is already on screen.
+        template = "studies/public/error.html#card" if status == 503 and getattr(request, "htmx", False) else \
+            "studies/public/error.html"
         try:
-            html = render_to_string("studies/public/error.html", context)
+            html = render_to_string(template, context)
         except Exception:  # the error page must never fail itself
             logger.exception("the participant error page could not be rendered")
             html = ("<!doctype html><html><head><meta charset=\"utf-8\"><title>Error</title></head><body>"
@@ -106,25 +110,73 @@ def error_page(request, status: int, *, study: Study | None = None, attempt: Att
     return response
 
 
+#: A dropped or broken database connection (a restart, a failover, terminated backends, a deadlock victim):
+#: the transaction was rolled back, so the request can run again on a new connection.
+TRANSIENT_DATABASE_ERRORS = (OperationalError, InterfaceError)
+
+
+def _reconnect() -> bool:
+    """After a transient fault: drop this thread's connection (a pooled one is discarded) and the pooled ones
+    the same fault broke, so that a second try gets a working connection. False when it cannot be retried."""
+    if connection.in_atomic_block:  # an outer transaction (ATOMIC_REQUESTS, a test) cannot be replayed here
+        return False
+    try:
+        connection.close()
+    except DatabaseError:  # closing a connection the server already dropped
+        connection.connection = None
+    pool = getattr(connection, "pool", None)
+    if pool is not None:
+        try:
+            pool.check()  # tests each idle connection; replaces the dead ones
+        except Exception:  # noqa: BLE001 - the retry finds out for itself
+            logger.warning("the connection pool could not be checked", exc_info=True)
+    return True
+
+
 def participant_page(view):
-    """Every outcome of a participant view is a page for people: unknown -> 404, refused -> its status, bug -> 500."""
+    """Every outcome of a participant view is a page for people: unknown -> 404, refused -> its status, bug -> 500.
+
+    A transient database fault is retried once on a new connection; when that fails too, the participant
+    gets a "please try again" page (503): the failed transaction changed nothing, so they keep their place.
+    """
 
     @wraps(view)
     def wrapper(request, *args, **kwargs):
-        try:
-            return view(request, *args, **kwargs)
-        except Http404:
-            return error_page(request, 404, back_url=_way_back(kwargs))
-        except (PermissionDenied, SuspiciousOperation):
-            return error_page(request, 403, back_url=_way_back(kwargs))
-        except REFUSED as refusal:
-            error = as_service_error(refusal)
-            return error_page(request, error.http_status, message=error.message, back_url=_way_back(kwargs))
-        except Exception:
-            logger.exception("participant page failed: %s %s", request.method, request.path)
-            return error_page(request, 500, back_url=_way_back(kwargs))
+        for retry in (False, True):
+            request.database_retry = retry  # the view may tell a replay of its own committed work (an answer)
+            try:
+                return _run(request, view, args, kwargs)
+            except TRANSIENT_DATABASE_ERRORS as fault:
+                if not retry and _reconnect():
+                    logger.warning("participant page: database connection lost (%s), retrying once: %s %s",
+                                   str(fault).strip().splitlines()[0] if str(fault).strip() else type(fault).__name__,
+                                   request.method, request.path)
+                    continue
+                logger.exception("participant page: database unavailable: %s %s", request.method, request.path)
+                _reconnect()
+                response = error_page(request, 503, back_url=_way_back(kwargs), what="retry")
+                response.headers["Retry-After"] = "2"
+                return response
 
     return wrapper
+
+
+def _run(request, view, args, kwargs):
+    """The view, with every failure but a transient database fault as its participant page."""
+    try:
+        return view(request, *args, **kwargs)
+    except TRANSIENT_DATABASE_ERRORS:
+        raise
+    except Http404:
+        return error_page(request, 404, back_url=_way_back(kwargs))
+    except (PermissionDenied, SuspiciousOperation):
+        return error_page(request, 403, back_url=_way_back(kwargs))
+    except REFUSED as refusal:
+        error = as_service_error(refusal)
+        return error_page(request, error.http_status, message=error.message, back_url=_way_back(kwargs))
+    except Exception:
+        logger.exception("participant page failed: %s %s", request.method, request.path)
+        return error_page(request, 500, back_url=_way_back(kwargs))
 
 
 def _way_back(kwargs: dict) -> str:
@@ -143,7 +195,7 @@ def post_only(view):
     def wrapper(request, token: str, *args, **kwargs):
         if request.method != "POST":
             return redirect("studies_public:attempt", token)
-        return view(request, token, *args, **kwargs)
+        return view(request, *args, token=token, **kwargs)
 
     return wrapper
 

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET
 from . import selectors, services
 from .content import ShownItem, parse_highlights, shown_item
 from .errors import AnswerInvalid, AnswerRefused, ParticipantIdTaken, StudyNotOpen
-from .models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, Study
+from .models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, RefusedAnswer, Study
 from .participant_pages import error_page, language_param, participant_page, post_only, render_page
 from .selectors import Entry
 
@@ -164,6 +164,10 @@ def answer_view(request, token: str):
         )
     except AnswerRefused as refusal:
         attempt = selectors.attempt_by_token(token)
+        if refusal.reason == RefusedAnswer.Reason.ALREADY_ANSWERED and getattr(request, "database_retry", False):
+            # The first try's commit went through but its connection dropped before the page was sent: the
+            # answer is stored, so the participant goes on to the next question.
+            return _after_answer(request, attempt)
         if refusal.http_status == 404 or attempt is None:
             return error_page(request, 404, attempt=attempt, what="question" if attempt else "attempt")
         template = "studies/public/refused.html#refused" if request.htmx else "studies/public/refused.html"
@@ -184,6 +188,11 @@ def answer_view(request, token: str):
     if request.htmx and response.next_question is not None:
         return render_page(request, attempt.study, "studies/public/question.html#question",
                            _question_context(attempt, response.next_question), attempt=attempt)
+    return _after_answer(request, attempt)
+
+
+def _after_answer(request, attempt: Attempt) -> HttpResponse:
+    """To the attempt's page (its next question or the end page); htmx follows with HX-Redirect."""
     if request.htmx:
         redirect_response = HttpResponse(status=204)
         redirect_response.headers["HX-Redirect"] = _hub(attempt)
