@@ -160,20 +160,32 @@ def terminate_worker_connections() -> int:
         return cursor.fetchone()[0]
 
 
+#: The worker tests' environment: limiter slots of a killed worker come back after 1 s, its chunk after 4 s.
+WORKER_ENV = {"EVALUATION_LIMITER_LEASE_S": "1", "BROKER_VISIBILITY_TIMEOUT_S": "4", "EVALUATION_CHUNK_HEARTBEAT_S": "1"}
+
+
+@pytest.fixture(scope="module")
+def module_worker(django_db_setup, django_db_blocker, tmp_path_factory):
+    """One solo worker for the module's worker tests (a worker takes seconds to start on a busy machine);
+    ``worker["process"]`` is replaced when a test kills and restarts it."""
+    with django_db_blocker.unblock():
+        env = subprocess_env(**WORKER_ENV)
+    state = {"env": env, "dir": tmp_path_factory.mktemp("healing-workers")}
+    state["process"] = start_celery_worker(state["dir"], pool="solo", concurrency=1, env=env)
+    yield state
+    state["process"].stop(signal.SIGQUIT)  # nothing runs any more: a cold shutdown, no wait
+
+
 @with_worker
-def test_a_database_blip_mid_run_is_retried_and_stores_no_failed_row(items, tmp_path):
-    worker = start_celery_worker(tmp_path, pool="solo", concurrency=1,
-                                 env=subprocess_env(EVALUATION_LIMITER_LEASE_S="1"))
-    try:
-        with ModelServer(latency_s=0.1) as server:
-            ep = endpoint(server, max_concurrency=2, use_cache=False)
-            run = services.run_launch(endpoint=ep, method="naive", ids=items, chunk_size=24)
-            wait_for(lambda: Result.objects.filter(run=run).count() >= 4, 30, "some rows")
-            killed = terminate_worker_connections()
-            assert killed >= 1
-            wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.FINISHED, 60, "the run to finish")
-    finally:
-        worker.stop()
+def test_a_database_blip_mid_run_is_retried_and_stores_no_failed_row(items, module_worker):
+    worker = module_worker["process"]
+    with ModelServer(latency_s=0.1) as server:
+        ep = endpoint(server, max_concurrency=2, use_cache=False)
+        run = services.run_launch(endpoint=ep, method="naive", ids=items, chunk_size=24)
+        wait_for(lambda: Result.objects.filter(run=run).count() >= 4, 30, "some rows")
+        killed = terminate_worker_connections()
+        assert killed >= 1
+        wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.FINISHED, 60, "the run to finish")
     log = worker.log.read_text(errors="replace")
     figures = assert_exactly_one_result_each_and_none_failed(run)
     print(f"\ndatabase blip: {killed} connection(s) terminated; {figures}; retried: {'Retry in' in log}")
@@ -181,27 +193,23 @@ def test_a_database_blip_mid_run_is_retried_and_stores_no_failed_row(items, tmp_
 
 
 @with_worker
-def test_a_sigkilled_worker_s_chunk_is_redelivered_without_a_manual_step(items, tmp_path):
-    env = subprocess_env(EVALUATION_LIMITER_LEASE_S="1", BROKER_VISIBILITY_TIMEOUT_S="4",
-                         EVALUATION_CHUNK_HEARTBEAT_S="1")
-    worker = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)
-    try:
-        with ModelServer(latency_s=0.1) as server:
-            ep = endpoint(server, max_concurrency=2, use_cache=False)
-            run = services.run_launch(endpoint=ep, method="naive", ids=items, chunk_size=24)
-            wait_for(lambda: Result.objects.filter(run=run).count() >= 4, 30, "some rows")
-            worker.stop(signal.SIGKILL)
-            killed_at = time.monotonic()
-            time.sleep(0.5)  # the requests in flight at the kill are answered (to no one)
-            before = Result.objects.filter(run=run).count()
-            assert before < len(items)
-            server.reset()
-            worker = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)  # no Resume pressed
-            wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.FINISHED, 60, "the run to finish")
-            back_s = time.monotonic() - killed_at
-            answered = server.stats.answered_ok
-    finally:
-        worker.stop()
+def test_a_sigkilled_worker_s_chunk_is_redelivered_without_a_manual_step(items, module_worker):
+    worker, env = module_worker["process"], module_worker["env"]
+    with ModelServer(latency_s=0.1) as server:
+        ep = endpoint(server, max_concurrency=2, use_cache=False)
+        run = services.run_launch(endpoint=ep, method="naive", ids=items, chunk_size=24)
+        wait_for(lambda: Result.objects.filter(run=run).count() >= 4, 30, "some rows")
+        worker.stop(signal.SIGKILL)
+        killed_at = time.monotonic()
+        time.sleep(0.5)  # the requests in flight at the kill are answered (to no one)
+        before = Result.objects.filter(run=run).count()
+        assert before < len(items)
+        server.reset()
+        worker = module_worker["process"] = start_celery_worker(module_worker["dir"], pool="solo", concurrency=1,
+                                                              env=env)  # restarted; no Resume pressed
+        wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.FINISHED, 60, "the run to finish")
+        back_s = time.monotonic() - killed_at
+        answered = server.stats.answered_ok
     figures = assert_exactly_one_result_each_and_none_failed(run)
     print(f"\nworker SIGKILL: {before} rows before the kill, finished {back_s:.1f} s after it "
           f"(visibility timeout 4 s); {figures}; model answers after the kill {answered} for {len(items) - before} "
