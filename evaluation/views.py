@@ -14,6 +14,8 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from detectbench_web.error_mapping import REFUSED, add_form_errors
@@ -36,7 +38,7 @@ def endpoint_list_view(request):
         except REFUSED as exc:
             add_form_errors(form, exc)
         else:
-            messages.success(request, f"Endpoint {endpoint.name} created.")
+            messages.success(request, _("Endpoint %(name)s created.") % {"name": endpoint.name})
             return redirect("evaluation:endpoint_list")
     return render(request, "evaluation/endpoint_list.html", {"endpoints": selectors.endpoint_list(), "form": form})
 
@@ -52,7 +54,7 @@ def endpoint_edit_view(request, pk: int):
         except REFUSED as exc:
             add_form_errors(form, exc)
         else:
-            messages.success(request, f"Endpoint {endpoint.name} saved.")
+            messages.success(request, _("Endpoint %(name)s saved.") % {"name": endpoint.name})
             return redirect("evaluation:endpoint_list")
     return render(request, "evaluation/endpoint_edit.html", {"endpoint": ModelEndpoint.objects.get(pk=pk),
                                                              "form": form})
@@ -96,7 +98,8 @@ def run_launch_view(request):
         except REFUSED as exc:
             add_form_errors(form, exc)
         else:
-            messages.success(request, f"Launched {len(launched)} run(s).")
+            messages.success(request, ngettext("Launched %(n)d run.", "Launched %(n)d runs.", len(launched))
+                             % {"n": len(launched)})
             if len(launched) == 1:
                 return redirect("evaluation:run_detail", pk=launched[0].pk)
             return redirect("evaluation:run_list")
@@ -145,7 +148,7 @@ def result_detail_view(request, pk: int, result_pk: int):
 @require_POST
 def run_cancel_view(request, pk: int):
     run = services.run_cancel(run=get_object_or_404(Run, pk=pk))
-    messages.info(request, f"Run {run.pk} cancelled.")
+    messages.info(request, _("Run %(n)s cancelled.") % {"n": run.pk})
     return redirect("evaluation:run_detail", pk=run.pk)
 
 
@@ -153,5 +156,5 @@ def run_cancel_view(request, pk: int):
 @require_POST
 def run_resume_view(request, pk: int):
     run = services.run_resume(run=get_object_or_404(Run, pk=pk))
-    messages.info(request, f"Run {run.pk} re-launched: only missing or failed rows are computed.")
+    messages.info(request, _("Run %(n)s re-launched: only missing or failed rows are computed.") % {"n": run.pk})
     return redirect("evaluation:run_detail", pk=run.pk)
