@@ -161,19 +161,23 @@ def _renew_delivery(client, task_id: str) -> int:
 
 # --- chunk heartbeats -----------------------------------------------------------------------------
 
-def live_chunk_items(client, run_id: int, *, exclude: str = "") -> set[int]:
-    """Items covered by the live chunks of a run (heartbeat not expired), except the chunk ``exclude``."""
+def live_chunk_items(client, run_id: int, *, fresh_s: float | None = None) -> set[int]:
+    """Items covered by the live chunks of a run: heartbeat not expired, or with ``fresh_s``, written within
+    that many seconds (a chunk deciding what to leave to others trusts only a recent beat, so that a worker
+    killed a moment ago does not keep its items from a Resume)."""
     tokens = [t.decode() if isinstance(t, bytes) else t for t in client.smembers(_run_chunks_key(run_id))]
-    tokens = [t for t in tokens if t != exclude]
     if not tokens:
         return set()
     items: set[int] = set()
     gone = []
+    now = time.time()
     for token, value in zip(tokens, client.mget([_chunk_key(t) for t in tokens])):
         if value is None:
             gone.append(token)
-        else:
-            items.update(json.loads(value)["items"])
+            continue
+        beat = json.loads(value)
+        if fresh_s is None or now - beat.get("at", now) <= fresh_s:
+            items.update(beat["items"])
     if gone:
         client.srem(_run_chunks_key(run_id), *gone)
     return items
@@ -198,7 +202,8 @@ class ChunkHeartbeat:
         client = self._client
         ttl = max(1, int(round(4 * _heartbeat_s())))
         pipe = client.pipeline()
-        pipe.set(_chunk_key(self.token), json.dumps({"run": self.run_id, "items": self.item_ids}), ex=ttl)
+        pipe.set(_chunk_key(self.token), json.dumps({"run": self.run_id, "items": self.item_ids, "at": time.time()}),
+                 ex=ttl)
         pipe.sadd(_run_chunks_key(self.run_id), self.token)
         pipe.expire(_run_chunks_key(self.run_id), 86400)
         pipe.set(_chunked_key(self.run_id), 1, ex=86400)
@@ -246,7 +251,7 @@ def claim_items(run_id: int, item_ids: list[int]) -> list[int]:
     if client is None:
         return list(item_ids)
     try:
-        busy = live_chunk_items(client, run_id)
+        busy = live_chunk_items(client, run_id, fresh_s=2 * _heartbeat_s() + 1)
     except Exception as exc:  # noqa: BLE001 - better twice than never
         log.warning("could not read the live chunks of run %s: %s", run_id, exc)
         return list(item_ids)
