@@ -113,9 +113,12 @@ def natural_keys(model) -> dict:
     return {obj.pk: list(obj.natural_key()) for obj in model._base_manager.all()}
 
 
+_PLAIN = frozenset({bool, int, float, str, list, dict})
+
+
 def encode_value(value):
     """A value read from the database as JSON (exact: full microseconds, decimals as text)."""
-    if value is None or isinstance(value, (bool, int, float, str, list, dict)):
+    if value is None or type(value) in _PLAIN or isinstance(value, (bool, int, float, str, list, dict)):
         return value
     if isinstance(value, datetime.datetime):
         if value.tzinfo is not None:
