@@ -152,3 +152,16 @@ def test_started_attempts_still_need_their_deadline(make_study):
         with pytest.raises(IntegrityError), transaction.atomic():
             Attempt.objects.filter(pk=attempt.pk).update(status=status)
     assert not attempt.leases.filter(status=ParticipantLeaseStatus.ACTIVE).exists()
+
+
+@pytest.mark.parametrize("position", ["99999999999999999999", "-99999999999", "1e5", "\x00", "NaN"])
+def test_an_answer_to_an_impossible_position_is_a_404_never_a_500(make_study, position):
+    study = make_study()
+    client = Client()
+    _join(client, study, "Q1")
+    attempt = Attempt.objects.get(external_participant_id="Q1")
+    client.post(reverse("studies_public:start", args=[attempt.token]))
+    response = client.post(reverse("studies_public:answer", args=[attempt.token]),
+                           {"position": position, "chosen_option": "0", "highlights": "[]"}, **HX)
+    assert response.status_code == 404
+    assert not attempt.responses.exists()
