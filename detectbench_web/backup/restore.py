@@ -177,9 +177,10 @@ def _insert_table(folder: Path, entry: dict, model, with_passwords: bool) -> int
     table, names = quote(model._meta.db_table), ", ".join(quote(f.column) for f in all_columns)
     write = (_copier(f"COPY {table} ({names}) FROM STDIN") if db.vendor == "postgresql"
              else _inserter(f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(all_columns))})"))
-    name, batch, first, count = entry["file"], [], 1, 0
+    name, batch, first, count, digest = entry["file"], [], 1, 0, hashlib.sha256()
     with open(folder / name, "rb") as handle, db.cursor() as cursor:
         for line_no, line in enumerate(handle, start=1):
+            digest.update(line)
             row = json.loads(line)
             values = []
             for attname, convert in converters:
@@ -197,6 +198,8 @@ def _insert_table(folder: Path, entry: dict, model, with_passwords: bool) -> int
                 first, batch = line_no + 1, []
         if batch:
             _flush(db, cursor, write, batch, f"{name}:{first}-{first + len(batch) - 1}")
+    if digest.hexdigest() != entry["sha256"]:  # changed since it was checked: the transaction is rolled back
+        raise BackupError(f"{name}: the file changed while it was restored")
     return count
 
 
