@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
 from detectbench_web.backup import BackupError, export_all
@@ -22,7 +23,7 @@ class Command(BaseCommand):
     def handle(self, *args, out, with_password_hashes, **options):
         try:
             manifest = export_all(out=Path(out), with_passwords=with_password_hashes)
-        except BackupError as exc:
+        except (BackupError, ImproperlyConfigured) as exc:
             raise CommandError(str(exc)) from None
         rows = sum(t["rows"] for t in manifest["tables"])
         self.stdout.write(f"wrote {rows} rows in {len(manifest['tables'])} tables to {out}")

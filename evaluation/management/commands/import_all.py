@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
 from detectbench_web.backup import BackupError, import_all
@@ -23,7 +24,7 @@ class Command(BaseCommand):
             raise CommandError("give the backup directory once: `import_all DIR` or `import_all --from DIR`")
         try:
             counts = import_all(folder=Path(folder or from_folder))
-        except BackupError as exc:
+        except (BackupError, ImproperlyConfigured) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"restored {sum(counts.values())} rows in {len(counts)} tables from {folder or from_folder}")
         if not json.loads((Path(folder or from_folder) / MANIFEST).read_text(encoding="utf-8"))["password_hashes"]:
