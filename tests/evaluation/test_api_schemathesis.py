@@ -1,0 +1,79 @@
+"""schemathesis against the live OpenAPI schema: every operation of the REST API, fed generated valid and
+invalid requests by a researcher's token over HTTP to a live server on the real PostgreSQL, never answers a
+server error (5xx). Few examples per operation, so that it stays a part of `make test`."""
+from __future__ import annotations
+
+import time
+
+import pytest
+import requests
+from django.core.cache import cache
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Unsatisfiable
+from rest_framework.authtoken.models import Token
+
+import schemathesis
+from schemathesis import GenerationMode
+
+from evaluation import services
+from tests.evaluation.conftest import compute_rows
+from tests.support.items import import_items
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+#: Examples per operation and generation mode (positive: valid by the schema; negative: invalid).
+EXAMPLES = {GenerationMode.POSITIVE: 3, GenerationMode.NEGATIVE: 2}
+#: Writes that end the caller's own session would only log the token out, not test anything.
+SKIPPED = {("POST", "/api/auth/logout/")}
+
+
+@pytest.fixture
+def world(detectbench_dir, researcher):
+    cache.clear()  # API throttle counts of earlier tests
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=6)
+    endpoint = services.endpoint_for_cli(builtin="lexical")
+    compute_rows(services.run_launch(endpoint=endpoint, method="naive", split="test", enqueue=False))
+    return Token.objects.create(user=researcher).key
+
+
+def test_no_operation_answers_a_server_error(live_server, world):
+    started = time.monotonic()
+    headers = {"Authorization": f"Token {world}"}
+    raw = requests.get(f"{live_server.url}/api/schema/", headers={**headers, "Accept": "application/json"},
+                       timeout=30)
+    assert raw.status_code == 200, raw.text[:300]
+    schema = schemathesis.openapi.from_dict(raw.json())
+    schema_s = time.monotonic() - started
+    session = requests.Session()
+    session.headers.update(headers)
+    errors: list[str] = []
+    operations = calls = 0
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        if (operation.method.upper(), operation.path) in SKIPPED:
+            continue
+        operations += 1
+        for mode, examples in EXAMPLES.items():
+            if mode == GenerationMode.NEGATIVE and not (len(operation.query) or len(operation.body)):
+                continue  # only a path to make invalid: the positive examples already send odd ids and names
+
+            @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
+                      phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+            @given(case=operation.as_strategy(generation_mode=mode))
+            def ask(case):
+                nonlocal calls
+                calls += 1
+                response = case.call(base_url=live_server.url, session=session, timeout=60)
+                if response.status_code >= 500:
+                    errors.append(f"{response.status_code} {case.method} {case.formatted_path} "
+                                  f"query={case.query} body={str(case.body)[:200]}: {response.text[:300]}")
+
+            try:
+                ask()
+            except Unsatisfiable:  # nothing of this operation can be made invalid (e.g. no parameters)
+                assert mode == GenerationMode.NEGATIVE, operation.path
+    took = time.monotonic() - started
+    print(f"\nschemathesis: {operations} operations, {calls} requests in {took:.1f} s (the schema {schema_s:.1f} s), "
+          f"{len(errors)} server errors")
+    assert operations >= 40 and calls >= operations * EXAMPLES[GenerationMode.POSITIVE]
+    assert not errors, "server errors:\n" + "\n".join(errors[:20])
