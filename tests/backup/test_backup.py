@@ -220,6 +220,18 @@ def test_a_row_the_database_refuses_leaves_nothing_written(backup, db, tmp_path)
     assert {label: n for label, n in written.items() if n} == {}
 
 
+def test_a_row_pointing_at_a_missing_row_leaves_nothing_written(backup, db, tmp_path):
+    broken = _copy(backup, tmp_path)
+    name = "studies.response.jsonl"
+    lines = _lines(broken, name)
+    row = json.loads(lines[0])
+    row["attempt_id"] = 999_999  # no such attempt: the deferred foreign key refuses it at the end
+    _rewrite(broken, name, [json.dumps(row).encode() + b"\n", *lines[1:]])
+    with pytest.raises(BackupError, match=r"the backup's rows do not fit together: .*studies_response"):
+        import_all(folder=broken)
+    assert not any(m._base_manager.exists() for m in backed_up_models())
+
+
 def test_a_database_with_data_is_refused(backup, db):
     User.objects.create_user(username="someone")
     with pytest.raises(CommandError, match=r"not empty: auth\.user \(1 rows\)"):
