@@ -133,6 +133,13 @@ def _reconnect() -> bool:
     return True
 
 
+def _pool_exhausted(fault: Exception) -> bool:
+    """No free connection in the pool within its timeout: the server is overloaded, and waiting as long again
+    would not help (the participant gets the "please try again" page at once)."""
+    cause = fault.__cause__
+    return cause is not None and type(cause).__name__ == "PoolTimeout"
+
+
 def participant_page(view):
     """Every outcome of a participant view is a page for people: unknown -> 404, refused -> its status, bug -> 500.
 
@@ -147,7 +154,7 @@ def participant_page(view):
             try:
                 return _run(request, view, args, kwargs)
             except TRANSIENT_DATABASE_ERRORS as fault:
-                if not retry and _reconnect():
+                if not retry and not _pool_exhausted(fault) and _reconnect():
                     logger.warning("participant page: database connection lost (%s), retrying once: %s %s",
                                    str(fault).strip().splitlines()[0] if str(fault).strip() else type(fault).__name__,
                                    request.method, request.path)
