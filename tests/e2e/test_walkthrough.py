@@ -292,6 +292,8 @@ def _researcher_hour(page, base: str, upload: Path, shots: Shots, n_items: int, 
     detail = _text(page)
     assert "finished" in detail.lower() and "naive" in detail and "builtin:lexical" in detail
     assert run.results.count() == n_items
+    correct = run.results.filter(is_correct=True).count()
+    assert f"{n_items}/{n_items} (100%)" in detail and f"({correct}/{n_items}; 95% CI" in detail
     shots(page, "researcher-run-finished")
 
 
