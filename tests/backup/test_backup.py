@@ -24,9 +24,13 @@ from annotation.models import Item
 from detectbench_web.backup import EXCLUDED, BackupError, backed_up_models, export_all, import_all
 from detectbench_web.backup.export import BLOCK_LINES
 from tests.backup.data import API_KEY_ENV, API_KEY_VALUE, ITEMS, build_everything
-from tests.conftest import REPO_DIR, subprocess_env
+from tests.conftest import REPO_DIR, database_url_for_subprocess, subprocess_env
 
-SERVER = "postgresql://postgres@127.0.0.1:5432"
+
+def _server() -> str:
+    """The PostgreSQL server of the test database (DATABASE_URL), without a database name."""
+    url = database_url_for_subprocess()
+    return url.rsplit("/", 1)[0]
 
 
 @dataclass
@@ -38,13 +42,13 @@ class Backup:
 
 
 def _admin(sql: str) -> None:
-    with psycopg.connect(f"{SERVER}/postgres", autocommit=True) as admin:
+    with psycopg.connect(f"{_server()}/postgres", autocommit=True) as admin:
         admin.execute(sql)
 
 
 def _manage(*args: str, database: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "manage.py", *args], cwd=REPO_DIR, capture_output=True, text=True,
-                          env=subprocess_env(DATABASE_URL=f"{SERVER}/{database}"), timeout=300)
+                          env=subprocess_env(DATABASE_URL=f"{_server()}/{database}"), timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +58,8 @@ def backup(django_db_setup, django_db_blocker, detectbench_dir, tmp_path_factory
     target = connection.settings_dict["NAME"] + "_restore"
     _admin(f'DROP DATABASE IF EXISTS "{target}" WITH (FORCE)')
     _admin(f'CREATE DATABASE "{target}"')
-    migrate = subprocess.Popen([sys.executable, "manage.py", "migrate", "--no-input", "-v0"], cwd=REPO_DIR,
-                               env=subprocess_env(DATABASE_URL=f"{SERVER}/{target}"), stdout=subprocess.PIPE,
+    migrate = subprocess.Popen([sys.executable, "manage.py", "migrate", "--no-input", "-v0", "--skip-checks"], cwd=REPO_DIR,
+                               env=subprocess_env(DATABASE_URL=f"{_server()}/{target}"), stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     folder = tmp_path_factory.mktemp("backup") / "a"
     os.environ[API_KEY_ENV] = API_KEY_VALUE
@@ -155,7 +159,7 @@ def test_the_backup_holds_key_variable_names_never_keys_nor_password_hashes(back
 
 
 def _counts_in(database: str) -> dict[str, int]:
-    with psycopg.connect(f"{SERVER}/{database}") as conn:
+    with psycopg.connect(f"{_server()}/{database}") as conn:
         return {m._meta.label_lower: conn.execute(f'SELECT count(*) FROM "{m._meta.db_table}"').fetchone()[0]
                 for m in backed_up_models()}
 
@@ -184,7 +188,7 @@ def test_round_trip_through_a_freshly_migrated_database_is_byte_identical(backup
     different = [name for name in first if first[name] != second[name]]
     assert not different, f"not byte-identical: {different}"
 
-    with psycopg.connect(f"{SERVER}/{backup.target}") as conn:
+    with psycopg.connect(f"{_server()}/{backup.target}") as conn:
         for model in backed_up_models():  # sequences past the restored keys: the next row gets a new key
             table = model._meta.db_table
             biggest = conn.execute(f'SELECT max(id) FROM "{table}"').fetchone()[0]
