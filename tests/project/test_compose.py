@@ -178,10 +178,11 @@ def _admin_url(dbname: str = "postgres") -> str:
 def stack(tmp_path_factory):
     """The compose environment (docker/env.example as .env, secrets filled in), pointed at a database
     of this test's own (migrated by the migrate service's command) and the test Redis; static files
-    collected by the Dockerfile's own step."""
+    collected by the Dockerfile's own step. The build step and the migrate job do not depend on each
+    other, so they run at the same time."""
     tmp = tmp_path_factory.mktemp("compose")
     own_db = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/detectbench").rsplit("/", 1)[1]
-    own_db = f"{own_db}_compose"
+    own_db = f"{own_db}_compose{os.environ.get('PYTEST_XDIST_WORKER', '')}"  # one per xdist worker
     dot_env = _dot_env(DOCKER / "env.example")
     dot_env.update(SECRET_KEY="Zq3!v9-compose-test-" + "Lr8Kx2Wm5Tb7" * 4, POSTGRES_PASSWORD="unused-here")
     env = _service_env("web", dot_env)
@@ -192,18 +193,20 @@ def stack(tmp_path_factory):
         STATIC_ROOT=str(tmp / "staticfiles"), VAR_DIR=str(tmp / "var"),
         PATH=f"{VENV_BIN}:/usr/bin:/bin", HOME=str(tmp), PYTHONPATH=str(REPO_DIR),
     )
-    build_env, build_command = _collectstatic_step()
-    done = subprocess.run([sys.executable, *build_command[1:]], cwd=REPO_DIR, capture_output=True, text=True,
-                          env={**env, **build_env, "STATIC_ROOT": env["STATIC_ROOT"]}, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert (tmp / "staticfiles" / "staticfiles.json").stat().st_size > 0
-
     with psycopg.connect(_admin_url(), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{own_db}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{own_db}"')
-    migrate = subprocess.run(SERVICES["migrate"]["command"], cwd=REPO_DIR, env=env, capture_output=True, text=True,
-                             timeout=600)
-    assert migrate.returncode == 0, migrate.stdout[-2000:] + migrate.stderr[-3000:]
+    build_env, build_command = _collectstatic_step()
+    build = _start([sys.executable, *build_command[1:]], {**env, **build_env, "STATIC_ROOT": env["STATIC_ROOT"]},
+                   tmp / "collectstatic.log")
+    migrate = _start(SERVICES["migrate"]["command"], env, tmp / "migrate.log")
+    try:
+        for proc, log, timeout in ((build, "collectstatic.log", 300), (migrate, "migrate.log", 600)):
+            assert proc.wait(timeout=timeout) == 0, (tmp / log).read_text()[-3000:]
+    finally:
+        _stop(build)
+        _stop(migrate)
+    assert (tmp / "staticfiles" / "staticfiles.json").stat().st_size > 0
     yield {"env": env, "tmp": tmp, "host": env["ALLOWED_HOSTS"].split(",")[0].strip()}
     with psycopg.connect(_admin_url(), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{own_db}" WITH (FORCE)')
@@ -214,9 +217,12 @@ def _start(command: list[str], env: dict, log: Path) -> subprocess.Popen:
                             start_new_session=True)
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
+def _stop(*procs: subprocess.Popen, signals: dict | None = None) -> None:
+    """Signal every process group at once (SIGTERM unless `signals` says otherwise), then wait for them all."""
+    running = [proc for proc in procs if proc.poll() is None]
+    for proc in running:
+        os.killpg(proc.pid, (signals or {}).get(proc, signal.SIGTERM))
+    for proc in running:
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -240,24 +246,52 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 @pytest.fixture(scope="module")
-def web(stack):
+def services(stack):
+    """web (gunicorn), worker and beat started together with their compose commands, and `check --deploy`
+    beside them, so that their start-ups overlap; each test below waits for the one it is about."""
+    tmp, env = stack["tmp"], stack["env"]
     port = _free_port()
-    command = [*SERVICES["web"]["command"], "--bind", f"127.0.0.1:{port}"]  # the command line wins over the file
-    assert command[0] == "gunicorn"
-    proc = _start(command, stack["env"], stack["tmp"] / "web.log")
-    base = f"http://127.0.0.1:{port}"
+    web_command = [*SERVICES["web"]["command"], "--bind", f"127.0.0.1:{port}"]  # the command line wins over the file
+    assert web_command[0] == "gunicorn"
+    worker_env = {**env, "HOSTNAME": f"compose-test-{os.getpid()}"}
+    worker_command = SERVICES["worker"]["command"] + ["--hostname", f"celery@{worker_env['HOSTNAME']}",
+                                                      "--concurrency", "1"]
+    beat_command = [part if not part.endswith("celerybeat-schedule") else str(tmp / "celerybeat-schedule")
+                    for part in SERVICES["beat"]["command"]]
+    check_command = [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"]
+    procs = {"web": _start(web_command, env, tmp / "web.log"),
+             "worker": _start(worker_command, worker_env, tmp / "worker.log"),
+             "beat": _start(beat_command, env, tmp / "beat.log"),
+             "check": _start(check_command, env, tmp / "check.log")}
+    try:
+        yield {**stack, "procs": procs, "base": f"http://127.0.0.1:{port}", "worker_env": worker_env}
+    finally:
+        # gunicorn's quick shutdown (SIGINT): after SIGTERM its master waited up to 10 s for idle workers.
+        _stop(*procs.values(), signals={procs["web"]: signal.SIGINT})
+
+
+def _wait_for_log(services: dict, name: str, text: str, timeout: float) -> str:
+    log, proc = services["tmp"] / f"{name}.log", services["procs"][name]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and text not in log.read_text():
+        assert proc.poll() is None, log.read_text()[-3000:]
+        time.sleep(0.2)
+    return log.read_text()
+
+
+@pytest.fixture(scope="module")
+def web(services):
+    proc, base = services["procs"]["web"], services["base"]
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         try:
-            if _get(base + "/healthz", stack["host"])[0] == 200:
+            if _get(base + "/healthz", services["host"])[0] == 200:
                 break
         except OSError:
-            time.sleep(0.3)
+            time.sleep(0.2)
     else:
-        _stop(proc)
-        pytest.fail("gunicorn did not answer:\n" + (stack["tmp"] / "web.log").read_text()[-3000:])
-    yield {**stack, "base": base, "proc": proc}
-    _stop(proc)
+        pytest.fail("gunicorn did not answer:\n" + (services["tmp"] / "web.log").read_text()[-3000:])
+    return services
 
 
 def test_gunicorn_serves_pages_with_debug_off(web):
@@ -290,41 +324,23 @@ def test_the_web_health_check_passes(web):
     assert done.returncode == 0, done.stderr
 
 
-def test_the_worker_starts_and_its_health_check_answers(stack):
-    env = {**stack["env"], "HOSTNAME": f"compose-test-{os.getpid()}"}
-    command = SERVICES["worker"]["command"] + ["--hostname", f"celery@{env['HOSTNAME']}", "--concurrency", "1"]
-    proc = _start(command, env, stack["tmp"] / "worker.log")
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and "ready." not in (stack["tmp"] / "worker.log").read_text():
-            assert proc.poll() is None, (stack["tmp"] / "worker.log").read_text()[-3000:]
-            time.sleep(0.3)
-        kind, shell_command = SERVICES["worker"]["healthcheck"]["test"]
-        assert kind == "CMD-SHELL"
-        check = subprocess.run(["sh", "-c", _interpolate(shell_command, {})], cwd=REPO_DIR, env=env,
-                               capture_output=True, text=True, timeout=60)
-        assert check.returncode == 0 and "pong" in check.stdout, check.stdout + check.stderr
-    finally:
-        _stop(proc)
+def test_the_worker_starts_and_its_health_check_answers(services):
+    assert "ready." in _wait_for_log(services, "worker", "ready.", 60), "the worker did not become ready"
+    kind, shell_command = SERVICES["worker"]["healthcheck"]["test"]
+    assert kind == "CMD-SHELL"
+    check = subprocess.run(["sh", "-c", _interpolate(shell_command, {})], cwd=REPO_DIR, env=services["worker_env"],
+                           capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0 and "pong" in check.stdout, check.stdout + check.stderr
 
 
-def test_beat_starts_and_keeps_running(stack):
-    command = [part if not part.endswith("celerybeat-schedule") else str(stack["tmp"] / "celerybeat-schedule")
-               for part in SERVICES["beat"]["command"]]
-    log = stack["tmp"] / "beat.log"
-    proc = _start(command, stack["env"], log)
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and "beat: Starting" not in log.read_text():
-            assert proc.poll() is None, log.read_text()[-3000:]
-            time.sleep(0.3)
-        time.sleep(2)
-        assert proc.poll() is None and "beat: Starting" in log.read_text(), log.read_text()[-3000:]
-    finally:
-        _stop(proc)
+def test_beat_starts_and_keeps_running(services):
+    proc, log = services["procs"]["beat"], services["tmp"] / "beat.log"
+    assert "beat: Starting" in _wait_for_log(services, "beat", "beat: Starting", 30), log.read_text()[-3000:]
+    time.sleep(2)
+    assert proc.poll() is None and "beat: Starting" in log.read_text(), log.read_text()[-3000:]
 
 
-def test_check_deploy_is_clean_with_the_compose_environment(stack):
-    done = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=REPO_DIR,
-                          env=stack["env"], capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0 and "no issues (0 silenced)" in done.stdout + done.stderr, done.stdout + done.stderr
+def test_check_deploy_is_clean_with_the_compose_environment(services):
+    returncode = services["procs"]["check"].wait(timeout=180)
+    output = (services["tmp"] / "check.log").read_text()
+    assert returncode == 0 and "no issues (0 silenced)" in output, output
