@@ -109,8 +109,8 @@ def _verify_file(folder: Path, entry: dict, model, with_passwords: bool) -> None
                 _check_block(name, line_no, block_lines, block.hexdigest(), blocks)
                 block = hashlib.sha256()
     if line_no != entry.get("rows"):
-        raise BackupError(f"{name}:{line_no}: the file ends after {line_no} rows, the manifest says {entry.get('rows')} "
-                          "(truncated or added to)")
+        raise BackupError(f"{name}:{line_no}: the file ends after {line_no} rows, the manifest says "
+                          f"{entry.get('rows')} (truncated or added to)")
     if line_no % block_lines:
         _check_block(name, line_no, block_lines, block.hexdigest(), blocks)
     if whole.hexdigest() != entry.get("sha256"):

@@ -64,7 +64,8 @@ def backed_up_models(*, excluded: dict[str, str] = EXCLUDED) -> list[type[models
     if undecided:
         raise ImproperlyConfigured(
             "backup: no decision for " + ", ".join(sorted(undecided))
-            + " (back the app up in BACKED_UP_APPS or name each model in EXCLUDED with a reason: detectbench_web/backup)")
+            + " (back the app up in BACKED_UP_APPS or name each model in EXCLUDED with a reason, "
+              "detectbench_web/backup/tables.py)")
     stale = [label for label in excluded if not _model_exists(label)]
     if stale:
         raise ImproperlyConfigured(f"backup: EXCLUDED names models that no longer exist: {', '.join(stale)}")

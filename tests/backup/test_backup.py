@@ -58,9 +58,9 @@ def backup(django_db_setup, django_db_blocker, detectbench_dir, tmp_path_factory
     target = connection.settings_dict["NAME"] + "_restore"
     _admin(f'DROP DATABASE IF EXISTS "{target}" WITH (FORCE)')
     _admin(f'CREATE DATABASE "{target}"')
-    migrate = subprocess.Popen([sys.executable, "manage.py", "migrate", "--no-input", "-v0", "--skip-checks"], cwd=REPO_DIR,
-                               env=subprocess_env(DATABASE_URL=f"{_server()}/{target}"), stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+    migrate = subprocess.Popen([sys.executable, "manage.py", "migrate", "--no-input", "-v0", "--skip-checks"],
+                               cwd=REPO_DIR, env=subprocess_env(DATABASE_URL=f"{_server()}/{target}"),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     folder = tmp_path_factory.mktemp("backup") / "a"
     os.environ[API_KEY_ENV] = API_KEY_VALUE
     try:

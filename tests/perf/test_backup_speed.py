@@ -1,5 +1,6 @@
-"""Benchmark: export_all and import_all of the real test split (1,196 items) and 24,000 result rows with the
-messages a model run stores; the round trip is byte-identical. Prints rows/s, sizes and how much the peak memory grew."""
+"""Benchmark: export_all and import_all of the real test split (1,196 items) and 23,920 result rows with
+the messages a model run stores; the round trip is byte-identical. Prints rows/s, sizes and how much the peak
+memory grew."""
 import resource
 import time
 

@@ -1,4 +1,4 @@
-"""`python manage.py export_all --out DIR`: a backup of every table as JSONL plus manifest.json (detectbench_web.backup)."""
+"""`python manage.py export_all --out DIR`: every table as JSONL plus manifest.json (detectbench_web.backup)."""
 from __future__ import annotations
 
 from pathlib import Path
