@@ -72,6 +72,9 @@ class RunLaunchForm(forms.Form):
     k = forms.IntegerField(min_value=1, max_value=50, required=False,
                            help_text="Samples per answer for self-consistency / complexity-CoT (default 5)")
     option_order = forms.ChoiceField(choices=OptionOrder.choices, initial=OptionOrder.ORIGINAL)
+    chunk_size = forms.IntegerField(min_value=1, max_value=10_000, initial=400, required=False,
+                                    label="Items per task",
+                                    help_text="A run is computed in tasks of this many items (workers share them).")
 
     def __init__(self, data=None, *args, **kwargs):
         if data is not None and "endpoints" not in data and data.get("endpoint"):
@@ -97,7 +100,8 @@ class RunLaunchForm(forms.Form):
         return {"split": d.get("split") or "", "item_status": d.get("item_status") or "",
                 "question_type": d.get("question_type") or "", "ids": d.get("ids") or [], "limit": d.get("limit"),
                 "seed": d.get("seed") if d.get("seed") is not None else 42, "samples": d.get("samples") or 1,
-                "k": d.get("k"), "option_order": d.get("option_order") or OptionOrder.ORIGINAL}
+                "k": d.get("k"), "option_order": d.get("option_order") or OptionOrder.ORIGINAL,
+                "chunk_size": d.get("chunk_size") or 400}
 
 
 def parse_run_ids(raw: str) -> list[int]:
