@@ -179,7 +179,7 @@ def module_worker(django_db_setup, django_db_blocker, tmp_path_factory):
 @with_worker
 def test_a_database_blip_mid_run_is_retried_and_stores_no_failed_row(items, module_worker):
     worker = module_worker["process"]
-    with ModelServer(latency_s=0.1) as server:
+    with ModelServer(latency_s=0.2) as server:
         ep = endpoint(server, max_concurrency=2, use_cache=False)
         run = services.run_launch(endpoint=ep, method="naive", ids=items, chunk_size=24)
         wait_for(lambda: Result.objects.filter(run=run).count() >= 4, 30, "some rows")
@@ -195,7 +195,7 @@ def test_a_database_blip_mid_run_is_retried_and_stores_no_failed_row(items, modu
 @with_worker
 def test_a_sigkilled_worker_s_chunk_is_redelivered_without_a_manual_step(items, module_worker):
     worker, env = module_worker["process"], module_worker["env"]
-    with ModelServer(latency_s=0.1) as server:
+    with ModelServer(latency_s=0.2) as server:
         ep = endpoint(server, max_concurrency=2, use_cache=False)
         run = services.run_launch(endpoint=ep, method="naive", ids=items, chunk_size=24)
         wait_for(lambda: Result.objects.filter(run=run).count() >= 4, 30, "some rows")
