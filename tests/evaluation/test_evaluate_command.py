@@ -188,3 +188,24 @@ def test_a_run_whose_rows_are_all_errors_exits_non_zero(items):
     assert line["commonest_error"]["count"] == items and "maximum context length" in line["commonest_error"]["message"]
     assert line["error_classes"] == {"http_400": items}
     assert "failed" in message and "every row failed" in message
+
+
+def test_through_a_celery_worker_a_dead_endpoint_fails_the_run_and_evaluate_exits_non_zero(detectbench_dir,
+                                                                                           celery_worker):
+    """The breaker in a worker process (default threshold, 20): 24 items, one attempt each, nothing listening."""
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=24)
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    services.endpoint_for_cli(base_url=url, model="m", concurrency=1)
+    ModelEndpoint.objects.filter(base_url=url).update(max_attempts=1, use_cache=False)
+    out = io.StringIO()
+    started = time.monotonic()
+    with pytest.raises(CommandError) as refused:
+        call_command("evaluate", "--base-url", url, "--model", "m", "--split", "test", "--wait", "--no-progress",
+                     "--no-preflight", "--concurrency", "1", stdout=out, stderr=io.StringIO())
+    (line,) = [json.loads(text) for text in out.getvalue().splitlines() if text.strip()]
+    run = Run.objects.get(pk=line["run"])
+    assert run.status == RunStatus.FAILED and "20 consecutive failed requests" in run.failure_reason
+    assert "connection refused" in str(refused.value) and f"run {run.pk} (naive) failed" in str(refused.value)
+    assert line["errors"] == 19 and line["error_classes"] == {"connection_refused": 19}  # the 20th trips it
+    assert time.monotonic() - started < 60
+    assert "run_chunk" in celery_worker.log.read_text(errors="replace")  # computed by the worker, not in process
