@@ -300,8 +300,8 @@ def reconcile_runs() -> ReconcileReport:
     if client is None:
         return report
     lock = client.lock(f"{PREFIX}:reconcile-lock", timeout=max(30, 3 * settings.EVALUATION_RECONCILE_INTERVAL_S),
-                       blocking=False)
-    if not lock.acquire():
+                       blocking_timeout=5)
+    if not lock.acquire():  # another pass is running (a pass takes milliseconds; this one is not needed)
         return report
     try:
         runs = list(Run.objects.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).order_by("pk"))

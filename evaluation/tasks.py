@@ -7,15 +7,22 @@ from being handed to another worker.
 """
 from __future__ import annotations
 
+import logging
+import threading
+import time
+
 import django.db
 import kombu.exceptions
 import psycopg
 import redis.exceptions
 from celery import shared_task
+from celery.signals import worker_ready
 from django.conf import settings
 
 from . import execution, reconcile
 from .judge.execution import execute_judge_run
+
+log = logging.getLogger(__name__)
 
 #: Errors of the infrastructure (not of a model or an item): the chunk is retried, nothing is stored as failed.
 INFRASTRUCTURE_ERRORS = (
@@ -50,6 +57,28 @@ def reconcile_runs() -> dict:
     """Re-enqueue the rows of queued/running runs that nothing is computing; finish runs whose rows are all there."""
     report = reconcile.reconcile_runs()
     return {"runs": len(report.runs), "enqueued": report.enqueued}
+
+
+@worker_ready.connect
+def start_reconcile_ticker(**_) -> None:
+    """Workers also ask for the reconciliation every interval (one of them per interval, a Redis key decides),
+    so that runs heal where no beat process runs; with beat too, a pass may run twice, which changes nothing."""
+    if settings.EVALUATION_RECONCILE_IN_WORKERS and reconcile.broker_redis() is not None:
+        threading.Thread(target=_reconcile_ticker, name="reconcile-ticker", daemon=True).start()
+
+
+def _reconcile_ticker() -> None:
+    interval = float(settings.EVALUATION_RECONCILE_INTERVAL_S)
+    client = None
+    while True:
+        time.sleep(interval)
+        try:
+            client = client or reconcile.broker_redis()
+            if client.set(f"{reconcile.PREFIX}:reconcile-asked", 1, nx=True, px=max(100, int(interval * 900))):
+                reconcile_runs.delay()
+        except Exception as exc:  # noqa: BLE001 - Redis away: ask again next time
+            log.warning("could not ask for the reconciliation: %s", exc)
+            client = None
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True, autoretry_for=INFRASTRUCTURE_ERRORS,

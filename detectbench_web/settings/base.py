@@ -171,6 +171,8 @@ EVALUATION_CHUNK_MAX_RETRIES = int(os.environ.get("EVALUATION_CHUNK_MAX_RETRIES"
 EVALUATION_RECONCILE_INTERVAL_S = float(os.environ.get("EVALUATION_RECONCILE_INTERVAL_S", "15"))
 EVALUATION_RECONCILE_GRACE_S = float(os.environ.get("EVALUATION_RECONCILE_GRACE_S", "10"))
 EVALUATION_RECONCILE_STALL_S = float(os.environ.get("EVALUATION_RECONCILE_STALL_S", "60"))
+#: Workers ask for the reconciliation themselves too (healing does not depend on a beat process).
+EVALUATION_RECONCILE_IN_WORKERS = env_bool("EVALUATION_RECONCILE_IN_WORKERS", True)
 CELERY_BEAT_SCHEDULE = {
     "evaluation-reconcile-runs": {
         "task": "evaluation.tasks.reconcile_runs", "schedule": EVALUATION_RECONCILE_INTERVAL_S},

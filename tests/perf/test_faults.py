@@ -46,25 +46,26 @@ def items(detectbench_dir):
 class Stack:
     """Private Redis, two solo workers and beat, all pointed at that Redis."""
 
-    def __init__(self, tmp_path, **env):
+    def __init__(self, tmp_path, *, beat: bool = True, **env):
         self.tmp_path = tmp_path
         self.redis = PrivateRedis(tmp_path).start()
         self.env = subprocess_env(REDIS_URL=self.redis.url, **env)
         self.workers = [self.start_worker() for _ in range(2)]
-        self.beat = start_beat(tmp_path, env=self.env)
+        self.beat = start_beat(tmp_path, env=self.env) if beat else None
 
     def start_worker(self):
         return start_celery_worker(self.tmp_path, pool="solo", concurrency=1, env=self.env)
 
     def close(self) -> None:
         for process in [*self.workers, self.beat]:
-            process.stop()
+            if process is not None:
+                process.stop()
         self.redis.stop()
 
 
 @pytest.fixture
-def stack(tmp_path):
-    built = Stack(tmp_path)
+def stack(tmp_path, request):
+    built = Stack(tmp_path, beat=getattr(request, "param", "with beat") == "with beat")
     yield built
     built.close()
 
@@ -133,7 +134,9 @@ def test_worker_sigkilled_mid_run_and_restarted(items, stack):
     assert received_count(stack.workers[0].log) >= 1  # the killed worker's chunk came back
 
 
+@pytest.mark.parametrize("stack", ["with beat", "workers only"], indirect=True)
 def test_redis_restarted_mid_run(items, stack):
+    """With beat, or with workers only (they ask for the reconciliation themselves)."""
     with ModelServer(latency_s=LATENCY_S) as server:
         _, baseline = measure(stack, server, items, name="baseline")
         moments = {}
@@ -145,7 +148,8 @@ def test_redis_restarted_mid_run(items, stack):
 
         run, faulted = measure(stack, server, items, name="redis-restart", fault=restart_redis)
     logs = "".join(w.log.read_text(errors="replace") for w in stack.workers)
-    report("Redis restart mid-run (no persistence)", baseline, faulted, run,
+    report(f"Redis restart mid-run (no persistence, {'with beat' if stack.beat else 'workers only'})",
+           baseline, faulted, run,
            f"{moments['rows']} rows at the restart, finished {time.monotonic() - moments['at']:.1f} s after it; "
            f"chunk retries {logs.count('Retry in')}; re-enqueued by the reconciliation "
            f"{logs.count('re-enqueued')} time(s)")
