@@ -1,5 +1,6 @@
 """Runs heal themselves (issue 11): the reconciliation re-enqueues only what nothing computes, a database blip
-is retried (never a failed row), and a SIGKILLed worker's chunk is redelivered by the broker with no manual step.
+is retried (never a failed row), a SIGKILLed worker's chunk is redelivered by the broker and a Redis restart loses
+nothing, with no manual step.
 
 Real PostgreSQL, the real Redis broker, real Celery worker processes and a stand-in model server."""
 import json
@@ -15,7 +16,9 @@ from evaluation.models import Result, Run, RunStatus
 from evaluation.tasks import run_chunk
 from tests.conftest import start_celery_worker, subprocess_env
 from tests.evaluation.conftest import compute_rows
-from tests.support.faults import assert_exactly_one_result_each_and_none_failed, received_count, wait_for
+from tests.support.faults import (
+    PrivateRedis, assert_exactly_one_result_each_and_none_failed, enqueue_on, received_count, wait_for,
+)
 from tests.support.items import import_items
 from tests.support.model_server import ModelServer
 
@@ -217,3 +220,32 @@ def test_a_sigkilled_worker_s_chunk_is_redelivered_without_a_manual_step(items, 
     assert received_count(worker.log) == 1  # the restarted worker got the chunk back once
     assert answered == len(items) - before  # only the rows not written before the kill, each once
 
+
+
+@with_worker
+def test_a_redis_restart_mid_run_loses_nothing_and_needs_no_manual_step(items, tmp_path):
+    """A private redis-server (never the shared one) restarted without persistence: the running chunk is
+    retried, the queued chunks the restart lost are re-enqueued by the reconciliation the worker asks for."""
+    redis_server = PrivateRedis(tmp_path).start()
+    env = subprocess_env(REDIS_URL=redis_server.url, EVALUATION_LIMITER_LEASE_S="1", EVALUATION_CHUNK_HEARTBEAT_S="1",
+                         EVALUATION_RECONCILE_INTERVAL_S="2", EVALUATION_RECONCILE_GRACE_S="1")
+    worker = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)
+    try:
+        with ModelServer(latency_s=0.2) as server:
+            ep = endpoint(server, max_concurrency=2, use_cache=False)
+            run = services.run_launch(endpoint=ep, method="naive", ids=items, chunk_size=8, enqueue=False)
+            enqueue_on(redis_server.url, run, run.item_ids)  # 3 chunks: one runs, two wait in the queue
+            wait_for(lambda: Result.objects.filter(run=run).count() >= 2, 30, "some rows")
+            before = Result.objects.filter(run=run).count()
+            restarted_at = time.monotonic()
+            redis_server.restart(down_s=0.5)
+            wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.FINISHED, 60, "the run to finish")
+            back_s = time.monotonic() - restarted_at
+    finally:
+        worker.stop(signal.SIGQUIT)
+        redis_server.stop()
+    log = worker.log.read_text(errors="replace")
+    figures = assert_exactly_one_result_each_and_none_failed(run)
+    print(f"\nRedis restart: {before} rows before it, finished {back_s:.1f} s after it; {figures}; "
+          f"re-enqueued by the reconciliation: {'re-enqueued' in log}")
+    assert "re-enqueued" in log  # the lost chunks came back without a Resume
