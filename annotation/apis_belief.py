@@ -2,6 +2,7 @@
 a review (annotators), the trust figures of a queue (researchers)."""
 from __future__ import annotations
 
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
@@ -134,8 +135,11 @@ class BeliefReviewListApi(generics.ListAPIView):
 
     def get_queryset(self):
         params = self.request.query_params
-        queue = get_object_or_404(BeliefQueue, name=params["queue"]) if params.get("queue") else None
-        label = int(params["label"]) if params.get("label", "").isdigit() else None
+        name, raw_label = params.get("queue", ""), params.get("label", "")
+        if "\x00" in name:  # PostgreSQL text cannot hold NUL (it was a 500): no queue has such a name
+            raise Http404("No such queue.")
+        queue = get_object_or_404(BeliefQueue, name=name) if name else None
+        label = int(raw_label) if raw_label.isascii() and raw_label.isdigit() else None  # not "²"
         return belief_reviews(queue=queue, label_id=label)
 
 
