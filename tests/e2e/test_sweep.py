@@ -20,8 +20,8 @@ from evaluation.models import Run
 from tests.conftest import REPO_DIR, start_celery_worker
 from tests.support.make_run import DEMO_PASSWORDS, make_run_database
 
-# serialized_rollback: the rows the data migrations write (roles, stage settings) are there, as after `migrate`.
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+# make_run_database() first writes the rows `migrate` writes (an earlier transactional test flushed them).
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS_DIR", REPO_DIR / "var" / "test-artifacts")) / "sweep"
 MODELS = ("builtin:first-option", "builtin:lexical", "builtin:random")

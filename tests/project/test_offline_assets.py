@@ -34,8 +34,8 @@ from tests.conftest import CHROMIUM, require
 from tests.e2e.conftest import browser_page  # noqa: F401  (the shared chromium fixture)
 from tests.support.make_run import DEMO_PASSWORDS, make_run_database
 
-# serialized_rollback: the rows the data migrations write (roles, stage settings) are there, as after `migrate`.
-MAKE_RUN_DB = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+# make_run_database() first writes the rows `migrate` writes (an earlier transactional test flushed them).
+MAKE_RUN_DB = pytest.mark.django_db(transaction=True)
 
 OWN_HOST = "testserver"
 # Each page kind (URL pattern) is crawled for a few of its objects and query strings, not for every item or row.
