@@ -95,7 +95,7 @@ def test_the_comparison_leaves_them_out_too(runs, researcher_client, api):
     assert 'data-excluded="1"' in page and "59 pairs" in page
 
 
-def test_figures_and_the_quality_report_in_the_api(runs, api, researcher_client):
+def test_figures_and_the_quality_report_in_the_api(runs, api, researcher_client, tmp_path):
     listed = api.get("/api/evaluation/figures/").json()
     assert [f["name"] for f in listed] == list(FIGURES)
     magic = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF-", "svg": b"<?xml"}
@@ -109,6 +109,11 @@ def test_figures_and_the_quality_report_in_the_api(runs, api, researcher_client)
     page = researcher_client.get(reverse("evaluation:figure", args=["accuracy-by-clues"]),
                                  {"split": "test", "exclude_flagged": "on"}).content.decode()
     assert f"{len(every)} flagged item(s) excluded" in page
+    out = io.StringIO()
+    call_command("figure", "accuracy-by-clues", "--split", "test", "--out", str(tmp_path / "f.json"),
+                 "--exclude-flagged", stdout=out)
+    assert json.loads((tmp_path / "f.json").read_text())["items_per_group"] == data["items_per_group"]
+    assert f"{len(every)} flagged item(s) excluded" in out.getvalue()
     assert api.get("/api/evaluation/figures/keyinfo-accuracy/png/").status_code == 400
     assert api.get("/api/evaluation/figures/keyinfo-accuracy/", {"split": "nope"}).status_code == 400
     assert api.get("/api/evaluation/figures/no-such-figure/", {"split": "test"}).status_code == 404
