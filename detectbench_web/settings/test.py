@@ -11,6 +11,20 @@ os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-012
 os.environ.setdefault("SECURE_COOKIES", "0")
 os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
 
+# Under pytest-xdist (`make test` runs two workers, gw0 and gw1) each worker has its own test database
+# (pytest-django adds _gw0/_gw1 to its name) and its own Redis database: REDIS_URL's number for gw0, one
+# less for gw1 (15 and 14 by default), so one worker's broker flush, queued tasks and cache keys never
+# reach the other. Child processes (Celery workers, servers) inherit the rewritten REDIS_URL; the marker
+# keeps them from moving it again.
+_xdist_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _xdist_worker.startswith("gw") and os.environ.get("TEST_REDIS_WORKER") != _xdist_worker:
+    from urllib.parse import urlsplit, urlunsplit
+
+    _url = urlsplit(os.environ["REDIS_URL"])
+    _db = (int(_url.path.strip("/") or 0) - int(_xdist_worker[2:])) % 16
+    os.environ["REDIS_URL"] = urlunsplit(_url._replace(path=f"/{_db}"))
+    os.environ["TEST_REDIS_WORKER"] = _xdist_worker
+
 from .base import *  # noqa: E402,F401,F403
 
 # Django's PostgreSQL backend with emptying by DELETE instead of TRUNCATE after transactional tests
