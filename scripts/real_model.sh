@@ -14,6 +14,9 @@
 # STATE (var/real-model: wheel, GGUF, server log, SQLite), PORT (8765), ITEMS (5),
 # METHODS (naive,self-cot,detective-thinking,self-consistency,naive-3shot,free-text), K (3),
 # MAX_TOKENS (512), TEMPERATURE (0), DATA (../shared/detectbench/v1.3), KEEP_SERVER=1 to leave it running.
+# CHECK=1 then also checks the run record and the failure handling on the real server: finish_reason on
+# every row, the same command again all cached with no tokens spent, the server stopped mid-run (after
+# STOP_AFTER=20 s) fails the run and evaluate exits non-zero, and with it stopped evaluate refuses to start.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -103,18 +106,53 @@ if [[ -n "${REDIS_URL:-}" ]]; then
   done
   MODE=()
 fi
-HELP=$($PY manage.py evaluate --help)
-SETTINGS=()
-for flag in max-tokens:$MAX_TOKENS temperature:$TEMPERATURE; do  # generation settings, where evaluate has them
-  name=${flag%%:*}
-  grep -q -- "--$name" <<<"$HELP" && SETTINGS+=("--$name" "${flag#*:}")
-done
-[[ ${#SETTINGS[@]} -eq 0 ]] && say "evaluate has no generation flags here: the server's defaults apply"
-say "evaluate: $METHODS on $ITEMS items ${SETTINGS[*]:-} ${MODE[*]:-(Celery worker)}"
+SETTINGS=(--max-tokens "$MAX_TOKENS" --temperature "$TEMPERATURE")
+EVALUATE=($PY manage.py evaluate --base-url "$BASE_URL" --model "$MODEL_ALIAS" --split test --k "$K" --concurrency 1
+          --wait --no-progress "${MODE[@]}" "${SETTINGS[@]}")
+say "evaluate: $METHODS on $ITEMS items ${SETTINGS[*]} ${MODE[*]:-(Celery worker)}"
 set +e
-$PY manage.py evaluate --base-url "$BASE_URL" --model "$MODEL_ALIAS" --method "$METHODS" --split test \
-  --limit "$ITEMS" --k "$K" --concurrency 1 --wait --no-progress "${MODE[@]}" "${SETTINGS[@]}"
-STATUS=$?
+"${EVALUATE[@]}" --method "$METHODS" --limit "$ITEMS" | tee "$STATE/first.jsonl"
+STATUS=${PIPESTATUS[0]}
 set -e
 say "evaluate exited with $STATUS"
-exit $STATUS
+[[ "${CHECK:-0}" == 1 ]] || exit $STATUS
+
+# CHECK=1: what the run record and the failure handling promise, on the real server.
+count() { $PY - "$@" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+key = sys.argv[2]
+print(sum(l[key] for l in lines), sum(l["n"] for l in lines))
+PY
+}
+read -r missing rows < <(
+  $PY manage.py shell --no-imports -c "
+import json
+from evaluation.models import Result
+ids = [json.loads(l)['run'] for l in open('$STATE/first.jsonl') if l.strip()]
+rows = Result.objects.filter(run_id__in=ids, error='')
+print(rows.filter(finish_reason='').count(), rows.count())")
+say "check 1: finish_reason recorded on $((rows - missing)) of $rows answered rows; truncated $(count "$STATE/first.jsonl" truncated | cut -d' ' -f1)"
+set +e
+"${EVALUATE[@]}" --method "$METHODS" --limit "$ITEMS" | tee "$STATE/repeat.jsonl"
+set -e
+read -r cached total < <(count "$STATE/repeat.jsonl" cached)
+read -r spent _ < <(count "$STATE/repeat.jsonl" tokens_spent_out)
+say "check 2: the same command again: $cached of $total rows cached, $spent output tokens spent"
+if [[ -z "$SERVER" ]]; then say "checks 3-4 need a server this script started: skipped"; exit 0; fi
+# 3. The server stopped mid-run: the run fails within a minute, evaluate exits non-zero.
+set +e
+"${EVALUATE[@]}" --method detective-thinking --limit 50 --seed 7 >"$STATE/midrun.jsonl" 2>"$STATE/midrun.err" &
+RUNNER=$!
+sleep "${STOP_AFTER:-20}"
+kill "$SERVER"; wait "$SERVER" 2>/dev/null; SERVER=""
+STOPPED=$(date +%s)
+wait "$RUNNER"; MIDRUN=$?
+set -e
+say "check 3: server stopped mid-run: evaluate exited $MIDRUN $(( $(date +%s) - STOPPED )) s later: $(tail -1 "$STATE/midrun.err")"
+# 4. With the server stopped, evaluate refuses before any run.
+set +e
+"${EVALUATE[@]}" --method naive --limit 1 >"$STATE/stopped.jsonl" 2>"$STATE/stopped.err"
+REFUSED=$?
+set -e
+say "check 4: server stopped: evaluate exited $REFUSED, $(wc -l <"$STATE/stopped.jsonl") runs started: $(tail -1 "$STATE/stopped.err")"
