@@ -1,4 +1,5 @@
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from annotation.item_facts import QUESTION_TYPES
 from annotation.models import ItemStatus
@@ -10,17 +11,23 @@ from .models import ModelEndpoint, OptionOrder
 
 class EndpointForm(forms.ModelForm):
     base_url = forms.URLField(required=False, max_length=300, assume_scheme="https",
-                              help_text="e.g. https://api.openai.com/v1 or http://localhost:8000/v1")
+                              label=_("Base URL"), help_text=_("e.g. https://api.openai.com/v1 or http://localhost:8000/v1"))
 
     class Meta:
         model = ModelEndpoint
         fields = ["name", "kind", "base_url", "model", "api_key_env", "temperature", "top_p", "max_tokens", "seed",
                   "max_concurrency", "requests_per_minute", "timeout_s", "max_attempts", "price_in_per_mtok",
                   "price_out_per_mtok", "use_cache"]
-        help_texts = {"api_key_env": "The NAME of an environment variable of the workers, e.g. OPENAI_API_KEY."}
+        help_texts = {"api_key_env": _("The NAME of an environment variable of the workers, e.g. OPENAI_API_KEY.")}
+        labels = {"name": _("Name"), "kind": _("Kind"), "model": _("Model"), "api_key_env": _("API key variable"),
+                  "temperature": _("Temperature"), "top_p": _("Top p"), "max_tokens": _("Max tokens"), "seed": _("Seed"),
+                  "max_concurrency": _("Max concurrency"), "requests_per_minute": _("Requests per minute"),
+                  "timeout_s": _("Timeout (s)"), "max_attempts": _("Max attempts"),
+                  "price_in_per_mtok": _("Price in (per million tokens)"),
+                  "price_out_per_mtok": _("Price out (per million tokens)"), "use_cache": _("Use the cache")}
 
-    table9_preset = forms.BooleanField(required=False, label="Use the paper's Table 9 parameters",
-                                       help_text="temperature 0.95, top_p 0.95, max_tokens 2000, seed 42")
+    table9_preset = forms.BooleanField(required=False, label=_("Use the paper's Table 9 parameters"),
+                                       help_text=_("temperature 0.95, top_p 0.95, max_tokens 2000, seed 42"))
 
     def _post_clean(self):
         super()._post_clean()
@@ -59,22 +66,27 @@ class RunLaunchForm(forms.Form):
 
     endpoints = forms.ModelMultipleChoiceField(queryset=ModelEndpoint.objects.order_by("name"),
                                                widget=forms.CheckboxSelectMultiple,
-                                               help_text="Each endpoint ticked is asked with every method ticked.")
+                                               label=_("Endpoints"),
+                                               help_text=_("Each endpoint ticked is asked with every method ticked."))
     methods = forms.MultipleChoiceField(choices=METHOD_CHOICES, widget=forms.CheckboxSelectMultiple,
-                                        help_text="Each (endpoint, method) ticked becomes a run of its own.")
-    split = forms.CharField(initial="test", required=False, max_length=40)
-    item_status = forms.ChoiceField(choices=[("", "any")] + list(ItemStatus.choices), required=False)
-    question_type = forms.ChoiceField(choices=[("", "any")] + [(t, t) for t in QUESTION_TYPES], required=False)
-    ids = forms.CharField(required=False, help_text="Comma-separated item ids (optional)")
-    limit = forms.IntegerField(min_value=1, max_value=MAX_INT, required=False)
-    seed = forms.IntegerField(initial=42, min_value=0, max_value=MAX_INT)
-    samples = forms.IntegerField(min_value=1, max_value=50, initial=1)
+                                        label=_("Methods"),
+                                        help_text=_("Each (endpoint, method) ticked becomes a run of its own."))
+    split = forms.CharField(initial="test", required=False, max_length=40, label=_("Split"))
+    item_status = forms.ChoiceField(choices=[("", _("any"))] + list(ItemStatus.choices), required=False,
+                                    label=_("Item status"))
+    question_type = forms.ChoiceField(choices=[("", _("any"))] + [(t, t) for t in QUESTION_TYPES], required=False,
+                                      label=_("Question type"))
+    ids = forms.CharField(required=False, label=_("Item ids"), help_text=_("Comma-separated item ids (optional)"))
+    limit = forms.IntegerField(min_value=1, max_value=MAX_INT, required=False, label=_("Limit"))
+    seed = forms.IntegerField(initial=42, min_value=0, max_value=MAX_INT, label=_("Seed"))
+    samples = forms.IntegerField(min_value=1, max_value=50, initial=1, label=_("Samples"))
     k = forms.IntegerField(min_value=1, max_value=50, required=False,
-                           help_text="Samples per answer for self-consistency / complexity-CoT (default 5)")
-    option_order = forms.ChoiceField(choices=OptionOrder.choices, initial=OptionOrder.ORIGINAL)
+                           label=_("k"),
+                           help_text=_("Samples per answer for self-consistency / complexity-CoT (default 5)"))
+    option_order = forms.ChoiceField(choices=OptionOrder.choices, initial=OptionOrder.ORIGINAL, label=_("Option order"))
     chunk_size = forms.IntegerField(min_value=1, max_value=10_000, initial=400, required=False,
-                                    label="Items per task",
-                                    help_text="A run is computed in tasks of this many items (workers share them).")
+                                    label=_("Items per task"),
+                                    help_text=_("A run is computed in tasks of this many items (workers share them)."))
 
     def __init__(self, data=None, *args, **kwargs):
         if data is not None and "endpoints" not in data and data.get("endpoint"):

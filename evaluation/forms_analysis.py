@@ -1,5 +1,6 @@
 """Forms of the analysis pages: which split (always one), option order and flagged items a figure uses."""
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from .models import OptionOrder
 from .quality_checks import FLAG_KINDS
@@ -8,11 +9,11 @@ from .quality_checks import FLAG_KINDS
 class FlagExclusionForm(forms.Form):
     """Leave out the items the data-quality report flags: every kind, or the kinds ticked."""
 
-    exclude_flagged = forms.BooleanField(required=False, label="Exclude flagged items",
-                                         help_text="Every item the data-quality report flags, of any kind.")
+    exclude_flagged = forms.BooleanField(required=False, label=_("Exclude flagged items"),
+                                         help_text=_("Every item the data-quality report flags, of any kind."))
     exclude = forms.MultipleChoiceField(choices=list(FLAG_KINDS.items()), required=False,
                                         widget=forms.CheckboxSelectMultiple,
-                                        label="Exclude items flagged with")
+                                        label=_("Exclude items flagged with"))
 
     def exclusion(self) -> tuple[str, ...]:
         """The flag kinds whose items are left out (none: nothing is excluded)."""
@@ -24,7 +25,7 @@ class FlagExclusionForm(forms.Form):
 class SplitForm(forms.Form):
     """A split must be chosen: nothing is computed over a silent mix of item sets."""
 
-    split = forms.ChoiceField(choices=())
+    split = forms.ChoiceField(choices=(), label=_("Split"))
 
     def __init__(self, *args, splits: list[str], **kwargs):
         super().__init__(*args, **kwargs)
@@ -32,5 +33,5 @@ class SplitForm(forms.Form):
 
 
 class FigureForm(SplitForm, FlagExclusionForm):
-    option_order = forms.ChoiceField(choices=[("", "any (each run labelled)")] + list(OptionOrder.choices),
-                                     required=False, initial=OptionOrder.ORIGINAL)
+    option_order = forms.ChoiceField(choices=[("", _("any (each run labelled)"))] + list(OptionOrder.choices),
+                                     required=False, initial=OptionOrder.ORIGINAL, label=_("Option order"))

@@ -9,15 +9,16 @@ written once).
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class Stage(models.TextChoices):
     """A stage in which annotators work on an item (paper §3.1), in workflow order."""
 
-    VERIFICATION = "verification", "Question verification"
-    REWRITE = "rewrite", "Question rewriting"
-    CLUE_GRAPH = "clue_graph", "Clue-graph construction"
-    REVIEW = "review", "Review"
+    VERIFICATION = "verification", _("Question verification")
+    REWRITE = "rewrite", _("Question rewriting")
+    CLUE_GRAPH = "clue_graph", _("Clue-graph construction")
+    REVIEW = "review", _("Review")
 
     @property
     def next_status(self) -> ItemStatus:
@@ -55,10 +56,10 @@ _SCREENS = {
 }
 
 ItemStatus = models.TextChoices("ItemStatus", [
-    ("IMPORTED", ("imported", "Imported")),
+    ("IMPORTED", ("imported", _("Imported"))),
     *((stage.name, (stage.value, stage.label)) for stage in Stage),
-    ("PUBLISHED", ("published", "Published")),
-    ("REJECTED", ("rejected", "Rejected")),
+    ("PUBLISHED", ("published", _("Published"))),
+    ("REJECTED", ("rejected", _("Rejected"))),
 ])
 ItemStatus.__doc__ = "Every status of an item: imported, then each Stage, then published or rejected."
 ItemStatus.__module__ = __name__

@@ -107,7 +107,8 @@ def test_researcher_and_annotator_pages_read_in_chinese(client, researcher, anno
     pages = {
         "/evaluation/runs/": ["运行", "启动运行", "还没有运行。"],
         "/evaluation/leaderboard/": ["排行榜：方法 × 模型", "选择数据划分", "还没有完成的运行。"],
-        "/evaluation/endpoints/": ["模型端点", "添加端点"],
+        "/evaluation/endpoints/": ["模型端点", "添加端点", "最大并发数", "使用论文表 9 的参数"],
+        "/evaluation/runs/launch/": ["条目状态", "问题核验", "每个任务的条目数", "以逗号分隔的条目编号（可选）"],
         "/evaluation/quality/": ["数据质量", "请选择一个数据划分。"],
         "/evaluation/figures/": ["图表", "请选择一个数据划分：一张图从不混用不同的条目集合。"],
         "/evaluation/judge/": ["大模型评判", "启动评判运行"],
