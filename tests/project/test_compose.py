@@ -27,8 +27,6 @@ COMPOSE = yaml.safe_load((DOCKER / "compose.yaml").read_text())
 SERVICES = COMPOSE["services"]
 APP_SERVICES = ("migrate", "web", "worker", "beat")
 VENV_BIN = Path(sys.executable).parent
-# Under pytest-xdist the module's tests stay on one worker: one stack is started, not one per worker.
-pytestmark = pytest.mark.xdist_group("compose")
 
 
 def _dockerfile() -> list[tuple[str, str]]:
