@@ -194,3 +194,25 @@ def _clean_test_broker():
     if settings.CELERY_BROKER_URL.startswith("redis://"):
         redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
     yield
+
+
+# Modules whose tests stay together on one pytest-xdist worker: their module fixtures start a whole
+# stack (migrated database, gunicorn, worker, beat) that would otherwise start once per worker.
+XDIST_WHOLE_MODULES = {"tests/project/test_compose.py"}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under `-n N` (with the default --dist load): tests go to the workers one at a time, in collection
+    order, so each worker runs them in pytest-django's order (tests in a rolled-back transaction before
+    those that commit and empty the tables, as in a serial run); the modules above go as one unit."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class _Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in XDIST_WHOLE_MODULES else nodeid
+
+    return _Scheduling(config, log)
