@@ -20,8 +20,15 @@ def run_record_counts(*, run: Run) -> dict:
         spent_out=Sum("spent_tokens_out"), timeouts=Sum("timeouts"),
         finish_reason_missing=Count("pk", filter=Q(error="", finish_reason="")),
     )
-    common = rows.exclude(error="").values("error").annotate(n=Count("pk")).order_by("-n", "error").first()
-    classes = dict(rows.exclude(error="").values_list("error_class").annotate(n=Count("pk")).order_by("-n"))
+    # One grouped pass over the failed rows gives both the commonest message and the rows per class.
+    by_message: dict[str, int] = {}
+    classes: dict[str, int] = {}
+    for error_class, error, n in rows.exclude(error="").values_list("error_class", "error").annotate(n=Count("pk")):
+        by_message[error] = by_message.get(error, 0) + n
+        classes[error_class] = classes.get(error_class, 0) + n
+    common = min(({"error": e, "n": n} for e, n in by_message.items()), key=lambda c: (-c["n"], c["error"]),
+                 default=None)
+    classes = dict(sorted(classes.items(), key=lambda kv: -kv[1]))
     abandoned = totals["timeouts"] or 0
     max_tokens = (run.params or {}).get("max_tokens")
     return {

@@ -133,6 +133,7 @@ def run_detail_view(request, pk: int):
         "summary": summary, "m": summary.metrics, "types": types,
         "figure": accuracy_figure("Accuracy by question type (95% CI)", list(types.items())),
         "judged": judge_selectors.free_text_accuracy(run=run),
+        "record": run.record_counts(),
     })
     return render(request, "evaluation/run_detail.html", context)
 

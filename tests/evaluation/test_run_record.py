@@ -52,6 +52,19 @@ def test_finish_reason_on_every_row_and_rows_cut_at_the_token_cap_are_marked_and
     assert Result.objects.filter(run=cut).first().messages[0]["finish_reason"] == "length"
 
 
+def test_the_run_page_shows_what_happened(items, researcher_client):
+    with StandIn(reply=LONG_REPLY) as server:
+        endpoint = endpoint_for(server, max_tokens=4)
+        first = run_in_process(endpoint)
+        again = run_in_process(endpoint)
+    cut_row = '<tr><th>Cut at the token cap</th><td>%d</td></tr>'
+    cached_row = '<tr><th>Answered from the cache</th><td>%d</td></tr>'
+    page = researcher_client.get(f"/evaluation/runs/{first.pk}/").content.decode()
+    assert cut_row % len(items) in page and cached_row % 0 in page
+    page = researcher_client.get(f"/evaluation/runs/{again.pk}/").content.decode()
+    assert cached_row % len(items) in page and "Tokens spent in / out</th><td>0 / 0" in page
+
+
 def test_a_repeated_run_is_all_cached_and_spends_no_tokens(items):
     with StandIn(reply=LONG_REPLY) as server:
         endpoint = endpoint_for(server, temperature=0.8, max_tokens=100)
