@@ -67,7 +67,8 @@ def test_beat_schedule_is_declared_in_settings(tmp_path):
             "print(sorted(e['task'] for e in app.conf.beat_schedule.values()))")
     out = _run({"VAR_DIR": str(tmp_path), "DEBUG": "1"}, "-c", code)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "['annotation.tasks.leases_expire_sweep', 'studies.tasks.sweep_expired_attempts']"
+    assert out.stdout.strip() == ("['annotation.tasks.leases_expire_sweep', 'evaluation.tasks.reconcile_runs', "
+                                  "'studies.tasks.sweep_expired_attempts']")
 
 
 def test_dot_env_file_is_read_and_the_environment_wins(tmp_path):
