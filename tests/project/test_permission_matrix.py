@@ -385,7 +385,7 @@ def _dump_observed(observed: dict) -> None:
 
 @pytest.fixture
 def world(django_user_model):
-    from annotation.models import Adjudication, Item, ItemStatus, Stage
+    from annotation.models import Adjudication, Item, ItemStatus, Stage, StageConfig
     from annotation.services.belief import belief_labels_record, belief_queue_for
     from annotation.services.belief_review import belief_lease_next
     from evaluation import services as evaluation_services
@@ -397,6 +397,9 @@ def world(django_user_model):
     from tests.evaluation.conftest import compute_rows
 
     cache.clear()  # API throttle counts of earlier tests
+    # The stage settings the data migration writes (the admin's StageConfig pages show the first one): a
+    # transactional test that ran before in this process (any order under pytest-xdist) has emptied the table.
+    StageConfig.objects.get_or_create(stage=Stage.VERIFICATION)
     users = {}
     for name, group, staff in (("matrix-annotator", "annotators", False), ("matrix-researcher", "researchers", True)):
         user = django_user_model.objects.create_user(name, password="pw-" + name, is_staff=staff)
