@@ -20,8 +20,12 @@ run: install
 services:
 	./scripts/ensure_services.sh
 
+# Two pytest-xdist workers, each with its own test database (test_<name>_gw0/_gw1) and Redis database
+# (15 and 14; detectbench_web/settings/test.py); TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= 2
+
 test: install services
-	$(TEST_ENV) $(PY) -m pytest -m "not perf" $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -m "not perf" -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 bench: install services
 	$(TEST_ENV) $(PY) -m pytest tests/perf -m perf -s $(PYTEST_ARGS)
