@@ -13,19 +13,30 @@ def run_record_counts(*, run: Run) -> dict:
     (attempts that timed out: the server may have kept generating them, their tokens are not in the
     spent counts; at most ``abandoned_tokens_max`` = that x max_tokens), ``commonest_error`` (message and count,
     or None), ``error_classes`` ({class: rows}), ``status`` and ``failure_reason``."""
-    rows = Result.objects.filter(run=run)
-    totals = rows.aggregate(
-        rows=Count("pk"), errors=Count("pk", filter=~Q(error="")), truncated=Count("pk", filter=Q(truncated=True)),
-        cached=Count("pk", filter=Q(cached=True, error="")), spent_in=Sum("spent_tokens_in"),
-        spent_out=Sum("spent_tokens_out"), timeouts=Sum("timeouts"),
-        finish_reason_missing=Count("pk", filter=Q(error="", finish_reason="")),
-    )
-    # One grouped pass over the failed rows gives both the commonest message and the rows per class.
+    # One query: the rows grouped by (error class, error message), each group with its sums; the failed
+    # groups give the commonest message and the rows per class, the sum of all groups the totals.
+    groups = (Result.objects.filter(run=run).values_list("error_class", "error")
+              .annotate(n=Count("pk"), truncated=Count("pk", filter=Q(truncated=True)),
+                        cached=Count("pk", filter=Q(cached=True)), spent_in=Sum("spent_tokens_in"),
+                        spent_out=Sum("spent_tokens_out"), timeouts=Sum("timeouts"),
+                        finish_reason_missing=Count("pk", filter=Q(finish_reason=""))))
+    totals = {"rows": 0, "errors": 0, "truncated": 0, "cached": 0, "spent_in": 0, "spent_out": 0, "timeouts": 0,
+              "finish_reason_missing": 0}
     by_message: dict[str, int] = {}
     classes: dict[str, int] = {}
-    for error_class, error, n in rows.exclude(error="").values_list("error_class", "error").annotate(n=Count("pk")):
-        by_message[error] = by_message.get(error, 0) + n
-        classes[error_class] = classes.get(error_class, 0) + n
+    for error_class, error, n, truncated, cached, spent_in, spent_out, timeouts, no_reason in groups:
+        totals["rows"] += n
+        totals["truncated"] += truncated
+        totals["spent_in"] += spent_in or 0
+        totals["spent_out"] += spent_out or 0
+        totals["timeouts"] += timeouts or 0
+        if error:
+            totals["errors"] += n
+            by_message[error] = by_message.get(error, 0) + n
+            classes[error_class] = classes.get(error_class, 0) + n
+        else:
+            totals["cached"] += cached
+            totals["finish_reason_missing"] += no_reason
     common = min(({"error": e, "n": n} for e, n in by_message.items()), key=lambda c: (-c["n"], c["error"]),
                  default=None)
     classes = dict(sorted(classes.items(), key=lambda kv: -kv[1]))
