@@ -246,7 +246,8 @@ def execute_chunk(*, run_id: int, item_ids: list[int] | None = None) -> ChunkRep
     if run.status in (RunStatus.CANCELLED, RunStatus.FINISHED, RunStatus.FAILED):
         report.cancelled = run.status != RunStatus.FINISHED
         return report
-    ids = [i for i in (item_ids if item_ids is not None else run.item_ids) if i in set(run.item_ids)]
+    in_run = set(run.item_ids)
+    ids = [i for i in (item_ids if item_ids is not None else run.item_ids) if i in in_run]
     wanted, report.skipped = _wanted(run, ids)
     mark_started(run_id)
     if wanted:
