@@ -79,7 +79,9 @@ def test_participant_completes_study_with_highlights_and_reload_resumes(live_ser
     page.select_option("select[name=confidence]", "4")
     page.click("[data-submit]")
     page.wait_for_selector("text=Question 2 of 2")
-    assert page.evaluate("window.scrollY") == 0  # the next question starts at its top, not mid-story
+    # The next question starts at its top, not mid-story: htmx scrolls (show:window:top) after the swap settles,
+    # a moment after the new text is in the page, so wait for it (a page that never scrolls fails here).
+    page.wait_for_function("() => window.scrollY === 0", timeout=5000)
     _select_by_mouse(page, 0.7, 0.3)
     page.locator("input[name=chosen_option]").nth(1).check()
     page.click("[data-submit]")
