@@ -5,39 +5,28 @@ run's item drill-down and every figure. Full-page screenshots of each step are k
 var/test-artifacts/sweep/ (or $TEST_ARTIFACTS_DIR/sweep/)."""
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from django.db import connections
 
 from evaluation.figure_data import FIGURES
 from evaluation.models import Run
-from tests.conftest import REPO_DIR, start_celery_worker
+from tests.conftest import start_celery_worker
+from tests.support.screenshots import Shots, artifacts_dir
 from tests.support.make_run import DEMO_PASSWORDS, make_run_database
 
 # make_run_database() first writes the rows `migrate` writes (an earlier transactional test flushed them).
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS_DIR", REPO_DIR / "var" / "test-artifacts")) / "sweep"
+ARTIFACTS = artifacts_dir("sweep")
 MODELS = ("builtin:first-option", "builtin:lexical", "builtin:random")
 METHODS = ("naive-key-info", "ps-cot")
 FILE_MAGIC = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF-", "svg": b"<?xml"}
 
 
-class Shots:
-    def __init__(self, directory: Path):
-        shutil.rmtree(directory, ignore_errors=True)
-        directory.mkdir(parents=True)
-        self.directory, self.n = directory, 0
-
-    def __call__(self, page, name: str) -> None:
-        self.n += 1
-        page.screenshot(path=str(self.directory / f"{self.n:02d}-{name}.png"), full_page=True)
 
 
 @pytest.fixture

@@ -14,9 +14,7 @@ full-page screenshot of each page in var/test-artifacts/walkthrough/ (or $TEST_A
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -28,13 +26,14 @@ from django.db import connections
 from annotation.models import Item, ItemStatus
 from evaluation.models import Run
 from studies.models import Attempt, AttemptStatus, Response, Study
-from tests.conftest import REPO_DIR, start_celery_worker
+from tests.conftest import start_celery_worker
+from tests.support.screenshots import Shots, artifacts_dir
 from tests.support.make_run import DEMO_PASSWORDS, RUN_SH, RUN_SH_LINES, make_run_database
 
 # make_run_database() first writes the rows `migrate` writes (an earlier transactional test flushed them).
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS_DIR", REPO_DIR / "var" / "test-artifacts")) / "walkthrough"
+ARTIFACTS = artifacts_dir("walkthrough")
 QUICK_LIMIT = 30  # seconds: the participant's time runs out while the others work
 RETURN_TEXT = "Time is up: please return the study on Prolific so that your place goes to someone else."
 
@@ -46,17 +45,6 @@ def test_make_run_database_follows_run_sh():
         assert line in run_sh, f"scripts/run.sh changed: update tests/support/make_run.py ({line!r})"
 
 
-class Shots:
-    """Full-page screenshots, numbered in the order taken."""
-
-    def __init__(self, directory: Path):
-        shutil.rmtree(directory, ignore_errors=True)
-        directory.mkdir(parents=True)
-        self.directory, self.n = directory, 0
-
-    def __call__(self, page, name: str) -> None:
-        self.n += 1
-        page.screenshot(path=str(self.directory / f"{self.n:02d}-{name}.png"), full_page=True)
 
 
 def _wait_until(page, expression: str, timeout: float = 10.0) -> None:

@@ -10,6 +10,7 @@ from evaluation import services
 from evaluation.models import Result, RunStatus
 from evaluation.tasks import run_chunk
 from tests.conftest import start_celery_worker, subprocess_env
+from tests.support.faults import wait_for
 from tests.support.items import import_items
 from tests.support.model_server import ModelServer
 
@@ -21,15 +22,6 @@ def items(detectbench_dir):
     import_items(detectbench_dir / "test.jsonl", split="test", limit=64)
     return list(Item.objects.filter(split="test").order_by("pk").values_list("pk", flat=True))
 
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def run_finished(run):
