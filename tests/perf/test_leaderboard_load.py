@@ -37,7 +37,8 @@ GOAL_MS = 300.0
 COLUMNS = ["run_id", "item_id", "item_version", "sample_index", "messages", "raw_output", "shown_order",
            "answer_index", "answer_label", "parse_status", "is_correct", "answer_first", "free_answer",
            "key_information", "keyinfo", "tokens_in", "tokens_out", "latency_s", "attempts", "cached", "error",
-           "created_at", "updated_at"]
+           "created_at", "updated_at", "finish_reason", "truncated", "spent_tokens_in", "spent_tokens_out", "timeouts",
+           "error_class", "failed_call"]
 
 
 def _runs(items: list[Item]) -> list[Run]:
@@ -73,7 +74,8 @@ def _copy_rows(runs: list[Run], items: list[Item]) -> int:
                                  "output": output}]
                     copy.write_row([run.pk, item.pk, item.version, 0, json.dumps(messages), output, "[0, 1, 2, 3]",
                                     answer, str(answer + 1), "ok", correct, item.answer_index == 0, "",
-                                    item.context[:160], rng.random(), 300, 40, 0.5, 1, False, "", now, now])
+                                    item.context[:160], rng.random(), 300, 40, 0.5, 1, False, "", now, now,
+                                    "stop", False, 300, 40, 0, "", ""])
                     rows += 1
     with connection.cursor() as cursor:
         cursor.execute(f"VACUUM ANALYZE {table}")
