@@ -105,8 +105,14 @@ def _participant_starts(page, base: str, shots: Shots) -> Attempt:
     _press_until(page, "Tab", "document.activeElement && document.activeElement.id === 'context'")
     story = page.inner_text("#context")
     page.keyboard.press("Control+ArrowRight")  # the cursor starts at the beginning; on to the second word
-    for _ in range(3):
-        page.keyboard.press("Control+Shift+ArrowRight")  # three whole words
+    # Whole words until the selection spans at least two (a hyphen or an apostrophe is a word stop of
+    # its own for the browser, so "prize-winning" takes three presses).
+    _press_until(
+        page,
+        "Control+Shift+ArrowRight",
+        "window.getSelection().toString().trim().split(/\\s+/).length >= 2",
+        limit=12,
+    )
     page.keyboard.press("Enter")
     page.wait_for_selector("#context mark.clue")
     clue = page.inner_text("#context mark.clue")
