@@ -72,6 +72,18 @@ def largest_burst(arrivals: list[float], window_s: float = 0.010) -> int:
     return best
 
 
+def timeline(arrivals: list[float], started: float, elapsed: float) -> str:
+    """Where the time beyond the ideal goes: start-up (to the first request), the requests, the end (from the
+    last request's arrival to the run's end), and the least full 200 ms wave of arrivals (64 = every slot busy)."""
+    arrivals = sorted(arrivals)
+    waves = [0] * (int((arrivals[-1] - arrivals[0]) / LATENCY_S) + 1)
+    for at in arrivals:
+        waves[int((at - arrivals[0]) / LATENCY_S)] += 1
+    return (f"first request +{(arrivals[0] - started) * 1000:.0f} ms, last request +{arrivals[-1] - started:.2f} s, "
+            f"end +{elapsed:.2f} s; {len(waves)} waves of {LATENCY_S * 1000:.0f} ms, the least full of the first "
+            f"{len(waves) - 1} holds {min(waves[:-1] or waves)}")
+
+
 def assert_resolved_once(run, n: int) -> None:
     """Every item has exactly one row, answered, recorded (finish_reason, tokens spent) and parsed: the stand-in
     answers the first label, "1", which the reader calls ambiguous where another option's text is 1."""
@@ -147,6 +159,7 @@ def test_throughput_1196_items_200ms_concurrency_64(detectbench_dir, tmp_path):
               f"{(sorted(stats['arrivals'])[CONCURRENCY - 1] - min(stats['arrivals'])) * 1000:.0f} ms); "
               f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
               f"after {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+        print(f"  timeline: {timeline(stats['arrivals'], started, elapsed)}")
         assert run.status == RunStatus.FINISHED
         assert_resolved_once(run, n)
         assert stats["requests"] == n
@@ -205,6 +218,7 @@ def test_throughput_through_two_celery_worker_processes(detectbench_dir, tmp_pat
           f"(run wall_s {run.wall_s:.2f} s), ideal {ideal:.2f} s, ratio {ratio:.3f} (goal <= {GOAL_RATIO}: "
           f"{'met' if ratio <= GOAL_RATIO else 'NOT met'}); stand-in server CPU {ms_per_request(server_cpu, n)} "
           f"per request; peak in flight {stats['peak_in_flight']}; load average {load_before:.2f} on {os.cpu_count()} CPUs")
+    print(f"  timeline (from the launch): {timeline(stats['arrivals'], started, elapsed)}")
     assert run.status == RunStatus.FINISHED
     assert_resolved_once(run, n)
     assert stats["peak_in_flight"] <= CONCURRENCY
