@@ -71,7 +71,14 @@ class SelectionSerializer(serializers.Serializer):
     chunk_size = serializers.IntegerField(required=False, default=400, min_value=1, max_value=10_000)
 
 
-class RunLaunchSerializer(SelectionSerializer):
+class PreflightFlagSerializer(serializers.Serializer):
+    no_preflight = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Launch without checking the endpoints first (by default each remote endpoint is asked "
+                  "GET /models, or one tiny completion, and a launch on one that cannot serve is refused)")
+
+
+class RunLaunchSerializer(PreflightFlagSerializer, SelectionSerializer):
     endpoint = serializers.PrimaryKeyRelatedField(queryset=ModelEndpoint.objects.all())
     method = serializers.ChoiceField(choices=METHOD_CHOICES)
 
@@ -126,8 +133,10 @@ class RunListAPI(generics.ListAPIView):
     def post(self, request):
         launch = RunLaunchSerializer(data=request.data)
         launch.is_valid(raise_exception=True)
-        run = services.run_launch(user=request.user, **launch.validated_data)
-        return Response(_OneRun.run_data(run), status=status.HTTP_201_CREATED)
+        args = dict(launch.validated_data)
+        warnings = [] if args.pop("no_preflight") else services.endpoints_check(endpoints=[args["endpoint"]])
+        run = services.run_launch(user=request.user, **args)
+        return Response({**_OneRun.run_data(run), "preflight_warnings": warnings}, status=status.HTTP_201_CREATED)
 
 
 class _OneRun(generics.GenericAPIView):

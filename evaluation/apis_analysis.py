@@ -18,7 +18,7 @@ from detectbench_web.errors import Invalid, NotFound
 from detectbench_web.roles import IsResearcher
 
 from . import analysis, quality, selectors, services
-from .apis import RunSerializer, SelectionSerializer
+from .apis import PreflightFlagSerializer, RunSerializer, SelectionSerializer
 from .apis_tables import ExclusionQuerySerializer
 from .figure_data import FIGURES
 from .figures import FORMATS, draw, render
@@ -31,7 +31,7 @@ MAX_SWEEP_METHODS = 20
 
 # --------------------------------------------------------------------------- sweeps
 
-class SweepSerializer(SelectionSerializer):
+class SweepSerializer(PreflightFlagSerializer, SelectionSerializer):
     """Endpoints x methods over one item selection: one run per pair."""
 
     endpoints = serializers.PrimaryKeyRelatedField(queryset=ModelEndpoint.objects.all(), many=True,
@@ -82,11 +82,14 @@ class SweepEstimateSerializer(serializers.Serializer):
 
 class SweepLaunchedSerializer(serializers.Serializer):
     estimate = SweepEstimateSerializer()
+    preflight_warnings = serializers.ListField(child=serializers.CharField(),
+                                               help_text="What the endpoint check warned of (e.g. a key variable not set)")
     runs = RunSerializer(many=True)
 
 
 def _sweep_args(data: dict) -> dict:
     data = dict(data)
+    data.pop("no_preflight", None)
     return {"endpoints": data.pop("endpoints"), "methods": data.pop("methods"), **data}
 
 
@@ -120,8 +123,10 @@ class SweepLaunchAPI(generics.GenericAPIView):
         sweep.is_valid(raise_exception=True)
         args = _sweep_args(sweep.validated_data)
         plan = sweep_estimate(**args)
+        warnings = [] if sweep.validated_data.get("no_preflight") else services.endpoints_check(
+            endpoints=args["endpoints"])
         runs = services.sweep_launch(user=request.user, **args)
-        return Response({"estimate": plan.as_dict(),
+        return Response({"estimate": plan.as_dict(), "preflight_warnings": warnings,
                          "runs": RunSerializer(selectors.with_progress(runs), many=True).data},
                         status=status.HTTP_201_CREATED)
 

@@ -87,6 +87,10 @@ class RunLaunchForm(forms.Form):
     chunk_size = forms.IntegerField(min_value=1, max_value=10_000, initial=400, required=False,
                                     label=_("Items per task"),
                                     help_text=_("A run is computed in tasks of this many items (workers share them)."))
+    no_preflight = forms.BooleanField(
+        required=False, label=_("Launch without checking the endpoints"),
+        help_text=_("Unticked, each remote endpoint is first asked for its models (or one tiny completion), and "
+                    "a launch on an endpoint that cannot serve is refused with the reason."))
 
     def __init__(self, data=None, *args, **kwargs):
         if data is not None and "endpoints" not in data and data.get("endpoint"):

@@ -33,8 +33,8 @@ class PreflightRefused(ServiceError):
     code = "endpoint_unusable"
     http_status = 400
 
-    def __init__(self, message: str, *, error_class: str):
-        super().__init__(message, details={"error_class": error_class})
+    def __init__(self, message: str, *, error_class: str, field: str | None = None):
+        super().__init__(message, field=field, details={"error_class": error_class})
         self.error_class = error_class
 
 

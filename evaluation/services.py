@@ -15,7 +15,7 @@ from annotation.selectors import item_list
 
 from detectbench_web.errors import Invalid, NotFound
 
-from . import execution
+from . import execution, preflight
 from .errors import EmptySelection, NoDemonstrations, UnknownMethod
 from .methods import METHODS
 from .models import TABLE9_PRESET, EndpointKind, ModelEndpoint, OptionOrder, Result, Run, RunStatus
@@ -126,6 +126,30 @@ def select_item_ids(*, split: str = "", item_status: str = "", question_type: st
         items = items.filter(pk__in=list(ids))
     selected = list(items.order_by("pk").values_list("pk", flat=True))
     return selected[:limit] if limit else selected
+
+
+#: How long a launch from a page or the API waits for each endpoint's check (the CLI waits up to 15 s).
+LAUNCH_CHECK_TIMEOUT_S = 8.0
+
+
+def endpoints_check(*, endpoints: Sequence[ModelEndpoint], timeout_s: float = LAUNCH_CHECK_TIMEOUT_S) -> list[str]:
+    """Check each remote endpoint before runs are launched on it (``preflight.check_endpoint``: it answers,
+    it serves the model, a needed key is set): PreflightRefused, naming the endpoint, for the first one
+    that cannot serve a run; else the warnings (e.g. a key variable that is not set). Built-ins need no check."""
+    warnings: list[str] = []
+    for endpoint in dict.fromkeys(endpoints):
+        if endpoint.is_builtin:
+            continue
+        try:
+            found = preflight.check_endpoint(base_url=endpoint.base_url, model=endpoint.model,
+                                             api_key_env=endpoint.api_key_env,
+                                             timeout_s=min(endpoint.timeout_s, timeout_s))
+        except preflight.PreflightRefused as exc:
+            raise preflight.PreflightRefused(f"Endpoint {endpoint.name!r} cannot serve a run: {exc.message}. "
+                                             "No run was launched.", error_class=exc.error_class,
+                                             field="endpoints") from None
+        warnings += [f"{endpoint.name}: {warning}" for warning in found.warnings]
+    return warnings
 
 
 @transaction.atomic

@@ -93,11 +93,14 @@ def run_launch_view(request):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
+            warnings = [] if data.get("no_preflight") else services.endpoints_check(endpoints=list(data["endpoints"]))
             launched = services.sweep_launch(endpoints=list(data["endpoints"]), methods=data["methods"],
                                              user=request.user, **form.selection())
         except REFUSED as exc:
             add_form_errors(form, exc)
         else:
+            for warning in warnings:
+                messages.warning(request, warning)
             messages.success(request, ngettext("Launched %(n)d run.", "Launched %(n)d runs.", len(launched))
                              % {"n": len(launched)})
             if len(launched) == 1:

@@ -96,10 +96,15 @@ def test_endpoint_create_and_launch_forms(researcher_client, detectbench_dir, dj
         "name": "bad", "kind": "openai", "base_url": "http://x/v1", "model": "m", "api_key_env": "sk-abc 123",
         "max_concurrency": 1, "timeout_s": 60, "max_attempts": 1})
     assert bad.status_code == 200 and not ModelEndpoint.objects.filter(name="bad").exists()
+    launch = {"endpoint": endpoint.pk, "methods": ["naive", "self-cot"], "split": "test", "seed": 3, "samples": 1,
+              "option_order": "permuted"}
+    # Nothing listens on port 9: the endpoint check refuses the launch, names why, and launches nothing.
     with django_capture_on_commit_callbacks() as callbacks:
-        response = researcher_client.post(reverse("evaluation:run_launch"), {
-            "endpoint": endpoint.pk, "methods": ["naive", "self-cot"], "split": "test", "seed": 3, "samples": 1,
-            "option_order": "permuted"})
+        refused = researcher_client.post(reverse("evaluation:run_launch"), launch)
+    assert refused.status_code == 200 and not callbacks and not Run.objects.exists()
+    assert "cannot serve a run" in refused.content.decode() and "connection refused" in refused.content.decode()
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = researcher_client.post(reverse("evaluation:run_launch"), {**launch, "no_preflight": "on"})
     assert response.status_code == 302
     runs = Run.objects.filter(endpoint=endpoint)
     assert runs.count() == 2 and all(r.option_order == "permuted" and len(r.item_ids) == 5 for r in runs)
