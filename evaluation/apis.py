@@ -21,12 +21,17 @@ from .models import ModelEndpoint, OptionOrder, Result, Run
 class EndpointSerializer(serializers.ModelSerializer):
     table9_preset = serializers.BooleanField(write_only=True, required=False, default=False,
                                              help_text="Use the paper's Table 9 generation parameters.")
+    version = serializers.IntegerField(
+        required=False, min_value=1, max_value=2**31 - 1,
+        help_text="Raised by one on every change. Send the version you read with a PUT/PATCH: if the endpoint "
+                  "changed since, the update is refused with 409 (edit_conflict) and nothing is saved.")
 
     class Meta:
         model = ModelEndpoint
         fields = ["id", "name", "kind", "base_url", "model", "api_key_env", "temperature", "top_p", "max_tokens",
                   "seed", "extra_params", "max_concurrency", "requests_per_minute", "timeout_s", "max_attempts",
-                  "retry_budget_s", "price_in_per_mtok", "price_out_per_mtok", "use_cache", "created_at", "table9_preset"]
+                  "retry_budget_s", "price_in_per_mtok", "price_out_per_mtok", "use_cache", "created_at", "table9_preset",
+                  "version"]
         read_only_fields = ["id", "created_at"]
 
 
@@ -101,7 +106,9 @@ class EndpointListAPI(generics.ListCreateAPIView):
         return selectors.endpoint_list()
 
     def perform_create(self, serializer):
-        serializer.instance = services.endpoint_create(**serializer.validated_data)
+        data = dict(serializer.validated_data)
+        data.pop("version", None)
+        serializer.instance = services.endpoint_create(**data)
 
 
 class EndpointDetailAPI(generics.RetrieveUpdateAPIView):
@@ -115,7 +122,9 @@ class EndpointDetailAPI(generics.RetrieveUpdateAPIView):
         return selectors.endpoint_list()
 
     def perform_update(self, serializer):
-        serializer.instance = services.endpoint_update(endpoint=serializer.instance, **serializer.validated_data)
+        data = dict(serializer.validated_data)
+        expected = data.pop("version", None)
+        serializer.instance = services.endpoint_update(endpoint=serializer.instance, expected_version=expected, **data)
 
 
 class RunListAPI(generics.ListAPIView):

@@ -57,6 +57,8 @@ class ModelEndpoint(models.Model):
                                              help_text="Price per million output tokens.")
     use_cache = models.BooleanField(default=True, help_text="Reuse stored responses to identical requests.")
     created_at = models.DateTimeField(auto_now_add=True)
+    #: Raised by one on every save: an edit made from an older version is refused (no lost update).
+    version = models.PositiveIntegerField(default=1, editable=False)
 
     class Meta:
         ordering = ["name"]
@@ -71,6 +73,13 @@ class ModelEndpoint(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            self.version = (self.version or 0) + 1
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "version"}
+        super().save(*args, **kwargs)
 
     @property
     def is_builtin(self) -> bool:

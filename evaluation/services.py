@@ -13,9 +13,9 @@ from django.utils import timezone
 
 from annotation.selectors import item_list
 
-from detectbench_web.errors import Invalid, NotFound
+from detectbench_web.errors import Conflict, Invalid, NotFound
 
-from . import execution, preflight
+from . import execution, preflight, reconcile
 from .errors import EmptySelection, NoDemonstrations, UnknownMethod
 from .methods import METHODS
 from .models import TABLE9_PRESET, EndpointKind, ModelEndpoint, OptionOrder, Result, Run, RunStatus
@@ -52,9 +52,12 @@ ENDPOINT_FIELDS = ("name", "kind", "base_url", "model", "api_key_env", "temperat
 
 
 @transaction.atomic
-def endpoint_update(*, endpoint: ModelEndpoint, table9_preset: bool = False, **fields) -> ModelEndpoint:
+def endpoint_update(*, endpoint: ModelEndpoint, table9_preset: bool = False, expected_version: int | None = None,
+                    **fields) -> ModelEndpoint:
     """Change an endpoint's settings (validated as on creation; the key is still only a variable's name).
 
+    ``expected_version`` is the version the change was made from (the edit page and the API send it): when
+    the endpoint was saved since, the change is refused (Conflict) rather than silently undoing the other one.
     Runs already launched keep the generation parameters they were launched with (Run.params)."""
     unknown = sorted(set(fields) - set(ENDPOINT_FIELDS))
     if unknown:
@@ -62,6 +65,11 @@ def endpoint_update(*, endpoint: ModelEndpoint, table9_preset: bool = False, **f
     if table9_preset:
         fields.update(TABLE9_PRESET)
     endpoint = ModelEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+    if expected_version is not None and expected_version != endpoint.version:
+        raise Conflict(f"Endpoint {endpoint.name!r} was changed by someone else since this version was read "
+                       f"(version {expected_version}; it is now at version {endpoint.version}). Nothing was saved: "
+                       "reload it and make the change again.", code="edit_conflict", field="version",
+                       details={"version": endpoint.version})
     for name, value in fields.items():
         setattr(endpoint, name, value)
     endpoint.full_clean()
@@ -269,7 +277,11 @@ def run_resume(*, run: Run, enqueue: bool = True) -> Run:
 
 
 def run_execute_in_process(*, run: Run) -> execution.ChunkReport:
-    """Compute all missing rows of a run in this process (no worker needed), then close it."""
-    report = execution.execute_chunk(run_id=run.pk, item_ids=None)
+    """Compute all missing rows of a run in this process (no worker needed), then close it.
+
+    Its heartbeat covers all of the run's items, so the periodic reconciliation never hands them to a
+    worker meanwhile (however long one request takes)."""
+    with reconcile.heartbeat(run_id=run.pk, item_ids=list(run.item_ids)):
+        report = execution.execute_chunk(run_id=run.pk, item_ids=None)
     execution.refresh_status(run.pk)
     return report

@@ -34,7 +34,7 @@ def endpoint_list_view(request):
     form = EndpointForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            endpoint = services.endpoint_create(**form.cleaned_data)
+            endpoint = services.endpoint_create(**form.settings())
         except REFUSED as exc:
             add_form_errors(form, exc)
         else:
@@ -50,7 +50,8 @@ def endpoint_edit_view(request, pk: int):
     form = EndpointForm(request.POST or None, instance=endpoint)
     if request.method == "POST" and form.is_valid():
         try:
-            endpoint = services.endpoint_update(endpoint=endpoint, **form.cleaned_data)
+            endpoint = services.endpoint_update(endpoint=endpoint, expected_version=form.cleaned_data.get("version"),
+                                                **form.settings())
         except REFUSED as exc:
             add_form_errors(form, exc)
         else:

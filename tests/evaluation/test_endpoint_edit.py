@@ -86,3 +86,28 @@ def test_runs_launched_before_an_edit_keep_their_parameters(api, endpoint, detec
     assert api.patch(f"/api/evaluation/endpoints/{endpoint.pk}/", {"temperature": 1.0}, format="json").status_code == 200
     run.refresh_from_db()
     assert run.params["temperature"] == 0.2
+
+
+def test_an_edit_made_from_an_older_version_is_refused_on_the_page_and_in_the_api(researcher_client, endpoint, api):
+    """Two researchers open the same endpoint; the second to save gets a conflict, not a silent lost update."""
+    url = reverse("evaluation:endpoint_edit", args=[endpoint.pk])
+    assert 'name="version" value="1"' in researcher_client.get(url).content.decode()
+    first = researcher_client.post(url, _form(endpoint, temperature=0.7, version=1))
+    assert first.status_code == 302
+    stale = researcher_client.post(url, _form(endpoint, max_concurrency=32, version=1))
+    text = stale.content.decode()
+    assert stale.status_code == 200 and "changed by someone else" in text and "version 2" in text
+    endpoint.refresh_from_db()
+    assert (endpoint.temperature, endpoint.max_concurrency, endpoint.version) == (0.7, 4, 2)  # nothing undone
+
+    detail = f"/api/evaluation/endpoints/{endpoint.pk}/"
+    assert api.get(detail).json()["version"] == 2
+    refused = api.patch(detail, {"max_concurrency": 9, "version": 1}, format="json")
+    assert refused.status_code == 409
+    assert (refused.json()["code"], refused.json()["version"]) == ("edit_conflict", 2)
+    saved = api.patch(detail, {"max_concurrency": 9, "version": 2}, format="json")
+    assert saved.status_code == 200 and saved.json()["version"] == 3
+    # Without a version the change applies to whatever is there (as before), and still counts.
+    assert api.patch(detail, {"max_tokens": 256}, format="json").json()["version"] == 4
+    endpoint.refresh_from_db()
+    assert (endpoint.max_concurrency, endpoint.max_tokens, endpoint.temperature) == (9, 256, 0.7)
