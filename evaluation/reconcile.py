@@ -15,8 +15,9 @@ Three things keep a run moving without a manual Resume:
   row that no live chunk (heartbeat), queued message or unacknowledged message covers, for
   at least ``EVALUATION_RECONCILE_GRACE_S``, are enqueued again, and only those. A run that no chunk
   ever worked on (as far as this Redis knows) is re-enqueued only when it also wrote no row for
-  ``EVALUATION_RECONCILE_STALL_S`` (a run computed in-process by ``evaluate --wait`` has no chunk but
-  makes progress). A run whose rows
+  ``EVALUATION_RECONCILE_STALL_S``. A run computed in-process (``evaluate --wait`` without a worker,
+  ``services.run_execute_in_process``) beats like a chunk covering all its items, so it is never taken
+  over while its process lives, however slow its requests. A run whose rows
   are all there is marked finished. Re-enqueueing a run that then makes no progress backs off
   exponentially, so a chunk that fails for another reason does not loop.
 

@@ -122,6 +122,40 @@ def test_a_run_computed_in_process_is_not_taken_over_and_a_complete_one_is_finis
     assert complete.status == RunStatus.FINISHED
 
 
+@with_worker
+def test_a_run_computed_in_process_is_covered_by_its_heartbeat_however_slow_its_requests(items, broker, settings):
+    """No row for longer than the stall limit (a slow model), yet the pass leaves the in-process run alone."""
+    import threading
+
+    settings.EVALUATION_RECONCILE_GRACE_S = 0
+    settings.EVALUATION_RECONCILE_STALL_S = 0
+    with ModelServer(latency_s=1.5) as server:
+        run = services.run_launch(endpoint=endpoint(server, max_concurrency=4), method="naive", ids=items[:4],
+                                  enqueue=False)
+        def compute() -> None:
+            from django.db import connections
+            try:
+                services.run_execute_in_process(run=run)
+            finally:
+                connections.close_all()
+
+        worker = threading.Thread(target=compute)
+        worker.start()
+        try:
+            wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
+                     and reconcile.live_chunk_items(broker, run.pk), timeout=10, what="the in-process heartbeat")
+            assert not Result.objects.filter(run=run).exists()  # nothing written yet: a stall, by the rows alone
+            assert reconcile.live_chunk_items(broker, run.pk) == set(items[:4])
+            check = check_of(reconcile.reconcile_runs(), run)
+            assert (check.uncovered, check.enqueued) == (0, [])
+            assert reconcile.broker_chunks(broker).get(run.pk) is None
+        finally:
+            worker.join(30)
+    run.refresh_from_db()
+    assert run.status == RunStatus.FINISHED and Result.objects.filter(run=run, error="").count() == 4
+    assert reconcile.live_chunk_items(broker, run.pk) == set()  # the heartbeat ends with the run
+
+
 @fast
 def test_re_enqueueing_without_progress_backs_off(items, broker, settings, reconcile_pass):
     settings.EVALUATION_RECONCILE_GRACE_S = 0
