@@ -64,6 +64,17 @@ def _press_until(page, key: str, condition: str, limit: int = 40) -> None:
     raise AssertionError(f"{key} never reached: {condition}")
 
 
+#: True when the caret in the story stands right after its first whitespace-separated word.
+AFTER_FIRST_WORD = """(() => {
+  const story = document.getElementById('context'), sel = window.getSelection();
+  if (!sel.focusNode || !story.contains(sel.focusNode)) return false;
+  const before = document.createRange();
+  before.setStart(story, 0);
+  before.setEnd(sel.focusNode, sel.focusOffset);
+  return before.toString().trim() === story.textContent.trim().split(/\\s+/)[0];
+})()"""
+
+
 def _text(page, selector: str = "main") -> str:
     return " ".join(page.inner_text(selector).split())
 
@@ -104,7 +115,9 @@ def _participant_starts(page, base: str, shots: Shots) -> Attempt:
     # Keyboard alone: Tab to the story, move, select with Shift+arrows, Enter adds the clue.
     _press_until(page, "Tab", "document.activeElement && document.activeElement.id === 'context'")
     story = page.inner_text("#context")
-    page.keyboard.press("Control+ArrowRight")  # the cursor starts at the beginning; on to the second word
+    # The cursor starts at the beginning: word by word to the end of the first word ("Twenty-five" takes
+    # three presses: the browser stops at the hyphen too).
+    _press_until(page, "Control+ArrowRight", AFTER_FIRST_WORD, limit=6)
     # Whole words until the selection spans at least two (a hyphen or an apostrophe is a word stop of
     # its own for the browser, so "prize-winning" takes three presses).
     _press_until(
