@@ -5,6 +5,7 @@ validation in `full_clean()` raises Django's ValidationError, which the mappers 
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 from urllib.parse import urlparse
 
@@ -142,21 +143,33 @@ LAUNCH_CHECK_TIMEOUT_S = 8.0
 
 def endpoints_check(*, endpoints: Sequence[ModelEndpoint], timeout_s: float = LAUNCH_CHECK_TIMEOUT_S) -> list[str]:
     """Check each remote endpoint before runs are launched on it (``preflight.check_endpoint``: it answers,
-    it serves the model, a needed key is set): PreflightRefused, naming the endpoint, for the first one
-    that cannot serve a run; else the warnings (e.g. a key variable that is not set). Built-ins need no check."""
-    warnings: list[str] = []
-    for endpoint in dict.fromkeys(endpoints):
-        if endpoint.is_builtin:
-            continue
+    it serves the model, a needed key is set): PreflightRefused, naming the endpoint, for the first one (in
+    the order given) that cannot serve a run; else the warnings (e.g. a key variable that is not set).
+    Built-ins need no check. The checks run at once, one thread each, and the same (URL, model, key
+    variable) is asked once: a sweep over many endpoints waits about one timeout at most, not one each."""
+    remote = [e for e in dict.fromkeys(endpoints) if not e.is_builtin]
+    targets = {(e.base_url, e.model, e.api_key_env): min(e.timeout_s, timeout_s) for e in remote}
+
+    def check(target) -> preflight.Preflight | preflight.PreflightRefused:
+        base_url, model, api_key_env = target
         try:
-            found = preflight.check_endpoint(base_url=endpoint.base_url, model=endpoint.model,
-                                             api_key_env=endpoint.api_key_env,
-                                             timeout_s=min(endpoint.timeout_s, timeout_s))
+            return preflight.check_endpoint(base_url=base_url, model=model, api_key_env=api_key_env,
+                                            timeout_s=targets[target])
         except preflight.PreflightRefused as exc:
-            raise preflight.PreflightRefused(f"Endpoint {endpoint.name!r} cannot serve a run: {exc.message}. "
-                                             "No run was launched.", error_class=exc.error_class,
-                                             field="endpoints") from None
-        warnings += [f"{endpoint.name}: {warning}" for warning in found.warnings]
+            return exc
+
+    found = {}
+    if targets:
+        with ThreadPoolExecutor(max_workers=min(len(targets), 50), thread_name_prefix="preflight") as pool:
+            found = dict(zip(targets, pool.map(check, targets)))
+    warnings: list[str] = []
+    for endpoint in remote:
+        outcome = found[(endpoint.base_url, endpoint.model, endpoint.api_key_env)]
+        if isinstance(outcome, preflight.PreflightRefused):
+            raise preflight.PreflightRefused(f"Endpoint {endpoint.name!r} cannot serve a run: {outcome.message}. "
+                                             "No run was launched.", error_class=outcome.error_class,
+                                             field="endpoints")
+        warnings += [f"{endpoint.name}: {warning}" for warning in outcome.warnings]
     return warnings
 
 

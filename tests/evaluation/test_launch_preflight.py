@@ -95,3 +95,43 @@ def test_page_launch_refuses_a_dead_endpoint_and_warns_on_a_live_one(items, rese
     text = launched.content.decode()
     assert Run.objects.filter(endpoint=live).count() == 1
     assert "LAUNCH_NO_SUCH_KEY is not set" in text  # the warning is shown on the page it lands on
+
+
+def test_the_endpoints_of_a_sweep_are_checked_at_once_not_one_timeout_after_another(items, api):
+    """Five endpoints on a server that accepts connections and never answers: the five checks are all under way
+    before the first one times out (one after another, they would arrive a timeout apart), and the launch is
+    refused naming the first endpoint and the timeout."""
+    import threading
+    import time
+
+    arrivals: list[float] = []
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            arrivals.append(time.monotonic())
+            held.append(conn)  # read nothing, answer nothing
+
+    threading.Thread(target=accept, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    try:
+        hung = [services.endpoint_create(name=f"hung {i}", base_url=url, model=f"m{i}", timeout_s=2)
+                for i in range(5)]
+        response = api.post("/api/evaluation/sweeps/", {"endpoints": [e.pk for e in hung], "methods": ["naive"],
+                                                        "split": "test"}, format="json")
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
+    assert response.status_code == 400
+    body = response.json()
+    assert body["error_class"] == "timeout" and "'hung 0' cannot serve a run" in body["detail"]
+    assert "no answer within 2 s" in body["detail"] and not Run.objects.exists()
+    assert len(arrivals) == 5 and max(arrivals) - min(arrivals) < 1.5, arrivals
