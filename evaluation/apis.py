@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 
@@ -88,6 +88,15 @@ class RunLaunchSerializer(PreflightFlagSerializer, SelectionSerializer):
     method = serializers.ChoiceField(choices=METHOD_CHOICES)
 
 
+class RunLaunchedSerializer(RunSerializer):
+    preflight_warnings = serializers.ListField(child=serializers.CharField(), read_only=True,
+                                               help_text="What the endpoint check warned of (e.g. a key variable not set)")
+
+    class Meta(RunSerializer.Meta):
+        fields = RunSerializer.Meta.fields + ["preflight_warnings"]
+        read_only_fields = fields
+
+
 class ResultSerializer(serializers.ModelSerializer):
     class Meta:
         model = Result
@@ -111,6 +120,15 @@ class EndpointListAPI(generics.ListCreateAPIView):
         serializer.instance = services.endpoint_create(**data)
 
 
+_ENDPOINT_UPDATE_RESPONSES = {
+    200: EndpointSerializer,
+    400: OpenApiResponse(description="invalid fields (e.g. a key pasted where the variable's name belongs)"),
+    409: OpenApiResponse(description="edit_conflict: the endpoint changed since the version sent; nothing saved"),
+}
+
+
+@extend_schema_view(put=extend_schema(responses=_ENDPOINT_UPDATE_RESPONSES),
+                    patch=extend_schema(responses=_ENDPOINT_UPDATE_RESPONSES))
 class EndpointDetailAPI(generics.RetrieveUpdateAPIView):
     """GET: one endpoint; PUT / PATCH: change it (through ``services.endpoint_update``, validated as on
     creation: the key is only ever the name of an environment variable)."""
@@ -139,11 +157,16 @@ class RunListAPI(generics.ListAPIView):
     def paginate_queryset(self, queryset):
         return selectors.with_progress(list(super().paginate_queryset(queryset)))
 
+    @extend_schema(request=RunLaunchSerializer, responses={
+        201: RunLaunchedSerializer,
+        400: OpenApiResponse(description="invalid fields, no items match, a method needs demonstrations, or the "
+                                         "endpoint check refused the endpoint (code endpoint_unusable)")})
     def post(self, request):
         launch = RunLaunchSerializer(data=request.data)
         launch.is_valid(raise_exception=True)
         args = dict(launch.validated_data)
-        warnings = [] if args.pop("no_preflight") else services.endpoints_check(endpoints=[args["endpoint"]])
+        warnings = [] if args.pop("no_preflight") else services.endpoints_check(endpoints=[args["endpoint"]],
+                                                                               field="endpoint")
         run = services.run_launch(user=request.user, **args)
         return Response({**_OneRun.run_data(run), "preflight_warnings": warnings}, status=status.HTTP_201_CREATED)
 

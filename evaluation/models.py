@@ -6,7 +6,7 @@ import re
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from .baselines import BUILTIN_MODELS
 from .judge.models import JudgeConfig, JudgeRun  # noqa: F401 - the judge's models: Django finds them here
@@ -15,6 +15,9 @@ from .parsing import PARSE_STATUSES
 
 # Upper case only: a lower-case "name" such as gsk_abc123... is far more likely a pasted key than a variable.
 ENV_VAR_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
+#: The app's own secrets and connection strings: never sent to a model server as its API key.
+APP_SECRET_VARIABLES = re.compile(r"^(SECRET_KEY|DJANGO_.*|DATABASE_.*|REDIS_.*|CELERY_.*|PG[A-Z]*|POSTGRES_.*"
+                                  r"|AWS_SECRET_.*|EMAIL_HOST_PASSWORD)$")
 MAX_CONCURRENCY = 1024
 SECRET_PARAM_RE = re.compile(r"api[_-]?key|secret|password|authorization|bearer|access[_-]?token", re.IGNORECASE)
 
@@ -75,11 +78,20 @@ class ModelEndpoint(models.Model):
         return self.name
 
     def save(self, *args, **kwargs):
-        if not self._state.adding:
-            self.version = (self.version or 0) + 1
-            if kwargs.get("update_fields") is not None:
-                kwargs["update_fields"] = {*kwargs["update_fields"], "version"}
-        super().save(*args, **kwargs)
+        if self._state.adding:
+            super().save(*args, **kwargs)
+            return
+        # Raised in the UPDATE itself (version = version + 1), so that two saves never write the same number.
+        before = self.version
+        self.version = F("version") + 1
+        if kwargs.get("update_fields") is not None:
+            kwargs["update_fields"] = {*kwargs["update_fields"], "version"}
+        try:
+            super().save(*args, **kwargs)
+        except BaseException:
+            self.version = before
+            raise
+        self.refresh_from_db(fields=["version"])
 
     @property
     def is_builtin(self) -> bool:
@@ -106,6 +118,10 @@ class ModelEndpoint(models.Model):
             # The message never repeats the value: it may be a key pasted by mistake.
             errors["api_key_env"] = ("Give the NAME of an environment variable (upper-case letters, digits, _), "
                                      "not the key itself.")
+        elif self.api_key_env and APP_SECRET_VARIABLES.match(self.api_key_env):
+            errors["api_key_env"] = (f"{self.api_key_env} holds one of the app's own secrets or connection settings; "
+                                     "it is never sent to a model server. Use a variable of its own, e.g. "
+                                     "OPENAI_API_KEY.")
         if not isinstance(self.extra_params, dict):
             errors["extra_params"] = 'Give a JSON object, e.g. {"top_k": 5}.'
         elif any(SECRET_PARAM_RE.search(str(name)) for name in self.extra_params):

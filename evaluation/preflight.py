@@ -85,24 +85,67 @@ def _refusal_for_status(response: httpx.Response, url: str, base_url: str, model
                             else "http_5xx")
 
 
+class _Unauthenticated(Exception):
+    """The endpoint answered 401/403 to a check made without the key that only the workers hold."""
+
+
+#: Redirects the check follows (each one is another request, with a timeout of its own).
+MAX_REDIRECTS = 3
+
+
 def check_endpoint(*, base_url: str, model: str, api_key_env: str = "", timeout_s: float = PREFLIGHT_TIMEOUT_S,
-                   environ=None) -> Preflight:
-    """Refuse (PreflightRefused) unless the endpoint answers and serves ``model``; returns what it found."""
-    key, warnings = key_check(base_url=base_url, api_key_env=api_key_env, environ=environ)
-    result = Preflight(warnings=warnings)
+                   environ=None, key_elsewhere: bool = False) -> Preflight:
+    """Refuse (PreflightRefused) unless the endpoint answers and serves ``model``; returns what it found.
+
+    ``key_elsewhere``: the key may be set only where the requests will be sent from (the web server checks
+    for the workers). Then a key missing here, and the 401/403 that follows without it, are warnings."""
+    key = None
+    try:
+        if key_elsewhere:
+            environ = os.environ if environ is None else environ
+            key = environ.get(api_key_env) if api_key_env else None
+            warnings = [] if key or not api_key_env else [
+                f"the API-key variable {api_key_env} is not set in this process: the check went without a key "
+                "(the workers need it, or requests go without one)"]
+        else:
+            key, warnings = key_check(base_url=base_url, api_key_env=api_key_env, environ=environ)
+        result = Preflight(warnings=warnings)
+        try:
+            return _check(base_url=base_url, model=model, key=key, timeout_s=timeout_s, result=result,
+                          unauthenticated_ok=key_elsewhere and not key)
+        except _Unauthenticated:
+            return result
+    except PreflightRefused:
+        raise
+    except (httpx.InvalidURL, UnicodeError, ValueError) as exc:  # e.g. a host name IDNA refuses, a non-ASCII key
+        raise PreflightRefused(f"cannot ask {base_url}: {redact(f'{type(exc).__name__}: {exc}', (key,))}"[:500],
+                               error_class="invalid_url") from None
+
+
+def _check(*, base_url: str, model: str, key: str | None, timeout_s: float, result: Preflight,
+           unauthenticated_ok: bool) -> Preflight:
     base = base_url.rstrip("/")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     secrets = (key,)
     timeout = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
-    with httpx.Client(timeout=timeout, headers=headers, follow_redirects=True, trust_env=False) as http:
+    with httpx.Client(timeout=timeout, headers=headers, follow_redirects=True, max_redirects=MAX_REDIRECTS,
+                      trust_env=False) as http:
         def send(method: str, url: str, **kwargs) -> httpx.Response:
             try:
-                return http.request(method, url, **kwargs)
+                response = http.request(method, url, **kwargs)
             except httpx.HTTPError as exc:
                 error_class, reason = transport_reason(exc)
+                if isinstance(exc, httpx.TooManyRedirects):
+                    error_class, reason = "connection", f"more than {MAX_REDIRECTS} redirects"
                 if error_class == "timeout":
                     reason = f"no answer within {timeout_s:.0f} s"
                 raise PreflightRefused(f"cannot reach {base_url}: {reason}", error_class=error_class) from None
+            if response.status_code in (401, 403) and unauthenticated_ok:
+                result.checked = "unauthenticated"
+                result.warnings.append(f"{base_url} answered HTTP {response.status_code} to a check without a key: "
+                                       "it is reachable, the model and the key were not checked")
+                raise _Unauthenticated
+            return response
 
         models_url = f"{base}/models"
         response = send("GET", models_url)

@@ -5,7 +5,7 @@ validation in `full_clean()` raises Django's ValidationError, which the mappers 
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Sequence
 from urllib.parse import urlparse
 
@@ -141,34 +141,47 @@ def select_item_ids(*, split: str = "", item_status: str = "", question_type: st
 LAUNCH_CHECK_TIMEOUT_S = 8.0
 
 
-def endpoints_check(*, endpoints: Sequence[ModelEndpoint], timeout_s: float = LAUNCH_CHECK_TIMEOUT_S) -> list[str]:
-    """Check each remote endpoint before runs are launched on it (``preflight.check_endpoint``: it answers,
-    it serves the model, a needed key is set): PreflightRefused, naming the endpoint, for the first one (in
-    the order given) that cannot serve a run; else the warnings (e.g. a key variable that is not set).
-    Built-ins need no check. The checks run at once, one thread each, and the same (URL, model, key
-    variable) is asked once: a sweep over many endpoints waits about one timeout at most, not one each."""
+def endpoints_check(*, endpoints: Sequence[ModelEndpoint], timeout_s: float = LAUNCH_CHECK_TIMEOUT_S,
+                    field: str = "endpoints") -> list[str]:
+    """Check each remote endpoint before runs are launched on it (``preflight.check_endpoint``: it answers and
+    serves the model): PreflightRefused, naming the endpoint (and ``field``), for the first one in the order
+    given that cannot serve a run; else the warnings. Built-ins need no check.
+
+    The key is the workers' (this web process may not hold it): a key variable not set here, and a 401/403
+    to a check made without it, are warnings. The checks run at once, one thread per distinct (URL, model,
+    key variable), and the whole launch waits at most ``timeout_s`` plus a second: a check still going
+    then (redirects, a slow DNS) counts as no answer."""
     remote = [e for e in dict.fromkeys(endpoints) if not e.is_builtin]
-    targets = {(e.base_url, e.model, e.api_key_env): min(e.timeout_s, timeout_s) for e in remote}
+    targets: dict[tuple[str, str, str], float] = {}
+    for e in remote:
+        target = (e.base_url, e.model, e.api_key_env)
+        targets[target] = min(targets.get(target, timeout_s), e.timeout_s, timeout_s)
 
     def check(target) -> preflight.Preflight | preflight.PreflightRefused:
         base_url, model, api_key_env = target
         try:
             return preflight.check_endpoint(base_url=base_url, model=model, api_key_env=api_key_env,
-                                            timeout_s=targets[target])
+                                            timeout_s=targets[target], key_elsewhere=True)
         except preflight.PreflightRefused as exc:
             return exc
+        except Exception as exc:  # noqa: BLE001 - whatever a strange endpoint makes the client raise is its refusal
+            return preflight.PreflightRefused(f"cannot ask {base_url}: {type(exc).__name__}", error_class="connection")
 
-    found = {}
+    found: dict = {}
     if targets:
-        with ThreadPoolExecutor(max_workers=min(len(targets), 50), thread_name_prefix="preflight") as pool:
-            found = dict(zip(targets, pool.map(check, targets)))
+        pool = ThreadPoolExecutor(max_workers=min(len(targets), 50), thread_name_prefix="preflight")
+        futures = {target: pool.submit(check, target) for target in targets}
+        wait(futures.values(), timeout=max(targets.values()) + 1.0)
+        pool.shutdown(wait=False, cancel_futures=True)  # a check still going ends on its own timeouts
+        for target, future in futures.items():
+            found[target] = future.result() if future.done() else preflight.PreflightRefused(
+                f"no answer from {target[0]} within {targets[target]:.0f} s", error_class="timeout")
     warnings: list[str] = []
     for endpoint in remote:
         outcome = found[(endpoint.base_url, endpoint.model, endpoint.api_key_env)]
         if isinstance(outcome, preflight.PreflightRefused):
             raise preflight.PreflightRefused(f"Endpoint {endpoint.name!r} cannot serve a run: {outcome.message}. "
-                                             "No run was launched.", error_class=outcome.error_class,
-                                             field="endpoints")
+                                             "No run was launched.", error_class=outcome.error_class, field=field)
         warnings += [f"{endpoint.name}: {warning}" for warning in outcome.warnings]
     return warnings
 

@@ -317,7 +317,9 @@ SPECTACULAR_SETTINGS = {
     # `check --deploy` without warnings (issue 11): "status" choice sets spectacular cannot name by
     # itself (drf_spectacular.W001, "StatusD9eEnum"); runs and judge runs share RunStatus.
     "ENUM_NAME_OVERRIDES": {"StudyStatusEnum": "studies.models.StudyStatus",
-                            "RunStatusEnum": "evaluation.models.RunStatus"},
+                            "RunStatusEnum": "evaluation.models.RunStatus",
+                            "QuestionTypeEnum": "annotation.item_facts.QUESTION_TYPES",
+                            "MethodEnum": "evaluation.methods.METHOD_CHOICES"},
 }
 
 # Logging: one handler, on the root logger. Django's own "django" logger had a console handler of

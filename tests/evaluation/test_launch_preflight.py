@@ -42,7 +42,7 @@ def test_api_launch_on_a_dead_endpoint_is_refused_with_the_reason_and_nothing_is
                         format="json")
     assert response.status_code == 400, response.content
     body = response.json()
-    assert (body["code"], body["field"], body["error_class"]) == ("endpoint_unusable", "endpoints", "connection_refused")
+    assert (body["code"], body["field"], body["error_class"]) == ("endpoint_unusable", "endpoint", "connection_refused")
     assert "'dead' cannot serve a run" in body["detail"] and "No run was launched" in body["detail"]
     # A sweep with one dead endpoint among good ones launches none of its runs.
     sweep = api.post("/api/evaluation/sweeps/", {"endpoints": [builtin.pk, dead.pk], "methods": ["naive"],
@@ -71,7 +71,8 @@ def test_api_launch_checks_the_model_and_warns_of_an_unset_key(items, api, monke
     assert launched.status_code == 201, launched.content
     assert len(launched.json()["runs"]) == 2
     assert launched.json()["preflight_warnings"] == [
-        "right: the API-key variable LAUNCH_NO_SUCH_KEY is not set: requests to 127.0.0.1 go without a key"]
+        "right: the API-key variable LAUNCH_NO_SUCH_KEY is not set in this process: the check went without a key "
+        "(the workers need it, or requests go without one)"]
     # GET /v1/models once per endpoint and launch (2 for the refused sweep, 1 for the two runs launched), and no
     # completion was spent on the checks (no worker runs here: the runs wait in the queue).
     assert (asked, completions) == (3, 0)
@@ -135,3 +136,82 @@ def test_the_endpoints_of_a_sweep_are_checked_at_once_not_one_timeout_after_anot
     assert body["error_class"] == "timeout" and "'hung 0' cannot serve a run" in body["detail"]
     assert "no answer within 2 s" in body["detail"] and not Run.objects.exists()
     assert len(arrivals) == 5 and max(arrivals) - min(arrivals) < 1.5, arrivals
+
+
+def test_a_key_only_the_workers_hold_is_not_a_refusal_but_a_wrong_one_is(items, api, monkeypatch):
+    """The web process may lack the workers' key: a 401 to a check made without a key is a warning; a key that
+    is set here and refused is still a refusal (HTTP 401, and the key is not echoed)."""
+    monkeypatch.delenv("LAUNCH_WORKER_KEY", raising=False)
+    with StandIn(reply=REPLY, key="sk-right") as server:
+        endpoint = services.endpoint_create(name="keyed", base_url=server.base_url, model="stand-in",
+                                            api_key_env="LAUNCH_WORKER_KEY")
+        launched = api.post("/api/evaluation/runs/", {"endpoint": endpoint.pk, "method": "naive", "split": "test"},
+                            format="json")
+        assert launched.status_code == 201, launched.content
+        warnings = launched.json()["preflight_warnings"]
+        assert len(warnings) == 2 and "LAUNCH_WORKER_KEY is not set in this process" in warnings[0]
+        assert "answered HTTP 401 to a check without a key" in warnings[1]
+        monkeypatch.setenv("LAUNCH_WORKER_KEY", "sk-wrong-value")
+        refused = api.post("/api/evaluation/runs/", {"endpoint": endpoint.pk, "method": "naive", "split": "test"},
+                           format="json")
+    assert refused.status_code == 400 and refused.json()["error_class"] == "http_401"
+    assert "sk-wrong-value" not in refused.content.decode()
+    assert Run.objects.count() == 1
+
+
+def test_a_host_name_the_client_cannot_encode_is_a_refusal_not_a_500(items, api):
+    endpoint = services.endpoint_create(name="idna", base_url="http://xn--zz.com/v1", model="m")
+    response = api.post("/api/evaluation/runs/", {"endpoint": endpoint.pk, "method": "naive", "split": "test"},
+                        format="json")
+    assert response.status_code == 400 and response.json()["error_class"] == "invalid_url"
+    assert "IDNAError" in response.json()["detail"] and not Run.objects.exists()
+
+
+def test_the_app_s_own_secrets_cannot_be_named_as_an_api_key(api):
+    for name in ("SECRET_KEY", "DATABASE_URL", "REDIS_URL", "DJANGO_SECRET_KEY", "PGPASSWORD"):
+        response = api.post("/api/evaluation/endpoints/", {"name": f"e {name}", "base_url": "http://127.0.0.1:9/v1",
+                                                           "model": "m", "api_key_env": name}, format="json")
+        assert response.status_code == 400, name
+        assert "never sent to a model server" in response.content.decode()
+    assert api.post("/api/evaluation/endpoints/", {"name": "ok", "base_url": "http://127.0.0.1:9/v1", "model": "m",
+                                                   "api_key_env": "OPENAI_API_KEY"}, format="json").status_code == 201
+
+
+def test_a_check_that_never_ends_is_cut_at_the_launch_deadline(items, api):
+    """A server that trickles one header byte every 0.3 s never trips a per-read timeout; the launch still
+    answers, after its own deadline, with the endpoint refused for no answer."""
+    import threading
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    stop = threading.Event()
+
+    def trickle() -> None:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        with conn:
+            conn.sendall(b"HTTP/1.1 200 OK\r\n")
+            for _ in range(100):  # 30 s at most
+                if stop.wait(0.3):
+                    return
+                try:
+                    conn.sendall(b"X")
+                except OSError:
+                    return
+
+    threading.Thread(target=trickle, daemon=True).start()
+    endpoint = services.endpoint_create(name="trickle", base_url=f"http://127.0.0.1:{listener.getsockname()[1]}/v1",
+                                        model="m", timeout_s=1)
+    try:
+        response = api.post("/api/evaluation/runs/", {"endpoint": endpoint.pk, "method": "naive", "split": "test"},
+                            format="json")
+    finally:
+        stop.set()
+        listener.close()
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert body["error_class"] == "timeout" and "within 1 s" in body["detail"] and not Run.objects.exists()
