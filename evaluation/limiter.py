@@ -138,9 +138,9 @@ class RedisLimiter(Limiter):
     that start a run, not 64), on a small pool of connections."""
 
     pool_size = 4
-    #: The longest wait between two asks of a process whose coroutines wait for a slot. One small script
-    #: call per ask, for all of the process' waiters: at 10 ms, at most ~100 calls a second per waiting
-    #: process, and a slot another process gives back is taken up within ~15 ms.
+    #: The longest wait between two asks of a process whose coroutines wait for a slot (jittered to 5-15 ms).
+    #: One small script call per ask, for all of the process' waiters: about 100 calls a second (at most
+    #: 200) per waiting process, and a slot another process gives back is taken up within ~15 ms.
     poll_cap_s = 0.01
 
     def __init__(self, *, redis_url: str, key: str, limit: int, requests_per_minute: int | None = None,

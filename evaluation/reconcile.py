@@ -76,7 +76,8 @@ def _uncovered_key(run_id: int) -> str:
 
 
 def _chunked_key(run_id: int) -> str:
-    """Set by every heartbeat: this run is computed by chunk tasks (not in-process by ``evaluate --wait``)."""
+    """Set by every heartbeat (of a chunk task or of an in-process run): something worked on this run since the
+    broker's Redis started, so its uncovered items are due after the grace, not only after a stall."""
     return f"{PREFIX}:run:{run_id}:chunked"
 
 

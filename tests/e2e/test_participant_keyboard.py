@@ -102,6 +102,8 @@ def test_keyboard_alone_selects_adds_and_removes_clues_and_submits(live_server, 
         page.keyboard.press("Control+Shift+ArrowRight")
         if page.evaluate("window.getSelection().toString().trim().split(/\\s+/).length >= 2"):
             break
+    else:
+        raise AssertionError(f"12 word steps never selected two words: {page.evaluate('window.getSelection().toString()')!r}")
     page.keyboard.press("h")
     _wait_until(page, "document.querySelectorAll('#context mark.clue').length === 2")
     second = page.locator("#context mark.clue").nth(1).inner_text()
