@@ -16,7 +16,8 @@
 # MAX_TOKENS (512), TEMPERATURE (0), DATA (../shared/detectbench/v1.3), KEEP_SERVER=1 to leave it running.
 # CHECK=1 then also checks the run record and the failure handling on the real server: finish_reason on
 # every row, the same command again all cached with no tokens spent, the server stopped mid-run (after
-# STOP_AFTER=20 s) fails the run and evaluate exits non-zero, and with it stopped evaluate refuses to start.
+# STOP_AFTER=20 s) fails the run and evaluate exits non-zero, and with it stopped evaluate refuses to start;
+# it ends with "CHECK passed" (exit 0) or "CHECK FAILED: check(s) ..." (exit 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -40,9 +41,11 @@ say() { echo "[real-model] $*" >&2; }
 if ! "$LLAMA_VENV/bin/python" -c "import llama_cpp.server" 2>/dev/null; then
   say "building llama-cpp-python[server] in $LLAMA_VENV (about 20 minutes on 2 cores; log: $STATE/build.log)"
   python3 -m venv "$LLAMA_VENV"
+  # Compiled here, never taken from pip's wheel cache: a wheel built on another machine carries that
+  # machine's CPU kernels (AVX-512/AMX) and crashes on the first completion where they are missing.
   CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} nice -n 19 \
-    "$LLAMA_VENV/bin/pip" install --quiet "llama-cpp-python[server]" >"$STATE/build.log" 2>&1 \
-    || { tail -20 "$STATE/build.log" >&2; exit 1; }
+    "$LLAMA_VENV/bin/pip" install --quiet --no-cache-dir --no-binary llama-cpp-python "llama-cpp-python[server]" \
+    >"$STATE/build.log" 2>&1 || { tail -20 "$STATE/build.log" >&2; exit 1; }
 fi
 say "llama-cpp-python $("$LLAMA_VENV/bin/python" -c 'import llama_cpp; print(llama_cpp.__version__)') in $LLAMA_VENV"
 
@@ -83,6 +86,14 @@ else
     sleep 1
   done
   curl -fsS "$BASE_URL/models" >/dev/null || { say "the server did not come up"; exit 1; }
+fi
+# One tiny completion: a build that cannot run on this CPU crashes here, not in the middle of a run.
+if ! curl -fsS -m 120 "$BASE_URL/chat/completions" -H 'Content-Type: application/json' \
+    -d "{\"model\": \"$MODEL_ALIAS\", \"messages\": [{\"role\": \"user\", \"content\": \"Reply with 1.\"}], \"max_tokens\": 2}" \
+    >/dev/null; then
+  say "the server failed its first completion (log: $STATE/server.log); if it crashed, its build may not fit this CPU:"
+  say "rebuild with: rm -rf $LLAMA_VENV && $0"
+  exit 1
 fi
 
 # 4. A database with a handful of real items (embedded SQLite of its own unless DATABASE_URL is set).
@@ -132,14 +143,21 @@ from evaluation.models import Result
 ids = [json.loads(l)['run'] for l in open('$STATE/first.jsonl') if l.strip()]
 rows = Result.objects.filter(run_id__in=ids, error='')
 print(rows.filter(finish_reason='').count(), rows.count())")
+FAILED=()
 say "check 1: finish_reason recorded on $((rows - missing)) of $rows answered rows; truncated $(count "$STATE/first.jsonl" truncated | cut -d' ' -f1)"
+[[ "$rows" -gt 0 && "$missing" -eq 0 ]] || FAILED+=("1 (finish_reason on every answered row)")
 set +e
 "${EVALUATE[@]}" --method "$METHODS" --limit "$ITEMS" | tee "$STATE/repeat.jsonl"
 set -e
 read -r cached total < <(count "$STATE/repeat.jsonl" cached)
 read -r spent _ < <(count "$STATE/repeat.jsonl" tokens_spent_out)
 say "check 2: the same command again: $cached of $total rows cached, $spent output tokens spent"
-if [[ -z "$SERVER" ]]; then say "checks 3-4 need a server this script started: skipped"; exit 0; fi
+[[ "$total" -gt 0 && "$cached" -eq "$total" && "$spent" -eq 0 ]] || FAILED+=("2 (a repeat is all cached)")
+verdict() {
+  if [[ ${#FAILED[@]} -eq 0 ]]; then say "CHECK passed: $1"; exit 0; fi
+  say "CHECK FAILED: check(s) ${FAILED[*]}"; exit 1
+}
+if [[ -z "$SERVER" ]]; then say "checks 3-4 need a server this script started: skipped"; verdict "checks 1-2"; fi
 # 3. The server stopped mid-run: the run fails within a minute, evaluate exits non-zero.
 set +e
 "${EVALUATE[@]}" --method detective-thinking --limit 50 --seed 7 >"$STATE/midrun.jsonl" 2>"$STATE/midrun.err" &
@@ -149,10 +167,16 @@ kill "$SERVER"; wait "$SERVER" 2>/dev/null; SERVER=""
 STOPPED=$(date +%s)
 wait "$RUNNER"; MIDRUN=$?
 set -e
-say "check 3: server stopped mid-run: evaluate exited $MIDRUN $(( $(date +%s) - STOPPED )) s later: $(tail -1 "$STATE/midrun.err")"
+AFTER=$(( $(date +%s) - STOPPED ))
+say "check 3: server stopped mid-run: evaluate exited $MIDRUN $AFTER s later: $(tail -1 "$STATE/midrun.err")"
+{ [[ "$MIDRUN" -ne 0 && "$AFTER" -le 60 ]] && grep -q "failed" "$STATE/midrun.err" \
+  && ! grep -q "preflight refused" "$STATE/midrun.err"; } || FAILED+=("3 (a run whose server stops fails within a minute)")
 # 4. With the server stopped, evaluate refuses before any run.
 set +e
 "${EVALUATE[@]}" --method naive --limit 1 >"$STATE/stopped.jsonl" 2>"$STATE/stopped.err"
 REFUSED=$?
 set -e
 say "check 4: server stopped: evaluate exited $REFUSED, $(wc -l <"$STATE/stopped.jsonl") runs started: $(tail -1 "$STATE/stopped.err")"
+{ [[ "$REFUSED" -ne 0 && ! -s "$STATE/stopped.jsonl" ]] && grep -q "connection refused" "$STATE/stopped.err"; } \
+  || FAILED+=("4 (a stopped server is refused before any run)")
+verdict "checks 1-4"
