@@ -41,8 +41,11 @@ say() { echo "[real-model] $*" >&2; }
 if ! "$LLAMA_VENV/bin/python" -c "import llama_cpp.server" 2>/dev/null; then
   say "building llama-cpp-python[server] in $LLAMA_VENV (about 20 minutes on 2 cores; log: $STATE/build.log)"
   python3 -m venv "$LLAMA_VENV"
-  # Compiled here, never taken from pip's wheel cache: a wheel built on another machine carries that
-  # machine's CPU kernels (AVX-512/AMX) and crashes on the first completion where they are missing.
+  # Not -march=native: a virtual machine may report AMX in CPUID without letting processes use it, and
+  # llama.cpp's AMX kernels then die on their first ldtilecfg (a general protection fault on the first
+  # completion, seen here). AVX2/FMA/F16C run everywhere this is likely to run. Compiled here with these
+  # flags, never taken from pip's wheel cache (which does not know the flags a wheel was built with).
+  export CMAKE_ARGS=${CMAKE_ARGS:-"-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"}
   CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} nice -n 19 \
     "$LLAMA_VENV/bin/pip" install --quiet --no-cache-dir --no-binary llama-cpp-python "llama-cpp-python[server]" \
     >"$STATE/build.log" 2>&1 || { tail -20 "$STATE/build.log" >&2; exit 1; }
@@ -100,7 +103,8 @@ fi
 export DEBUG=${DEBUG:-1}
 export DATABASE_URL=${DATABASE_URL:-sqlite:///$STATE/db.sqlite3}
 $PY manage.py migrate --noinput -v0
-head -n "$ITEMS" "$DATA/test.jsonl" >"$STATE/items.jsonl"
+# The runs take the first $ITEMS; check 3 needs more (50), so that many requests are left when the server stops.
+head -n "$(( ITEMS > 50 ? ITEMS : 50 ))" "$DATA/test.jsonl" >"$STATE/items.jsonl"
 head -n 20 "$DATA/train.jsonl" >"$STATE/train.jsonl"  # demonstrations for naive-3shot
 $PY manage.py import_items --split test --skip-invalid "$STATE/items.jsonl" >&2 || true
 $PY manage.py import_items --split train --skip-invalid "$STATE/train.jsonl" >&2 || true
