@@ -27,6 +27,7 @@ from .forms import EndpointForm, ResultFilterForm, RunLaunchForm
 from .judge import selectors as judge_selectors
 from .metrics import RunMetrics
 from .models import ModelEndpoint, Run
+from .sweeps import sweep_estimate
 
 
 @researcher_required
@@ -94,6 +95,9 @@ def run_launch_view(request):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
+            if not data.get("no_preflight"):
+                # What the launch itself would refuse (no items, no demonstrations) first: it costs no request.
+                sweep_estimate(endpoints=list(data["endpoints"]), methods=data["methods"], **form.selection())
             warnings = [] if data.get("no_preflight") else services.endpoints_check(endpoints=list(data["endpoints"]))
             launched = services.sweep_launch(endpoints=list(data["endpoints"]), methods=data["methods"],
                                              user=request.user, **form.selection())

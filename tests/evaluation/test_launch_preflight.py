@@ -215,3 +215,29 @@ def test_a_check_that_never_ends_is_cut_at_the_launch_deadline(items, api):
     assert response.status_code == 400, response.content
     body = response.json()
     assert body["error_class"] == "timeout" and "within 1 s" in body["detail"] and not Run.objects.exists()
+
+
+def test_a_launch_the_selection_refuses_asks_no_endpoint(items, api, researcher_client):
+    """No items match: refused as such at once, before (and without) any request to the endpoint."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.setblocking(False)
+    endpoint = services.endpoint_create(name="listening", base_url=f"http://127.0.0.1:{listener.getsockname()[1]}/v1",
+                                        model="m", timeout_s=2)
+    try:
+        api_refusal = api.post("/api/evaluation/runs/", {"endpoint": endpoint.pk, "method": "naive",
+                                                         "split": "no-such-split"}, format="json")
+        page = researcher_client.post(reverse("evaluation:run_launch"), {
+            "endpoints": [endpoint.pk], "methods": ["naive"], "split": "no-such-split", "seed": 42, "samples": 1,
+            "option_order": "original"})
+        try:
+            listener.accept()
+            asked = True
+        except BlockingIOError:
+            asked = False
+    finally:
+        listener.close()
+    assert api_refusal.status_code == 400 and "No items match" in api_refusal.json()["detail"]
+    assert page.status_code == 200 and "No items match" in page.content.decode()
+    assert not asked and not Run.objects.exists()
