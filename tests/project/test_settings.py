@@ -12,9 +12,9 @@ PRINT = (
 )
 
 
-def _run(env: dict, *args: str) -> subprocess.CompletedProcess:
+def _run(env: dict, *args: str, cwd=REPO_DIR) -> subprocess.CompletedProcess:
     base = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
-    return subprocess.run([sys.executable, *args], cwd=REPO_DIR, env={**base, **env}, capture_output=True,
+    return subprocess.run([sys.executable, *args], cwd=cwd, env={**base, **env}, capture_output=True,
                           text=True, timeout=60)
 
 
@@ -72,15 +72,19 @@ def test_beat_schedule_is_declared_in_settings(tmp_path):
 
 
 def test_dot_env_file_is_read_and_the_environment_wins(tmp_path):
-    from detectbench_web.settings import base
+    """In a copy of the project package with a .env beside it: a .env written into the checkout itself would
+    reach every settings import of the tests running meanwhile on the other pytest-xdist worker (it once
+    turned DEBUG on under test_no_environment_means_debug_off_and_a_secret_key_is_asked_for)."""
+    import shutil
 
-    env_file = base.BASE_DIR / ".env"
-    assert not env_file.exists(), "a developer .env in the checkout would change this test"
-    env_file.write_text("DEBUG=1\nLOG_LEVEL=ERROR\nALLOWED_HOSTS=from-dot-env.example\n")
-    try:
-        code = "import detectbench_web.settings.base as s; print(s.DEBUG, s.LOGGING['root']['level'], s.ALLOWED_HOSTS)"
-        out = _run({"VAR_DIR": str(tmp_path), "LOG_LEVEL": "INFO"}, "-c", code)
-    finally:
-        env_file.unlink()
+    copy = tmp_path / "project"
+    shutil.copytree(REPO_DIR / "detectbench_web", copy / "detectbench_web",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / ".env").write_text("DEBUG=1\nLOG_LEVEL=ERROR\nALLOWED_HOSTS=from-dot-env.example\n")
+    code = ("import detectbench_web.settings.base as s; print(s.DEBUG, s.LOGGING['root']['level'], s.ALLOWED_HOSTS,"
+            " s.BASE_DIR)")
+    out = _run({"VAR_DIR": str(tmp_path / "var"), "LOG_LEVEL": "INFO"}, "-c", code, cwd=copy)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["True", "INFO", "['from-dot-env.example']"]
+    *values, base_dir = out.stdout.split()
+    assert base_dir == str(copy)  # the copy's settings, beside its .env, were the ones read
+    assert values == ["True", "INFO", "['from-dot-env.example']"]
