@@ -9,7 +9,6 @@ from rest_framework.response import Response
 
 from annotation.item_facts import QUESTION_TYPES
 from annotation.models import ItemStatus
-from detectbench_web.errors import ServiceError
 from detectbench_web.roles import IsResearcher
 
 from . import selectors, services
@@ -17,7 +16,7 @@ from .forms import MAX_IDS, MAX_INT
 from .judge import selectors as judge_selectors
 from .methods import METHOD_CHOICES
 from .models import ModelEndpoint, OptionOrder, Result, Run
-from .sweeps import sweep_estimate
+from .sweeps import launch_check
 
 
 class EndpointSerializer(serializers.ModelSerializer):
@@ -167,16 +166,10 @@ class RunListAPI(generics.ListAPIView):
         launch = RunLaunchSerializer(data=request.data)
         launch.is_valid(raise_exception=True)
         args = dict(launch.validated_data)
-        warnings = []
-        if not args.pop("no_preflight"):
-            # What the launch itself would refuse (no items, no demonstrations) first: it costs no request.
-            try:
-                sweep_estimate(endpoints=[args["endpoint"]], methods=[args["method"]],
-                               **{k: v for k, v in args.items() if k not in ("endpoint", "method")})
-            except ServiceError as exc:  # named after this request's fields (one method, one endpoint)
-                exc.field = {"methods": "method", "endpoints": "endpoint"}.get(exc.field, exc.field)
-                raise
-            warnings = services.endpoints_check(endpoints=[args["endpoint"]], field="endpoint")
+        check = not args.pop("no_preflight")
+        selection = {k: v for k, v in args.items() if k not in ("endpoint", "method")}
+        _, warnings = launch_check(endpoints=[args["endpoint"]], methods=[args["method"]], check=check,
+                                   endpoint_field="endpoint", method_field="method", **selection)
         run = services.run_launch(user=request.user, **args)
         return Response({**_OneRun.run_data(run), "preflight_warnings": warnings}, status=status.HTTP_201_CREATED)
 

@@ -24,7 +24,7 @@ from .figure_data import FIGURES
 from .figures import FORMATS, draw, render
 from .forms import MAX_SWEEP_ENDPOINTS
 from .models import ModelEndpoint, OptionOrder
-from .sweeps import sweep_estimate
+from .sweeps import launch_check, sweep_estimate
 
 MAX_SWEEP_METHODS = 20
 
@@ -122,9 +122,7 @@ class SweepLaunchAPI(generics.GenericAPIView):
         sweep = SweepSerializer(data=request.data)
         sweep.is_valid(raise_exception=True)
         args = _sweep_args(sweep.validated_data)
-        plan = sweep_estimate(**args)
-        warnings = [] if sweep.validated_data.get("no_preflight") else services.endpoints_check(
-            endpoints=args["endpoints"])
+        plan, warnings = launch_check(check=not sweep.validated_data.get("no_preflight"), **args)
         runs = services.sweep_launch(user=request.user, **args)
         return Response({"estimate": plan.as_dict(), "preflight_warnings": warnings,
                          "runs": RunSerializer(selectors.with_progress(runs), many=True).data},

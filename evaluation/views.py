@@ -27,7 +27,7 @@ from .forms import EndpointForm, ResultFilterForm, RunLaunchForm
 from .judge import selectors as judge_selectors
 from .metrics import RunMetrics
 from .models import ModelEndpoint, Run
-from .sweeps import sweep_estimate
+from .sweeps import launch_check
 
 
 @researcher_required
@@ -95,10 +95,8 @@ def run_launch_view(request):
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            if not data.get("no_preflight"):
-                # What the launch itself would refuse (no items, no demonstrations) first: it costs no request.
-                sweep_estimate(endpoints=list(data["endpoints"]), methods=data["methods"], **form.selection())
-            warnings = [] if data.get("no_preflight") else services.endpoints_check(endpoints=list(data["endpoints"]))
+            _, warnings = launch_check(endpoints=list(data["endpoints"]), methods=data["methods"],
+                                       check=not data.get("no_preflight"), **form.selection())
             launched = services.sweep_launch(endpoints=list(data["endpoints"]), methods=data["methods"],
                                              user=request.user, **form.selection())
         except REFUSED as exc:
