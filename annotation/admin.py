@@ -7,9 +7,16 @@ drafts) are read-only here: they change only through the workflow pages.
 """
 from django.contrib import admin, messages
 
-from . import services
-from .models import (
-    CONTENT_FIELDS, Adjudication, AnnotatorLease, Draft, Item, ItemRevision, ReviewDecision, StageConfig,
+from annotation import services
+from annotation.models import (
+    CONTENT_FIELDS,
+    Adjudication,
+    AnnotatorLease,
+    Draft,
+    Item,
+    ItemRevision,
+    ReviewDecision,
+    StageConfig,
     VerificationDecision,
 )
 

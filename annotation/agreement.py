@@ -12,7 +12,7 @@ rating falls into one category.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 
 def percent_agreement(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:

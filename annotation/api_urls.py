@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import apis, apis_belief
+from annotation import apis, apis_belief
 
 app_name = "annotation_api"
 urlpatterns = [

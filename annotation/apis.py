@@ -6,12 +6,11 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 
-from detectbench_web.roles import IsAnnotator
-
-from . import selectors, services
-from .errors import ITEM_API_FIELDS
-from .forms import MAX_COMMENT, MAX_GRAPH_ROWS, MAX_GRAPH_TEXT, MAX_NOTE
-from .models import CRITERIA, Decision, Item, ItemRevision, Stage
+from annotation import selectors, services
+from annotation.errors import ITEM_API_FIELDS
+from annotation.forms import MAX_COMMENT, MAX_GRAPH_ROWS, MAX_GRAPH_TEXT, MAX_NOTE
+from annotation.models import CRITERIA, Decision, Item, ItemRevision, Stage
+from foundation.roles import IsAnnotator
 
 
 class ItemSerializer(serializers.ModelSerializer):

@@ -8,13 +8,12 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 
-from detectbench_web.roles import IsAnnotator, IsResearcher
-
-from .forms_belief import MAX_REVIEW_COMMENT
-from .models import BeliefLabel, BeliefQueue, BeliefReview, LabelStatus, LabelTask
-from .selectors.belief import belief_labels, belief_reviews, provenance, reviewer_choices
-from .selectors.belief_trust import belief_trust
-from .services.belief_review import belief_lease_next, belief_review_submit
+from annotation.forms_belief import MAX_REVIEW_COMMENT
+from annotation.models import BeliefLabel, BeliefQueue, BeliefReview, LabelStatus, LabelTask
+from annotation.selectors.belief import belief_labels, belief_reviews, provenance, reviewer_choices
+from annotation.selectors.belief_trust import belief_trust
+from annotation.services.belief_review import belief_lease_next, belief_review_submit
+from foundation.roles import IsAnnotator, IsResearcher
 
 JUDGE_FIELDS = ("label", "belief", "belief_source", "rationale")
 

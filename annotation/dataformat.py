@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 MAX_LINE_BYTES = 1_000_000  # a DetectBench record is ~2 kB; anything near 1 MB is not a record
 MAX_NESTING = 32  # a record nests 2 levels (clue_graph); extra fields may nest a little more, never this much
@@ -209,8 +210,7 @@ def decode_json(text: str):
 
 
 def _lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
-    for number, raw in enumerate(stream, start=1):
-        yield number, raw
+    yield from enumerate(stream, start=1)
 
 
 def parse_jsonl(stream: BinaryIO, *, file: str) -> ParseResult:

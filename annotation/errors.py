@@ -1,17 +1,17 @@
 """How annotation services refuse a call: subclasses of the project's error contract.
 
-Views map them with `detectbench_web.error_mapping` (forms and pages), the API with
+Views map them with `foundation.error_mapping` (forms and pages), the API with
 DRF's exception handler; each carries its HTTP status, so a refusal is never a 500.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from detectbench_web.errors import Conflict, Invalid, NotFound
+from foundation.errors import Conflict, Invalid, NotFound
 
 if TYPE_CHECKING:
-    from .dataformat import RecordError
-    from .models import Item
+    from annotation.dataformat import RecordError
+    from annotation.models import Item
 
 #: The item fields an API answers with (ItemSerializer and the `current` item of a stale edit).
 ITEM_API_FIELDS = ("id", "source", "external_id", "split", "status", "version", "context", "question", "options",

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 from django import forms
 
-from .clue_graph.editing import EditableGraph, EditableStep
-from .item_checks import option_checks
-from .models import CRITERIA, Criterion, Decision, ReviewAction, Stage
+from annotation.clue_graph.editing import EditableGraph, EditableStep
+from annotation.item_checks import option_checks
+from annotation.models import CRITERIA, Criterion, Decision, ReviewAction, Stage
 
 
 class ItemImportForm(forms.Form):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from django import forms
 
-from .forms import NamedErrorsMixin
-from .models import BeliefQueue, ReviewOrder
+from annotation.forms import NamedErrorsMixin
+from annotation.models import BeliefQueue, ReviewOrder
 
 MAX_REVIEW_COMMENT = 2000
 

@@ -1,8 +1,8 @@
 """Split a text into plain and highlighted segments for display (no Django inside)."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ annotation.clue_graph.checks.reaches_answer.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
-from .text import word_key
+from annotation.text import word_key
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 # Counted words and tokens are defined once, in annotation.text.
-from .text import token_count, word_count
+from annotation.text import token_count, word_count
 
 __all__ = ["QUESTION_TYPES", "question_type", "token_count", "word_count"]
 

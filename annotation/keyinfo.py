@@ -15,11 +15,11 @@ report the same number. Definition:
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rouge_score import rouge_scorer
 
-from .text import rouge_tokens
+from annotation.text import rouge_tokens
 
 
 class KeyInfoTokenizer:

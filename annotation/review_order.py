@@ -23,8 +23,8 @@ any other label was handed out exactly when u <= u* (pi = u*).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 TRIAGE = "triage"
 AUDIT = "audit"

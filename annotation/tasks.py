@@ -1,7 +1,7 @@
 """Celery tasks of the annotation app (idempotent, so acks_late is safe)."""
 from celery import shared_task
 
-from .services import leases_expire
+from annotation.services import leases_expire
 
 
 @shared_task(acks_late=True)

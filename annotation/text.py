@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 __all__ = [
     "CJK_RANGES",

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Hashable, Sequence
 
 import numpy as np
 from scipy.stats import norm

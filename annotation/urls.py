@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import belief, clue_graph, history, items, queue, researchers, review, rewrite, verification
+from annotation.views import belief, clue_graph, history, items, queue, researchers, review, rewrite, verification
 
 app_name = "annotation"
 urlpatterns = [

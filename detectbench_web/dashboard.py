@@ -10,12 +10,11 @@ from django.db.models import Count
 
 from annotation import selectors as annotation_selectors
 from annotation.models import LabelStatus
-from evaluation import selectors as evaluation_selectors
 from evaluation.models import RunStatus
+from evaluation.selectors import runs as evaluation_selectors
+from foundation.roles import is_annotator, is_researcher
 from studies import selectors as study_selectors
 from studies.models import Response, StudyStatus
-
-from .roles import is_annotator, is_researcher
 
 
 def _open_studies() -> list:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.apps import apps
 from django.urls import NoReverseMatch, reverse
 
-from .roles import ANNOTATORS, RESEARCHERS, is_annotator, is_researcher
+from foundation.roles import ANNOTATORS, RESEARCHERS, is_annotator, is_researcher
 
 
 def app_links(role: str) -> list[dict]:

@@ -3,8 +3,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from . import views
-from .roles import IsAnnotator, admin_site_has_permission
+from detectbench_web import views
+from foundation.roles import IsAnnotator, admin_site_has_permission
 
 admin.site.has_permission = admin_site_has_permission
 admin.site.site_header = "DetectBench Web administration"

@@ -11,7 +11,7 @@ from django.template.loader import render_to_string
 from django.templatetags.static import static
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from .dashboard import home_dashboard
+from detectbench_web.dashboard import home_dashboard
 
 logger = logging.getLogger(__name__)
 

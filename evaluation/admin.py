@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import CachedResponse, ModelEndpoint, Result, Run
+from evaluation.models import CachedResponse, ModelEndpoint, Result, Run
 
 
 @admin.register(ModelEndpoint)

@@ -1,7 +1,9 @@
 from django.urls import path
 
-from . import apis, apis_analysis, apis_tables
-from .judge import apis as judge_apis
+from evaluation.apis import analysis as apis_analysis
+from evaluation.apis import judge as judge_apis
+from evaluation.apis import runs as apis
+from evaluation.apis import tables as apis_tables
 
 app_name = "evaluation_api"
 urlpatterns = [

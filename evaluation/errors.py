@@ -1,15 +1,15 @@
 """How the evaluation services refuse a call: subclasses of the project's error contract.
 
-Views and APIs do not catch these one by one: `detectbench_web.error_mapping` turns any of
+Views and APIs do not catch these one by one: `foundation.error_mapping` turns any of
 them into form errors, an error page or a JSON body with their HTTP status.
 """
 from __future__ import annotations
 
-from detectbench_web.errors import Invalid
+from foundation.errors import Invalid
 
 
 class UnknownMethod(Invalid):
-    """The method is not in the registry (evaluation.methods.METHODS)."""
+    """The method is not in the registry (evaluation.prompting.methods.METHODS)."""
 
     code = "unknown_method"
 

@@ -2,7 +2,7 @@
 
 A chunk that meets a Redis or database error (a restart, a dropped connection) is retried with
 exponential backoff and jitter instead of storing failed rows; while it runs, a heartbeat tells the
-periodic reconciliation (`evaluation.reconcile`) which items it covers and keeps its broker message
+periodic reconciliation (`evaluation.execution.recovery`) which items it covers and keeps its broker message
 from being handed to another worker.
 """
 from __future__ import annotations
@@ -19,8 +19,9 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
 
-from . import execution, reconcile
-from .judge.execution import execute_judge_run
+from evaluation.execution import chunks as execution
+from evaluation.execution import recovery as reconcile
+from evaluation.execution.judge import execute_judge_run
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,9 @@
 from django.urls import path
 
-from . import views, views_analysis, views_tables
-from .judge import views as judge_views
+from evaluation.views import analysis as views_analysis
+from evaluation.views import judge as judge_views
+from evaluation.views import runs as views
+from evaluation.views import tables as views_tables
 
 app_name = "evaluation"
 urlpatterns = [

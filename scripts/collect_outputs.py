@@ -1,6 +1,6 @@
 """Collect raw model outputs for DetectBench-format prompts from an OpenAI-compatible server.
 
-The prompts are the project's own (evaluation.methods / evaluation.prompts) on real items of
+The prompts are the project's own (evaluation.prompting.methods / evaluation.prompting.prompts) on real items of
 DetectBench v1.3, shown with numbers or letters and in the original or a permuted order. Each
 output is written as one JSON line with what is needed to read it again (item id, shown order,
 label style, method, sample, finish reason); labelling by hand happens afterwards
@@ -27,7 +27,7 @@ DEFAULT_METHODS = "naive,self-cot,detective-thinking,self-consistency,naive-3sho
 def item_view(record: dict):
     """The item as the methods see it (the project's pure modules, importable once the repo is on the path)."""
     from annotation.clue_graph.parse import gold_key_information
-    from evaluation.prompts import ItemView
+    from evaluation.prompting.prompts import ItemView
 
     graph = record.get("clue_graph") or {}
     return ItemView(id=record["id"], context=record["context"], question=record["question"],
@@ -72,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO_DIR))
-    from evaluation.methods import get_method
-    from evaluation.prompts import choose_demonstrations, present
+    from evaluation.prompting.methods import get_method
+    from evaluation.prompting.prompts import choose_demonstrations, present
 
     tests, train = load(args.data / "test.jsonl"), load(args.data / "train.jsonl")
     by_id = {item.id: item for item in train}

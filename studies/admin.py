@@ -5,11 +5,10 @@ from django.contrib import admin, messages
 from django.db import models
 from django.http import HttpResponseRedirect
 
-from detectbench_web.error_mapping import REFUSED, error_text
-
-from . import services
-from .forms import SETTING_FIELDS
-from .models import Attempt, ParticipantLease, RefusedAnswer, Response, Study, StudyItem
+from foundation.error_mapping import REFUSED, error_text
+from studies import services
+from studies.forms import SETTING_FIELDS
+from studies.models import Attempt, ParticipantLease, RefusedAnswer, Response, Study, StudyItem
 
 
 class ReadOnlyInline(admin.TabularInline):

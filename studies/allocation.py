@@ -13,10 +13,10 @@ have spare quota but not enough distinct ones.
 from __future__ import annotations
 
 import hashlib
-from math import gcd
 import random
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from math import gcd
 
 
 @dataclass(frozen=True)

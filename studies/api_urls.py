@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import apis
+from studies import apis
 
 app_name = "studies_api"
 urlpatterns = [

@@ -10,11 +10,10 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response as ApiResponse
 
-from detectbench_web.roles import IsResearcher
-
-from . import selectors, services
-from .forms import RESERVED_SLUGS, SETTING_FIELDS
-from .models import Attempt, Study
+from foundation.roles import IsResearcher
+from studies import selectors, services
+from studies.forms import RESERVED_SLUGS, SETTING_FIELDS
+from studies.models import Attempt, Study
 
 STUDY_FIELDS = ["slug", "title", "status", "per_participant", "raters", "time_limit_seconds",
                 "question_time_limit_seconds", "grace_seconds", "language", "extra_languages", "bonus_per_correct",

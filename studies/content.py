@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from .errors import AnswerInvalid
+from studies.errors import AnswerInvalid
 
 MAX_HIGHLIGHTS = 40
 MAX_HIGHLIGHTS_CHARS = 100_000  # the raw JSON of one answer's highlights (a story is a few thousand characters)

@@ -1,12 +1,12 @@
 """How studies' services refuse a call: subclasses of the project's one error contract.
 
 Each refusal keeps the code and HTTP status the participant pages and the researcher pages
-answer with; `detectbench_web.error_mapping` turns them into form errors, pages and API
+answer with; `foundation.error_mapping` turns them into form errors, pages and API
 responses. Pure Python: no Django import (`content` raises `AnswerInvalid`).
 """
 from __future__ import annotations
 
-from detectbench_web.errors import Invalid, ServiceError
+from foundation.errors import Invalid, ServiceError
 
 
 class StudyError(ServiceError):

@@ -9,9 +9,8 @@ from django.db.models import Count, Q
 from django.utils.translation import gettext_lazy as _
 
 from annotation.models import Item, ItemStatus
-
-from .models import STUDY_LANGUAGES, Study
-from .participant_pages import ORIGINAL, language_param
+from studies.models import STUDY_LANGUAGES, Study
+from studies.views.participant_pages import ORIGINAL, language_param
 
 RESERVED_SLUGS = {"a"}
 

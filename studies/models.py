@@ -307,3 +307,6 @@ class RefusedAnswer(models.Model):
 
     class Meta:
         ordering = ["attempt_id", "received_at"]
+
+    def __str__(self) -> str:
+        return f"{self.get_reason_display()}: attempt {self.attempt_id}, item {self.item_id}"

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import hmac
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import Enum
-from typing import Iterator
 
 from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
@@ -14,11 +14,17 @@ from django.utils import timezone
 from annotation.agreement import counts_table, fleiss_kappa
 from annotation.clue_graph import gold_key_information
 from annotation.keyinfo import keyinfo_score
-
-from . import stats
-from .errors import ParticipantIdTaken
-from .models import (
-    Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, RefusedAnswer, Response, Study, StudyItem,
+from studies import stats
+from studies.errors import ParticipantIdTaken
+from studies.models import (
+    Attempt,
+    AttemptStatus,
+    ParticipantLease,
+    ParticipantLeaseStatus,
+    RefusedAnswer,
+    Response,
+    Study,
+    StudyItem,
     StudyStatus,
 )
 

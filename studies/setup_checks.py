@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from django.utils.translation import gettext as _
 
 from annotation.models import Item, ItemStatus
-
-from .allocation import quota_fit
-from .content import is_translated
-from .models import STUDY_LANGUAGES, Study, StudyItem
+from studies.allocation import quota_fit
+from studies.content import is_translated
+from studies.models import STUDY_LANGUAGES, Study, StudyItem
 
 
 def pool_candidates(*, split: str, include_rejected: bool = False):

@@ -1,7 +1,7 @@
 """Celery tasks for studies: the periodic sweep that closes attempts whose deadline has passed."""
 from celery import shared_task
 
-from .services import attempts_sweep
+from studies.services import attempts_sweep
 
 
 @shared_task(name="studies.tasks.sweep_expired_attempts")

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from studies.views import researchers as views
 
 app_name = "studies"
 urlpatterns = [

@@ -1,7 +1,7 @@
 from django.urls import path, re_path
 
-from . import views_public
-from .participant_pages import not_found_view
+from studies.views import participants as views_public
+from studies.views.participant_pages import not_found_view
 
 app_name = "studies_public"
 urlpatterns = [

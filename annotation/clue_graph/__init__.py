@@ -12,12 +12,12 @@ Pure Python (no Django), one module per concern:
 
 Text tokens, normalisation and stop words come from :mod:`annotation.text`.
 """
-from .anchor import ANCHOR_MIN_SCORE, Anchor, anchor_clues, locate_span
-from .checks import ISSUE_KINDS, Issue, IssueKind, check_graph
-from .data import ARROW, DEFAULT_EVIDENCE_HEADER, DEFAULT_REASONING_HEADER, Clue, ClueGraph, Step
-from .nodes import REFERENCE_MIN_SIMILARITY
-from .parse import gold_key_information, parse_clue_graph, parse_evidence, parse_reasoning
-from .render import render_evidence, render_reasoning
+from annotation.clue_graph.anchor import ANCHOR_MIN_SCORE, Anchor, anchor_clues, locate_span
+from annotation.clue_graph.checks import ISSUE_KINDS, Issue, IssueKind, check_graph
+from annotation.clue_graph.data import ARROW, DEFAULT_EVIDENCE_HEADER, DEFAULT_REASONING_HEADER, Clue, ClueGraph, Step
+from annotation.clue_graph.nodes import REFERENCE_MIN_SIMILARITY
+from annotation.clue_graph.parse import gold_key_information, parse_clue_graph, parse_evidence, parse_reasoning
+from annotation.clue_graph.render import render_evidence, render_reasoning
 
 __all__ = [
     "ANCHOR_MIN_SCORE",

@@ -4,12 +4,12 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from typing import Sequence
 
-from ..text import PUNCTUATION_TRIM, STOPWORDS, is_cjk, normalize, stem, straight_quotes, token_spans, tokens
-from .data import Clue
+from annotation.clue_graph.data import Clue
+from annotation.text import PUNCTUATION_TRIM, STOPWORDS, is_cjk, normalize, stem, straight_quotes, token_spans, tokens
 
 #: Anchors whose best fuzzy score is below this are reported as unanchored.
 #: Measured on v1.3: spans scoring 0.4-0.5 are mostly the right clause found

@@ -6,11 +6,15 @@ Pure Python (no Django). Step inputs are resolved to nodes by
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from typing import Sequence
 
-from ..text import (
+from annotation.clue_graph.anchor import ANCHOR_MIN_SCORE, anchor_clues
+from annotation.clue_graph.data import Clue, ClueGraph, Step
+from annotation.clue_graph.nodes import NodeIndex, clue_node_id, is_talk, link_steps
+from annotation.clue_graph.parse import is_header, split_numbering
+from annotation.text import (
     CONTRACTION_PIECES,
     NEGATION_WORDS,
     QUANTIFIER_WORDS,
@@ -20,10 +24,6 @@ from ..text import (
     numbers,
     word_key,
 )
-from .anchor import ANCHOR_MIN_SCORE, anchor_clues
-from .data import Clue, ClueGraph, Step
-from .nodes import NodeIndex, clue_node_id, is_talk, link_steps
-from .parse import is_header, split_numbering
 
 
 class IssueKind(enum.StrEnum):

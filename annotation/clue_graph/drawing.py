@@ -9,13 +9,13 @@ layer right of its deepest input. The last step's conclusion is marked as final.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from html import escape
-from typing import Iterable
 
-from ..text import node_key
-from .data import ClueGraph
-from .nodes import clue_node_id, link_steps
+from annotation.clue_graph.data import ClueGraph
+from annotation.clue_graph.nodes import clue_node_id, link_steps
+from annotation.text import node_key
 
 NODE_WIDTH = 210
 COLUMN_GAP = 70

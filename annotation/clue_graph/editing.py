@@ -17,16 +17,16 @@ snapping a selected context span to clean boundaries (:func:`editor_view`,
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Mapping, Sequence
 
-from .anchor import ANCHOR_MIN_SCORE, Anchor, anchor_clues
-from .checks import Issue, IssueKind, answer_issue, check_graph
-from .data import DEFAULT_EVIDENCE_HEADER, DEFAULT_REASONING_HEADER, Clue, ClueGraph, Step
-from .drawing import DrawnGraph, draw_graph
-from .nodes import clue_node_id, link_steps
-from .parse import parse_clue_graph
-from .render import render_evidence, render_reasoning
+from annotation.clue_graph.anchor import ANCHOR_MIN_SCORE, Anchor, anchor_clues
+from annotation.clue_graph.checks import Issue, IssueKind, answer_issue, check_graph
+from annotation.clue_graph.data import DEFAULT_EVIDENCE_HEADER, DEFAULT_REASONING_HEADER, Clue, ClueGraph, Step
+from annotation.clue_graph.drawing import DrawnGraph, draw_graph
+from annotation.clue_graph.nodes import clue_node_id, link_steps
+from annotation.clue_graph.parse import parse_clue_graph
+from annotation.clue_graph.render import render_evidence, render_reasoning
 
 
 @dataclass
@@ -63,7 +63,7 @@ class EditableGraph:
         }
 
     @classmethod
-    def from_data(cls, data: dict) -> "EditableGraph":
+    def from_data(cls, data: dict) -> EditableGraph:
         return cls(
             clues=[(str(t), str(i)) for t, i in data.get("clues", [])],
             steps=[EditableStep([str(x) for x in s.get("inputs", [])], str(s.get("output", "")), s.get("header"))
@@ -77,7 +77,7 @@ class EditableGraph:
             step_prefix=str(data.get("step_prefix") or ""),
         )
 
-    def with_clue_text(self, index: int, text: str) -> "EditableGraph":
+    def with_clue_text(self, index: int, text: str) -> EditableGraph:
         """A copy in which clue `index` reads `text` (steps that quoted the old text follow it)."""
         old = self.clues[index][0]
         clues = list(self.clues)

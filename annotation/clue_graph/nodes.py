@@ -37,7 +37,8 @@ from collections import Counter
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from ..text import (
+from annotation.clue_graph.data import ClueGraph, Step
+from annotation.text import (
     CONTRACTION_PIECES,
     NEGATION_WORDS,
     PUNCTUATION_TRIM,
@@ -50,8 +51,7 @@ from ..text import (
     stem,
     stems,
 )
-from ..text import tokens as text_tokens
-from .data import ClueGraph, Step
+from annotation.text import tokens as text_tokens
 
 #: Two clue/step texts whose token similarity reaches this count as the same
 #: node of the graph (the data paraphrases its own nodes a little).

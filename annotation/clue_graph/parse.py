@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import re
 
-from .data import ARROW, Clue, ClueGraph, Step
+from annotation.clue_graph.data import ARROW, Clue, ClueGraph, Step
 
 _NUMBERING = re.compile(
     r"""^(?:

@@ -1,9 +1,9 @@
 """Write a clue graph back in the official DetectBench format (pure Python, no Django)."""
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
-from .data import ARROW, DEFAULT_EVIDENCE_HEADER, DEFAULT_REASONING_HEADER, Clue, Step
+from annotation.clue_graph.data import ARROW, DEFAULT_EVIDENCE_HEADER, DEFAULT_REASONING_HEADER, Clue, Step
 
 
 def render_evidence(

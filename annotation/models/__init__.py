@@ -3,15 +3,34 @@
 A new sub-domain adds its module here and to the imports below (Django finds
 models through this package).
 """
-from .belief import (
-    BeliefLabel, BeliefLease, BeliefLeaseStatus, BeliefQueue, BeliefReview, HandoutStream, LabelSource, LabelStatus,
-    LabelTask, ReviewOrder, ReviewVia,
+from annotation.models.belief import (
+    BeliefLabel,
+    BeliefLease,
+    BeliefLeaseStatus,
+    BeliefQueue,
+    BeliefReview,
+    HandoutStream,
+    LabelSource,
+    LabelStatus,
+    LabelTask,
+    ReviewOrder,
+    ReviewVia,
 )
-from .items import CONTENT_FIELDS, Item, ItemRevision, QuestionType
-from .stages import ItemStatus, Stage
-from .workflow import (
-    CRITERIA, Adjudication, AdjudicationStatus, AnnotatorLease, AnnotatorLeaseStatus, Criterion, Decision,
-    Draft, ReviewAction, ReviewDecision, StageConfig, VerificationDecision,
+from annotation.models.items import CONTENT_FIELDS, Item, ItemRevision, QuestionType
+from annotation.models.stages import ItemStatus, Stage
+from annotation.models.workflow import (
+    CRITERIA,
+    Adjudication,
+    AdjudicationStatus,
+    AnnotatorLease,
+    AnnotatorLeaseStatus,
+    Criterion,
+    Decision,
+    Draft,
+    ReviewAction,
+    ReviewDecision,
+    StageConfig,
+    VerificationDecision,
 )
 
 __all__ = [

@@ -12,8 +12,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from .. import review_order
-from .items import Item
+from annotation import review_order
+from annotation.models.items import Item
 
 
 class LabelTask(models.TextChoices):

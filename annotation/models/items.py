@@ -6,8 +6,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from ..item_facts import QUESTION_TYPES
-from .stages import ItemStatus
+from annotation.item_facts import QUESTION_TYPES
+from annotation.models.stages import ItemStatus
 
 
 class QuestionType(models.TextChoices):

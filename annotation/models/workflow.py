@@ -5,9 +5,9 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from .belief import LabelSource
-from .items import Item
-from .stages import Stage
+from annotation.models.belief import LabelSource
+from annotation.models.items import Item
+from annotation.models.stages import Stage
 
 
 class StageConfig(models.Model):
@@ -200,6 +200,9 @@ class ReviewDecision(models.Model):
                 name="review_send_back_has_stage_and_comment",
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} item {self.item_id} (v{self.item_version})"
 
 
 class Draft(models.Model):

@@ -9,19 +9,41 @@
 Callers may import from the sub-module or from here; a new sub-domain adds its
 module and its names below.
 """
-from .belief import (
-    belief_labels, belief_lease_for, belief_queues, belief_reviews, clue_graph_draft, final_label,
-    provenance, screening_suggestions, screening_view,
+from annotation.selectors.belief import (
+    belief_labels,
+    belief_lease_for,
+    belief_queues,
+    belief_reviews,
+    clue_graph_draft,
+    final_label,
+    provenance,
+    screening_suggestions,
+    screening_view,
 )
-from .belief_trust import belief_trust
-from .items import (
-    item_browser, item_changes_since_previous, item_changes_since_stage, item_conflict, item_detail, item_facets,
-    item_history, item_list, item_revisions, revision_snapshot,
+from annotation.selectors.belief_trust import belief_trust
+from annotation.selectors.items import (
+    item_browser,
+    item_changes_since_previous,
+    item_changes_since_stage,
+    item_conflict,
+    item_detail,
+    item_facets,
+    item_history,
+    item_list,
+    item_revisions,
+    revision_snapshot,
 )
-from .progress import agreement_rows, progress_board, verification_agreement
-from .workflow import (
-    adjudication_detail, curation_counts, draft_for, lease_for, open_adjudications, queue_overview, review_by,
-    stage_configs, verification_by,
+from annotation.selectors.progress import agreement_rows, progress_board, verification_agreement
+from annotation.selectors.workflow import (
+    adjudication_detail,
+    curation_counts,
+    draft_for,
+    lease_for,
+    open_adjudications,
+    queue_overview,
+    review_by,
+    stage_configs,
+    verification_by,
 )
 
 __all__ = [

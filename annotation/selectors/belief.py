@@ -8,11 +8,18 @@ from __future__ import annotations
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
-from ..models import (
-    BeliefLabel, BeliefLease, BeliefLeaseStatus, BeliefQueue, BeliefReview, Criterion, LabelSource, LabelStatus,
+from annotation.models import (
+    BeliefLabel,
+    BeliefLease,
+    BeliefLeaseStatus,
+    BeliefQueue,
+    BeliefReview,
+    Criterion,
+    LabelSource,
+    LabelStatus,
     LabelTask,
 )
-from ..models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED, KEEP_ASPECT, SCREENING_CRITERIA
+from annotation.models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED, KEEP_ASPECT, SCREENING_CRITERIA
 
 #: What a reviewer may answer when the judge gave no choices.
 DEFAULT_CHOICES = {

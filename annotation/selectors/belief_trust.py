@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .. import review_order, trust
-from ..models import BeliefLabel, BeliefQueue, BeliefReview, LabelSource, LabelStatus, ReviewVia
-from .belief import PENDING, provenance
+from annotation import review_order, trust
+from annotation.models import BeliefLabel, BeliefQueue, BeliefReview, LabelSource, LabelStatus, ReviewVia
+from annotation.selectors.belief import PENDING, provenance
 
 EXPORT_COLUMNS = ("review_id", "label_id", "target", "aspect", "item_id", "item_version", "judge_label", "belief",
                   "belief_source", "human_label", "agrees", "reviewer", "blind", "first_stream", "audit_key",

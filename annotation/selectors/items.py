@@ -5,10 +5,10 @@ from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db import connection
 from django.db.models import Count, Q, QuerySet
 
-from .. import clue_graph
-from ..diffing import content_diff
-from ..highlight import segments
-from ..models import Item, ItemRevision
+from annotation import clue_graph
+from annotation.diffing import content_diff
+from annotation.highlight import segments
+from annotation.models import Item, ItemRevision
 
 #: The columns the item browser shows.
 BROWSER_FIELDS = ("id", "source", "external_id", "split", "question", "status", "question_type", "context_words",

@@ -4,12 +4,20 @@ from __future__ import annotations
 from django.db.models import Count
 from django.utils import timezone
 
-from ..agreement import agreement_summary
-from ..models import (
-    CRITERIA, Adjudication, AdjudicationStatus, AnnotatorLease, AnnotatorLeaseStatus, Criterion, Item, ItemStatus,
-    Stage, VerificationDecision,
+from annotation.agreement import agreement_summary
+from annotation.models import (
+    CRITERIA,
+    Adjudication,
+    AdjudicationStatus,
+    AnnotatorLease,
+    AnnotatorLeaseStatus,
+    Criterion,
+    Item,
+    ItemStatus,
+    Stage,
+    VerificationDecision,
 )
-from .workflow import stage_configs
+from annotation.selectors.workflow import stage_configs
 
 
 def progress_board() -> dict:

@@ -4,9 +4,18 @@ from __future__ import annotations
 from django.db.models import Count, Prefetch
 from django.utils import timezone
 
-from ..models import (
-    Adjudication, AdjudicationStatus, AnnotatorLease, AnnotatorLeaseStatus, Draft, Item, ItemStatus, ReviewDecision,
-    Stage, StageConfig, VerificationDecision,
+from annotation.models import (
+    Adjudication,
+    AdjudicationStatus,
+    AnnotatorLease,
+    AnnotatorLeaseStatus,
+    Draft,
+    Item,
+    ItemStatus,
+    ReviewDecision,
+    Stage,
+    StageConfig,
+    VerificationDecision,
 )
 
 

@@ -10,21 +10,42 @@
 Callers may import from the sub-module or from here; a new sub-domain adds its
 module and its names below.
 """
-from ..errors import ImportRejected, ItemNotFound, NoSlot, StaleVersion, WorkflowError
-from .belief import belief_labels_record, belief_queue_for, belief_queue_policy_set
-from .belief_review import (
-    belief_draft_resolve, belief_lease_next, belief_lease_release, belief_review_submit, belief_screening_reviewed,
+from annotation.errors import ImportRejected, ItemNotFound, NoSlot, StaleVersion, WorkflowError
+from annotation.services.belief import belief_labels_record, belief_queue_for, belief_queue_policy_set
+from annotation.services.belief_review import (
+    belief_draft_resolve,
+    belief_lease_next,
+    belief_lease_release,
+    belief_review_submit,
+    belief_screening_reviewed,
 )
-from .editing import clue_graph_replace, clue_graph_save, draft_discard, draft_save, item_edit, stage_submit
-from .items import (
-    ImportReport, derived_facts, item_create, item_import, item_revert, item_update,
+from annotation.services.editing import (
+    clue_graph_replace,
+    clue_graph_save,
+    draft_discard,
+    draft_save,
+    item_edit,
+    stage_submit,
+)
+from annotation.services.items import (
+    ImportReport,
+    derived_facts,
+    item_create,
+    item_import,
+    item_revert,
+    item_update,
     items_export,
 )
-from .leases import (
-    items_enter_workflow, lease_next, lease_release, leases_expire, leases_give_back, stage_config_set,
+from annotation.services.leases import (
+    items_enter_workflow,
+    lease_next,
+    lease_release,
+    leases_expire,
+    leases_give_back,
+    stage_config_set,
 )
-from .review import review_submit
-from .verification import adjudication_resolve, verification_submit
+from annotation.services.review import review_submit
+from annotation.services.verification import adjudication_resolve, verification_submit
 
 __all__ = [
     # refusals (annotation.errors)

@@ -7,16 +7,25 @@ Hand-outs and reviews are in `belief_review`; the hand-out policy itself is the 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from detectbench_web.errors import Invalid, NotFound
-
-from ..models import BeliefLabel, BeliefQueue, BeliefReview, Item, LabelSource, LabelStatus, LabelTask, ReviewOrder
-from ..models.belief import new_audit_key
+from annotation.models import (
+    BeliefLabel,
+    BeliefQueue,
+    BeliefReview,
+    Item,
+    LabelSource,
+    LabelStatus,
+    LabelTask,
+    ReviewOrder,
+)
+from annotation.models.belief import new_audit_key
+from foundation.errors import Invalid, NotFound
 
 #: The fields of a row given to `belief_labels_record` (notes/belief_contract.md).
 ROW_FIELDS = ("item_id", "item_version", "task", "target", "aspect", "label", "choices", "payload", "belief",

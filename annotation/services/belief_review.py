@@ -7,25 +7,32 @@ reviews from different people, one after the other.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import timedelta
-from typing import Iterable
 
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from detectbench_web.errors import Conflict, Forbidden, Invalid, NotFound
-
-from .. import review_order
-from ..models import (
-    BeliefLabel, BeliefLease, BeliefLeaseStatus, BeliefQueue, BeliefReview, LabelSource, LabelStatus, LabelTask,
-    ReviewVia, Stage,
+from annotation import review_order
+from annotation.models import (
+    BeliefLabel,
+    BeliefLease,
+    BeliefLeaseStatus,
+    BeliefQueue,
+    BeliefReview,
+    LabelSource,
+    LabelStatus,
+    LabelTask,
+    ReviewVia,
+    Stage,
 )
-from ..models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED, KEEP_ASPECT, SCREENING_CRITERIA
-from ..selectors.belief import reviewer_choices, screening_suggestions
-from .belief import label_finalize
-from .editing import item_edit
+from annotation.models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED, KEEP_ASPECT, SCREENING_CRITERIA
+from annotation.selectors.belief import reviewer_choices, screening_suggestions
+from annotation.services.belief import label_finalize
+from annotation.services.editing import item_edit
+from foundation.errors import Conflict, Forbidden, Invalid, NotFound
 
 MAX_TRIES = 50
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from detectbench_web.errors import Invalid
-
-from ..errors import ItemNotFound, StaleVersion, WorkflowError
-from ..clue_graph.editing import EditableGraph, EditableStep, editable_graph
-from ..models import AnnotatorLease, AnnotatorLeaseStatus, Draft, Item, Stage
-from .items import item_update
-from .leases import locked_item, mark_submitted, move_item, stage_config, take_slot
+from annotation.clue_graph.editing import EditableGraph, EditableStep, editable_graph
+from annotation.errors import ItemNotFound, StaleVersion, WorkflowError
+from annotation.models import AnnotatorLease, AnnotatorLeaseStatus, Draft, Item, Stage
+from annotation.services.items import item_update
+from annotation.services.leases import locked_item, mark_submitted, move_item, stage_config, take_slot
+from foundation.errors import Invalid
 
 
 def item_edit(*, item_id: int, base_version: int, changes: dict, user, stage: str, note: str = "",

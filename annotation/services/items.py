@@ -2,22 +2,22 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import BinaryIO, Iterable, TextIO
+from typing import BinaryIO, TextIO
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F
 
-from .. import clue_graph
-from ..dataformat import ParsedRecord, RecordError, parse_jsonl
-from detectbench_web import csv_safety
-from detectbench_web.error_mapping import as_service_error
-from detectbench_web.errors import Invalid, NotFound
-
-from ..errors import ImportRejected, ItemNotFound, StaleVersion
-from ..item_facts import question_type, token_count, word_count
-from ..models import CONTENT_FIELDS, Item, ItemRevision
+from annotation import clue_graph
+from annotation.dataformat import ParsedRecord, RecordError, parse_jsonl
+from annotation.errors import ImportRejected, ItemNotFound, StaleVersion
+from annotation.item_facts import question_type, token_count, word_count
+from annotation.models import CONTENT_FIELDS, Item, ItemRevision
+from foundation import csv_safety
+from foundation.error_mapping import as_service_error
+from foundation.errors import Invalid, NotFound
 
 
 @dataclass

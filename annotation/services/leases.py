@@ -1,22 +1,30 @@
 """Annotator leases: the queue of each stage, a slot per annotator, expiry and release."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import timedelta
-from typing import Iterable
 
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from detectbench_web.errors import Invalid
-
-from ..errors import ItemNotFound, NoSlot
-from ..models import (
-    CONTENT_FIELDS, Adjudication, AdjudicationStatus, AnnotatorLease, AnnotatorLeaseStatus, Item, ItemRevision,
-    ItemStatus, Stage, StageConfig,
+from annotation.errors import ItemNotFound, NoSlot
+from annotation.models import (
+    CONTENT_FIELDS,
+    Adjudication,
+    AdjudicationStatus,
+    AnnotatorLease,
+    AnnotatorLeaseStatus,
+    Item,
+    ItemRevision,
+    ItemStatus,
+    Stage,
+    StageConfig,
 )
-from .items import item_update
+from annotation.services.items import item_update
+from foundation.errors import Invalid
+
 
 def stage_config(stage: str) -> StageConfig:
     config = StageConfig.objects.filter(stage=stage).first()

@@ -4,12 +4,11 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from detectbench_web.errors import Invalid
-
-from ..errors import StaleVersion
-from ..models import AnnotatorLease, AnnotatorLeaseStatus, ItemStatus, ReviewAction, ReviewDecision, Stage
-from .items import item_update
-from .leases import locked_item, mark_submitted, move_item, stage_config, take_slot
+from annotation.errors import StaleVersion
+from annotation.models import AnnotatorLease, AnnotatorLeaseStatus, ItemStatus, ReviewAction, ReviewDecision, Stage
+from annotation.services.items import item_update
+from annotation.services.leases import locked_item, mark_submitted, move_item, stage_config, take_slot
+from foundation.errors import Invalid
 
 
 @transaction.atomic

@@ -1,21 +1,26 @@
 """Question verification (Table 7): keep/delete decisions by k annotators, and adjudication of disagreements."""
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from django.db import transaction
 from django.utils import timezone
 
-from detectbench_web.errors import Invalid, NotFound
-from detectbench_web.roles import is_researcher
-
-from ..errors import StaleVersion, WorkflowError
-from ..models import (
-    CRITERIA, Adjudication, AdjudicationStatus, AnnotatorLeaseStatus, Decision, ItemStatus, Stage,
+from annotation.errors import StaleVersion, WorkflowError
+from annotation.models import (
+    CRITERIA,
+    Adjudication,
+    AdjudicationStatus,
+    AnnotatorLeaseStatus,
+    Decision,
+    ItemStatus,
+    Stage,
     VerificationDecision,
 )
-from .belief_review import belief_screening_reviewed
-from .leases import locked_item, mark_submitted, move_item, stage_config, take_slot
+from annotation.services.belief_review import belief_screening_reviewed
+from annotation.services.leases import locked_item, mark_submitted, move_item, stage_config, take_slot
+from foundation.errors import Invalid, NotFound
+from foundation.roles import is_researcher
 
 
 @transaction.atomic

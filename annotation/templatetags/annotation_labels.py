@@ -9,8 +9,8 @@ from __future__ import annotations
 from django import template
 from django.utils.translation import gettext_lazy as _
 
-from ..clue_graph.checks import IssueKind
-from ..models import Criterion, Decision, ItemStatus, ReviewAction
+from annotation.clue_graph.checks import IssueKind
+from annotation.models import Criterion, Decision, ItemStatus, ReviewAction
 
 register = template.Library()
 

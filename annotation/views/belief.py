@@ -8,20 +8,24 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from detectbench_web import csv_safety
-from detectbench_web.error_mapping import REFUSED, add_form_errors, error_text
-from detectbench_web.errors import Forbidden
-from detectbench_web.roles import annotator_required, researcher_required
-
-from ..forms_belief import BeliefPolicyForm, BeliefReviewForm, DraftDecisionForm
-from ..models import BeliefLabel, BeliefLeaseStatus, BeliefQueue, Criterion, LabelTask
-from ..models.belief import SCREENING_CRITERIA
-from ..selectors.belief import belief_lease_for, belief_queues, reviewer_choices
-from ..selectors.belief_trust import EXPORT_COLUMNS, belief_trust
-from ..services.belief import belief_queue_policy_set
-from ..services.belief_review import belief_draft_resolve, belief_lease_next, belief_lease_release, belief_review_submit
-from ..trust_figure import coverage_svg, reliability_svg
-from .common import item_options
+from annotation.forms_belief import BeliefPolicyForm, BeliefReviewForm, DraftDecisionForm
+from annotation.models import BeliefLabel, BeliefLeaseStatus, BeliefQueue, Criterion, LabelTask
+from annotation.models.belief import SCREENING_CRITERIA
+from annotation.selectors.belief import belief_lease_for, belief_queues, reviewer_choices
+from annotation.selectors.belief_trust import EXPORT_COLUMNS, belief_trust
+from annotation.services.belief import belief_queue_policy_set
+from annotation.services.belief_review import (
+    belief_draft_resolve,
+    belief_lease_next,
+    belief_lease_release,
+    belief_review_submit,
+)
+from annotation.trust_figure import coverage_svg, reliability_svg
+from annotation.views.common import item_options
+from foundation import csv_safety
+from foundation.error_mapping import REFUSED, add_form_errors, error_text
+from foundation.errors import Forbidden
+from foundation.roles import annotator_required, researcher_required
 
 #: Payload keys the review page shows in their own place (the rest is listed beside the judge's label).
 SHOWN_PAYLOAD = ("answer", "evidence", "multi_hop_reasoning", "anchors")

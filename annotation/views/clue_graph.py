@@ -11,18 +11,17 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 from django_htmx.http import reswap, retarget
 
-from detectbench_web.roles import annotator_required
-
-from .. import selectors, services
-from ..errors import StaleVersion
-from ..forms import GRAPH_META_KEYS, ClueGraphForm
-from ..clue_graph import editing
-from ..clue_graph.drawing import render_svg
-from ..clue_graph.editing import EditableGraph, editable_graph
-from ..highlight import segments
-from ..models import Item, Stage
-from ..selectors.belief import clue_graph_draft
-from .common import after_decision, attempt, stage_context
+from annotation import selectors, services
+from annotation.clue_graph import editing
+from annotation.clue_graph.drawing import render_svg
+from annotation.clue_graph.editing import EditableGraph, editable_graph
+from annotation.errors import StaleVersion
+from annotation.forms import GRAPH_META_KEYS, ClueGraphForm
+from annotation.highlight import segments
+from annotation.models import Item, Stage
+from annotation.selectors.belief import clue_graph_draft
+from annotation.views.common import after_decision, attempt, stage_context
+from foundation.roles import annotator_required
 
 
 def _graph_meta(graph: EditableGraph) -> str:

@@ -2,17 +2,17 @@
 decision (auto-advance)."""
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect
 
-from detectbench_web.error_mapping import REFUSED, add_form_errors, as_service_error
-from detectbench_web.errors import ServiceError
-
-from .. import selectors, services
-from ..models import Stage
+from annotation import selectors, services
+from annotation.models import Stage
+from foundation.error_mapping import REFUSED, add_form_errors, as_service_error
+from foundation.errors import ServiceError
 
 T = TypeVar("T")
 

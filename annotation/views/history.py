@@ -6,14 +6,13 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from detectbench_web.error_mapping import error_page
-from detectbench_web.roles import annotator_required
-
-from .. import selectors, services
-from ..forms import RevertForm
-from ..errors import StaleVersion
-from ..models import Item
-from .common import attempt
+from annotation import selectors, services
+from annotation.errors import StaleVersion
+from annotation.forms import RevertForm
+from annotation.models import Item
+from annotation.views.common import attempt
+from foundation.error_mapping import error_page
+from foundation.roles import annotator_required
 
 
 @annotator_required

@@ -6,16 +6,15 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import urlencode
 
-from detectbench_web.error_mapping import error_page
-from detectbench_web.roles import annotator_required, researcher_required
-
-from .. import selectors
-from ..forms import ItemFilterForm, ItemImportForm
-from ..item_facts import QUESTION_TYPES
-from ..models import Item, ItemStatus
-from ..errors import ImportRejected
-from ..services import item_import
-from .common import attempt, item_options
+from annotation import selectors
+from annotation.errors import ImportRejected
+from annotation.forms import ItemFilterForm, ItemImportForm
+from annotation.item_facts import QUESTION_TYPES
+from annotation.models import Item, ItemStatus
+from annotation.services import item_import
+from annotation.views.common import attempt, item_options
+from foundation.error_mapping import error_page
+from foundation.roles import annotator_required, researcher_required
 
 
 @annotator_required

@@ -8,11 +8,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from detectbench_web.roles import annotator_required
-
-from .. import selectors, services
-from ..models import Item, Stage
-from .common import AUTO_ADVANCE_KEY, auto_advance, next_item
+from annotation import selectors, services
+from annotation.models import Item, Stage
+from annotation.views.common import AUTO_ADVANCE_KEY, auto_advance, next_item
+from foundation.roles import annotator_required
 
 
 @annotator_required

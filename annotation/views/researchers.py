@@ -7,12 +7,11 @@ from django.contrib import messages
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 
-from detectbench_web import csv_safety
-from detectbench_web.roles import researcher_required
-
-from .. import selectors, services
-from ..forms import EnterWorkflowForm
-from ..models import ItemStatus, Stage
+from annotation import selectors, services
+from annotation.forms import EnterWorkflowForm
+from annotation.models import ItemStatus, Stage
+from foundation import csv_safety
+from foundation.roles import researcher_required
 
 
 @researcher_required

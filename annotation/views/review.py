@@ -5,14 +5,13 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
-from detectbench_web.roles import annotator_required
-
-from .. import selectors, services
-from ..forms import ReviewForm
-from ..clue_graph.editing import editable_graph
-from ..models import Item, ReviewAction, Stage
-from .clue_graph import graph_context
-from .common import after_decision, attempt, stage_context
+from annotation import selectors, services
+from annotation.clue_graph.editing import editable_graph
+from annotation.forms import ReviewForm
+from annotation.models import Item, ReviewAction, Stage
+from annotation.views.clue_graph import graph_context
+from annotation.views.common import after_decision, attempt, stage_context
+from foundation.roles import annotator_required
 
 
 @annotator_required

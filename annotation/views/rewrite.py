@@ -13,14 +13,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from .. import selectors, services
-from ..diffing import content_diff
-from ..errors import StaleVersion
-from ..forms import RewriteForm
-from ..item_checks import option_checks
-from ..models import Item, Stage
-from .common import after_decision, attempt, stage_context
-from detectbench_web.roles import annotator_required
+from annotation import selectors, services
+from annotation.diffing import content_diff
+from annotation.errors import StaleVersion
+from annotation.forms import RewriteForm
+from annotation.item_checks import option_checks
+from annotation.models import Item, Stage
+from annotation.views.common import after_decision, attempt, stage_context
+from foundation.roles import annotator_required
 
 
 def text_checks(content: dict) -> list:

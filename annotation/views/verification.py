@@ -6,13 +6,12 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
-from detectbench_web.roles import annotator_required
-
-from .. import selectors, services
-from ..forms import CRITERIA_KEYS, AdjudicationForm, VerificationForm
-from ..models import Criterion, Decision, Item, Stage
-from ..selectors.belief import screening_view
-from .common import after_decision, attempt, item_options, stage_context
+from annotation import selectors, services
+from annotation.forms import CRITERIA_KEYS, AdjudicationForm, VerificationForm
+from annotation.models import Criterion, Decision, Item, Stage
+from annotation.selectors.belief import screening_view
+from annotation.views.common import after_decision, attempt, item_options, stage_context
+from foundation.roles import annotator_required
 
 
 @annotator_required

@@ -5,8 +5,8 @@ each file's row count and SHA-256 and the schema (migration) state; `import_all(
 restores them into an empty database in one transaction. This module may import every app;
 the commands `manage.py export_all` / `import_all` live in evaluation (the app that may read all).
 """
-from .export import BackupError, export_all
-from .restore import import_all
-from .tables import EXCLUDED, backed_up_models
+from detectbench_web.backup.export import BackupError, export_all
+from detectbench_web.backup.restore import import_all
+from detectbench_web.backup.tables import EXCLUDED, backed_up_models
 
 __all__ = ["BackupError", "EXCLUDED", "backed_up_models", "export_all", "import_all"]

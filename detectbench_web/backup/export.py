@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.recorder import MigrationRecorder
 
-from . import tables
+from detectbench_web.backup import tables
 
 FORMAT = "detectbench-backup/1"
 MANIFEST = "manifest.json"

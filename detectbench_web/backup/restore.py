@@ -16,8 +16,8 @@ from django.contrib.auth.hashers import make_password
 from django.core.management.color import no_style
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
 
-from . import tables
-from .export import FORMAT, MANIFEST, BackupError, applied_migrations
+from detectbench_web.backup import tables
+from detectbench_web.backup.export import FORMAT, MANIFEST, BackupError, applied_migrations
 
 INSERT_BATCH = 2000
 

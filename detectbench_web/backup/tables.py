@@ -123,7 +123,7 @@ def encode_value(value):
         return value
     if isinstance(value, datetime.datetime):
         if value.tzinfo is not None:
-            value = value.astimezone(datetime.timezone.utc)
+            value = value.astimezone(datetime.UTC)
         return value.isoformat()
     if isinstance(value, (datetime.date, datetime.time)):
         return value.isoformat()

@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "annotation",
     "studies",
     "evaluation",
+    "detectbench_web",
 ]
 
 MIDDLEWARE = [
@@ -74,7 +75,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "detectbench_web.error_mapping.ServiceErrorMiddleware",
+    "foundation.error_mapping.ServiceErrorMiddleware",
 ]
 
 ROOT_URLCONF = "detectbench_web.urls"
@@ -127,7 +128,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- Celery ---------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
 #: Seconds an unacknowledged chunk waits before the broker hands it to another worker. A running chunk's
-#: heartbeat renews it (evaluation.reconcile), so it need not cover a chunk's duration: a killed worker's
+#: heartbeat renews it (evaluation.execution.recovery), so it need not cover a chunk's duration: a killed worker's
 #: chunk is redelivered within about a minute (this, plus the restore sweep below).
 BROKER_VISIBILITY_TIMEOUT_S = int(os.environ.get("BROKER_VISIBILITY_TIMEOUT_S", "45"))
 if REDIS_URL:
@@ -160,7 +161,7 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 STUDIES_SWEEP_INTERVAL_S = float(os.environ.get("STUDIES_SWEEP_INTERVAL_S", "30"))
 #: How often expired annotator leases are swept back to the queue (seconds).
 ANNOTATION_LEASE_SWEEP_INTERVAL_S = float(os.environ.get("ANNOTATION_LEASE_SWEEP_INTERVAL_S", "300"))
-#: Runs heal themselves (evaluation.reconcile): a chunk's heartbeat period; chunk retries on a Redis or
+#: Runs heal themselves (evaluation.execution.recovery): a chunk's heartbeat period; chunk retries on a Redis or
 #: database error (exponential backoff with jitter, capped below the visibility timeout); how often the
 #: reconciliation looks for work nothing is doing, how long an item must stay uncovered before it is
 #: enqueued again, and how long a run with no chunk at all must write nothing before it is.
@@ -190,7 +191,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
-    "detectbench_web.roles.ResearcherPermissionBackend",
+    "foundation.roles.ResearcherPermissionBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -232,32 +233,32 @@ X_FRAME_OPTIONS = "DENY"
 # --- REST framework -------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "detectbench_web.auth_throttling.ThrottledTokenAuthentication",
+        "foundation.throttling.ThrottledTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["detectbench_web.roles.IsResearcher"],
+    "DEFAULT_PERMISSION_CLASSES": ["foundation.roles.IsResearcher"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "detectbench_web.error_mapping.api_exception_handler",
+    "EXCEPTION_HANDLER": "foundation.error_mapping.api_exception_handler",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
 }
 # --- Security: brute-force protection (issue 11) ---------------------------
 # Wrong passwords: django-axes locks a username+address pair out after AXES_FAILURE_LIMIT failures
 # for AXES_COOLOFF_TIME (a page saying so, HTTP 429). Wrong API tokens: 429 per address after
-# the "token_failure" rate (detectbench_web.auth_throttling). DRF throttles: anonymous and
+# the "token_failure" rate (foundation.throttling). DRF throttles: anonymous and
 # per-user rates on every API. Client address = REMOTE_ADDR unless NUM_PROXIES says how many
 # trusted proxies append X-Forwarded-For (a client-sent header must not pick its own bucket).
 INSTALLED_APPS += ["axes"]
 MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # last: turns a locked-out login into the lockout page
-AUTHENTICATION_BACKENDS = ["detectbench_web.auth_throttling.LoginLockoutBackend", *AUTHENTICATION_BACKENDS]
+AUTHENTICATION_BACKENDS = ["foundation.throttling.LoginLockoutBackend", *AUTHENTICATION_BACKENDS]
 AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "10"))
 AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_LOCKOUT_MINUTES", "15")))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False  # no start-up banner in every command's output
-AXES_LOCKOUT_CALLABLE = "detectbench_web.auth_throttling.lockout_response"  # registration/locked_out.html, 429
+AXES_LOCKOUT_CALLABLE = "foundation.throttling.lockout_response"  # registration/locked_out.html, 429
 NUM_PROXIES = int(os.environ.get("NUM_PROXIES", "0"))
-AXES_CLIENT_IP_CALLABLE = "detectbench_web.auth_throttling.client_address"  # DRF's rule, for both
+AXES_CLIENT_IP_CALLABLE = "foundation.throttling.client_address"  # DRF's rule, for both
 REST_FRAMEWORK.update({
     "DEFAULT_THROTTLE_CLASSES": [
         "rest_framework.throttling.AnonRateThrottle",
@@ -319,7 +320,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"StudyStatusEnum": "studies.models.StudyStatus",
                             "RunStatusEnum": "evaluation.models.RunStatus",
                             "QuestionTypeEnum": "annotation.item_facts.QUESTION_TYPES",
-                            "MethodEnum": "evaluation.methods.METHOD_CHOICES"},
+                            "MethodEnum": "evaluation.prompting.methods.METHOD_CHOICES"},
 }
 
 # Logging: one handler, on the root logger. Django's own "django" logger had a console handler of
@@ -350,7 +351,7 @@ LOGGING = {
 }
 
 # --- evaluation ------------------------------------------------------------
-# Read by evaluation.execution (the pure limiter/engine get them as arguments).
+# Read by evaluation.execution.chunks (the pure limiter/engine get them as arguments).
 #: Seconds a Redis limiter lease lives unrenewed: the slots of a killed worker come back after this.
 EVALUATION_LIMITER_LEASE_S = float(os.environ.get("EVALUATION_LIMITER_LEASE_S", "10"))
 #: Slow start: the first requests of a chunk are launched this many seconds apart (0 = all at once).

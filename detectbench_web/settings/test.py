@@ -25,7 +25,7 @@ if _xdist_worker.startswith("gw") and os.environ.get("TEST_REDIS_WORKER") != _xd
     os.environ["REDIS_URL"] = urlunsplit(_url._replace(path=f"/{_db}"))
     os.environ["TEST_REDIS_WORKER"] = _xdist_worker
 
-from .base import *  # noqa: E402,F401,F403
+from detectbench_web.settings.base import *  # noqa: E402,F401,F403
 
 # Django's PostgreSQL backend with emptying by DELETE instead of TRUNCATE after transactional tests
 # (tests/support/pg_backend says why), and commits that do not wait for the WAL to reach the disk

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 LOGPROB, SAMPLED, VERBAL, BUILTIN = "logprob", "sampled", "verbal", "builtin"
 BELIEF_SOURCES = (LOGPROB, SAMPLED, VERBAL, BUILTIN)

@@ -21,8 +21,7 @@ import re
 from difflib import SequenceMatcher
 
 from annotation.text import content_words, normalize, sentences, stem
-
-from .specs import (CORRECT, DELETE, INCORRECT, KEEP, NO, SCREENING_CRITERIA, YES, JudgeInput)
+from evaluation.judge.specs import CORRECT, DELETE, INCORRECT, KEEP, NO, SCREENING_CRITERIA, YES, JudgeInput
 
 BUILTIN_VERSION = "1"
 

@@ -10,12 +10,11 @@ reported as unanchored. The payload is what a clue-graph screen offers as a draf
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from annotation.clue_graph import anchor_clues, render_evidence, render_reasoning
-
-from .parsing import ParsedReply, ReplyInvalid
+from evaluation.judge.parsing import ParsedReply, ReplyInvalid
 
 MAX_CLUES = 30
 MAX_STEPS = 30

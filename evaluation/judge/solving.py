@@ -11,15 +11,15 @@ no label is written, so a re-run tries it again).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
-from . import beliefs, builtin, drafts
-from .beliefs import BUILTIN, LOGPROB, SAMPLED, VERBAL
-from .clients import unpack
-from .parsing import ReplyInvalid, parse_reply, read_verdicts
-from .specs import CLUE_GRAPH, DRAFT, FREE_TEXT, SCREENING, JudgeInput, get_task
-from .templates import render, template_hash
+from evaluation.judge import beliefs, builtin, drafts
+from evaluation.judge.beliefs import BUILTIN, SAMPLED, VERBAL
+from evaluation.judge.client import unpack
+from evaluation.judge.parsing import ReplyInvalid, parse_reply, read_verdicts
+from evaluation.judge.specs import CLUE_GRAPH, DRAFT, FREE_TEXT, SCREENING, JudgeInput, get_task
+from evaluation.judge.templates import render, template_hash
 
 SCORED, UNSCORED = "scored", "unscored"
 NO_LOGPROBS = "the endpoint returned no log-probabilities for the verdict (belief unknown)."

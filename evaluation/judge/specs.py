@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .parsing import AspectSpec
+from evaluation.judge.parsing import AspectSpec
 
 FREE_TEXT, SCREENING, CLUE_GRAPH = "free-text", "screening", "clue-graph"
 JUDGE_TASKS = (FREE_TEXT, SCREENING, CLUE_GRAPH)

@@ -9,7 +9,7 @@ import functools
 import hashlib
 from pathlib import Path
 
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "judge_templates"
+TEMPLATES_DIR = Path(__file__).resolve().parent / "judge_templates"
 #: Bump when the way a judge prompt is assembled or read changes (the template texts are hashed themselves).
 ASSEMBLY_VERSION = "1"
 
@@ -18,7 +18,7 @@ def template_names() -> list[str]:
     return sorted(path.stem for path in TEMPLATES_DIR.glob("*.txt"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def template_text(name: str) -> str:
     path = TEMPLATES_DIR / f"{name}.txt"
     if not name or "/" in name or not path.is_file():

@@ -1,4 +1,4 @@
-# Run.method loses its choices: the method registry (evaluation.methods.METHODS) is the list,
+# Run.method loses its choices: the method registry (evaluation.prompting.methods.METHODS) is the list,
 # checked in Run.clean() and by the launch service, so adding a method needs no migration.
 
 from django.db import migrations, models

@@ -2,14 +2,31 @@
 `attempts` (joining, the hand-out of participant leases, dropout and time) and `responses`
 (the current question, accepting or refusing an answer). Refusals are `studies.errors`.
 """
-from .attempts import (
-    attempt_expire, attempt_extend, attempt_return, attempt_set_language, attempt_start, attempts_sweep, study_join,
+from studies.services.attempts import (
+    attempt_expire,
+    attempt_extend,
+    attempt_return,
+    attempt_set_language,
+    attempt_start,
+    attempts_sweep,
+    study_join,
 )
-from .responses import (
-    Question, Submitted, attempt_question, practice_check, question_open, response_submit, shown_item_of,
+from studies.services.responses import (
+    Question,
+    Submitted,
+    attempt_question,
+    practice_check,
+    question_open,
+    response_submit,
+    shown_item_of,
 )
-from .setup import (
-    pool_items_resolve, sample_pool, study_create, study_exclude_untranslated, study_set_pool, study_update,
+from studies.services.setup import (
+    pool_items_resolve,
+    sample_pool,
+    study_create,
+    study_exclude_untranslated,
+    study_set_pool,
+    study_update,
 )
 
 __all__ = [

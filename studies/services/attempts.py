@@ -8,17 +8,25 @@ check `load <= quota` guards it as well.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Sequence
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from ..allocation import Slot, choose_items, presentation_order
-from ..errors import AttemptNotRunning, StudyNotOpen
-from ..models import Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, Study, StudyItem, StudyStatus
-from ..selectors import attempt_resumable
+from studies.allocation import Slot, choose_items, presentation_order
+from studies.errors import AttemptNotRunning, StudyNotOpen
+from studies.models import (
+    Attempt,
+    AttemptStatus,
+    ParticipantLease,
+    ParticipantLeaseStatus,
+    Study,
+    StudyItem,
+    StudyStatus,
+)
+from studies.selectors import attempt_resumable
 
 
 def study_join(*, study: Study, participant_id: str = "", external_study_id: str = "", session_id: str = "",

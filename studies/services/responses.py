@@ -11,11 +11,18 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation.models import Item
-
-from ..content import clean_answer, shown_item
-from ..errors import AnswerInvalid, AnswerRefused
-from ..models import Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, RefusedAnswer, Response, Study
-from .attempts import attempt_expire, attempt_finish_if_done, leases_time_out
+from studies.content import clean_answer, shown_item
+from studies.errors import AnswerInvalid, AnswerRefused
+from studies.models import (
+    Attempt,
+    AttemptStatus,
+    ParticipantLease,
+    ParticipantLeaseStatus,
+    RefusedAnswer,
+    Response,
+    Study,
+)
+from studies.services.attempts import attempt_expire, attempt_finish_if_done, leases_time_out
 
 
 @dataclass

@@ -2,17 +2,23 @@
 from __future__ import annotations
 
 import random
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from django.db import transaction
 
 from annotation.models import Item, ItemStatus
-
-from ..errors import (
-    EmptyPool, PoolFrozen, PracticeItemInPool, RatersBelowLoad, RejectedItems, TranslationsMissing, UnknownItems,
+from studies.errors import (
+    EmptyPool,
+    PoolFrozen,
+    PracticeItemInPool,
+    RatersBelowLoad,
+    RejectedItems,
+    TranslationsMissing,
+    UnknownItems,
 )
-from ..models import ParticipantLease, Study, StudyItem, StudyStatus
-from ..setup_checks import pool_candidates, translation_coverage, untranslated_item_ids
+from studies.models import ParticipantLease, Study, StudyItem, StudyStatus
+from studies.setup_checks import pool_candidates, translation_coverage, untranslated_item_ids
 
 #: The settings a seeded sample of the pool is drawn from: changing one of them draws it again.
 POOL_FIELDS = ("pool_split", "pool_sample", "seed", "pool_include_rejected")

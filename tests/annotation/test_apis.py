@@ -75,10 +75,9 @@ def test_openapi_schema_describes_the_annotation_api(researcher_client):
 
 
 def test_schema_generation_has_no_warnings_for_annotation_views():
+    from django.urls import include, path
     from drf_spectacular.drainage import GENERATOR_STATS
     from drf_spectacular.generators import SchemaGenerator
-
-    from django.urls import include, path
 
     GENERATOR_STATS.reset()
     generator = SchemaGenerator(patterns=[path("api/annotation/", include("annotation.api_urls"))])

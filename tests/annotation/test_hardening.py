@@ -183,9 +183,8 @@ def test_a_choice_that_matches_nothing_says_so(researcher_client):
 
 
 def test_the_service_refuses_to_queue_without_a_choice(researcher):
-    from detectbench_web.errors import Invalid
-
     from annotation.services import items_enter_workflow
+    from foundation.errors import Invalid
 
     make_items(2, status=ItemStatus.IMPORTED)
     with pytest.raises(Invalid) as refused:

@@ -7,11 +7,20 @@ from django.contrib.auth.models import Group, Permission, User
 
 from annotation.models import BeliefLabel, Item, Stage
 from annotation.services import (
-    adjudication_resolve, belief_lease_next, belief_review_submit, draft_save, item_edit, items_enter_workflow,
-    lease_next, review_submit, stage_config_set, stage_submit, verification_submit,
+    adjudication_resolve,
+    belief_lease_next,
+    belief_review_submit,
+    draft_save,
+    item_edit,
+    items_enter_workflow,
+    lease_next,
+    review_submit,
+    stage_config_set,
+    stage_submit,
+    verification_submit,
 )
-from evaluation import services as evaluation_services
-from evaluation.judge import services as judge_services
+from evaluation.services import judge as judge_services
+from evaluation.services import runs as evaluation_services
 from studies.errors import AnswerRefused
 from studies.models import StudyStatus
 from studies.services import attempt_start, response_submit, study_create, study_join

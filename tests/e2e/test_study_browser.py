@@ -41,7 +41,7 @@ def _select_by_mouse(page, to_x=0.6, to_y=0.25):
 
 def test_participant_completes_study_with_highlights_and_reload_resumes(live_server, detectbench_dir, page):
     ids = import_items(detectbench_dir, 4)
-    study = study_create(slug="browser", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
+    study_create(slug="browser", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
                          status=StudyStatus.OPEN, completion_code="BROWSER-OK", bonus_per_correct="1.00",
                          consent_text="Please agree.")
     # The first page also starts chromium's renderer: on a loaded machine that takes a while.

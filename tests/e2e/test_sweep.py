@@ -12,11 +12,11 @@ import time
 import pytest
 from django.db import connections
 
-from evaluation.figure_data import FIGURES
+from evaluation.figures.data import FIGURES
 from evaluation.models import Run
 from tests.conftest import start_celery_worker
-from tests.support.screenshots import Shots, artifacts_dir
 from tests.support.make_run import DEMO_PASSWORDS, make_run_database
+from tests.support.screenshots import Shots, artifacts_dir
 
 # make_run_database() first writes the rows `migrate` writes (an earlier transactional test flushed them).
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

@@ -27,8 +27,8 @@ from annotation.models import Item, ItemStatus
 from evaluation.models import Run
 from studies.models import Attempt, AttemptStatus, Response, Study
 from tests.conftest import start_celery_worker
-from tests.support.screenshots import Shots, artifacts_dir
 from tests.support.make_run import DEMO_PASSWORDS, RUN_SH, RUN_SH_LINES, make_run_database
+from tests.support.screenshots import Shots, artifacts_dir
 
 # make_run_database() first writes the rows `migrate` writes (an earlier transactional test flushed them).
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

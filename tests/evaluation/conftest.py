@@ -5,10 +5,10 @@ import asyncio
 
 import pytest
 
-from evaluation import execution
-from evaluation.engine import Engine
-from evaluation.methods import get_method
+from evaluation.execution import chunks as execution
+from evaluation.model_calls.engine import Engine
 from evaluation.models import Run
+from evaluation.prompting.methods import get_method
 
 
 def compute_rows(run: Run) -> Run:

@@ -9,16 +9,15 @@ import time
 import pytest
 import redis
 import requests
+import schemathesis
 from django.conf import settings as settings_
 from django.core.cache import cache
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from rest_framework.authtoken.models import Token
-
-import schemathesis
 from schemathesis import GenerationMode
 
-from evaluation import services
+from evaluation.services import runs as services
 from tests.evaluation.conftest import compute_rows
 from tests.support.items import import_items
 

@@ -1,14 +1,14 @@
-"""Built-in offline models (evaluation.baselines, no database): they read the prompt like a model and answer in
+"""Built-in offline models (evaluation.model_calls.builtin_models, no database): they read the prompt like a model and answer in
 the format; on the real test split their outputs stay exactly what they were before they shared annotation.text."""
 import hashlib
 import json
 
 import pytest
 
-from evaluation.baselines import BUILTIN_MODELS, builtin_reply, count_tokens, read_prompt
-from evaluation.methods import get_method
-from evaluation.parsing import OK, parse_answer
-from evaluation.prompts import ItemView, present
+from evaluation.model_calls.builtin_models import BUILTIN_MODELS, builtin_reply, count_tokens, read_prompt
+from evaluation.prompting.answer_reading import OK, parse_answer
+from evaluation.prompting.methods import get_method
+from evaluation.prompting.prompts import ItemView, present
 
 ITEM = ItemView(
     id=7, context="Tom came home at nine. The window was broken from inside. Mud was on the stairs.",

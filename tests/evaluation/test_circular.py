@@ -10,11 +10,12 @@ from django.core.management import CommandError, call_command
 from django.db.models import Count
 
 from annotation.models import Item
-from evaluation import analysis, services
-from evaluation.baselines import read_prompt
-from evaluation.circular import circular_accuracy, present_rotated, rotation_order, slot, split_slot
+from evaluation.model_calls.builtin_models import read_prompt
 from evaluation.models import Result, Run, RunStatus
-from evaluation.prompts import ItemView
+from evaluation.prompting.circular import circular_accuracy, present_rotated, rotation_order, slot, split_slot
+from evaluation.prompting.prompts import ItemView
+from evaluation.selectors import analysis
+from evaluation.services import runs as services
 from tests.support.items import import_items
 from tests.support.model_server import ModelServer
 

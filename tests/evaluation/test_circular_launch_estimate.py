@@ -7,9 +7,10 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Item
-from evaluation import analysis, services
-from evaluation.launch_estimate import estimate, template_tokens
-from evaluation.methods import get_method
+from evaluation.model_calls.launch_estimate import estimate, template_tokens
+from evaluation.prompting.methods import get_method
+from evaluation.selectors import analysis
+from evaluation.services import runs as services
 from tests.support.items import import_items
 from tests.support.model_server import ModelServer
 

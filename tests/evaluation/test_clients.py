@@ -11,8 +11,8 @@ import pytest
 import redis
 from django.conf import settings
 
-from evaluation.clients import OpenAIChatClient, RequestFailed, RetryPolicy, redact, retry_after_seconds
-from evaluation.limiter import FileLimiter, RedisLimiter
+from evaluation.model_calls.clients import OpenAIChatClient, RequestFailed, RetryPolicy, redact, retry_after_seconds
+from evaluation.model_calls.limiter import FileLimiter, RedisLimiter
 from tests.support.model_server import ModelServer
 
 MESSAGES = [{"role": "user", "content": "### Options:\n1. a\n2. b"}]

@@ -5,8 +5,8 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from evaluation import services
 from evaluation.models import ModelEndpoint
+from evaluation.services import runs as services
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ import time
 import pytest
 from django.core.management import CommandError, call_command
 
-from evaluation import services
 from evaluation.models import ModelEndpoint, Run, RunStatus
+from evaluation.services import runs as services
 from tests.evaluation.stand_in import StandIn
 from tests.support.items import import_items
 

@@ -10,12 +10,13 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from evaluation import quality, services
-from evaluation.figure_data import FIGURES
-from evaluation.leaderboard import leaderboard
+from evaluation.figures.data import FIGURES
 from evaluation.models import Result
-from evaluation.quality_checks import FLAG_KINDS
-from evaluation.run_compare import run_comparison
+from evaluation.selectors import quality
+from evaluation.selectors.comparison import run_comparison
+from evaluation.selectors.leaderboard import leaderboard
+from evaluation.services import runs as services
+from evaluation.statistics.quality_checks import FLAG_KINDS
 from tests.support.items import import_items
 
 pytestmark = pytest.mark.django_db

@@ -15,8 +15,9 @@ from django.db.models import Count
 from annotation.clue_graph import gold_key_information
 from annotation.keyinfo import keyinfo_score
 from annotation.models import Item
-from evaluation import selectors, services
 from evaluation.models import CachedResponse, Result, Run, RunStatus
+from evaluation.selectors import runs as selectors
+from evaluation.services import runs as services
 from tests.support.items import import_items
 from tests.support.model_server import ModelServer
 
@@ -173,7 +174,7 @@ def test_slow_start_still_reaches_the_limit_and_reads_the_setting(items, setting
     """Slow start (the first `concurrency` requests launched a little apart) still reaches the endpoint's
     limit and does every row exactly once. How spread the first wave is, is a timing figure: it is printed by
     tests/perf/test_slow_start.py, not asserted here."""
-    from evaluation.engine import RAMP_SPACING_S
+    from evaluation.model_calls.engine import RAMP_SPACING_S
     from tests.support.model_server import start_server_process
 
     assert settings.EVALUATION_RAMP_SPACING_S == RAMP_SPACING_S  # the setting's default is the engine's
@@ -252,7 +253,7 @@ def test_server_error_echoing_the_key_is_stored_redacted(items, monkeypatch):
 
 def test_demonstrations_come_only_from_usable_train_items(items):
     """3-shot demonstrations: train items with a clue graph (gold key information) that are not rejected."""
-    from evaluation.execution import demonstration_pool
+    from evaluation.execution.chunks import demonstration_pool
 
     train = list(Item.objects.filter(split="train").order_by("pk"))
     rejected, no_graph, usable = train[:3], train[3:5], train[5:]
@@ -276,8 +277,8 @@ def test_demonstrations_come_only_from_usable_train_items(items):
 
 def test_the_limiter_is_configured_from_settings_only(tmp_path, settings):
     """Redis with the settings' lease when REDIS_URL is set, else slot files under EVALUATION_LIMITER_DIR."""
-    from evaluation.execution import make_limiter
-    from evaluation.limiter import FileLimiter, LocalLimiter, RedisLimiter
+    from evaluation.execution.chunks import make_limiter
+    from evaluation.model_calls.limiter import FileLimiter, LocalLimiter, RedisLimiter
 
     endpoint = services.endpoint_create(name="limited", base_url="http://127.0.0.1:9/v1", model="m",
                                         max_concurrency=3, requests_per_minute=60)

@@ -7,7 +7,7 @@ from django.core.management import call_command
 
 from annotation.clue_graph import gold_key_information
 from annotation.models import Item
-from evaluation.parsing import parse_answer, parse_key_information, split_sections
+from evaluation.prompting.answer_reading import parse_answer, parse_key_information, split_sections
 from tests.support.items import import_items
 
 pytestmark = pytest.mark.django_db

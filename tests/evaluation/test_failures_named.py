@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from evaluation.clients import CircuitBreaker, EndpointDown, OpenAIChatClient, RequestFailed, RetryPolicy
+from evaluation.model_calls.clients import CircuitBreaker, EndpointDown, OpenAIChatClient, RequestFailed, RetryPolicy
 from tests.evaluation.stand_in import StandIn
 
 MESSAGES = [{"role": "user", "content": "### Options:\n1. a\n2. b"}]

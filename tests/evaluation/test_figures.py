@@ -14,10 +14,11 @@ from PIL import Image
 from scipy import stats
 
 from annotation.models import Item
-from evaluation import analysis, services
-from evaluation.figure_data import FIGURES, RunRows, accuracy_by_feature, keyinfo_accuracy, make_bins
-from evaluation.figures import Bar, bar_chart, draw, inline_svg, render
+from evaluation.figures.data import FIGURES, RunRows, accuracy_by_feature, keyinfo_accuracy, make_bins
+from evaluation.figures.drawing import Bar, bar_chart, draw, inline_svg, render
 from evaluation.models import Result, Run
+from evaluation.selectors import analysis
+from evaluation.services import runs as services
 from studies.models import Response, StudyStatus
 from studies.services import attempt_start, question_open, response_submit, study_create, study_join
 from tests.support.items import import_items

@@ -11,13 +11,18 @@ import pytest
 from django.utils import timezone
 
 from annotation.models import Item
-from evaluation import reconcile, services
+from evaluation.execution import recovery as reconcile
 from evaluation.models import Result, Run, RunStatus
+from evaluation.services import runs as services
 from evaluation.tasks import run_chunk
 from tests.conftest import start_celery_worker, subprocess_env
 from tests.evaluation.conftest import compute_rows
 from tests.support.faults import (
-    PrivateRedis, assert_exactly_one_result_each_and_none_failed, enqueue_on, received_count, wait_for,
+    PrivateRedis,
+    assert_exactly_one_result_each_and_none_failed,
+    enqueue_on,
+    received_count,
+    wait_for,
 )
 from tests.support.items import import_items
 from tests.support.model_server import ModelServer

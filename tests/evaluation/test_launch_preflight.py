@@ -8,8 +8,8 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from evaluation import services
 from evaluation.models import Run
+from evaluation.services import runs as services
 from tests.evaluation.stand_in import StandIn
 from tests.support.items import import_items
 
@@ -181,7 +181,6 @@ def test_a_check_that_never_ends_is_cut_at_the_launch_deadline(items, api):
     """A server that trickles one header byte every 0.3 s never trips a per-read timeout; the launch still
     answers, after its own deadline, with the endpoint refused for no answer."""
     import threading
-    import time
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

@@ -13,11 +13,11 @@ from statsmodels.stats.proportion import proportion_confint
 
 from annotation.models import Item
 from annotation.services import item_update
-from detectbench_web.errors import Invalid
-from evaluation import services
-from evaluation.leaderboard import common_item_ids, leaderboard
 from evaluation.models import Result
-from evaluation.run_compare import run_comparison
+from evaluation.selectors.comparison import run_comparison
+from evaluation.selectors.leaderboard import common_item_ids, leaderboard
+from evaluation.services import runs as services
+from foundation.errors import Invalid
 from studies.services import attempt_start, question_open, response_submit, study_create, study_join
 from tests.support.items import import_items
 
@@ -198,8 +198,8 @@ def test_the_leaderboard_command_prints_what_evaluate_printed(detectbench_dir, t
 
 
 def test_database_metrics_equal_the_rows_metrics_for_samples_and_circular_runs(test_items, compute):
-    from evaluation import selectors
-    from evaluation.aggregates import metrics_many
+    from evaluation.selectors import runs as selectors
+    from evaluation.selectors.aggregates import metrics_many
 
     runs = [compute(_launch("random", samples=2, limit=15)), compute(_launch("lexical", option_order="circular",
                                                                              limit=15)),

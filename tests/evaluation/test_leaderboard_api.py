@@ -7,8 +7,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from evaluation import services
-from evaluation.leaderboard import leaderboard
+from evaluation.selectors.leaderboard import leaderboard
+from evaluation.services import runs as services
 from tests.support.items import import_items
 
 pytestmark = pytest.mark.django_db

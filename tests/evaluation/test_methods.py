@@ -4,8 +4,9 @@ import re
 
 import pytest
 
-from evaluation import prompts
-from evaluation.methods import (
+from evaluation.prompting import prompts
+from evaluation.prompting.answer_reading import OK
+from evaluation.prompting.methods import (
     ASSEMBLY_VERSION,
     METHODS,
     AutoCoT,
@@ -18,9 +19,8 @@ from evaluation.methods import (
     longest_chain,
     majority_vote,
 )
-from evaluation.metrics import RowScore, bootstrap_ci, cost, summarize
-from evaluation.parsing import OK
-from evaluation.prompts import ItemView, choose_demonstrations, permutation, present
+from evaluation.prompting.prompts import ItemView, choose_demonstrations, permutation, present
+from evaluation.statistics.metrics import RowScore, bootstrap_ci, cost, summarize
 from tests.conftest import PAPER_PATH
 
 ITEM = ItemView(

@@ -6,8 +6,8 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from evaluation import services
 from evaluation.models import ModelEndpoint, Result, Run, RunStatus
+from evaluation.services import runs as services
 from tests.support.items import import_items
 
 pytestmark = pytest.mark.django_db
@@ -82,7 +82,7 @@ def test_user_given_names_are_escaped_in_pages_and_svg(researcher_client, items)
 
 def test_each_bar_carries_its_own_first_option_baseline(researcher_client, items):
     """Runs with permuted and original options have different baselines: one line for all would mislead."""
-    from evaluation.figures import Bar, bar_chart
+    from evaluation.figures.drawing import Bar, bar_chart
 
     svg = bar_chart([Bar("a", 0.5, baseline=0.48), Bar("b", 0.3, baseline=0.25), Bar("c", None)], title="t")
     assert svg.count('class="baseline"') == 2 and "48.0%" in svg and "25.0%" in svg

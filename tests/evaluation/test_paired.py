@@ -1,4 +1,4 @@
-"""evaluation.paired: pairing on shared keys, exact McNemar, Holm and Wilson, checked against statsmodels and scipy
+"""evaluation.statistics.paired: pairing on shared keys, exact McNemar, Holm and Wilson, checked against statsmodels and scipy
 on the same numbers (the module must add nothing of its own to the statistics)."""
 import random
 
@@ -8,8 +8,14 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from evaluation.paired import (
-    Paired, holm, mcnemar_exact, mcnemar_exact_many, pair_outcomes, wilson, wilson_many,
+from evaluation.statistics.paired import (
+    Paired,
+    holm,
+    mcnemar_exact,
+    mcnemar_exact_many,
+    pair_outcomes,
+    wilson,
+    wilson_many,
 )
 
 

@@ -1,7 +1,7 @@
 """Answer and key-information parsing on real-looking model outputs, including the shapes harnesses get wrong."""
 import pytest
 
-from evaluation.parsing import (
+from evaluation.prompting.answer_reading import (
     AMBIGUOUS,
     MISSING,
     OK,
@@ -136,7 +136,7 @@ def test_a_lowercase_article_is_not_a_letter_answer():
         "### Answer 1:\n2. xxxxxx\n### Answer 2:\n3. xxxxxx\n### Answer 3:\n4. xxxxxx\n### Answer 4:\n5. xxxxxx",
         "### Answer: 1. xxxxxx\n2. xxxxxx\n3. xxxxxx\n4. xxxxxx",
         "### Answer:\n1. The gardener\n2. The butler\n3. The maid\n4. The driver",
-        
+
         "### Answer:\n2. xxxxxx",
         "### Answer:\n1\n2\n3\n4",
     ],

@@ -11,9 +11,9 @@ from django.utils import timezone
 from scipy import stats
 
 from annotation.models import Item
-from detectbench_web.errors import Invalid
-from evaluation import quality
-from evaluation.quality_checks import FLAG_KINDS, option_flags, translation_gaps
+from evaluation.selectors import quality
+from evaluation.statistics.quality_checks import FLAG_KINDS, option_flags, translation_gaps
+from foundation.errors import Invalid
 from tests.support.items import import_items
 
 pytestmark = pytest.mark.django_db

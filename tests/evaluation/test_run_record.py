@@ -10,10 +10,11 @@ import redis
 from django.db import connection
 
 from annotation.models import Item
-from evaluation import execution, services
+from evaluation.execution import chunks as execution
 from evaluation.models import Result, RunStatus
-from tests.evaluation.stand_in import StandIn
+from evaluation.services import runs as services
 from tests.conftest import database_url_for_subprocess
+from tests.evaluation.stand_in import StandIn
 from tests.support.items import import_items
 
 pytestmark = pytest.mark.django_db(transaction=True)

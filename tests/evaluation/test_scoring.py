@@ -1,11 +1,11 @@
-"""Scoring one result (evaluation.scoring, no database): parse status, original-order answer, correctness, KeyInfo."""
+"""Scoring one result (evaluation.prompting.scoring, no database): parse status, original-order answer, correctness, KeyInfo."""
 import pytest
 
 from annotation.keyinfo import keyinfo_score
-from evaluation.methods import Outcome
-from evaluation.parsing import AMBIGUOUS, MISSING, OK
-from evaluation.prompts import ItemView, present
-from evaluation.scoring import answer_shown_first, score_outcome
+from evaluation.prompting.answer_reading import AMBIGUOUS, MISSING, OK
+from evaluation.prompting.methods import Outcome
+from evaluation.prompting.prompts import ItemView, present
+from evaluation.prompting.scoring import answer_shown_first, score_outcome
 
 ITEM = ItemView(
     id=11, context="The vase was found broken. Wet paw prints led to the sofa.", question="Who broke the vase?",

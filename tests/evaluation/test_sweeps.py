@@ -7,8 +7,8 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from evaluation import services
 from evaluation.models import Run
+from evaluation.services import runs as services
 from tests.support.items import import_items
 
 pytestmark = pytest.mark.django_db

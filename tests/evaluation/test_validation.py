@@ -8,9 +8,9 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from evaluation import services
 from evaluation.errors import UnknownMethod
 from evaluation.models import ModelEndpoint, Run
+from evaluation.services import runs as services
 from tests.support.items import import_items
 
 pytestmark = pytest.mark.django_db

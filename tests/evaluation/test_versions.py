@@ -5,10 +5,11 @@ from django.urls import reverse
 
 from annotation.models import Item
 from annotation.services import item_update
-from evaluation import selectors, services
-from evaluation.leaderboard import leaderboard
 from evaluation.models import Result
-from evaluation.run_compare import run_comparison
+from evaluation.selectors import runs as selectors
+from evaluation.selectors.comparison import run_comparison
+from evaluation.selectors.leaderboard import leaderboard
+from evaluation.services import runs as services
 from tests.support.items import import_items
 
 pytestmark = pytest.mark.django_db

@@ -6,10 +6,11 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from evaluation import execution, services
-from evaluation.engine import Engine
-from evaluation.methods import get_method
+from evaluation.execution import chunks as execution
+from evaluation.model_calls.engine import Engine
 from evaluation.models import ModelEndpoint, Result, Run, RunStatus
+from evaluation.prompting.methods import get_method
+from evaluation.services import runs as services
 from tests.support.items import import_items
 
 pytestmark = pytest.mark.django_db

@@ -11,8 +11,8 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Item
-from evaluation import services
 from evaluation.models import ModelEndpoint, Result, Run
+from evaluation.services import runs as services
 from tests.conftest import require
 from tests.support.items import import_items
 

@@ -6,8 +6,8 @@ import pytest
 from django.db.models import Count
 
 from annotation.models import Item
-from evaluation import services
 from evaluation.models import Result, RunStatus
+from evaluation.services import runs as services
 from evaluation.tasks import run_chunk
 from tests.conftest import start_celery_worker, subprocess_env
 from tests.support.faults import wait_for

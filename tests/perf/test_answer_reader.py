@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 
-from evaluation.parsing import OK, PARSE_STATUSES, parse_answer
+from evaluation.prompting.answer_reading import OK, PARSE_STATUSES, parse_answer
 from tests.evaluation.corpus import reading
 
 pytestmark = pytest.mark.perf

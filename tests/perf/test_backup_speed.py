@@ -10,8 +10,8 @@ from django.db import connection
 
 from annotation.models import Item
 from detectbench_web.backup import export_all, import_all
-from evaluation import services
 from evaluation.models import Result, Run
+from evaluation.services import runs as services
 from tests.support.items import import_items
 
 pytestmark = [pytest.mark.perf, pytest.mark.django_db]

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import pytest
 
-from evaluation import services
 from annotation.models import Item
-from evaluation.execution import item_view
-from evaluation.methods import get_method
+from evaluation.execution.chunks import item_view
 from evaluation.models import Result, RunStatus
-from evaluation.prompts import present
+from evaluation.prompting.methods import get_method
+from evaluation.prompting.prompts import present
+from evaluation.services import runs as services
 from tests.support.items import import_items
 from tests.support.model_server import start_server_process
 

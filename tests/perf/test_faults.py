@@ -18,11 +18,16 @@ from dataclasses import dataclass
 import pytest
 
 from annotation.models import Item
-from evaluation import services
 from evaluation.models import Result, Run, RunStatus
+from evaluation.services import runs as services
 from tests.conftest import start_celery_worker, subprocess_env
 from tests.support.faults import (
-    PrivateRedis, assert_exactly_one_result_each_and_none_failed, enqueue_on, received_count, row_figures, start_beat,
+    PrivateRedis,
+    assert_exactly_one_result_each_and_none_failed,
+    enqueue_on,
+    received_count,
+    row_figures,
+    start_beat,
     wait_for,
 )
 from tests.support.items import import_items

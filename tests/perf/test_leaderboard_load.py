@@ -4,7 +4,7 @@ Run: pytest tests/perf/test_leaderboard_load.py -m perf -s. The real test split 
 imported, 169 finished runs (13 endpoints x 13 multiple-choice methods) get one row per item through COPY
 (202,124 rows), then each page is requested 20 times through Django's test client in this process
 (the whole view, template and every query; no network, no server): the first request's time (it
-counts the rows; finished runs' counts are then cached, evaluation.counts_cache), the p50/p95 of
+counts the rows; finished runs' counts are then cached, evaluation.selectors.counts_cache), the p50/p95 of
 the next 20 and the SQL statement counts are printed, with the machine's load. Goal: p95 < 300 ms. Asserts the numbers on the pages and the
 statement counts (bounded, whatever the number of rows), never timings.
 """
@@ -23,8 +23,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Item
-from evaluation.methods import METHODS
 from evaluation.models import ModelEndpoint, Result, Run, RunStatus
+from evaluation.prompting.methods import METHODS
 from tests.support.items import import_items
 
 # Committed data (transaction=True): VACUUM sets the visibility map, as autovacuum does after a bulk insert, so the
@@ -84,7 +84,7 @@ def _copy_rows(runs: list[Run], items: list[Item]) -> int:
 
 def _measure(client, url: str, **headers) -> tuple[float, float, float, int, int, str]:
     """(cold ms, p50 ms, p95 ms, cold queries, warm queries, page): the first request computes what finished runs
-    cache (evaluation.counts_cache), the next REPEAT are timed."""
+    cache (evaluation.selectors.counts_cache), the next REPEAT are timed."""
     times = []
     with CaptureQueriesContext(connection) as ctx:
         start = time.perf_counter()

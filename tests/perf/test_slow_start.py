@@ -4,7 +4,7 @@
 """
 import pytest
 
-from evaluation import services
+from evaluation.services import runs as services
 from tests.evaluation.test_execution import endpoint_for, items, launch  # noqa: F401  (fixture)
 from tests.support.model_server import start_server_process
 
@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.perf, pytest.mark.django_db(transaction=True)]
 
 
 def test_first_wave_spread_is_printed(items, settings):  # noqa: F811
-    from evaluation.engine import RAMP_MAX_S
+    from evaluation.model_calls.engine import RAMP_MAX_S
 
     settings.EVALUATION_RAMP_SPACING_S = spacing = 0.004
     concurrency = 32

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from django.db import connection
 
-from studies.bots import run_bots, summarize
+from studies.management.bots import run_bots, summarize
 from studies.models import Attempt, AttemptStatus, Response, StudyStatus
 from studies.services import study_create
 from tests.conftest import REPO_DIR, subprocess_env

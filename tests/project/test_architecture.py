@@ -14,16 +14,16 @@ PURE = (
     "annotation.diffing",
     "annotation.trust",
     "annotation.review_order",
-    "evaluation.parsing",
-    "evaluation.methods",
-    "evaluation.scoring",
-    "evaluation.paired",
-    "evaluation.metrics",
-    "evaluation.prompts",
-    "evaluation.circular",
-    "evaluation.figure_data",
-    "evaluation.quality_checks",
-    "evaluation.launch_estimate",
+    "evaluation.prompting.answer_reading",
+    "evaluation.prompting.methods",
+    "evaluation.prompting.scoring",
+    "evaluation.statistics.paired",
+    "evaluation.statistics.metrics",
+    "evaluation.prompting.prompts",
+    "evaluation.prompting.circular",
+    "evaluation.figures.data",
+    "evaluation.statistics.quality_checks",
+    "evaluation.model_calls.launch_estimate",
     "evaluation.judge.parsing",
     "evaluation.judge.beliefs",
     "evaluation.judge.specs",
@@ -65,7 +65,7 @@ def test_checker_catches_a_wrong_way_import_at_top_or_inside_a_function(tmp_path
     found = sorted(str(v) for v in architecture.check(root))
     assert found == [
         "annotation.services:1: imports evaluation.models (annotation must not import evaluation)",
-        "studies.views:2: imports evaluation (studies must not import evaluation)",
+        "studies.views.researchers:2: imports evaluation (studies must not import evaluation)",
     ]
 
 

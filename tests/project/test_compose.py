@@ -86,7 +86,7 @@ def test_dockerfile_runs_as_a_non_root_user():
     run_indexes = [i for i, (word, _) in enumerate(steps) if word == "RUN"]
     assert max(run_indexes) < last_index < cmd_index  # installs as root, then drops privileges for good
     account = last_user.split(":")[0]
-    assert any(word == "RUN" and f"useradd" in args and account in args for word, args in steps)
+    assert any(word == "RUN" and "useradd" in args and account in args for word, args in steps)
 
 
 def _collectstatic_step() -> tuple[dict[str, str], list[str]]:

@@ -50,14 +50,14 @@ def test_there_are_protected_urls_to_check():
 @pytest.mark.parametrize("method", ["get", "post"])
 def test_anonymous_and_roleless_users_are_refused_everywhere(client, plain_user, method):
     failures = []
-    for url, namespace, name in PROTECTED:
+    for url, _namespace, name in PROTECTED:
         response = getattr(client, method)(url)
         if response.status_code not in (301, 302, 401, 403, 405):
             failures.append(f"anonymous {method.upper()} {url} ({name}) -> {response.status_code}")
         elif response.status_code in (301, 302) and "/accounts/login/" not in response.get("Location", ""):
             failures.append(f"anonymous {method.upper()} {url} ({name}) redirects to {response['Location']}")
     client.force_login(plain_user)
-    for url, namespace, name in PROTECTED:
+    for url, _namespace, name in PROTECTED:
         response = getattr(client, method)(url)
         if response.status_code not in (403, 405):
             failures.append(f"no-role {method.upper()} {url} ({name}) -> {response.status_code}")

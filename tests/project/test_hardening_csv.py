@@ -1,4 +1,4 @@
-"""CSV formula injection: detectbench_web.csv_safety writes cells a spreadsheet reads as text."""
+"""CSV formula injection: foundation.csv_safety writes cells a spreadsheet reads as text."""
 from __future__ import annotations
 
 import csv
@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from detectbench_web import csv_safety
+from foundation import csv_safety
 
 ATTACKS = [
     "=cmd|' /C calc'!A0",  # the issue's PROLIFIC_PID

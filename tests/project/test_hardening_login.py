@@ -13,7 +13,7 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from detectbench_web.auth_throttling import client_address
+from foundation.throttling import client_address
 
 pytestmark = pytest.mark.django_db
 

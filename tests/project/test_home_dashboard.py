@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from annotation.models import ItemStatus
 from annotation.services.belief import belief_queue_for
-from evaluation.services import endpoint_create, run_launch
+from evaluation.services.runs import endpoint_create, run_launch
 from studies.models import StudyStatus
 from studies.services import attempt_start, question_open, response_submit, study_create, study_join
 from tests.annotation.workflow_support import client_for, make_items

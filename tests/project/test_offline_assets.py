@@ -290,7 +290,7 @@ PAGES_IN_BROWSER = ["/", "/api/docs/", "/evaluation/figures/?split=test", "/eval
 
 
 @MAKE_RUN_DB
-def test_pages_in_chromium_make_no_request_to_another_host(make_run_db, live_server, browser_page):
+def test_pages_in_chromium_make_no_request_to_another_host(make_run_db, live_server, browser_page):  # noqa: F811
     """With every request to another host aborted, the pages render completely; /api/docs/ lists operations."""
     require(CHROMIUM.exists(), f"Debian's chromium at {CHROMIUM}")
     page = browser_page

@@ -319,7 +319,7 @@ BROKEN: dict[tuple[str, str], str] = {
 }
 
 
-def refusal(route: "Route", who: str, visitor: str) -> tuple[int, str]:
+def refusal(route: Route, who: str, visitor: str) -> tuple[int, str]:
     """What a visitor who may not use a route gets: (status, where a redirect must point)."""
     if who == ADMIN:
         return 302, "/admin/login/?next="
@@ -338,7 +338,7 @@ def parse_statuses(spec: str) -> dict[str, int]:
     return statuses
 
 
-def expected(route: "Route", visitor: str) -> dict[str, tuple[int, str]]:
+def expected(route: Route, visitor: str) -> dict[str, tuple[int, str]]:
     who, spec, *different = MATRIX[route.name]
     if visitor in ALLOWED[who]:
         spec = different[0].get(visitor, spec) if different else spec
@@ -388,8 +388,8 @@ def world(django_user_model):
     from annotation.models import Adjudication, Item, ItemStatus, Stage, StageConfig
     from annotation.services.belief import belief_labels_record, belief_queue_for
     from annotation.services.belief_review import belief_lease_next
-    from evaluation import services as evaluation_services
     from evaluation.models import Result
+    from evaluation.services import runs as evaluation_services
     from studies.models import Attempt, StudyStatus
     from studies.services import study_create
     from tests.annotation.belief.support import free_text_row
@@ -566,7 +566,7 @@ def test_every_route_method_and_visitor_answers_as_the_matrix_says(world):
     print(f"\npermission matrix: {len(routes)} routes x {len(METHODS)} methods x {len(VISITORS)} visitors = "
           f"{len(observed) * len(METHODS)} requests in {took:.0f} s; {len(broken)} known 500s")
     for cell in broken:
-        warnings.warn(f"known 500: {cell}")
+        warnings.warn(f"known 500: {cell}", stacklevel=2)
     assert not failures, f"{len(failures)} cells differ from MATRIX:\n" + "\n".join(failures)
 
 
@@ -591,8 +591,8 @@ def test_no_api_route_answers_a_format_suffix(researcher_client, suffix):
 
 
 def test_the_run_urls_with_a_format_suffix_answer_404_and_change_nothing(researcher_client):
-    from evaluation import services as evaluation_services
     from evaluation.models import Run
+    from evaluation.services import runs as evaluation_services
     from tests.annotation.workflow_support import make_items
 
     make_items(3)

@@ -30,7 +30,7 @@ def test_random_hand_out_can_strand_the_last_attempts():
     for seed in range(20):
         rng = random.Random(seed)
 
-        def random_choice(slots, n, i):
+        def random_choice(slots, n, i, rng=rng):
             open_slots = [s.key for s in slots if s.remaining > 0]
             return rng.sample(open_slots, n) if len(open_slots) >= n else None
 

@@ -7,9 +7,16 @@ import pytest
 from django.db.models import Count
 from django.utils import timezone
 
-from studies.bots import StudyBot, run_bots, summarize
+from studies.management.bots import StudyBot, run_bots, summarize
 from studies.models import (
-    Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, RefusedAnswer, Response, StudyItem, StudyStatus,
+    Attempt,
+    AttemptStatus,
+    ParticipantLease,
+    ParticipantLeaseStatus,
+    RefusedAnswer,
+    Response,
+    StudyItem,
+    StudyStatus,
 )
 from studies.selectors import study_export_rows
 from studies.services import attempts_sweep, study_create

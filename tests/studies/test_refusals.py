@@ -1,6 +1,6 @@
 """Every refusal of the studies services, driven through a page and through the API: never a 500.
 
-Refusals are `studies.errors` (subclasses of `detectbench_web.errors.ServiceError`); pages show them
+Refusals are `studies.errors` (subclasses of `foundation.errors.ServiceError`); pages show them
 beside the form field they name (or as a message, or a participant page with the refusal's status),
 the API answers JSON with their code and status.
 """
@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Item
-from detectbench_web.errors import Conflict, Invalid, ServiceError
+from foundation.errors import Conflict, Invalid, ServiceError
 from studies import errors
 from studies.models import Attempt, AttemptStatus, RefusedAnswer, Study, StudyStatus
 from studies.services import question_open, study_create

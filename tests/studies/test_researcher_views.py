@@ -137,8 +137,8 @@ def test_exports_have_every_answer_highlight_timing_flag_and_unfinished_attempts
 
 
 def test_kappa_over_items_with_all_three_raters(make_study):
-    from studies.selectors import study_results
     from annotation.agreement import counts_table, fleiss_kappa
+    from studies.selectors import study_results
 
     study = make_study(n_items=3, per_participant=3, raters=3, slug="kappa")
     for pid, options in [("A", [0, 0, 0]), ("B", [0, 1, 0]), ("C", [0, 1, 2])]:

@@ -5,14 +5,32 @@ import pytest
 from django.utils import timezone
 
 from studies.errors import (
-    AnswerInvalid, AnswerRefused, AttemptNotRunning, ParticipantIdTaken, PracticeItemInPool, RatersBelowLoad,
+    AnswerInvalid,
+    AnswerRefused,
+    AttemptNotRunning,
+    ParticipantIdTaken,
+    PracticeItemInPool,
+    RatersBelowLoad,
 )
 from studies.models import (
-    Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, RefusedAnswer, Response, StudyItem,
+    Attempt,
+    AttemptStatus,
+    ParticipantLease,
+    ParticipantLeaseStatus,
+    RefusedAnswer,
+    Response,
+    StudyItem,
 )
 from studies.services import (
-    attempt_expire, attempt_extend, attempt_return, attempt_start, attempts_sweep, question_open, response_submit,
-    study_join, study_update,
+    attempt_expire,
+    attempt_extend,
+    attempt_return,
+    attempt_start,
+    attempts_sweep,
+    question_open,
+    response_submit,
+    study_join,
+    study_update,
 )
 
 from .conftest import started_attempt

@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 from django.db import connection
 
-from studies.bots import run_bots, summarize
+from studies.management.bots import run_bots, summarize
 from studies.models import Attempt, AttemptStatus, Response, StudyStatus
 from studies.services import study_create
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import contextvars
 import json
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
-from evaluation.services import endpoint_create
+from evaluation.services.runs import endpoint_create
 from tests.support.model_server import ModelServer
 
 

@@ -33,9 +33,9 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 REPO_DIR = Path(__file__).resolve().parent.parent.parent
 _OPTION = re.compile(r"^\s*(\d{1,2})[.)]\s+", re.MULTILINE)
@@ -112,7 +112,7 @@ class ModelServer:
         self._server = await asyncio.start_server(self._handle, self.host, self.port, backlog=1024)
         self.port = self._server.sockets[0].getsockname()[1]
 
-    def start(self) -> "ModelServer":
+    def start(self) -> ModelServer:
         def run() -> None:
             self._loop = new_event_loop()
             asyncio.set_event_loop(self._loop)
@@ -136,7 +136,7 @@ class ModelServer:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(5)
 
-    def __enter__(self) -> "ModelServer":
+    def __enter__(self) -> ModelServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -306,7 +306,7 @@ class ServerProcess:
                 self.proc.kill()
                 self.proc.wait()
 
-    def __enter__(self) -> "ServerProcess":
+    def __enter__(self) -> ServerProcess:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -2,7 +2,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
-from detectbench_web.roles import ANNOTATORS, RESEARCHERS
+from foundation.roles import ANNOTATORS, RESEARCHERS
 
 DEMO_ACCOUNTS = (
     # username, password, group, is_staff

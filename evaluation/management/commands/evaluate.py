@@ -15,22 +15,23 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from detectbench_web.error_mapping import REFUSED, error_text
-
-from evaluation import analysis, preflight, selectors, services
-from evaluation.baselines import BUILTIN_MODELS
-from evaluation.methods import METHODS
+from evaluation.model_calls import preflight
+from evaluation.model_calls.builtin_models import BUILTIN_MODELS
 from evaluation.models import TABLE9_EXTRA, TABLE9_PRESET, OptionOrder, Run, RunStatus
-from evaluation.run_record import run_record_counts, run_record_text
+from evaluation.prompting.methods import METHODS
+from evaluation.selectors import analysis
+from evaluation.selectors import runs as selectors
+from evaluation.selectors.run_record import run_record_counts, run_record_text
+from evaluation.services import runs as services
+from foundation.error_mapping import REFUSED, error_text
 
 GENERATION_FLAGS = ("max_tokens", "temperature", "top_p", "timeout", "table9")
 
 
 def workers_available(timeout: float = 1.0) -> bool:
     """True when a Celery worker answers a ping (never with the embedded filesystem broker)."""
+    from celery import current_app as app
     from django.conf import settings
-
-    from detectbench_web.celery import app
 
     if not str(settings.CELERY_BROKER_URL).startswith(("redis://", "rediss://", "amqp://")):
         return False

@@ -6,9 +6,9 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Item
-from evaluation.execution import item_view
-from evaluation.finetune import finetune_record
-from evaluation.prompts import present
+from evaluation.execution.chunks import item_view
+from evaluation.exports.finetune import finetune_record
+from evaluation.prompting.prompts import present
 
 
 class Command(BaseCommand):

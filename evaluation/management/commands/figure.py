@@ -5,14 +5,13 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from detectbench_web.error_mapping import REFUSED, error_text
-
-from evaluation import analysis
-from evaluation.figure_data import FIGURES
-from evaluation.figures import FORMATS, draw, render
-from evaluation.models import OptionOrder
+from evaluation.figures.data import FIGURES
+from evaluation.figures.drawing import FORMATS, draw, render
 from evaluation.management.commands.leaderboard import flag_kinds
-from evaluation.quality_checks import FLAG_KINDS
+from evaluation.models import OptionOrder
+from evaluation.selectors import analysis
+from evaluation.statistics.quality_checks import FLAG_KINDS
+from foundation.error_mapping import REFUSED, error_text
 
 
 class Command(BaseCommand):

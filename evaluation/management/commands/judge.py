@@ -6,12 +6,12 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from detectbench_web.errors import ServiceError
-from evaluation.judge import selectors, services
 from evaluation.judge.specs import CLUE_GRAPH, SCREENING
+from evaluation.management.commands.evaluate import positive_int, workers_available
 from evaluation.models import Run
-
-from .evaluate import positive_int, workers_available
+from evaluation.selectors import judge as selectors
+from evaluation.services import judge as services
+from foundation.errors import ServiceError
 
 
 class Command(BaseCommand):

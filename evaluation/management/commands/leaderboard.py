@@ -7,13 +7,12 @@ from pathlib import Path
 from django import forms
 from django.core.management.base import BaseCommand, CommandError
 
-from detectbench_web.error_mapping import REFUSED, error_text
-
-from evaluation import table_exports
-from evaluation.forms import parse_item_ids
-from evaluation.leaderboard import leaderboard
+from evaluation.exports import tables as table_exports
+from evaluation.forms.runs import parse_item_ids
 from evaluation.models import OptionOrder
-from evaluation.quality_checks import FLAG_KINDS
+from evaluation.selectors.leaderboard import leaderboard
+from evaluation.statistics.quality_checks import FLAG_KINDS
+from foundation.error_mapping import REFUSED, error_text
 
 
 def flag_kinds(value: str) -> tuple[str, ...]:

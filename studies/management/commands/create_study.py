@@ -2,8 +2,7 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import translation
 
-from detectbench_web.error_mapping import REFUSED, error_text
-
+from foundation.error_mapping import REFUSED, error_text
 from studies.models import DEFAULT_CONSENT_TEXT, DEFAULT_TIME_LIMIT, StudyStatus
 from studies.services import sample_pool, study_create
 

@@ -6,7 +6,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from studies.bots import run_bots, summarize
+from studies.management.bots import run_bots, summarize
 from studies.models import ParticipantLease, Study
 
 

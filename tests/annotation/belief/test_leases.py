@@ -68,8 +68,9 @@ def test_the_order_stream_stops_at_the_threshold_and_then_draws_at_random(queue,
 
 def test_unscored_labels_come_first_in_triage(queue, items, annotator):
     _labels(queue, items)
-    from .support import free_text_row
     from annotation.services.belief import belief_labels_record
+
+    from .support import free_text_row
     belief_labels_record(queue=queue, rows=[free_text_row(items[0], 99, belief=None, status="unscored")])
     lease = belief_lease_next(queue_id=queue.pk, user=annotator)
     assert lease.label.target == "result:99"

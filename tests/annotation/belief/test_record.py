@@ -2,9 +2,9 @@
 import pytest
 
 from annotation.models import BeliefLabel
-from annotation.services.belief import belief_labels_record, belief_queue_for
 from annotation.selectors.belief import belief_labels, final_label
-from detectbench_web.errors import Invalid
+from annotation.services.belief import belief_labels_record, belief_queue_for
+from foundation.errors import Invalid
 
 from .support import free_text_row
 

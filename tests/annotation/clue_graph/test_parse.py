@@ -160,7 +160,7 @@ def test_render_accepts_plain_tuples_and_uses_the_default_header():
 
 def test_every_real_record_parses_checks_and_round_trips(records):
     round_trips = 0
-    for split, rows in records.items():
+    for _split, rows in records.items():
         for record in rows:
             evidence = record["clue_graph"]["evidence"]
             reasoning = record["clue_graph"]["multi_hop_reasoning"]

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation.models import Item, ItemRevision
 from annotation.errors import ImportRejected
-from tests.support.items import import_text
+from annotation.models import Item, ItemRevision
 from tests.conftest import REPO_DIR, subprocess_env
+from tests.support.items import import_text
 
 pytestmark = pytest.mark.django_db
 

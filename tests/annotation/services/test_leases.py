@@ -8,10 +8,9 @@ import pytest
 from django.db import connection, connections
 from django.utils import timezone
 
-from detectbench_web.errors import Invalid
-
 from annotation.models import AnnotatorLease, AnnotatorLeaseStatus, ItemStatus, Stage
 from annotation.services import NoSlot, lease_next, lease_release, leases_expire
+from foundation.errors import Invalid
 
 from ..workflow_support import make_items, set_k
 

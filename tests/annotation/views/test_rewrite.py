@@ -7,7 +7,6 @@ from django.urls import reverse
 from annotation.forms import MAX_QUESTION
 from annotation.models import Draft, ItemRevision, ItemStatus, Stage
 from annotation.services import lease_next
-
 from tests.support.page_text import visible_text
 
 from ..workflow_support import api_for, client_for, graph_post, make_items, rewrite_post, set_k

@@ -5,7 +5,6 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Adjudication, ItemStatus, Stage, VerificationDecision
-
 from tests.support.page_text import visible_text
 
 from ..workflow_support import client_for, make_items, set_k, verify_post

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evaluation.parsing import OK, PARSE_STATUSES, parse_answer
+from evaluation.prompting.answer_reading import OK, PARSE_STATUSES, parse_answer
 
 CORPUS = Path(__file__).resolve().parent / "answers.jsonl"
 

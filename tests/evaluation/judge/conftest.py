@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Item
-from evaluation import services
 from evaluation.models import Result
+from evaluation.services import runs as services
 from tests.conftest import REPO_DIR
 from tests.support.items import import_items
 

@@ -2,8 +2,8 @@
 import pytest
 
 from annotation.models import BeliefQueue
-from evaluation.judge.execution import execute_judge_run
-from evaluation.judge.models import JudgeConfig, JudgeRun
+from evaluation.execution.judge import execute_judge_run
+from evaluation.models.judge import JudgeConfig, JudgeRun
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -3,8 +3,15 @@ import math
 
 import pytest
 
-from evaluation.judge.beliefs import (TokenLogprob, logprob_belief, logprobs_as_json, read_logprobs, sampled_belief,
-                                      sequence_belief, verdict_of_token)
+from evaluation.judge.beliefs import (
+    TokenLogprob,
+    logprob_belief,
+    logprobs_as_json,
+    read_logprobs,
+    sampled_belief,
+    sequence_belief,
+    verdict_of_token,
+)
 from evaluation.judge.parsing import read_verdicts
 from evaluation.judge.specs import TASKS
 

@@ -9,10 +9,11 @@ from django.core.management.base import CommandError
 from django.db.models import Count
 
 from annotation.models import BeliefLabel
-from detectbench_web.errors import Invalid
-from evaluation.judge import selectors, services
-from evaluation.judge.execution import judge_run_counts
+from evaluation.execution.judge import judge_run_counts
 from evaluation.models import Result, RunStatus
+from evaluation.selectors import judge as selectors
+from evaluation.services import judge as services
+from foundation.errors import Invalid
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

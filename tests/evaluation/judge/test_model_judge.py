@@ -8,9 +8,9 @@ import re
 import pytest
 
 from annotation.models import BeliefLabel
-from evaluation.judge import services
 from evaluation.judge.templates import template_hash
 from evaluation.models import Result
+from evaluation.services import judge as services
 from tests.support.judge_server import JudgeServer, ScriptedReply, judge_endpoint, verdict_reply
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -6,10 +6,10 @@ import math
 import pytest
 
 from evaluation.judge.beliefs import TokenLogprob
-from evaluation.judge.clients import JudgeCompletion, pack_for_cache, unpack
+from evaluation.judge.client import JudgeCompletion, pack_for_cache, unpack
 from evaluation.judge.solving import JudgeSolver
 from evaluation.judge.specs import JudgeInput
-from evaluation.methods import Completion
+from evaluation.prompting.methods import Completion
 
 CONTEXT = ("Anna found the vase broken at noon. The cat was asleep upstairs all morning. "
            "Ben's muddy shoes stood by the door.")

@@ -1,7 +1,7 @@
 """The judge page of the dashboard: launch a judge run, see configurations and runs; refusals as form errors."""
 import pytest
 
-from evaluation.judge.models import JudgeRun
+from evaluation.models.judge import JudgeRun
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

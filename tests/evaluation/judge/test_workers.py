@@ -5,8 +5,8 @@ import pytest
 from django.db.models import Count
 
 from annotation.models import BeliefLabel
-from evaluation.judge import services
 from evaluation.models import RunStatus
+from evaluation.services import judge as services
 from evaluation.tasks import judge_run_execute
 from tests.conftest import start_celery_worker, subprocess_env
 from tests.evaluation.test_workers import wait_for

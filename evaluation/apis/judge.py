@@ -1,0 +1,137 @@
+"""REST API of the judge for researchers (IsResearcher): judge configurations, judge runs, launching one.
+
+Labels and their reviews are annotation's API (the review side)."""
+from __future__ import annotations
+
+from rest_framework import generics, serializers, status
+from rest_framework.response import Response
+
+from annotation.models import LabelTask, ReviewOrder
+from evaluation.models import ModelEndpoint, Run
+from evaluation.models.judge import BeliefSource, JudgeConfig, JudgeRun
+from evaluation.selectors import judge as selectors
+from evaluation.services import judge as services
+from foundation.roles import IsResearcher
+
+MAX_INT = 2_147_483_647
+
+
+class JudgeConfigSerializer(serializers.ModelSerializer):
+    endpoint_name = serializers.CharField(source="endpoint.name", default=None, read_only=True)
+    queue = serializers.CharField(source="queue.name", read_only=True)
+    review_order = serializers.CharField(source="queue.order", read_only=True)
+    random_share = serializers.FloatField(source="queue.random_share", read_only=True)
+    reviewers_per_label = serializers.IntegerField(source="queue.reviewers_per_label", read_only=True)
+    blind = serializers.BooleanField(source="queue.blind", read_only=True)
+    accept_threshold = serializers.FloatField(source="queue.accept_threshold", read_only=True)
+    run_count = serializers.IntegerField(read_only=True, default=0)
+
+    class Meta:
+        model = JudgeConfig
+        fields = ["id", "name", "description", "endpoint", "endpoint_name", "task", "belief_source", "template",
+                  "samples", "temperature", "queue", "review_order", "random_share", "reviewers_per_label", "blind",
+                  "accept_threshold", "run_count", "created_at"]
+        read_only_fields = fields
+
+
+class JudgeConfigCreateSerializer(serializers.Serializer):
+    name = serializers.SlugField(max_length=64)
+    description = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+    endpoint = serializers.PrimaryKeyRelatedField(queryset=ModelEndpoint.objects.all(), required=False,
+                                                  allow_null=True, default=None)
+    task = serializers.ChoiceField(choices=LabelTask.choices, required=False, allow_blank=True, default="")
+    belief_source = serializers.ChoiceField(choices=BeliefSource.choices)
+    template = serializers.CharField(required=False, allow_blank=True, default="", max_length=64)
+    samples = serializers.IntegerField(required=False, default=1, min_value=1, max_value=50)
+    temperature = serializers.FloatField(required=False, allow_null=True, default=None, min_value=0, max_value=2)
+    # The review policy of its queue (annotation's defaults when left out).
+    order = serializers.ChoiceField(choices=ReviewOrder.choices, required=False)
+    random_share = serializers.FloatField(required=False, min_value=0, max_value=1)
+    reviewers_per_label = serializers.IntegerField(required=False, min_value=1, max_value=20)
+    blind = serializers.BooleanField(required=False)
+    accept_threshold = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1)
+
+
+class JudgeRunSerializer(serializers.ModelSerializer):
+    config = serializers.CharField(source="config.name", read_only=True)
+
+    class Meta:
+        model = JudgeRun
+        fields = ["id", "config", "task", "target_run", "split", "limit", "status", "n", "scored", "unscored",
+                  "errors", "label_counts", "mean_belief", "wall_s", "last_error", "note", "created_at", "started_at",
+                  "finished_at"]
+        read_only_fields = fields
+
+
+class JudgeRunLaunchSerializer(serializers.Serializer):
+    config = serializers.SlugField(max_length=64, help_text='A judge configuration ("builtin": the offline judge).')
+    task = serializers.ChoiceField(choices=LabelTask.choices, required=False, allow_blank=True, default="")
+    run = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), required=False, allow_null=True, default=None,
+                                             help_text="The free-text run whose answers are judged.")
+    split = serializers.CharField(required=False, allow_blank=True, default="", max_length=40)
+    limit = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_INT, default=None)
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+
+
+class JudgeConfigListAPI(generics.ListCreateAPIView):
+    """GET: the judge configurations with their review policy; POST: create one (and its review queue)."""
+
+    permission_classes = [IsResearcher]
+    serializer_class = JudgeConfigSerializer
+
+    def get_queryset(self):
+        return selectors.judge_config_list()
+
+    def create(self, request, *args, **kwargs):
+        given = JudgeConfigCreateSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        config = services.judge_config_create(user=request.user, **given.validated_data)
+        return Response(JudgeConfigSerializer(config).data, status=status.HTTP_201_CREATED)
+
+
+class JudgeRunListAPI(generics.ListCreateAPIView):
+    """GET: judge runs newest first (?config=, ?task=, ?run=); POST: launch one on Celery."""
+
+    permission_classes = [IsResearcher]
+    serializer_class = JudgeRunSerializer
+
+    def get_queryset(self):
+        params = self.request.query_params
+        run = params.get("run", "")
+        return selectors.judge_run_list(config=params.get("config", ""), task=params.get("task", ""),
+                                        target_run=int(run) if run.isdigit() else None)
+
+    def create(self, request, *args, **kwargs):
+        given = JudgeRunLaunchSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = dict(given.validated_data)
+        config = services.judge_config_get(name=data.pop("config"))
+        judge_run = services.judge_run_launch(config=config, user=request.user, **data)
+        return Response(JudgeRunSerializer(judge_run).data, status=status.HTTP_201_CREATED)
+
+
+class _OneJudgeRun(generics.GenericAPIView):
+    permission_classes = [IsResearcher]
+    serializer_class = JudgeRunSerializer
+
+    def get_queryset(self):
+        return selectors.judge_run_list()
+
+    def respond(self, judge_run: JudgeRun) -> Response:
+        return Response(JudgeRunSerializer(judge_run).data)
+
+
+class JudgeRunDetailAPI(_OneJudgeRun, generics.RetrieveAPIView):
+    """One judge run with its counts."""
+
+
+class JudgeRunCancelAPI(_OneJudgeRun):
+    def post(self, request, pk: int):
+        return self.respond(services.judge_run_cancel(judge_run=self.get_object()))
+
+
+class JudgeRunResumeAPI(_OneJudgeRun):
+    """Queue the judge run again: only targets without a label are computed."""
+
+    def post(self, request, pk: int):
+        return self.respond(services.judge_run_resume(judge_run=self.get_object()))

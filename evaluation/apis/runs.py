@@ -1,0 +1,220 @@
+"""REST API for researchers (token or session auth; IsResearcher): endpoints, runs, results."""
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, extend_schema_view
+from rest_framework import generics, serializers, status
+from rest_framework.response import Response
+
+from annotation.item_facts import QUESTION_TYPES
+from annotation.models import ItemStatus
+from evaluation.forms.runs import MAX_IDS, MAX_INT
+from evaluation.models import ModelEndpoint, OptionOrder, Result, Run
+from evaluation.prompting.methods import METHOD_CHOICES
+from evaluation.selectors import judge as judge_selectors
+from evaluation.selectors import runs as selectors
+from evaluation.services import runs as services
+from evaluation.services.sweeps import launch_check
+from foundation.roles import IsResearcher
+
+
+class EndpointSerializer(serializers.ModelSerializer):
+    table9_preset = serializers.BooleanField(write_only=True, required=False, default=False,
+                                             help_text="Use the paper's Table 9 generation parameters.")
+    version = serializers.IntegerField(
+        required=False, min_value=1, max_value=2**31 - 1,
+        help_text="Raised by one on every change. Send the version you read with a PUT/PATCH: if the endpoint "
+                  "changed since, the update is refused with 409 (edit_conflict) and nothing is saved.")
+
+    class Meta:
+        model = ModelEndpoint
+        fields = ["id", "name", "kind", "base_url", "model", "api_key_env", "temperature", "top_p", "max_tokens",
+                  "seed", "extra_params", "max_concurrency", "requests_per_minute", "timeout_s", "max_attempts",
+                  "retry_budget_s", "price_in_per_mtok", "price_out_per_mtok", "use_cache", "created_at", "table9_preset",
+                  "version"]
+        read_only_fields = ["id", "created_at"]
+
+
+class RunSerializer(serializers.ModelSerializer):
+    """A run as the API shows it; ``progress`` comes from ``selectors.with_progress`` (no query here)."""
+
+    progress = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Run
+        fields = ["id", "endpoint", "method", "k", "split", "item_status", "question_type", "limit", "seed", "samples",
+                  "option_order", "option_labels", "prompt_version", "params", "status", "created_at", "started_at",
+                  "finished_at", "progress"]
+        read_only_fields = fields
+
+    def get_progress(self, run: Run) -> dict:
+        p = run.progress
+        return {"total": p.total, "done": p.done, "errors": p.errors}
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class ItemStatusField(serializers.ChoiceField):
+    """Item.status's choices; a plain string in the schema, whose ItemStatus enum is Item.status's by name."""
+
+
+class SelectionSerializer(serializers.Serializer):
+    """The item selection and sampling of a launch (one run, or a sweep of several)."""
+
+    METHODS = METHOD_CHOICES
+    split = serializers.CharField(required=False, allow_blank=True, default="", max_length=40)
+    item_status = ItemStatusField(choices=ItemStatus.choices, required=False, allow_blank=True, default="",
+                                  help_text="Only items in this status: " + ", ".join(ItemStatus.values)
+                                  + " (empty: any)")
+    question_type = serializers.ChoiceField(choices=QUESTION_TYPES, required=False, allow_blank=True, default="")
+    ids = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=MAX_INT), required=False,
+                                default=list, max_length=MAX_IDS)
+    limit = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_INT, default=None)
+    seed = serializers.IntegerField(required=False, default=42, min_value=0, max_value=MAX_INT)
+    samples = serializers.IntegerField(required=False, default=1, min_value=1, max_value=50)
+    k = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=50, default=None)
+    option_order = serializers.ChoiceField(choices=OptionOrder.choices, default=OptionOrder.ORIGINAL)
+    chunk_size = serializers.IntegerField(required=False, default=400, min_value=1, max_value=10_000)
+
+
+class PreflightFlagSerializer(serializers.Serializer):
+    no_preflight = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Launch without checking the endpoints first (by default each remote endpoint is asked "
+                  "GET /models, or one tiny completion, and a launch on one that cannot serve is refused)")
+
+
+class RunLaunchSerializer(PreflightFlagSerializer, SelectionSerializer):
+    endpoint = serializers.PrimaryKeyRelatedField(queryset=ModelEndpoint.objects.all())
+    method = serializers.ChoiceField(choices=METHOD_CHOICES)
+
+
+class RunLaunchedSerializer(RunSerializer):
+    preflight_warnings = serializers.ListField(child=serializers.CharField(), read_only=True,
+                                               help_text="What the endpoint check warned of (e.g. a key variable not set)")
+
+    class Meta(RunSerializer.Meta):
+        fields = RunSerializer.Meta.fields + ["preflight_warnings"]
+        read_only_fields = fields
+
+
+class ResultSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Result
+        fields = ["id", "item", "sample_index", "messages", "raw_output", "shown_order", "answer_index", "answer_label",
+                  "parse_status", "is_correct", "answer_first", "free_answer", "key_information", "keyinfo",
+                  "tokens_in", "tokens_out", "latency_s", "attempts", "cached", "error", "updated_at"]
+
+
+class EndpointListAPI(generics.ListCreateAPIView):
+    """GET: the endpoints; POST: create one (through ``services.endpoint_create``)."""
+
+    permission_classes = [IsResearcher]
+    serializer_class = EndpointSerializer
+
+    def get_queryset(self):
+        return selectors.endpoint_list()
+
+    def perform_create(self, serializer):
+        data = dict(serializer.validated_data)
+        data.pop("version", None)
+        serializer.instance = services.endpoint_create(**data)
+
+
+_ENDPOINT_UPDATE_RESPONSES = {
+    200: EndpointSerializer,
+    400: OpenApiResponse(description="invalid fields (e.g. a key pasted where the variable's name belongs)"),
+    409: OpenApiResponse(description="edit_conflict: the endpoint changed since the version sent; nothing saved"),
+}
+
+
+@extend_schema_view(put=extend_schema(responses=_ENDPOINT_UPDATE_RESPONSES),
+                    patch=extend_schema(responses=_ENDPOINT_UPDATE_RESPONSES))
+class EndpointDetailAPI(generics.RetrieveUpdateAPIView):
+    """GET: one endpoint; PUT / PATCH: change it (through ``services.endpoint_update``, validated as on
+    creation: the key is only ever the name of an environment variable)."""
+
+    permission_classes = [IsResearcher]
+    serializer_class = EndpointSerializer
+
+    def get_queryset(self):
+        return selectors.endpoint_list()
+
+    def perform_update(self, serializer):
+        data = dict(serializer.validated_data)
+        expected = data.pop("version", None)
+        serializer.instance = services.endpoint_update(endpoint=serializer.instance, expected_version=expected, **data)
+
+
+class RunListAPI(generics.ListAPIView):
+    """GET: runs newest first, with progress; POST: launch one (``services.run_launch``)."""
+
+    permission_classes = [IsResearcher]
+    serializer_class = RunSerializer
+
+    def get_queryset(self):
+        return selectors.run_queryset()
+
+    def paginate_queryset(self, queryset):
+        return selectors.with_progress(list(super().paginate_queryset(queryset)))
+
+    @extend_schema(request=RunLaunchSerializer, responses={
+        201: RunLaunchedSerializer,
+        400: OpenApiResponse(description="invalid fields, no items match, a method needs demonstrations, or the "
+                                         "endpoint check refused the endpoint (code endpoint_unusable)")})
+    def post(self, request):
+        launch = RunLaunchSerializer(data=request.data)
+        launch.is_valid(raise_exception=True)
+        args = dict(launch.validated_data)
+        check = not args.pop("no_preflight")
+        selection = {k: v for k, v in args.items() if k not in ("endpoint", "method")}
+        _, warnings = launch_check(endpoints=[args["endpoint"]], methods=[args["method"]], check=check,
+                                   endpoint_field="endpoint", method_field="method", **selection)
+        run = services.run_launch(user=request.user, **args)
+        return Response({**_OneRun.run_data(run), "preflight_warnings": warnings}, status=status.HTTP_201_CREATED)
+
+
+class _OneRun(generics.GenericAPIView):
+    permission_classes = [IsResearcher]
+    serializer_class = RunSerializer
+    queryset = Run.objects.select_related("endpoint")
+
+    @staticmethod
+    def run_data(run: Run) -> dict:
+        return RunSerializer(selectors.with_progress([run])[0]).data
+
+    def respond(self, run: Run) -> Response:
+        return Response(self.run_data(run))
+
+
+class RunDetailAPI(_OneRun):
+    """A run with its metrics and its metrics per question type."""
+
+    def get(self, request, pk: int):
+        run = self.get_object()
+        summary, types = selectors.run_summary_and_question_types(run=run)
+        data = self.run_data(run)
+        data["metrics"] = summary.as_json()
+        data["by_question_type"] = {k: v.as_dict() for k, v in types.items()}
+        data["judged_accuracy"] = [a.as_json() for a in judge_selectors.free_text_accuracy(run=run)]
+        return Response(data)
+
+
+class RunCancelAPI(_OneRun):
+    def post(self, request, pk: int):
+        return self.respond(services.run_cancel(run=self.get_object()))
+
+
+class RunResumeAPI(_OneRun):
+    def post(self, request, pk: int):
+        return self.respond(services.run_resume(run=self.get_object()))
+
+
+class RunResultsAPI(generics.ListAPIView):
+    """The rows of one run, paginated."""
+
+    permission_classes = [IsResearcher]
+    serializer_class = ResultSerializer
+
+    def get_queryset(self):
+        return selectors.result_list(run=get_object_or_404(Run.objects.only("pk"), pk=self.kwargs["pk"]))

@@ -1,0 +1,370 @@
+"""Execute one chunk of a run: fetch in batch, run the jobs on an event loop, upsert rows while streaming.
+
+Called by the Celery task (and in-process by `evaluate --wait`). Database work runs
+on one dedicated thread outside the event loop: one query for the items, one for the
+rows already done, batched cache lookups, and a bulk upsert every few hundred
+milliseconds. Rows are written with INSERT ... ON CONFLICT (run, item, sample) DO
+UPDATE, so a chunk delivered twice never duplicates a row, and a row already done
+is skipped before any request is made.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import redis.exceptions
+from django.conf import settings
+from django.db import Error as DatabaseError
+from django.db import close_old_connections, connections
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from annotation.clue_graph import gold_key_information
+from annotation.models import Item, ItemStatus
+from evaluation.execution.rows import RESULT_FIELDS, write_results  # noqa: F401
+from evaluation.execution.rows import cache_fetch as _cache_fetch
+from evaluation.model_calls.clients import (
+    BuiltinClient,
+    CircuitBreaker,
+    EndpointDown,
+    ModelClient,
+    OpenAIChatClient,
+    RetryPolicy,
+)
+from evaluation.model_calls.engine import Engine, Job, JobResult
+from evaluation.model_calls.limiter import FileLimiter, Limiter, LocalLimiter, RedisLimiter
+from evaluation.models import ModelEndpoint, OptionOrder, Result, Run, RunStatus
+from evaluation.prompting.circular import present_rotated
+from evaluation.prompting.methods import Completion, get_method
+from evaluation.prompting.prompts import ItemView, Presented, choose_demonstrations, present
+
+log = logging.getLogger(__name__)
+
+FLUSH_EVERY_S = 0.25
+CANCEL_CHECK_S = 1.0
+#: Errors of the store, not of the model: never a failed row; they leave execute_chunk as they are, so that
+#: the Celery task can retry the chunk (rows already written are whole: each batch is one transaction).
+INFRASTRUCTURE_ERRORS: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, DatabaseError, psycopg.Error)
+#: The circuit breaker: a chunk stops, and its run fails, after this many consecutive endpoint failures
+#: (connection refused, DNS, 401/403/404, unknown model), or after this long with nothing but them
+#: (settings EVALUATION_BREAKER_THRESHOLD / EVALUATION_BREAKER_WINDOW_S override them).
+BREAKER_THRESHOLD = 20
+BREAKER_WINDOW_S = 30.0
+
+
+def make_breaker() -> CircuitBreaker:
+    return CircuitBreaker(threshold=int(getattr(settings, "EVALUATION_BREAKER_THRESHOLD", BREAKER_THRESHOLD)),
+                          window_s=float(getattr(settings, "EVALUATION_BREAKER_WINDOW_S", BREAKER_WINDOW_S)))
+
+
+@dataclass
+class ChunkReport:
+    run_id: int
+    jobs: int = 0
+    written: int = 0
+    errors: int = 0
+    skipped: int = 0
+    cancelled: bool = False
+    failed: str = ""  # why the run failed in this chunk (the circuit breaker), else ""
+
+
+def item_view(item: Item) -> ItemView:
+    return ItemView(
+        id=item.pk, context=item.context, question=item.question, options=tuple(item.options),
+        answer_index=item.answer_index, key_information=tuple(gold_key_information(item.evidence)),
+        reasoning=item.reasoning,
+    )
+
+
+def make_limiter(endpoint: ModelEndpoint) -> Limiter:
+    """The shared limiter: Redis when settings.REDIS_URL is set, else slot files (embedded mode)."""
+    if endpoint.is_builtin:
+        return LocalLimiter(limit=endpoint.max_concurrency)
+    if settings.REDIS_URL:
+        return RedisLimiter(redis_url=settings.REDIS_URL, key=f"endpoint-{endpoint.pk}", limit=endpoint.max_concurrency,
+                            requests_per_minute=endpoint.requests_per_minute,
+                            lease_s=settings.EVALUATION_LIMITER_LEASE_S)
+    return FileLimiter(directory=Path(settings.EVALUATION_LIMITER_DIR) / f"endpoint-{endpoint.pk}",
+                       limit=endpoint.max_concurrency, requests_per_minute=endpoint.requests_per_minute)
+
+
+def make_client(endpoint: ModelEndpoint, *, seed: int, params: dict | None = None,
+                breaker: CircuitBreaker | None = None) -> ModelClient:
+    """The endpoint's client; ``params`` (the run's, frozen at launch) default to the endpoint's own."""
+    if endpoint.is_builtin:
+        return BuiltinClient(name=endpoint.model, seed=seed)
+    # Not a setting: each endpoint names its own variable, read from the workers' environment at use,
+    # so that the key is never stored (ModelEndpoint.api_key_env).
+    api_key = os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
+    return OpenAIChatClient(
+        base_url=endpoint.base_url, model=endpoint.model, api_key=api_key,
+        params=endpoint.generation_params() if params is None else params,
+        timeout_s=endpoint.timeout_s, limiter=make_limiter(endpoint),
+        retry=RetryPolicy(max_attempts=endpoint.max_attempts, total_s=endpoint.retry_budget_s),
+        max_connections=endpoint.max_concurrency, breaker=breaker,
+    )
+
+
+def _write(run: Run, results: list[JobResult], model: str) -> None:
+    write_results(run, results, model)
+
+
+def _is_cancelled(run_id: int) -> bool:
+    """The run was cancelled, or failed in another chunk: no new requests."""
+    return Run.objects.filter(pk=run_id, status__in=[RunStatus.CANCELLED, RunStatus.FAILED]).exists()
+
+
+def mark_failed(run_id: int, reason: str) -> None:
+    """End an active run as failed, with the reason (e.g. the circuit breaker's)."""
+    Run.objects.filter(pk=run_id, status__in=[RunStatus.RUNNING, RunStatus.QUEUED]).update(
+        status=RunStatus.FAILED, failure_reason=reason[:2000], finished_at=timezone.now())
+
+
+def demonstration_pool() -> list[int]:
+    """The train items usable as 3-shot demonstrations: not rejected, and with a clue graph (non-empty gold
+    key information), since a demonstration shows the key information and the answer."""
+    rows = (Item.objects.filter(split="train").exclude(status=ItemStatus.REJECTED).exclude(evidence="")
+            .values_list("pk", "evidence"))
+    return [pk for pk, evidence in rows if gold_key_information(evidence)]
+
+
+@dataclass
+class JobPlanner:
+    """Renders jobs for (item, sample index) pairs in batches, so the first requests need not wait for all of them."""
+    run: Run
+    method: object
+    option_order: str
+    pool: list[int]
+
+    @classmethod
+    def for_run(cls, run: Run) -> JobPlanner:
+        method = get_method(run.method)
+        return cls(run=run, method=method, option_order=run.option_order,
+                   pool=demonstration_pool() if method.shots else [])
+
+    def shown(self, view: ItemView, sample_index: int) -> Presented:
+        """The item as shown in this row: its original order, its seeded permutation, or a rotation."""
+        run = self.run
+        if self.option_order == OptionOrder.CIRCULAR:
+            return present_rotated(view, rotation=sample_index % run.rotations, label_style=run.option_labels)
+        return present(view, seed=run.seed, permute=self.option_order == OptionOrder.PERMUTED,
+                       label_style=run.option_labels)
+
+    def jobs(self, wanted: list[tuple[int, int]]) -> list[Job]:
+        run, method, pool = self.run, self.method, self.pool
+        # Demonstrations are permuted with a permuted run, else (original or circular) in their original order.
+        permute_demos = self.option_order == OptionOrder.PERMUTED
+        circular = self.option_order == OptionOrder.CIRCULAR
+        need = sorted({i for i, _ in wanted})
+        found = list(Item.objects.filter(pk__in=need))
+        items = {item.pk: item_view(item) for item in found}
+        versions = {item.pk: item.version for item in found}
+        demo_views: dict[int, ItemView] = {}
+        if method.shots:
+            demo_ids = {d for i in need for d in choose_demonstrations(pool_ids=pool, seed=run.seed, exclude=i,
+                                                                         shots=method.shots)}
+            demo_views = {item.pk: item_view(item) for item in Item.objects.filter(pk__in=demo_ids)}
+        jobs = []
+        for item_id, sample in wanted:
+            view = items.get(item_id)
+            if view is None:
+                continue
+            demos = ()
+            if method.shots:
+                demos = tuple(
+                    present(demo_views[d], seed=run.seed, permute=permute_demos, label_style=run.option_labels)
+                    for d in choose_demonstrations(pool_ids=pool, seed=run.seed, exclude=item_id, shots=method.shots)
+                )
+            # The rotations of one sample share its sampling index (cache and client see sample, not row).
+            jobs.append(Job(item_id=item_id, sample_index=sample, shown=self.shown(view, sample), demos=demos,
+                            sample=sample // run.rotations if circular else None, item_version=versions[item_id]))
+        return jobs
+
+
+def rotations_for(*, option_order: str, item_ids: list[int]) -> int:
+    """A run's rotations: the largest option count of its items with circular order, else 1."""
+    if option_order != OptionOrder.CIRCULAR or not item_ids:
+        return 1
+    counts = Item.objects.filter(pk__in=item_ids).values_list("options", flat=True)
+    return max((len(options) for options in counts), default=1)
+
+
+def _wanted(run: Run, item_ids: list[int]) -> tuple[list[tuple[int, int]], int]:
+    """The (item, sample index) pairs still to do (rows that exist without error are skipped), and how many are
+    done. A circular run has ``samples x rotations`` sample indexes per item."""
+    done = set(
+        Result.objects.filter(run=run, item_id__in=item_ids, error="").values_list("item_id", "sample_index")
+    )
+    return [(i, s) for i in item_ids for s in range(run.rows_per_item) if (i, s) not in done], len(done)
+
+
+#: Jobs are planned (items loaded, prompts rendered) on the database thread in batches while the first
+#: requests are already on the wire: the first batch is about one wave, so the run starts after ~10 ms of
+#: planning instead of after all of it (~130 ms for 1,196 items).
+FIRST_PLAN_BATCH = 64
+PLAN_BATCH = 64
+
+
+def run_event_loop(coroutine):
+    """Run a coroutine on uvloop when installed (about half the per-request CPU), else on asyncio."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency; stay usable without it
+        return asyncio.run(coroutine)
+    return uvloop.run(coroutine)
+
+
+def mark_started(run_id: int) -> None:
+    Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(status=RunStatus.RUNNING)
+    Run.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=timezone.now())
+
+
+def refresh_status(run_id: int) -> None:
+    """Mark a running run finished once every (item, sample) has a row (done or failed)."""
+    run = Run.objects.get(pk=run_id)
+    if run.status not in (RunStatus.RUNNING, RunStatus.QUEUED):
+        return
+    counts = Result.objects.filter(run_id=run_id).aggregate(rows=Count("pk"), errors=Count("pk", filter=~Q(error="")))
+    if counts["rows"] >= run.total:
+        if counts["rows"] and counts["errors"] >= counts["rows"]:  # not one answer: the run failed
+            common = (Result.objects.filter(run_id=run_id).exclude(error="").values("error")
+                      .annotate(n=Count("pk")).order_by("-n", "error").first())
+            mark_failed(run_id, f"every row failed ({counts['errors']}); the commonest error "
+                                f"({common['n']}x): {common['error']}")
+            return
+        Run.objects.filter(pk=run_id, status__in=[RunStatus.RUNNING, RunStatus.QUEUED]).update(
+            status=RunStatus.FINISHED, finished_at=timezone.now()
+        )
+
+
+def execute_chunk(*, run_id: int, item_ids: list[int] | None = None) -> ChunkReport:
+    """Compute the missing or failed rows of these items of the run (all of the run's items if None)."""
+    close_old_connections()
+    run = Run.objects.select_related("endpoint").get(pk=run_id)
+    report = ChunkReport(run_id=run_id)
+    if run.status in (RunStatus.CANCELLED, RunStatus.FINISHED, RunStatus.FAILED):
+        report.cancelled = run.status != RunStatus.FINISHED
+        return report
+    in_run = set(run.item_ids)
+    ids = [i for i in (item_ids if item_ids is not None else run.item_ids) if i in in_run]
+    wanted, report.skipped = _wanted(run, ids)
+    mark_started(run_id)
+    if wanted:
+        try:
+            run_event_loop(_execute(run, wanted, report))
+        except EndpointDown as exc:  # the circuit breaker opened: the run fails with its reason
+            log.warning("run %s failed: %s", run_id, exc)
+            mark_failed(run_id, str(exc))
+            report.failed = str(exc)
+            return report
+    refresh_status(run_id)
+    return report
+
+
+async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport) -> None:
+    endpoint = run.endpoint
+    method = get_method(run.method)
+    loop = asyncio.get_running_loop()
+    db = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"run-{run.pk}-db")
+    batches = [wanted[:FIRST_PLAN_BATCH]] + [wanted[i:i + PLAN_BATCH]
+                                             for i in range(FIRST_PLAN_BATCH, len(wanted), PLAN_BATCH)]
+    # The first batch is planned on the database thread while the client is built here.
+    def plan_first() -> tuple[JobPlanner, list[Job]]:
+        planner = JobPlanner.for_run(run)
+        return planner, planner.jobs(batches[0])
+
+    first = loop.run_in_executor(db, plan_first)
+
+    async def jobs():
+        planner, planned = await first
+        for index, batch in enumerate(batches):
+            if index:
+                planned = await loop.run_in_executor(db, planner.jobs, batch)
+            report.jobs += len(planned)
+            for job in planned:
+                yield job
+
+    # The run's parameters, frozen at launch (the endpoint may have been edited since).
+    params = run.params if not endpoint.is_builtin else endpoint.generation_params()
+    breaker = make_breaker()
+    client = make_client(endpoint, seed=run.seed, params=params, breaker=breaker)
+    use_cache = endpoint.use_cache and not endpoint.is_builtin
+
+    async def cache_fetch(keys: list[str]) -> dict[str, Completion]:
+        return await loop.run_in_executor(db, _cache_fetch, keys)
+
+    engine = Engine(method=method, client=client, k=run.k, concurrency=endpoint.max_concurrency,
+                    base_url=endpoint.base_url, model=endpoint.model, params=params,
+                    cache_fetch=cache_fetch if use_cache else None,
+                    ramp_spacing_s=0.0 if endpoint.is_builtin else settings.EVALUATION_RAMP_SPACING_S,
+                    infrastructure_errors=INFRASTRUCTURE_ERRORS)
+    buffer: list[JobResult] = []
+    state = {"cancelled": False, "checked": time.monotonic()}
+    done = asyncio.Event()
+
+    async def flush() -> None:
+        if buffer:
+            batch = buffer[:]
+            buffer.clear()
+            await loop.run_in_executor(db, _write, run, batch, endpoint.model)
+            report.written += len(batch)
+            report.errors += sum(1 for r in batch if r.outcome is None)
+
+    async def flusher() -> None:
+        while not done.is_set():
+            try:
+                await asyncio.wait_for(done.wait(), FLUSH_EVERY_S)
+            except TimeoutError:
+                pass
+            if len(buffer) or done.is_set():
+                await flush()
+            if time.monotonic() - state["checked"] >= CANCEL_CHECK_S:
+                state["checked"] = time.monotonic()
+                state["cancelled"] = await loop.run_in_executor(db, _is_cancelled, run.pk)
+
+    def on_result(result: JobResult) -> None:
+        buffer.append(result)
+
+    writer = asyncio.create_task(flusher())
+    runner = asyncio.create_task(engine.run(jobs(), on_result=on_result, stopped=lambda: state["cancelled"],
+                                            count=len(wanted)))
+    try:
+        # A failed write (the database is down) stops the requests at once instead of piling up answers.
+        await asyncio.wait({runner, writer}, return_when=asyncio.FIRST_COMPLETED)
+        if writer.done() and not runner.done():
+            runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
+            writer.result()  # raises the write's error
+        runner.result()  # raises the engine's error (EndpointDown, an infrastructure error, a planning error)
+    except BaseException:
+        # Keep what is already answered (whole rows, one transaction per batch), then raise the first error.
+        if not runner.done():
+            runner.cancel()
+            with contextlib.suppress(BaseException):
+                await runner
+        done.set()
+        with contextlib.suppress(BaseException):
+            await writer
+        with contextlib.suppress(BaseException):
+            await flush()
+        with contextlib.suppress(BaseException):
+            await client.close()
+        raise
+    else:
+        done.set()
+        await writer
+        await flush()
+        await client.close()
+    finally:
+        with contextlib.suppress(BaseException):
+            await loop.run_in_executor(db, connections.close_all)
+        db.shutdown(wait=True)
+    report.cancelled = state["cancelled"]

@@ -1,0 +1,262 @@
+"""Execute a judge run: the targets still without a label, through the evaluation engine, into belief labels.
+
+Called by the Celery task (and in-process by ``judge --wait``). A model judge runs on
+the same engine as a model run: the endpoint's client with its shared limiter and
+retries, the response cache, concurrency up to the endpoint's limit. Labels are
+written only through annotation's ``belief_labels_record`` (INSERT ... ON CONFLICT DO
+NOTHING on (queue, target, aspect, item version)), every few hundred milliseconds, so
+a run killed mid-way keeps what it wrote and a re-run computes only the targets that
+have no label yet: exactly one label per target and aspect. A request that failed for
+good writes no label (the target counts as an error and is tried again next time).
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+from django.conf import settings
+from django.db import close_old_connections, connections
+from django.utils import timezone
+
+from annotation.models import BeliefLabel, Item, LabelStatus
+from annotation.models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED
+from annotation.services.belief import belief_labels_record
+from evaluation.execution.chunks import make_limiter, run_event_loop
+from evaluation.judge import specs
+from evaluation.judge.beliefs import LOGPROB, SAMPLED
+from evaluation.judge.client import TOP_LOGPROBS, LogprobChatClient, pack_for_cache
+from evaluation.judge.solving import JudgeOutcome, JudgeSolver
+from evaluation.judge.specs import JudgeInput
+from evaluation.model_calls.clients import RetryPolicy
+from evaluation.model_calls.engine import RAMP_SPACING_S, Engine, Job, JobResult
+from evaluation.models import CachedResponse, Result, RunStatus
+from evaluation.models.judge import JudgeConfig, JudgeRun
+from evaluation.prompting.methods import Completion
+
+FLUSH_EVERY_S = 0.25
+CANCEL_CHECK_S = 1.0
+BUILTIN_BATCH = 200
+CLUE_GRAPH_REVIEW_CHOICES = [DRAFT_ACCEPTED, DRAFT_EDITED, DRAFT_DISCARDED]
+
+
+def judge_params(config: JudgeConfig) -> dict:
+    """The generation parameters of a model judge's requests (also part of the response-cache key)."""
+    params = config.endpoint.generation_params()
+    if config.temperature is not None:
+        params["temperature"] = config.temperature
+    if config.belief_source == SAMPLED:
+        params.pop("seed", None)  # k samples with one seed would be one sample k times
+    if config.belief_source == LOGPROB:
+        params.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
+    return params
+
+
+def _item_input(target: str, item: Item, answer: str = "") -> JudgeInput:
+    return JudgeInput(target=target, item_id=item.pk, item_version=item.version, context=item.context,
+                      question=item.question, options=tuple(item.options), answer_index=item.answer_index,
+                      evidence=item.evidence, reasoning=item.reasoning, answer=answer)
+
+
+def load_inputs(targets: list[str]) -> list[JudgeInput]:
+    """What the judge sees of each target, in the order given (targets whose row is gone are skipped)."""
+    kinds: dict[str, list[int]] = {"result": [], "item": []}
+    for target in targets:
+        kind, _, pk = target.partition(":")
+        kinds[kind].append(int(pk))
+    found: dict[str, JudgeInput] = {}
+    for result in Result.objects.filter(pk__in=kinds["result"]).select_related("item"):
+        found[f"result:{result.pk}"] = _item_input(f"result:{result.pk}", result.item, result.free_answer)
+    for item in Item.objects.filter(pk__in=kinds["item"]):
+        found[f"item:{item.pk}"] = _item_input(f"item:{item.pk}", item)
+    return [found[t] for t in targets if t in found]
+
+
+def missing_inputs(judge_run: JudgeRun) -> list[JudgeInput]:
+    """The targets of a judge run that lack a label for some aspect at the item's current version."""
+    inputs = load_inputs(judge_run.targets)
+    aspects = set(specs.get_task(judge_run.task).aspect_names)
+    have: dict[tuple[str, int], set[str]] = {}
+    for target, aspect, version in BeliefLabel.objects.filter(
+            queue_id=judge_run.config.queue_id, target__in=judge_run.targets).values_list("target", "aspect",
+                                                                                        "item_version"):
+        have.setdefault((target, version), set()).add(aspect)
+    return [i for i in inputs if not aspects <= have.get((i.target, i.item_version), set())]
+
+
+def label_rows(judge_run: JudgeRun, solver: JudgeSolver, data: JudgeInput, outcome: JudgeOutcome) -> list[dict]:
+    spec = solver.spec
+    return [{
+        "item_id": data.item_id, "item_version": data.item_version, "task": judge_run.task, "target": data.target,
+        "aspect": label.aspect, "label": label.label,
+        "choices": CLUE_GRAPH_REVIEW_CHOICES if spec.name == specs.CLUE_GRAPH else list(spec.choices(label.aspect)),
+        # A free-text label carries the answer it graded, so a reviewer sees what the judge saw.
+        "payload": {**label.payload, "answer": data.answer} if spec.name == specs.FREE_TEXT else label.payload,
+        "belief": label.belief, "belief_source": solver.belief_source,
+        "status": label.status, "rationale": outcome.rationale, "raw_output": outcome.raw_output,
+        "prompt_hash": solver.prompt_hash, "producer": judge_run.producer, "tokens": outcome.tokens,
+        "latency_ms": int(round(outcome.latency_s * 1000)),
+    } for label in outcome.labels]
+
+
+def _is_cancelled(judge_run_id: int) -> bool:
+    return JudgeRun.objects.filter(pk=judge_run_id, status=RunStatus.CANCELLED).exists()
+
+
+def execute_judge_run(*, judge_run_id: int) -> JudgeRun:
+    """Compute the missing labels of a judge run, then record its counts (safe to run twice)."""
+    close_old_connections()
+    judge_run = JudgeRun.objects.select_related("config__endpoint", "config__queue").get(pk=judge_run_id)
+    if judge_run.status in (RunStatus.CANCELLED, RunStatus.FINISHED):
+        return judge_run
+    started = time.monotonic()
+    if not JudgeRun.objects.filter(pk=judge_run.pk, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).update(
+            status=RunStatus.RUNNING, started_at=timezone.now(), finished_at=None):
+        return judge_run  # cancelled meanwhile
+    solver = JudgeSolver(task=judge_run.task, belief_source=judge_run.config.belief_source,
+                         template=judge_run.config.template_for(judge_run.task))
+    pending = missing_inputs(judge_run)
+    errors: list[str] = []
+    if pending and judge_run.config.is_builtin:
+        _execute_builtin(judge_run, solver, pending)
+    elif pending:
+        run_event_loop(_execute_model(judge_run, solver, pending, errors))
+    return refresh_judge_run(judge_run_id=judge_run.pk, wall_s=time.monotonic() - started,
+                             last_error=errors[-1] if errors else "")
+
+
+def _execute_builtin(judge_run: JudgeRun, solver: JudgeSolver, pending: list[JudgeInput]) -> None:
+    queue = judge_run.config.queue
+    for start in range(0, len(pending), BUILTIN_BATCH):
+        if _is_cancelled(judge_run.pk):
+            return
+        rows = [row for data in pending[start:start + BUILTIN_BATCH]
+                for row in label_rows(judge_run, solver, data, solver.solve_builtin(data))]
+        belief_labels_record(queue=queue, rows=rows)
+
+
+def _client(config: JudgeConfig, params: dict) -> LogprobChatClient:
+    endpoint = config.endpoint
+    api_key = os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
+    return LogprobChatClient(
+        base_url=endpoint.base_url, model=endpoint.model, api_key=api_key, params=params,
+        timeout_s=endpoint.timeout_s, limiter=make_limiter(endpoint),
+        retry=RetryPolicy(max_attempts=endpoint.max_attempts, total_s=endpoint.retry_budget_s),
+        max_connections=endpoint.max_concurrency,
+    )
+
+
+def _cache_fetch(keys: list[str]) -> dict[str, Completion]:
+    return {c.key: Completion(text=c.text, tokens_in=c.tokens_in, tokens_out=c.tokens_out, cached=True)
+            for c in CachedResponse.objects.filter(key__in=keys)}
+
+
+def _write(judge_run: JudgeRun, solver: JudgeSolver, results: list[JobResult], errors: list[str]) -> None:
+    rows = []
+    for result in results:
+        if result.outcome is None:
+            errors.append(f"{result.job.shown.target}: {result.error}"[:1000])
+        else:
+            rows += label_rows(judge_run, solver, result.job.shown, result.outcome)
+    if rows:
+        belief_labels_record(queue=judge_run.config.queue, rows=rows)
+    cached = [CachedResponse(key=key, model=judge_run.config.endpoint.model, text=pack_for_cache(c),
+                             tokens_in=c.tokens_in, tokens_out=c.tokens_out)
+              for r in results if r.outcome is not None and r.new_cache for key, c in r.new_cache.items()]
+    if cached and judge_run.config.endpoint.use_cache:
+        CachedResponse.objects.bulk_create(cached, ignore_conflicts=True)
+
+
+async def _execute_model(judge_run: JudgeRun, solver: JudgeSolver, pending: list[JudgeInput],
+                         errors: list[str]) -> None:
+    config, endpoint = judge_run.config, judge_run.config.endpoint
+    loop = asyncio.get_running_loop()
+    db = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"judge-run-{judge_run.pk}-db")
+    params = judge_params(config)
+    client = _client(config, params)
+
+    async def cache_fetch(keys: list[str]) -> dict[str, Completion]:
+        return await loop.run_in_executor(db, _cache_fetch, keys)
+
+    engine = Engine(method=solver, client=client, k=config.samples, concurrency=endpoint.max_concurrency,
+                    base_url=endpoint.base_url, model=endpoint.model, params=params,
+                    cache_fetch=cache_fetch if endpoint.use_cache else None,
+                    ramp_spacing_s=float(getattr(settings, "EVALUATION_RAMP_SPACING_S", RAMP_SPACING_S)))
+    jobs = [Job(item_id=data.item_id, sample_index=0, shown=data) for data in pending]
+    buffer: list[JobResult] = []
+    state = {"cancelled": False, "checked": time.monotonic()}
+    done = asyncio.Event()
+
+    async def flush() -> None:
+        if buffer:
+            batch = buffer[:]
+            buffer.clear()
+            await loop.run_in_executor(db, _write, judge_run, solver, batch, errors)
+
+    async def flusher() -> None:
+        while not done.is_set():
+            try:
+                await asyncio.wait_for(done.wait(), FLUSH_EVERY_S)
+            except TimeoutError:
+                pass
+            await flush()
+            if time.monotonic() - state["checked"] >= CANCEL_CHECK_S:
+                state["checked"] = time.monotonic()
+                state["cancelled"] = await loop.run_in_executor(db, _is_cancelled, judge_run.pk)
+
+    writer = asyncio.create_task(flusher())
+    try:
+        await engine.run(jobs, on_result=buffer.append, stopped=lambda: state["cancelled"])
+    finally:
+        done.set()
+        await writer
+        await flush()
+        await client.close()
+        await loop.run_in_executor(db, connections.close_all)
+        db.shutdown(wait=True)
+
+
+def judge_run_counts(judge_run: JudgeRun) -> dict:
+    """n, scored, unscored, errors (targets), label counts and mean belief (scored labels), from the stored labels.
+
+    A target counts with its labels at the latest item version it was judged at."""
+    labels: dict[str, list[tuple[int, str, str, str, float | None]]] = {}
+    for target, version, aspect, label, status, belief in BeliefLabel.objects.filter(
+            queue_id=judge_run.config.queue_id, target__in=judge_run.targets, task=judge_run.task).values_list(
+            "target", "item_version", "aspect", "label", "status", "belief"):
+        labels.setdefault(target, []).append((version, aspect, label, status, belief))
+    multi = len(specs.get_task(judge_run.task).aspects) > 1
+    scored = unscored = 0
+    counts: Counter = Counter()
+    beliefs: list[float] = []
+    for rows in labels.values():
+        latest = max(r[0] for r in rows)
+        rows = [r for r in rows if r[0] == latest]
+        if all(r[3] == LabelStatus.SCORED for r in rows):
+            scored += 1
+        else:
+            unscored += 1
+        for _, aspect, label, status, belief in rows:
+            if status == LabelStatus.SCORED:
+                counts[f"{aspect}:{label}" if multi else label] += 1
+                beliefs.append(belief)
+    n = len(judge_run.targets)
+    return {"n": n, "scored": scored, "unscored": unscored, "errors": n - scored - unscored,
+            "label_counts": dict(sorted(counts.items())),
+            "mean_belief": round(sum(beliefs) / len(beliefs), 6) if beliefs else None}
+
+
+def refresh_judge_run(*, judge_run_id: int, wall_s: float | None = None, last_error: str = "") -> JudgeRun:
+    """Store a judge run's counts; it is finished (unless cancelled meanwhile)."""
+    judge_run = JudgeRun.objects.select_related("config").get(pk=judge_run_id)
+    counts = judge_run_counts(judge_run)
+    fields = dict(counts, last_error=last_error)
+    if wall_s is not None:
+        fields["wall_s"] = round(wall_s, 3)
+    JudgeRun.objects.filter(pk=judge_run_id).update(**fields)
+    JudgeRun.objects.filter(pk=judge_run_id, status__in=[RunStatus.RUNNING, RunStatus.QUEUED]).update(
+        status=RunStatus.FINISHED, finished_at=timezone.now())
+    judge_run.refresh_from_db()
+    return judge_run

@@ -1,0 +1,26 @@
+"""Handing a run's work to the Celery workers: chunk tasks and judge-run tasks, sent by task name.
+
+Services (launch, resume) and the recovery pass both queue work through here, so neither imports the
+task module (which imports them): the tasks are looked up by name in the app's registry, not imported.
+"""
+from __future__ import annotations
+
+from celery import current_app
+from django.db import transaction
+
+RUN_CHUNK_TASK = "evaluation.tasks.run_chunk"
+JUDGE_RUN_TASK = "evaluation.tasks.judge_run_execute"
+
+
+def chunks_enqueue(run, item_ids: list[int]) -> None:
+    """Queue the chunk tasks of these items of a run, after the current transaction commits (at once
+    outside one), `run.chunk_size` items per chunk."""
+    for start in range(0, len(item_ids), run.chunk_size):
+        chunk = list(item_ids[start:start + run.chunk_size])
+        transaction.on_commit(lambda chunk=chunk: current_app.tasks[RUN_CHUNK_TASK].delay(run.pk, chunk))
+
+
+def judge_run_enqueue(judge_run) -> None:
+    """Queue the task that computes a judge run's missing labels, after the current transaction commits."""
+    judge_run_id = judge_run.pk
+    transaction.on_commit(lambda: current_app.tasks[JUDGE_RUN_TASK].delay(judge_run_id))

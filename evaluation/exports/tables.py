@@ -1,0 +1,151 @@
+"""The evaluation tables as files: CSV (formula-safe), JSON, LaTeX (booktabs), plain text, and a run's rows
+as JSONL. Pages, the API and the `leaderboard` command all write through these."""
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable, Iterator
+
+from evaluation.selectors.leaderboard import Leaderboard
+from foundation import csv_safety
+
+LEADERBOARD_COLUMNS = [
+    "row", "method", "endpoint", "run", "split", "option_order", "n", "correct", "accuracy", "ci95_low", "ci95_high",
+    "keyinfo", "first_option_baseline", "stale_dropped", "is_reference", "pairs", "ref_right_cell_wrong",
+    "ref_wrong_cell_right", "p_value", "p_holm", "significant", "items",
+]
+
+
+def leaderboard_rows(table: Leaderboard) -> list[dict]:
+    """One flat row per cell, then one per baseline cell (what the CSV holds)."""
+    rows = []
+    for cell in table.cells:
+        j = cell.as_json()
+        low, high = j["accuracy_ci95"] or (None, None)
+        disc = j["discordant"] or (None, None)
+        rows.append({"row": "method", "method": j["method"], "endpoint": j["endpoint"], "run": j["run"],
+                     "split": j["split"], "option_order": j["option_order"], "n": j["n"], "correct": j["correct"],
+                     "accuracy": j["accuracy"], "ci95_low": low, "ci95_high": high, "keyinfo": j["keyinfo"],
+                     "first_option_baseline": j["first_option_baseline"], "stale_dropped": j["stale_dropped"],
+                     "is_reference": j["is_reference"], "pairs": j["pairs"], "ref_right_cell_wrong": disc[0],
+                     "ref_wrong_cell_right": disc[1], "p_value": j["p_value"], "p_holm": j["p_holm"],
+                     "significant": j["significant"], "items": None})
+    for baseline in table.baselines:
+        for endpoint, c in zip(table.endpoints, baseline.cells):
+            if c is not None:
+                rows.append({"row": baseline.key, "method": baseline.label, "endpoint": endpoint.name,
+                             "split": table.split, "option_order": table.option_order, "n": c.n,
+                             "accuracy": c.value, "ci95_low": c.low, "ci95_high": c.high, "items": c.items})
+    return rows
+
+
+def csv_text(rows: Iterable[dict], columns: list[str]) -> str:
+    out = io.StringIO()
+    writer = csv_safety.DictWriter(out, fieldnames=columns, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in columns})
+    return out.getvalue()
+
+
+def leaderboard_csv(table: Leaderboard) -> str:
+    return csv_text(leaderboard_rows(table), LEADERBOARD_COLUMNS)
+
+
+def leaderboard_json(table: Leaderboard) -> str:
+    """The command's JSON: a list of cells (method, endpoint, run, n, accuracy, accuracy_ci95, keyinfo,
+    first_option_baseline, discordant, p_value, p_holm, ...)."""
+    return json.dumps([c.as_json() for c in table.cells], indent=2)
+
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "--" if value is None else f"{100 * value:.{digits}f}"
+
+
+def leaderboard_latex(table: Leaderboard) -> str:
+    """Paper Table 4 as a booktabs table: per model KeyInfo, Acc. and n; * = differs from the reference
+    (exact McNemar, Holm-corrected, p < alpha), dagger = the reference; baselines and humans below."""
+    endpoints = table.endpoints
+    width = 1 + 3 * len(endpoints)
+    lines = [r"\begin{table}[t]", r"\centering", r"\small",
+             r"\begin{tabular}{l" + " rrr" * len(endpoints) + "}", r"\toprule"]
+    lines.append(" & " + " & ".join(rf"\multicolumn{{3}}{{c}}{{{latex_escape(e.name)}}}" for e in endpoints)
+                 + r" \\")
+    if endpoints:
+        lines.append(" ".join(rf"\cmidrule(lr){{{2 + 3 * i}-{4 + 3 * i}}}" for i in range(len(endpoints))))
+    lines.append("Method" + " & KeyInfo & Acc. & $n$" * len(endpoints) + r" \\")
+    lines.append(r"\midrule")
+    family = None
+    for row in table.rows:
+        if row["family"] != family:
+            family = row["family"]
+            lines.append(rf"\multicolumn{{{width}}}{{l}}{{\emph{{{latex_escape(family)}}}}} \\")
+        parts = [latex_escape(row["method"].label)]
+        for cell in row["cells"]:
+            if cell is None:
+                parts += ["--", "--", "--"]
+                continue
+            mark = r"$^{\dagger}$" if cell.is_reference else r"$^{*}$" if cell.significant else ""
+            parts += [_num(cell.metrics.keyinfo), _num(cell.metrics.accuracy) + mark, str(cell.metrics.n)]
+        lines.append(" & ".join(parts) + r" \\")
+    if table.baselines:
+        lines.append(r"\midrule")
+    for baseline in table.baselines:
+        parts = [latex_escape(baseline.label)]
+        for c in baseline.cells:
+            parts += ["", "--", "--"] if c is None else ["", _num(c.value), str(c.n)]
+        lines.append(" & ".join(parts) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + latex_escape(_caption(table)) + "}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def _caption(table: Leaderboard) -> str:
+    text = f"KeyInfo and accuracy (%) on {table.scope}; n = scored rows of each cell."
+    if table.reference is not None:
+        text += (f" Reference (dagger): {table.reference.key}; * = exact McNemar test on the paired items, "
+                 f"Holm-corrected across the table, p < {table.alpha}.")
+    return text
+
+
+def leaderboard_text(table: Leaderboard) -> str:
+    """A plain-text rendering for the terminal: one line per cell and baseline."""
+    lines = [f"Leaderboard: {table.scope}"]
+    if table.reference is not None:
+        lines.append(f"reference {table.reference.key}; exact McNemar, Holm-corrected, * = p_holm < {table.alpha}")
+    lines.append(f"{'method':<28} {'endpoint':<28} {'run':>5} {'n':>6} {'acc %':>6} {'95% CI':>13} "
+                 f"{'KeyInfo':>7} {'first':>6} {'p_holm':>8}")
+    for c in table.cells:
+        m = c.metrics
+        ci = f"{_num(m.ci_low)}-{_num(m.ci_high)}" if m.ci_low is not None else "--"
+        p = "ref" if c.is_reference else ("--" if c.p_holm is None else f"{c.p_holm:.4f}" + ("*" if c.significant
+                                                                                               else ""))
+        lines.append(f"{c.method:<28} {c.endpoint.name[:28]:<28} {c.run.pk:>5} {m.n:>6} {_num(m.accuracy):>6} "
+                     f"{ci:>13} {_num(m.keyinfo):>7} {_num(m.first_option_baseline):>6} {p:>8}")
+    for baseline in table.baselines:
+        for endpoint, b in zip(table.endpoints, baseline.cells):
+            if b is not None:
+                lines.append(f"{baseline.label:<28} {endpoint.name[:28]:<28} {'':>5} {b.n:>6} {_num(b.value):>6}")
+    return "\n".join(lines) + "\n"
+
+
+RESULT_JSONL_FIELDS = ("item_id", "item_version", "sample_index", "messages", "raw_output", "shown_order",
+                       "answer_index", "answer_label", "parse_status", "is_correct", "answer_first", "free_answer",
+                       "key_information", "keyinfo", "tokens_in", "tokens_out", "latency_s", "attempts", "cached",
+                       "error")
+
+
+def results_jsonl(rows: Iterable[dict], *, run_id: int) -> Iterator[str]:
+    """One JSON object per result row (``rows`` are ``values()`` dicts with RESULT_JSONL_FIELDS and
+    ``item__external_id``)."""
+    for row in rows:
+        record = {"run": run_id, "external_id": row.get("item__external_id")}
+        record.update({k: row[k] for k in RESULT_JSONL_FIELDS})
+        yield json.dumps(record, ensure_ascii=False) + "\n"

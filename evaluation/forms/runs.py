@@ -1,0 +1,171 @@
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+from annotation.item_facts import QUESTION_TYPES
+from annotation.models import ItemStatus
+from evaluation.forms.analysis import FlagExclusionForm
+from evaluation.models import ModelEndpoint, OptionOrder
+from evaluation.prompting.methods import METHOD_CHOICES
+
+
+class EndpointForm(forms.ModelForm):
+    base_url = forms.URLField(required=False, max_length=300, assume_scheme="https",
+                              label=_("Base URL"), help_text=_("e.g. https://api.openai.com/v1 or http://localhost:8000/v1"))
+
+    class Meta:
+        model = ModelEndpoint
+        fields = ["name", "kind", "base_url", "model", "api_key_env", "temperature", "top_p", "max_tokens", "seed",
+                  "max_concurrency", "requests_per_minute", "timeout_s", "max_attempts", "price_in_per_mtok",
+                  "price_out_per_mtok", "use_cache"]
+        help_texts = {"api_key_env": _("The NAME of an environment variable of the workers, e.g. OPENAI_API_KEY.")}
+        labels = {"name": _("Name"), "kind": _("Kind"), "model": _("Model"), "api_key_env": _("API key variable"),
+                  "temperature": _("Temperature"), "top_p": _("Top p"), "max_tokens": _("Max tokens"), "seed": _("Seed"),
+                  "max_concurrency": _("Max concurrency"), "requests_per_minute": _("Requests per minute"),
+                  "timeout_s": _("Timeout (s)"), "max_attempts": _("Max attempts"),
+                  "price_in_per_mtok": _("Price in (per million tokens)"),
+                  "price_out_per_mtok": _("Price out (per million tokens)"), "use_cache": _("Use the cache")}
+
+    table9_preset = forms.BooleanField(required=False, label=_("Use the paper's Table 9 parameters"),
+                                       help_text=_("temperature 0.95, top_p 0.95, max_tokens 2000, seed 42"))
+    #: The version the page was opened at (services.endpoint_update refuses a change made from an older one).
+    version = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["version"].initial = self.instance.version
+
+    def settings(self) -> dict:
+        """The endpoint's settings as ``services.endpoint_create`` / ``endpoint_update`` take them."""
+        return {k: v for k, v in self.cleaned_data.items() if k != "version"}
+
+    def _post_clean(self):
+        super()._post_clean()
+        if "api_key_env" in self.errors:
+            # A refused "variable name" may be a key pasted by mistake: never send it back in the page.
+            self.data = self.data.copy()
+            self.data["api_key_env"] = ""
+
+
+MAX_INT = 2**31 - 1  # the database's integer columns
+MAX_IDS = 5000
+
+
+def parse_item_ids(raw: str) -> list[int]:
+    """Comma-separated item ids -> a list of positive ids (ValidationError naming the bad part)."""
+    ids = []
+    for part in raw.replace(" ", "").split(","):
+        if not part:
+            continue
+        if not part.isdigit() or not 1 <= int(part) <= MAX_INT:
+            raise forms.ValidationError("Item ids must be positive whole numbers separated by commas.")
+        ids.append(int(part))
+    if len(ids) > MAX_IDS:
+        raise forms.ValidationError(f"At most {MAX_IDS} item ids.")
+    return ids
+
+
+MAX_SWEEP_ENDPOINTS = 50
+
+
+class RunLaunchForm(forms.Form):
+    """A sweep: every ticked endpoint x every ticked method over one item selection, one run each.
+
+    Nothing is ticked unless asked for (``?endpoint=`` ticks that endpoint), so a launch makes exactly
+    the runs chosen. A single ``endpoint`` value (the form before sweeps) is taken as ``endpoints``."""
+
+    endpoints = forms.ModelMultipleChoiceField(queryset=ModelEndpoint.objects.order_by("name"),
+                                               widget=forms.CheckboxSelectMultiple,
+                                               label=_("Endpoints"),
+                                               help_text=_("Each endpoint ticked is asked with every method ticked."))
+    methods = forms.MultipleChoiceField(choices=METHOD_CHOICES, widget=forms.CheckboxSelectMultiple,
+                                        label=_("Methods"),
+                                        help_text=_("Each (endpoint, method) ticked becomes a run of its own."))
+    split = forms.CharField(initial="test", required=False, max_length=40, label=_("Split"))
+    item_status = forms.ChoiceField(choices=[("", _("any"))] + list(ItemStatus.choices), required=False,
+                                    label=_("Item status"))
+    question_type = forms.ChoiceField(choices=[("", _("any"))] + [(t, t) for t in QUESTION_TYPES], required=False,
+                                      label=_("Question type"))
+    ids = forms.CharField(required=False, label=_("Item ids"), help_text=_("Comma-separated item ids (optional)"))
+    limit = forms.IntegerField(min_value=1, max_value=MAX_INT, required=False, label=_("Limit"))
+    seed = forms.IntegerField(initial=42, min_value=0, max_value=MAX_INT, label=_("Seed"))
+    samples = forms.IntegerField(min_value=1, max_value=50, initial=1, label=_("Samples"))
+    k = forms.IntegerField(min_value=1, max_value=50, required=False,
+                           label=_("k"),
+                           help_text=_("Samples per answer for self-consistency / complexity-CoT (default 5)"))
+    option_order = forms.ChoiceField(choices=OptionOrder.choices, initial=OptionOrder.ORIGINAL, label=_("Option order"))
+    chunk_size = forms.IntegerField(min_value=1, max_value=10_000, initial=400, required=False,
+                                    label=_("Items per task"),
+                                    help_text=_("A run is computed in tasks of this many items (workers share them)."))
+    no_preflight = forms.BooleanField(
+        required=False, label=_("Launch without checking the endpoints"),
+        help_text=_("Unticked, each remote endpoint is first asked for its models (or one tiny completion), and "
+                    "a launch on an endpoint that cannot serve is refused with the reason."))
+
+    def __init__(self, data=None, *args, **kwargs):
+        if data is not None and "endpoints" not in data and data.get("endpoint"):
+            data = data.copy()
+            if hasattr(data, "setlist"):  # a QueryDict
+                data.setlist("endpoints", data.getlist("endpoint"))
+            else:
+                data["endpoints"] = [data["endpoint"]]
+        super().__init__(data, *args, **kwargs)
+
+    def clean_ids(self) -> list[int]:
+        return parse_item_ids(self.cleaned_data.get("ids") or "")
+
+    def clean_endpoints(self):
+        endpoints = self.cleaned_data.get("endpoints")
+        if endpoints is not None and len(endpoints) > MAX_SWEEP_ENDPOINTS:
+            raise forms.ValidationError(f"At most {MAX_SWEEP_ENDPOINTS} endpoints in one sweep.")
+        return endpoints
+
+    def selection(self) -> dict:
+        """Keyword arguments of ``services.sweep_launch`` / ``sweeps.sweep_estimate`` (endpoints and methods apart)."""
+        d = self.cleaned_data
+        return {"split": d.get("split") or "", "item_status": d.get("item_status") or "",
+                "question_type": d.get("question_type") or "", "ids": d.get("ids") or [], "limit": d.get("limit"),
+                "seed": d.get("seed") if d.get("seed") is not None else 42, "samples": d.get("samples") or 1,
+                "k": d.get("k"), "option_order": d.get("option_order") or OptionOrder.ORIGINAL,
+                "chunk_size": d.get("chunk_size") or 400}
+
+
+def parse_run_ids(raw: str) -> list[int]:
+    """Comma-separated run ids (the same rules as item ids)."""
+    return parse_item_ids(raw)
+
+
+class LeaderboardForm(FlagExclusionForm):
+    """The selection of a leaderboard: a split, or chosen runs (then their common items); never neither."""
+
+    split = forms.CharField(required=False, max_length=40)
+    runs = forms.CharField(required=False, max_length=2000, help_text="Comma-separated run ids (instead of a split)")
+    option_order = forms.ChoiceField(choices=OptionOrder.choices, initial=OptionOrder.ORIGINAL, required=False)
+    common = forms.BooleanField(required=False, label="Only the items common to every cell")
+    reference = forms.CharField(required=False, max_length=400, help_text="METHOD@ENDPOINT of the reference cell")
+
+    def clean_runs(self) -> list[int]:
+        return parse_run_ids(self.cleaned_data.get("runs") or "")
+
+    def clean_option_order(self) -> str:
+        return self.cleaned_data.get("option_order") or OptionOrder.ORIGINAL
+
+    def selection(self) -> dict:
+        """Keyword arguments of ``leaderboard.leaderboard``."""
+        d = self.cleaned_data
+        return {"split": d["split"], "run_ids": d["runs"], "option_order": d["option_order"], "common": d["common"],
+                "reference": d["reference"], "exclude": self.exclusion()}
+
+
+class RunCompareForm(FlagExclusionForm):
+    a = forms.IntegerField(min_value=1, max_value=MAX_INT, label="Run A")
+    b = forms.IntegerField(min_value=1, max_value=MAX_INT, label="Run B")
+
+
+class ResultFilterForm(forms.Form):
+    """The run page's row filters."""
+
+    status = forms.ChoiceField(required=False, choices=[("", "all"), ("correct", "correct"), ("wrong", "wrong"),
+                                                        ("parse_failure", "parse failures"), ("error", "errors"),
+                                                        ("stale", "stale (item changed since)")])
+    question_type = forms.ChoiceField(required=False, choices=[("", "any type")] + [(t, t) for t in QUESTION_TYPES])

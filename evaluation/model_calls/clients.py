@@ -1,0 +1,375 @@
+"""Model clients (no Django inside): OpenAI-compatible endpoints and the built-in offline models.
+
+:class:`OpenAIChatClient` sends one chat completion per call with ``AsyncOpenAI`` on the
+SDK's aiohttp transport (``openai[aiohttp]``; the SDK's own retries off) and retries here,
+outside the concurrency slot, with
+exponential backoff and full jitter on 429, 408/409/425, 5xx, timeouts, connection
+errors and malformed responses, honouring ``Retry-After``; attempts and total time
+are capped. The slot is held only while a request is on the wire.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import email.utils
+import errno
+import functools
+import json
+import random
+import re
+import socket
+import ssl
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# httpx2 (and its httpcore2) is the openai SDK's own HTTP layer, a dependency of openai itself: its Timeout and
+# Limits configure the SDK's transport. httpcore2 is imported here, at worker start, rather than by the first
+# client of a run (~60 ms later, on the run's clock).
+import httpcore2  # noqa: F401
+import httpx2
+import openai
+
+from evaluation.model_calls.builtin_models import builtin_reply, count_tokens
+from evaluation.model_calls.limiter import Limiter, LocalLimiter
+from evaluation.prompting.methods import Completion
+
+RETRYABLE_STATUS = {408, 409, 425, 429}
+
+#: Error classes that say the endpoint itself is unusable (not this one request): they feed the circuit breaker.
+ENDPOINT_ERRORS = frozenset({"connection_refused", "dns", "connection", "connect_timeout", "http_401", "http_403",
+                             "http_404", "unknown_model"})
+#: A request that timed out while the server may still be generating it (its tokens are spent, not counted).
+ABANDONED = "timeout"
+
+
+class RequestFailed(Exception):
+    """A call that failed for good (non-retryable, or attempts / time budget spent)."""
+
+    def __init__(self, message: str, *, attempts: int, error_class: str = "", failed_attempts: tuple = ()):
+        super().__init__(message)
+        self.attempts = attempts
+        self.error_class = error_class
+        self.failed_attempts = failed_attempts
+
+
+class EndpointDown(RequestFailed):
+    """The circuit breaker is open: the endpoint kept failing, the run stops (``str()`` is the reason)."""
+
+
+class CircuitBreaker:
+    """Opens after ``threshold`` consecutive endpoint-level failures (connection refused, DNS, 401/403/404,
+    unknown model), or after ``window_s`` seconds of nothing but such failures (at least ``min_failures``);
+    any answer closes the streak. Shared by every request of a chunk (one event loop)."""
+
+    def __init__(self, *, threshold: int = 20, window_s: float = 30.0, min_failures: int = 5):
+        self.threshold, self.window_s, self.min_failures = threshold, window_s, min_failures
+        self.consecutive = 0
+        self.first_failure_at: float | None = None
+        self.reason = ""
+        self._opened: asyncio.Event | None = None
+
+    @property
+    def open(self) -> bool:
+        return bool(self.reason)
+
+    def event(self) -> asyncio.Event:
+        if self._opened is None:
+            self._opened = asyncio.Event()
+            if self.reason:
+                self._opened.set()
+        return self._opened
+
+    def success(self) -> None:
+        self.consecutive, self.first_failure_at = 0, None
+
+    def failure(self, error_class: str, description: str) -> None:
+        if error_class not in ENDPOINT_ERRORS:
+            return  # a slow or overloaded server answers eventually: the retries handle it
+        now = time.monotonic()
+        self.consecutive += 1
+        if self.first_failure_at is None:
+            self.first_failure_at = now
+        span = now - self.first_failure_at
+        if not self.reason and (self.consecutive >= self.threshold
+                                or (self.consecutive >= self.min_failures and span >= self.window_s)):
+            self.reason = (f"the endpoint kept failing: {self.consecutive} consecutive failed requests in "
+                           f"{span:.0f} s, the last one {description}")
+            self.event().set()
+
+
+@dataclass(frozen=True)
+class Failure:
+    """How an attempt failed: its class (e.g. ``connection_refused``), whether to retry, Retry-After, a description."""
+    error_class: str
+    retry: bool
+    retry_after: float | None
+    description: str
+
+
+def _chain(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def transport_reason(exc: BaseException) -> tuple[str, str]:
+    """(class, reason) of a transport failure from its cause chain: the SDK reports a refused connection
+    as a connect *timeout* (its aiohttp transport maps every connector error so), the chain keeps the truth."""
+    names = {type(e).__name__ for e in _chain(exc)}
+    for e in _chain(exc):
+        if isinstance(e, socket.gaierror) or type(e).__name__ == "ClientConnectorDNSError":
+            return "dns", f"DNS failure, the host name does not resolve: {e}"[:300]
+        if isinstance(e, ConnectionRefusedError) or getattr(e, "errno", None) == errno.ECONNREFUSED:
+            return "connection_refused", f"connection refused: {e} (is the server running?)"[:300]
+    deepest = list(_chain(exc))[-1]
+    if "ConnectTimeout" in names:
+        if isinstance(deepest, TimeoutError) or "Timeout" in type(deepest).__name__:
+            return "connect_timeout", "connect timeout: the host did not accept the connection in time"
+        return "connection", f"connection error: {_os_text(deepest)}"
+    if names & {"ReadTimeout", "WriteTimeout", "PoolTimeout", "SocketTimeoutError", "ServerTimeoutError"} \
+            or isinstance(exc, openai.APITimeoutError):
+        return ABANDONED, "timeout: no answer within the timeout (the server may still be generating it)"
+    return "connection", f"connection error: {_os_text(deepest)}"
+
+
+def _os_text(exc: BaseException) -> str:
+    return (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__)[:200]
+
+
+_MODEL_MISSING = re.compile(r"model.{0,80}(not (be )?found|does not exist|not exist|unknown|not served|no such|"
+                            r"not available|invalid model)|(unknown|invalid|unsupported) model|model_not_found", re.I | re.S)
+
+
+def classify_failure(exc: BaseException, *, url: str = "") -> Failure:
+    """How one attempt failed: named (connection refused, DNS, timeout, 401/403, 404 with a /v1 hint, unknown
+    model, ...), retried or not, and the server's Retry-After."""
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        message = str(exc.message)
+        body = json.dumps(exc.body) if exc.body is not None else ""
+        if status in (400, 404) and _MODEL_MISSING.search(message + " " + body):
+            return Failure("unknown_model", False, None, f"unknown model (HTTP {status}): {message}"[:500])
+        retry = status in RETRYABLE_STATUS or status >= 500
+        if status in (401, 403):
+            text = f"HTTP {status} ({'unauthorized' if status == 401 else 'forbidden'}): {message} (check the API key variable)"
+        elif status == 404:
+            hint = (" - the base URL probably lacks /v1 (e.g. http://host:port/v1)"
+                    if url and not url.rstrip("/").endswith("/v1") else " - check the base URL")
+            text = f"HTTP 404 on {url or 'the endpoint'}/chat/completions: {message}{hint}"
+        else:
+            text = f"HTTP {status}: {message}"
+        error_class = f"http_{status}" if status < 500 else "http_5xx"
+        return Failure(error_class, retry, retry_after_seconds(exc.response.headers) if retry else None, text[:500])
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        error_class, reason = transport_reason(exc)
+        return Failure(error_class, True, None, reason[:500])
+    if isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError, MalformedResponse)):
+        return Failure("malformed", True, None, f"malformed response: {exc}"[:500])
+    return Failure("other", False, None, f"{type(exc).__name__}: {exc}"[:500])
+
+
+def classify(exc: BaseException) -> tuple[bool, float | None, str]:
+    """(retry?, Retry-After seconds, short description) for an exception raised by a call."""
+    failure = classify_failure(exc)
+    return failure.retry, failure.retry_after, failure.description
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 6
+    total_s: float = 600.0
+    base_delay_s: float = 0.5
+    max_delay_s: float = 30.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Wait before attempt ``attempt + 1``: Retry-After when given, else full-jitter backoff."""
+        if retry_after is not None:
+            return retry_after + random.uniform(0, min(1.0, 0.1 * retry_after + 0.01))
+        return random.uniform(0, min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1)))
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    if not headers:
+        return None
+    if (value := headers.get("retry-after-ms")) is not None:
+        try:
+            return max(0.0, float(value) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, when.timestamp() - time.time()) if when else None
+
+
+class MalformedResponse(ValueError):
+    pass
+
+
+REDACTED = "[redacted]"
+_BEARER = re.compile(r"(?i)\b(bearer)(\s+)[^\s\"',;]+")
+
+
+def redact(text: str, secrets: Sequence[str | None] = ()) -> str:
+    """``text`` without the given secrets' values nor any ``Bearer <token>`` (servers echo credentials in errors)."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    return _BEARER.sub(rf"\1\2{REDACTED}", text)
+
+
+@functools.lru_cache(maxsize=1)
+def _ssl_context() -> ssl.SSLContext:
+    """One default TLS context per process (loading the CA bundle costs ~30 ms per client)."""
+    return ssl.create_default_context()
+
+
+def read_completion(body: bytes) -> tuple[str, int, int, str]:
+    """(text, prompt tokens, completion tokens, finish reason) of a chat-completion JSON body; MalformedResponse
+    if it is not one."""
+    data = json.loads(body)
+    try:
+        choice = data["choices"][0]
+        text = (choice.get("message") or {}).get("content") or ""
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise MalformedResponse("no choices[0].message in the response") from None
+    usage = data.get("usage") or {}
+    return (str(text), int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
+            str(choice.get("finish_reason") or ""))
+
+
+class ModelClient:
+    async def complete(self, messages: Sequence[dict], *, sample_key: str) -> Completion:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        return None
+
+
+class BuiltinClient(ModelClient):
+    def __init__(self, *, name: str, seed: int):
+        self.name, self.seed = name, seed
+
+    async def complete(self, messages, *, sample_key):
+        text = builtin_reply(self.name, messages, seed=self.seed, sample_key=sample_key)
+        tokens_in = sum(count_tokens(m.get("content", "")) for m in messages)
+        return Completion(text=text, tokens_in=tokens_in, tokens_out=count_tokens(text), latency_s=0.0,
+                          finish_reason="stop")
+
+
+class OpenAIChatClient(ModelClient):
+    def __init__(self, *, base_url: str, model: str, api_key: str | None, params: dict[str, Any],
+                 timeout_s: float, limiter: Limiter | None = None, retry: RetryPolicy = RetryPolicy(),
+                 max_connections: int = 64, breaker: CircuitBreaker | None = None):
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self._secrets = (api_key,)
+        self.params = {k: v for k, v in params.items() if v is not None}
+        self.limiter = limiter or LocalLimiter(limit=max_connections)
+        self.retry = retry
+        self.breaker = breaker
+        # The SDK's aiohttp transport (DefaultAioHttpClient): about half the client CPU per request of
+        # its default httpx2 transport, and one connection pool of any size (httpcore's pool scans every
+        # connection for every request, which made a pool of 64 cost ~15 ms of CPU per request).
+        timeout = httpx2.Timeout(timeout_s, connect=min(10.0, timeout_s))
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=api_key or "not-needed", max_retries=0, timeout=timeout,
+            http_client=openai.DefaultAioHttpClient(
+                limits=httpx2.Limits(max_connections=max_connections + 2, max_keepalive_connections=max_connections + 2),
+                timeout=timeout, verify=_ssl_context(),
+            ),
+        )
+
+    def _request(self, messages) -> bytes:
+        """The JSON body, encoded here once (given to the SDK as ``content``: it would otherwise deep-copy
+        the messages twice and encode them with its own, slower, encoder)."""
+        params = dict(self.params)
+        extra_body = params.pop("extra_body", None) or {}
+        body = {**extra_body, "model": self.model, "messages": list(messages), **params}
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+    def read(self, body: bytes, *, latency_s: float, attempts: int) -> Completion:
+        """The Completion of a response body (a subclass may read more of it, e.g. the log-probabilities);
+        MalformedResponse when it is not a chat completion (retried like a bad response)."""
+        text, tokens_in, tokens_out, finish_reason = read_completion(body)
+        return Completion(text=text, tokens_in=tokens_in, tokens_out=tokens_out, latency_s=latency_s,
+                          attempts=attempts, finish_reason=finish_reason)
+
+    def _down(self, attempt: int, failed: list[dict]) -> EndpointDown:
+        return EndpointDown(self.breaker.reason, attempts=attempt, error_class="endpoint_down",
+                            failed_attempts=tuple(failed))
+
+    async def _wait(self, seconds: float) -> None:
+        """Sleep before a retry; woken at once when the circuit breaker opens meanwhile."""
+        if self.breaker is None:
+            await asyncio.sleep(seconds)
+            return
+        try:
+            await asyncio.wait_for(self.breaker.event().wait(), seconds)
+        except TimeoutError:
+            pass
+
+    async def complete(self, messages, *, sample_key):
+        started = time.monotonic()
+        content = self._request(messages)
+        attempt = 0
+        failed: list[dict] = []  # every failed attempt: its class, description and the wait after it
+        breaker = self.breaker
+        while True:
+            attempt += 1
+            if breaker is not None and breaker.open:
+                raise self._down(attempt - 1, failed)
+            error = None
+            # Errors of the limiter itself (its Redis unreachable) are not the model's: they propagate as they are.
+            async with self.limiter.slot():
+                sent = time.monotonic()
+                try:
+                    # The SDK's low-level post: same client, headers and errors as chat.completions.create,
+                    # without re-walking the typed parameters nor building pydantic models; the raw body
+                    # is read by read_completion.
+                    body = await self._client.post("/chat/completions", content=content, cast_to=bytes)
+                    latency = time.monotonic() - sent
+                    completion = self.read(body, latency_s=latency, attempts=attempt)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - classified below; non-retryable ones end the call
+                    error = exc
+            if error is None:
+                if breaker is not None:
+                    breaker.success()
+                if failed:
+                    completion = dataclasses.replace(completion, failed_attempts=tuple(failed))
+                return completion
+            failure = classify_failure(error, url=self.base_url)
+            description = redact(failure.description, self._secrets)
+            del error
+            entry = {"attempt": attempt, "error_class": failure.error_class, "error": description[:300],
+                     "after_s": round(time.monotonic() - started, 3)}
+            failed.append(entry)
+            if breaker is not None:
+                breaker.failure(failure.error_class, description)
+                if breaker.open:
+                    raise self._down(attempt, failed)
+            if not failure.retry or attempt >= self.retry.max_attempts:
+                # from None: the SDK's exception carries the server's unredacted text
+                raise RequestFailed(f"{description} (attempt {attempt})", attempts=attempt,
+                                    error_class=failure.error_class, failed_attempts=tuple(failed)) from None
+            wait = self.retry.delay(attempt, failure.retry_after)
+            if time.monotonic() - started + wait > self.retry.total_s:
+                raise RequestFailed(f"{description} (gave up after {attempt} attempts: time budget spent)",
+                                    attempts=attempt, error_class=failure.error_class,
+                                    failed_attempts=tuple(failed)) from None
+            entry["wait_s"] = round(wait, 3)
+            await self._wait(wait)
+
+    async def close(self) -> None:
+        await self._client.close()
+        await self.limiter.close()

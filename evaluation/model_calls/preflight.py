@@ -1,0 +1,176 @@
+"""Check an endpoint before a run starts, and refuse with a clear message (no Django inside).
+
+``check_endpoint`` asks ``GET {base_url}/models`` (OpenAI, vLLM, llama.cpp, Ollama serve it) and
+checks the model is among those served; where the server has no such route it sends one tiny
+chat completion (``max_tokens`` 1) instead. A refused connection, a DNS failure, a timeout,
+401/403, a 404 on the path (with a hint about ``/v1``) and an unknown model are each named as
+such, keeping the transport's own reason. An API-key variable that is not set is a warning, and
+an error for hosts that always need a key (api.openai.com and other hosted APIs).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+import httpx
+
+from evaluation.model_calls.clients import _MODEL_MISSING, redact, transport_reason
+from foundation.errors import ServiceError
+
+#: Hosted APIs that answer nothing without a key.
+KEY_REQUIRED_HOSTS = ("api.openai.com", "api.anthropic.com", "generativelanguage.googleapis.com", "api.groq.com",
+                      "api.together.xyz", "api.mistral.ai", "openrouter.ai", "api.deepseek.com",
+                      "api.fireworks.ai", "api.x.ai")
+PREFLIGHT_TIMEOUT_S = 15.0
+
+
+class PreflightRefused(ServiceError):
+    """The endpoint cannot serve a run (``error_class`` names why: connection_refused, dns, http_401, ...)."""
+
+    code = "endpoint_unusable"
+    http_status = 400
+
+    def __init__(self, message: str, *, error_class: str, field: str | None = None):
+        super().__init__(message, field=field, details={"error_class": error_class})
+        self.error_class = error_class
+
+
+@dataclass
+class Preflight:
+    """What the check found: how it checked (``models`` or ``completion``), the models served, warnings."""
+
+    checked: str = ""
+    models: list[str] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def needs_key(base_url: str) -> bool:
+    host = (urlparse(base_url).hostname or "").lower()
+    return any(host == h or host.endswith("." + h) for h in KEY_REQUIRED_HOSTS)
+
+
+def key_check(*, base_url: str, api_key_env: str, environ=None) -> tuple[str | None, list[str]]:
+    """(the key or None, warnings); PreflightRefused when a host that needs a key has none."""
+    environ = os.environ if environ is None else environ
+    key = environ.get(api_key_env) if api_key_env else None
+    host = urlparse(base_url).hostname or base_url
+    if key:
+        return key, []
+    if needs_key(base_url):
+        what = f"the API-key variable {api_key_env} is not set" if api_key_env else "no API-key variable is given"
+        raise PreflightRefused(f"{host} needs an API key and {what} (set it in the environment of the process "
+                               f"and the workers, or give --api-key-env NAME)", error_class="no_api_key")
+    if api_key_env:
+        return None, [f"the API-key variable {api_key_env} is not set: requests to {host} go without a key"]
+    return None, []
+
+
+def _refusal_for_status(response: httpx.Response, url: str, base_url: str, model: str, secrets) -> PreflightRefused:
+    status = response.status_code
+    text = redact(response.text[:300], secrets)
+    if status in (400, 404) and _MODEL_MISSING.search(text):
+        return PreflightRefused(f"unknown model {model!r} at {base_url} (HTTP {status}): {text}",
+                                error_class="unknown_model")
+    if status in (401, 403):
+        return PreflightRefused(f"{base_url} refused the credentials (HTTP {status}): {text} - check the API-key "
+                                "variable", error_class=f"http_{status}")
+    if status == 404:
+        hint = (" - the base URL probably lacks /v1 (e.g. http://host:port/v1)"
+                if not base_url.rstrip("/").endswith("/v1") else " - check the base URL")
+        return PreflightRefused(f"HTTP 404 on {url}{hint}", error_class="http_404")
+    return PreflightRefused(f"{url} answered HTTP {status}: {text}", error_class=f"http_{status}" if status < 500
+                            else "http_5xx")
+
+
+class _Unauthenticated(Exception):
+    """The endpoint answered 401/403 to a check made without the key that only the workers hold."""
+
+
+#: Redirects the check follows (each one is another request, with a timeout of its own).
+MAX_REDIRECTS = 3
+
+
+def check_endpoint(*, base_url: str, model: str, api_key_env: str = "", timeout_s: float = PREFLIGHT_TIMEOUT_S,
+                   environ=None, key_elsewhere: bool = False) -> Preflight:
+    """Refuse (PreflightRefused) unless the endpoint answers and serves ``model``; returns what it found.
+
+    ``key_elsewhere``: the key may be set only where the requests will be sent from (the web server checks
+    for the workers). Then a key missing here, and the 401/403 that follows without it, are warnings."""
+    key = None
+    try:
+        if key_elsewhere:
+            environ = os.environ if environ is None else environ
+            key = environ.get(api_key_env) if api_key_env else None
+            warnings = [] if key or not api_key_env else [
+                f"the API-key variable {api_key_env} is not set in this process: the check went without a key "
+                "(the workers need it, or requests go without one)"]
+        else:
+            key, warnings = key_check(base_url=base_url, api_key_env=api_key_env, environ=environ)
+        result = Preflight(warnings=warnings)
+        try:
+            return _check(base_url=base_url, model=model, key=key, timeout_s=timeout_s, result=result,
+                          unauthenticated_ok=key_elsewhere and not key)
+        except _Unauthenticated:
+            return result
+    except PreflightRefused:
+        raise
+    except (httpx.InvalidURL, UnicodeError, ValueError) as exc:  # e.g. a host name IDNA refuses, a non-ASCII key
+        raise PreflightRefused(f"cannot ask {base_url}: {redact(f'{type(exc).__name__}: {exc}', (key,))}"[:500],
+                               error_class="invalid_url") from None
+
+
+def _check(*, base_url: str, model: str, key: str | None, timeout_s: float, result: Preflight,
+           unauthenticated_ok: bool) -> Preflight:
+    base = base_url.rstrip("/")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    secrets = (key,)
+    timeout = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
+    with httpx.Client(timeout=timeout, headers=headers, follow_redirects=True, max_redirects=MAX_REDIRECTS,
+                      trust_env=False) as http:
+        def send(method: str, url: str, **kwargs) -> httpx.Response:
+            try:
+                response = http.request(method, url, **kwargs)
+            except httpx.HTTPError as exc:
+                error_class, reason = transport_reason(exc)
+                if isinstance(exc, httpx.TooManyRedirects):
+                    error_class, reason = "connection", f"more than {MAX_REDIRECTS} redirects"
+                if error_class == "timeout":
+                    reason = f"no answer within {timeout_s:.0f} s"
+                raise PreflightRefused(f"cannot reach {base_url}: {reason}", error_class=error_class) from None
+            if response.status_code in (401, 403) and unauthenticated_ok:
+                result.checked = "unauthenticated"
+                result.warnings.append(f"{base_url} answered HTTP {response.status_code} to a check without a key: "
+                                       "it is reachable, the model and the key were not checked")
+                raise _Unauthenticated
+            return response
+
+        models_url = f"{base}/models"
+        response = send("GET", models_url)
+        if response.status_code == 200:
+            try:
+                served = [str(m.get("id")) for m in response.json().get("data", []) if isinstance(m, dict)]
+            except (ValueError, AttributeError):
+                served = None
+            if served:
+                result.checked, result.models = "models", served
+                if model not in served:
+                    raise PreflightRefused(f"unknown model {model!r}: {base_url} serves {', '.join(served[:20])}",
+                                           error_class="unknown_model")
+                return result
+        elif response.status_code in (401, 403):
+            raise _refusal_for_status(response, models_url, base_url, model, secrets)
+        # No usable /models: one tiny completion.
+        chat_url = f"{base}/chat/completions"
+        body = {"model": model, "messages": [{"role": "user", "content": "Reply with 1."}], "max_tokens": 1}
+        response = send("POST", chat_url, content=json.dumps(body), headers={"Content-Type": "application/json"})
+        if response.status_code != 200:
+            raise _refusal_for_status(response, chat_url, base_url, model, secrets)
+        try:
+            response.json()["choices"][0]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise PreflightRefused(f"{chat_url} answered 200 with no chat completion in it (is it an "
+                                   "OpenAI-compatible API?)", error_class="malformed") from None
+        result.checked = "completion"
+        return result

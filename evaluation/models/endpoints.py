@@ -1,0 +1,143 @@
+"""Model endpoints: where answers come from (the key itself is never stored, only its variable)."""
+from __future__ import annotations
+
+import re
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import F, Q
+
+from evaluation.model_calls.builtin_models import BUILTIN_MODELS
+from evaluation.prompting.methods import METHODS
+
+# Upper case only: a lower-case "name" such as gsk_abc123... is far more likely a pasted key than a variable.
+ENV_VAR_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
+#: The app's own secrets and connection strings: never sent to a model server as its API key.
+APP_SECRET_VARIABLES = re.compile(r"^(SECRET_KEY|DJANGO_.*|DATABASE_.*|REDIS_.*|CELERY_.*|PG[A-Z]*|POSTGRES_.*"
+                                  r"|AWS_SECRET_.*|EMAIL_HOST_PASSWORD)$")
+MAX_CONCURRENCY = 1024
+SECRET_PARAM_RE = re.compile(r"api[_-]?key|secret|password|authorization|bearer|access[_-]?token", re.IGNORECASE)
+
+# Paper Table 9 (the inference parameters of the experiments), as far as an OpenAI-compatible API takes them.
+TABLE9_PRESET = {"temperature": 0.95, "top_p": 0.95, "max_tokens": 2000, "seed": 42}
+#: Table 9's top_k, sent as extra body to servers that take it (vLLM, llama.cpp, Ollama; not api.openai.com).
+#: Its num_beams = 2 has no OpenAI-API equivalent and is not sent.
+TABLE9_EXTRA = {"top_k": 5}
+
+
+class EndpointKind(models.TextChoices):
+    OPENAI = "openai", "OpenAI-compatible API"
+    BUILTIN = "builtin", "Built-in offline model"
+
+
+class ModelEndpoint(models.Model):
+    """Where answers come from. The API key is never stored: only the name of the env variable that holds it."""
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=10, choices=EndpointKind.choices, default=EndpointKind.OPENAI)
+    base_url = models.URLField(max_length=300, blank=True, help_text="e.g. https://api.openai.com/v1 or http://localhost:8000/v1")
+    model = models.CharField(max_length=200, help_text="Model name, or random / first-option / lexical for built-ins.")
+    api_key_env = models.CharField(
+        max_length=100, blank=True,
+        help_text="Name of the environment variable that holds the API key (the key itself is never stored).",
+    )
+    temperature = models.FloatField(null=True, blank=True)
+    top_p = models.FloatField(null=True, blank=True)
+    max_tokens = models.PositiveIntegerField(null=True, blank=True)
+    seed = models.IntegerField(null=True, blank=True)
+    extra_params = models.JSONField(default=dict, blank=True, help_text='Sent as extra body, e.g. {"top_k": 5}.')
+    max_concurrency = models.PositiveIntegerField(default=8, help_text="Requests in flight at once, over all workers.")
+    requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
+    timeout_s = models.FloatField(default=120.0)
+    max_attempts = models.PositiveSmallIntegerField(default=6)
+    retry_budget_s = models.FloatField(default=600.0, help_text="Give a request up after this many seconds of retries.")
+    price_in_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
+                                            help_text="Price per million input tokens.")
+    price_out_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
+                                             help_text="Price per million output tokens.")
+    use_cache = models.BooleanField(default=True, help_text="Reuse stored responses to identical requests.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    #: Raised by one on every save: an edit made from an older version is refused (no lost update).
+    version = models.PositiveIntegerField(default=1, editable=False)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(max_concurrency__gte=1), name="endpoint_concurrency_positive"),
+            models.CheckConstraint(condition=Q(timeout_s__gt=0), name="endpoint_timeout_positive"),
+            models.CheckConstraint(condition=Q(max_attempts__gte=1), name="endpoint_attempts_positive"),
+            models.CheckConstraint(
+                condition=~Q(kind="openai") | ~Q(base_url=""), name="endpoint_openai_needs_base_url"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def save(self, *args, **kwargs):
+        if self._state.adding:
+            super().save(*args, **kwargs)
+            return
+        # Raised in the UPDATE itself (version = version + 1), so that two saves never write the same number.
+        before = self.version
+        self.version = F("version") + 1
+        if kwargs.get("update_fields") is not None:
+            kwargs["update_fields"] = {*kwargs["update_fields"], "version"}
+        try:
+            super().save(*args, **kwargs)
+        except BaseException:
+            self.version = before
+            raise
+        self.refresh_from_db(fields=["version"])
+
+    @property
+    def is_builtin(self) -> bool:
+        return self.kind == EndpointKind.BUILTIN
+
+    def generation_params(self) -> dict:
+        params = {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens, "seed": self.seed}
+        params = {k: v for k, v in params.items() if v is not None}
+        if self.extra_params:
+            params["extra_body"] = dict(self.extra_params)
+        return params
+
+    def params_for(self, method: str) -> dict:
+        """The generation parameters a run of ``method`` sends: the endpoint's, and the method's default
+        ``max_tokens`` when the endpoint sets none (never unlimited; built-in models take no parameters)."""
+        params = self.generation_params()
+        if not self.is_builtin and params.get("max_tokens") is None and method in METHODS:
+            params["max_tokens"] = METHODS[method].default_max_tokens
+        return params
+
+    def clean(self) -> None:
+        errors = {}
+        if self.api_key_env and not ENV_VAR_RE.match(self.api_key_env):
+            # The message never repeats the value: it may be a key pasted by mistake.
+            errors["api_key_env"] = ("Give the NAME of an environment variable (upper-case letters, digits, _), "
+                                     "not the key itself.")
+        elif self.api_key_env and APP_SECRET_VARIABLES.match(self.api_key_env):
+            errors["api_key_env"] = (f"{self.api_key_env} holds one of the app's own secrets or connection settings; "
+                                     "it is never sent to a model server. Use a variable of its own, e.g. "
+                                     "OPENAI_API_KEY.")
+        if not isinstance(self.extra_params, dict):
+            errors["extra_params"] = 'Give a JSON object, e.g. {"top_k": 5}.'
+        elif any(SECRET_PARAM_RE.search(str(name)) for name in self.extra_params):
+            errors["extra_params"] = "No credentials here: they would be stored and shown. Use the key variable."
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            errors["temperature"] = "Temperature must be between 0 and 2."
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            errors["top_p"] = "top_p must be in (0, 1]."
+        if self.max_concurrency is not None and not 1 <= self.max_concurrency <= MAX_CONCURRENCY:
+            errors["max_concurrency"] = f"Between 1 and {MAX_CONCURRENCY} requests in flight."
+        if self.requests_per_minute is not None and self.requests_per_minute < 1:
+            errors["requests_per_minute"] = "At least 1 request per minute (leave empty for no limit)."
+        if self.timeout_s is not None and self.timeout_s <= 0:
+            errors["timeout_s"] = "The timeout must be positive."
+        if self.retry_budget_s is not None and self.retry_budget_s <= 0:
+            errors["retry_budget_s"] = "The retry budget must be positive."
+        if self.kind == EndpointKind.BUILTIN and self.model not in BUILTIN_MODELS:
+            errors["model"] = f"Built-in models: {', '.join(BUILTIN_MODELS)}."
+        if self.kind == EndpointKind.OPENAI and not self.base_url:
+            errors["base_url"] = "An OpenAI-compatible endpoint needs a base URL."
+        if errors:
+            raise ValidationError(errors)

@@ -1,0 +1,54 @@
+"""Humans beside the models: participants' answers on the items of a table, at the same item versions.
+
+Reads the studies through `studies.selectors` (evaluation may read studies; never the other way).
+A column's human cell covers the items of that column's cells; only answers given to the item's
+current version count (the leaderboard's cells count only fresh rows too), so humans and models
+are measured on the same text.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from evaluation.models import Result, Run
+from evaluation.selectors.aggregates import FRESH
+from evaluation.statistics.paired import wilson
+from studies import selectors as study_selectors
+
+
+@dataclass(frozen=True)
+class HumanCell:
+    items: int  # items of the column answered by participants
+    responses: int
+    correct: int
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.responses if self.responses else None
+
+    @property
+    def interval(self) -> tuple[float | None, float | None]:
+        """Wilson interval over the responses (raters of one item are not independent: read it as a guide)."""
+        return wilson(self.correct, self.responses)
+
+
+def human_cells(*, runs: Sequence[Run], endpoint_ids: Sequence[int], item_ids) -> dict[int, HumanCell] | None:
+    """Per endpoint column, the participants' answers on the column's items (None: no answers on any of them).
+
+    ``item_ids`` are the table's candidate items (a list or a subquery: the split's items, or the items
+    common to the chosen runs). Two queries: the answers per item on them, then (only when there are
+    answers) which column has a fresh scored row of which answered item."""
+    answers = study_selectors.response_outcomes(item_ids=item_ids)
+    if not answers:
+        return None
+    rows = Result.objects.filter(FRESH, run_id__in=[r.pk for r in runs], item_id__in=list(answers), error="",
+                                 is_correct__isnull=False)
+    by_column: dict[int, set[int]] = {pk: set() for pk in endpoint_ids}
+    for endpoint_id, item_id in rows.order_by().values_list("run__endpoint_id", "item_id").distinct():
+        by_column[endpoint_id].add(item_id)
+    out = {}
+    for endpoint_id, items in by_column.items():
+        answered = [answers[i] for i in items]
+        out[endpoint_id] = HumanCell(items=len(answered), responses=sum(a.responses for a in answered),
+                                     correct=sum(a.correct for a in answered))
+    return out

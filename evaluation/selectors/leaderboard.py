@@ -1,0 +1,329 @@
+"""The leaderboard (paper Table 4) from the database: methods as rows, models as columns, like for like.
+
+A table is over one split (the latest finished run of each (method, endpoint) on it, one option
+order) or over chosen runs (then always their common items) — never a silent mix. Every cell
+counts only its *fresh* rows (the item has not changed since it was asked) and says how many
+stale rows it dropped. Against a chosen reference cell each cell gets an exact McNemar test on
+the (item, version) pairs both have (one outcome per item: its first sample, or with circular
+order the first sample's rotations, all right), Holm-corrected across the table; the numbers of
+pairs and of items only one side has are shown. Below the methods: the always-first-option and
+the random-guess baselines of each column's rows, and humans from the studies on each column's
+items and item versions.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from annotation.models import Item
+from evaluation.models import ModelEndpoint, OptionOrder, Run, RunStatus
+from evaluation.prompting.methods import METHODS
+from evaluation.selectors import humans
+from evaluation.selectors.aggregates import RowCounts, metrics_many
+from evaluation.selectors.outcomes import circular_verdicts, common_item_ids, paired_counts
+from evaluation.selectors.quality import check_kinds, flagged_item_ids
+from evaluation.statistics.metrics import RunMetrics
+from evaluation.statistics.paired import ALPHA, Paired, holm, mcnemar_exact_many, wilson
+from foundation.errors import Invalid
+
+
+def _pct(value: float | None) -> float | None:
+    return None if value is None else 100.0 * value
+
+
+@dataclass
+class Cell:
+    run: Run
+    metrics: RunMetrics
+    counts: RowCounts
+    paired: Paired | None = None  # against the reference cell
+    p_value: float | None = None  # exact McNemar on the pairs (None: no pairs, or the reference itself)
+    p_holm: float | None = None
+    is_reference: bool = False
+    circular: tuple[int, int] | None = None  # circular order: (items right in every rotation, items)
+
+    @property
+    def circular_accuracy(self) -> float | None:
+        return self.circular[0] / self.circular[1] if self.circular and self.circular[1] else None
+
+    @property
+    def method(self) -> str:
+        return self.run.method
+
+    @property
+    def endpoint(self) -> ModelEndpoint:
+        return self.run.endpoint
+
+    @property
+    def key(self) -> str:
+        return cell_key(self.run.method, self.run.endpoint.name)
+
+    @property
+    def accuracy_pct(self) -> float | None:
+        return _pct(self.metrics.accuracy)
+
+    @property
+    def keyinfo_pct(self) -> float | None:
+        return _pct(self.metrics.keyinfo)
+
+    @property
+    def first_option_pct(self) -> float | None:
+        return _pct(self.metrics.first_option_baseline)
+
+    @property
+    def significant(self) -> bool:
+        return self.p_holm is not None and self.p_holm < ALPHA
+
+    @property
+    def direction(self) -> str:
+        """'better' / 'worse' than the reference on the discordant pairs ('' without a test)."""
+        if self.paired is None or not self.paired.n:
+            return ""
+        ref_better, cell_better = self.paired.discordant
+        return "better" if cell_better > ref_better else "worse" if cell_better < ref_better else "same"
+
+    def as_json(self) -> dict:
+        m, p = self.metrics, self.paired
+        return {
+            "method": self.run.method, "endpoint": self.run.endpoint.name, "model": self.run.endpoint.model,
+            "run": self.run.pk, "split": self.run.split, "option_order": self.run.option_order, "n": m.n,
+            "correct": m.correct, "accuracy": m.accuracy,
+            "accuracy_ci95": [m.ci_low, m.ci_high] if m.ci_low is not None else None,
+            "keyinfo": m.keyinfo, "first_option_baseline": m.first_option_baseline,
+            "parse_failures": m.parse_failures, "errors": m.errors, "stale_dropped": self.counts.stale,
+            "is_reference": self.is_reference,
+            "pairs": p.n if p else None, "pairs_dropped": [p.ref_only, p.other_only] if p else None,
+            "discordant": list(p.discordant) if p else None, "p_value": self.p_value,
+            "p_holm": self.p_holm, "significant": self.significant if p else None,
+            "circular_accuracy": self.circular_accuracy, "circular_n": self.circular[1] if self.circular else None,
+        }
+
+
+@dataclass(frozen=True)
+class BaselineCell:
+    n: int
+    value: float | None  # in [0, 1]
+    low: float | None = None
+    high: float | None = None
+    items: int | None = None
+
+    @property
+    def pct(self) -> float | None:
+        return _pct(self.value)
+
+
+@dataclass(frozen=True)
+class BaselineRow:
+    key: str
+    label: str
+    note: str
+    cells: list[BaselineCell | None]
+
+
+@dataclass
+class Leaderboard:
+    split: str
+    run_ids: list[int]
+    option_order: str
+    common: bool
+    common_items: int | None
+    endpoints: list[ModelEndpoint]
+    rows: list[dict]
+    baselines: list[BaselineRow] = field(default_factory=list)
+    reference: Cell | None = None
+    alpha: float = ALPHA
+    excluded_kinds: tuple[str, ...] = ()  # quality flags whose items were left out
+    excluded_items: int = 0  # flagged items of the table's item set left out
+
+    @property
+    def cells(self) -> list[Cell]:
+        return [c for row in self.rows for c in row["cells"] if c is not None]
+
+    @property
+    def scope(self) -> str:
+        return self._items_text() + self.exclusion_text
+
+    def _items_text(self) -> str:
+        if self.run_ids:
+            return (f"the {self.common_items} items common to runs "
+                    + ", ".join(f"#{pk}" for pk in self.run_ids) + " (at their current versions)")
+        where = f"split {self.split}, {self.option_order} option order"
+        return f"{where}, the {self.common_items} items common to every cell" if self.common else where
+
+    @property
+    def exclusion_text(self) -> str:
+        if not self.excluded_kinds:
+            return ""
+        return (f"; {self.excluded_items} flagged item(s) excluded "
+                f"({', '.join(self.excluded_kinds)}, from the data-quality report)")
+
+    @property
+    def n_range(self) -> tuple[int, int] | None:
+        ns = [c.metrics.n for c in self.cells]
+        return (min(ns), max(ns)) if ns else None
+
+    def as_json(self) -> dict:
+        return {
+            "split": self.split, "runs": self.run_ids, "option_order": self.option_order, "common": self.common,
+            "common_items": self.common_items, "scope": self.scope, "alpha": self.alpha,
+            "excluded_kinds": list(self.excluded_kinds), "excluded_items": self.excluded_items,
+            "reference": self.reference.key if self.reference else None,
+            "cells": [c.as_json() for c in self.cells],
+            "baselines": [{"key": b.key, "label": b.label, "note": b.note,
+                           "cells": [None if c is None else {"endpoint": e.name, "n": c.n, "value": c.value,
+                                                             "ci95": [c.low, c.high] if c.low is not None else None,
+                                                             "items": c.items}
+                                     for e, c in zip(self.endpoints, b.cells)]}
+                          for b in self.baselines],
+        }
+
+
+def cell_key(method: str, endpoint_name: str) -> str:
+    """How a cell is named on the command line and in forms: METHOD@ENDPOINT."""
+    return f"{method}@{endpoint_name}"
+
+
+def splits_with_runs() -> list[tuple[str, int]]:
+    """The splits that have finished runs, with how many (the page offers them; it never picks one)."""
+    from django.db.models import Count
+
+    rows = (Run.objects.filter(status=RunStatus.FINISHED).exclude(split="").order_by("split").values("split")
+            .annotate(runs=Count("pk")))
+    return [(r["split"], r["runs"]) for r in rows]
+
+
+def _runs_for_split(split: str, option_order: str) -> list[Run]:
+    runs = (Run.objects.select_related("endpoint").defer("item_ids", "requested_ids")
+            .filter(status=RunStatus.FINISHED, split=split, option_order=option_order).order_by("created_at", "pk"))
+    latest: dict[tuple[str, int], Run] = {}
+    for run in runs:
+        latest[(run.method, run.endpoint_id)] = run
+    return list(latest.values())
+
+
+def _chosen_runs(run_ids: Sequence[int]) -> list[Run]:
+    runs = list(Run.objects.select_related("endpoint").defer("item_ids", "requested_ids").filter(pk__in=run_ids))
+    missing = sorted(set(run_ids) - {r.pk for r in runs})
+    if missing:
+        raise Invalid(f"No run {', '.join(f'#{pk}' for pk in missing)}.", field="runs")
+    seen: dict[tuple[str, int], int] = {}
+    for run in runs:
+        other = seen.setdefault((run.method, run.endpoint_id), run.pk)
+        if other != run.pk:
+            raise Invalid(f"Runs #{other} and #{run.pk} are the same method on the same endpoint: one cell each.",
+                          field="runs")
+    splits = sorted({r.split for r in runs if r.split})
+    if len(splits) > 1:
+        raise Invalid(f"The runs are on different splits ({', '.join(splits)}): compare runs of one split.",
+                      field="runs")
+    return runs
+
+
+def leaderboard(*, split: str = "", run_ids: Sequence[int] = (), option_order: str = OptionOrder.ORIGINAL,
+                reference: str = "", common: bool = False, exclude: Sequence[str] = ()) -> Leaderboard:
+    """The table of a split (latest finished run per cell), or of chosen runs on their common items;
+    without the items flagged (data-quality report) with any of the ``exclude`` kinds."""
+    run_ids = sorted(set(run_ids))
+    if run_ids:
+        runs, common = _chosen_runs(run_ids), True
+        split = next((r.split for r in runs if r.split), "")
+    elif not split:
+        raise Invalid("Choose a split (or runs): a table over several item sets would compare unlike things.",
+                      field="split")
+    else:
+        runs = _runs_for_split(split, option_order)
+    item_ids = common_item_ids(runs) if common and runs else None
+    common_items = len(item_ids) if item_ids is not None else None
+    kinds, excluded = (), 0
+    if exclude:
+        kinds = check_kinds(exclude)
+        item_ids, excluded = _without_flagged(split, runs, item_ids, kinds)
+    ref_run = _reference_run(runs, reference) if reference else None
+    metrics = metrics_many(runs=runs, fresh_only=True, item_ids=item_ids, reference=ref_run)
+    circular = circular_verdicts(runs, item_ids)
+    cells = {(r.method, r.endpoint_id): Cell(run=r, metrics=metrics[r.pk][0], counts=metrics[r.pk][1],
+                                             circular=circular.get(r.pk, (0, 0)) if r.rotations > 1 else None)
+             for r in runs}
+    endpoints = sorted({r.endpoint for r in runs}, key=lambda e: e.name)
+    rows = []
+    for name, method in METHODS.items():
+        row = [cells.get((name, e.pk)) for e in endpoints]
+        if any(row):
+            rows.append({"method": method, "family": method.family, "cells": row})
+    table = Leaderboard(split=split, run_ids=list(run_ids), option_order=option_order if not run_ids else "",
+                        common=common, common_items=common_items if common_items is None else common_items - excluded,
+                        endpoints=endpoints, rows=rows, excluded_kinds=kinds, excluded_items=excluded)
+    if ref_run is not None:
+        _test_against(table, ref_run, item_ids)
+    table.baselines = _baselines(table, item_ids)
+    return table
+
+
+def _without_flagged(split: str, runs: Sequence[Run], item_ids: list[int] | None,
+                     kinds: Sequence[str]) -> tuple[list[int], int]:
+    """The table's items (the common ones, else the split's) without the flagged ones, and how many went."""
+    if not split:
+        raise Invalid("Excluding flagged items needs a split (the data-quality report is per split).",
+                      field="exclude")
+    flagged = flagged_item_ids(split=split, kinds=kinds)
+    candidates = item_ids if item_ids is not None else Item.objects.filter(split=split).values_list("pk", flat=True)
+    candidates = list(candidates)
+    kept = [pk for pk in candidates if pk not in flagged]
+    return kept, len(candidates) - len(kept)
+
+
+def _reference_run(runs: Sequence[Run], reference: str) -> Run:
+    found = next((r for r in runs if cell_key(r.method, r.endpoint.name) == reference), None)
+    if found is None:
+        raise Invalid(f"No cell {reference!r} in this table: give METHOD@ENDPOINT of one of its cells.",
+                      field="reference")
+    return found
+
+
+def _test_against(table: Leaderboard, reference: Run, item_ids: list[int] | None) -> None:
+    ref = next(c for c in table.cells if c.run.pk == reference.pk)
+    ref.is_reference = True
+    table.reference = ref
+    others = [c for c in table.cells if c is not ref]
+    paired = paired_counts(runs=[c.run for c in table.cells], reference=reference,
+                           counts={c.run.pk: c.counts for c in table.cells}, item_ids=item_ids)
+    for cell in others:
+        cell.paired = paired[cell.run.pk]
+    tested = [c for c in others if c.paired.n]
+    for cell, p in zip(tested, mcnemar_exact_many([c.paired.discordant for c in tested])):
+        cell.p_value = p
+    for cell, p in zip(others, holm([c.p_value for c in others])):
+        cell.p_holm = p
+
+
+def _baselines(table: Leaderboard, item_ids: list[int] | None) -> list[BaselineRow]:
+    """Per column: what always answering the first option shown and guessing uniformly score on the column's
+    rows, and humans on the column's items (same item versions)."""
+    first, chance = [], []
+    for endpoint in table.endpoints:
+        column = [c for c in table.cells if c.endpoint.pk == endpoint.pk]
+        choice = sum(c.counts.choice for c in column)
+        picked = sum(c.counts.first for c in column)
+        low, high = wilson(picked, choice)
+        first.append(BaselineCell(n=choice, value=picked / choice, low=low, high=high) if choice else None)
+        chance.append(BaselineCell(n=choice, value=sum(c.counts.chance for c in column) / choice)
+                      if choice else None)
+    rows = [
+        BaselineRow("first-option", "Always the first option",
+                    "the share of the column's rows whose correct option was shown first", first),
+        BaselineRow("random", "Random guess (expected)", "the mean of 1 / number of options over the column's rows",
+                    chance),
+    ]
+    candidates = item_ids if item_ids is not None else Item.objects.filter(split=table.split).values("pk")
+    people = humans.human_cells(runs=[c.run for c in table.cells], endpoint_ids=[e.pk for e in table.endpoints],
+                                item_ids=candidates)
+    if people is not None:
+        cells = []
+        for endpoint in table.endpoints:
+            h = people[endpoint.pk]
+            low, high = h.interval
+            cells.append(BaselineCell(n=h.responses, value=h.accuracy, low=low, high=high, items=h.items)
+                         if h.responses else None)
+        rows.append(BaselineRow("humans", "Humans (studies)",
+                                "participants' answers on the column's items at the same item versions", cells))
+    return rows

@@ -1,0 +1,70 @@
+"""What happened in a run, counted from its rows: errors, truncated and cached rows, tokens actually spent,
+abandoned requests and the commonest error (for the run page, the API and `evaluate`'s JSON line)."""
+from __future__ import annotations
+
+from django.db.models import Count, Q, Sum
+
+from evaluation.models import Result, Run
+
+
+def run_record_counts(*, run: Run) -> dict:
+    """``rows``, ``errors``, ``truncated`` (a call cut at the token cap), ``cached`` (every call from the cache),
+    ``tokens_spent_in`` / ``tokens_spent_out`` (calls not answered from the cache), ``abandoned_requests``
+    (attempts that timed out: the server may have kept generating them, their tokens are not in the
+    spent counts; at most ``abandoned_tokens_max`` = that x max_tokens), ``commonest_error`` (message and count,
+    or None), ``error_classes`` ({class: rows}), ``status`` and ``failure_reason``."""
+    # One query: the rows grouped by (error class, error message), each group with its sums; the failed
+    # groups give the commonest message and the rows per class, the sum of all groups the totals.
+    groups = (Result.objects.filter(run=run).values_list("error_class", "error")
+              .annotate(n=Count("pk"), truncated=Count("pk", filter=Q(truncated=True)),
+                        cached=Count("pk", filter=Q(cached=True)), spent_in=Sum("spent_tokens_in"),
+                        spent_out=Sum("spent_tokens_out"), timeouts=Sum("timeouts"),
+                        finish_reason_missing=Count("pk", filter=Q(finish_reason=""))))
+    totals = {"rows": 0, "errors": 0, "truncated": 0, "cached": 0, "spent_in": 0, "spent_out": 0, "timeouts": 0,
+              "finish_reason_missing": 0}
+    by_message: dict[str, int] = {}
+    classes: dict[str, int] = {}
+    for error_class, error, n, truncated, cached, spent_in, spent_out, timeouts, no_reason in groups:
+        totals["rows"] += n
+        totals["truncated"] += truncated
+        totals["spent_in"] += spent_in or 0
+        totals["spent_out"] += spent_out or 0
+        totals["timeouts"] += timeouts or 0
+        if error:
+            totals["errors"] += n
+            by_message[error] = by_message.get(error, 0) + n
+            classes[error_class] = classes.get(error_class, 0) + n
+        else:
+            totals["cached"] += cached
+            totals["finish_reason_missing"] += no_reason
+    common = min(({"error": e, "n": n} for e, n in by_message.items()), key=lambda c: (-c["n"], c["error"]),
+                 default=None)
+    classes = dict(sorted(classes.items(), key=lambda kv: -kv[1]))
+    abandoned = totals["timeouts"] or 0
+    max_tokens = (run.params or {}).get("max_tokens")
+    return {
+        "rows": totals["rows"], "errors": totals["errors"], "truncated": totals["truncated"],
+        "cached": totals["cached"], "tokens_spent_in": totals["spent_in"] or 0,
+        "tokens_spent_out": totals["spent_out"] or 0, "abandoned_requests": abandoned,
+        "abandoned_tokens_max": abandoned * max_tokens if max_tokens else None,
+        "finish_reason_missing": totals["finish_reason_missing"],
+        "commonest_error": {"message": common["error"], "count": common["n"]} if common else None,
+        "error_classes": {k or "other": v for k, v in classes.items()},
+        "status": run.status, "failure_reason": run.failure_reason,
+    }
+
+
+def run_record_text(counts: dict) -> str:
+    """One line for people: what happened in the run."""
+    parts = [f"{counts['rows']} rows", f"{counts['errors']} errors", f"{counts['truncated']} truncated at the token cap",
+             f"{counts['cached']} from the cache",
+             f"tokens spent {counts['tokens_spent_in']} in / {counts['tokens_spent_out']} out"]
+    if counts["abandoned_requests"]:
+        bound = counts["abandoned_tokens_max"]
+        parts.append(f"{counts['abandoned_requests']} timed-out requests abandoned"
+                     + (f" (up to {bound} uncounted output tokens)" if bound else ""))
+    if counts["commonest_error"]:
+        parts.append(f"commonest error ({counts['commonest_error']['count']}x): {counts['commonest_error']['message']}")
+    if counts["failure_reason"]:
+        parts.append(f"failed: {counts['failure_reason']}")
+    return "; ".join(parts)

@@ -1,0 +1,282 @@
+"""Reads of the evaluation app: progress, metrics, breakdowns, a run's rows and one row in full.
+
+The leaderboard (paper Table 4) is `evaluation.selectors.leaderboard`, the two-run comparison
+`evaluation.selectors.comparison`; metrics of many runs at once come from the database
+(`evaluation.selectors.aggregates`), a single run's from its rows (`metrics.summarize`).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Count, F, Q, QuerySet, Sum
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+
+from annotation import clue_graph
+from annotation.highlight import segments
+from annotation.selectors import item_list
+from evaluation.models import ModelEndpoint, Result, Run, RunStatus
+from evaluation.prompting.answer_reading import option_labels
+from evaluation.selectors.aggregates import JSONLength, metrics_many
+from evaluation.statistics.metrics import RowScore, RunMetrics, by_question_type, cost, summarize
+from foundation.errors import Invalid
+
+#: The filters of a run's rows (run page and drill-down links).
+RESULT_FILTERS = {
+    "correct": Q(is_correct=True),
+    "wrong": Q(is_correct=False),
+    "parse_failure": Q(error="") & ~Q(parse_status="ok"),
+    "error": ~Q(error=""),
+    "stale": ~Q(item_version=F("item__version")),
+}
+
+
+@dataclass(frozen=True)
+class Progress:
+    total: int
+    done: int
+    errors: int
+    tokens_in: int = 0
+    tokens_out: int = 0
+    active: bool = False
+    elapsed_s: float | None = None  # since the latest launch or resume
+    recent: int = 0  # rows written since then
+
+    @property
+    def resolved(self) -> int:
+        return self.done + self.errors
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.resolved / self.total if self.total else 100.0
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the pace of the rows written since the latest start (None before the first row)."""
+        left = self.total - self.resolved
+        if not self.active or left <= 0 or not self.recent or not self.elapsed_s:
+            return None
+        return self.elapsed_s / self.recent * left
+
+    def as_json(self) -> dict:
+        return {"total": self.total, "done": self.done, "errors": self.errors, "tokens_in": self.tokens_in,
+                "tokens_out": self.tokens_out, "eta_s": self.eta_s}
+
+
+def endpoint_list() -> QuerySet[ModelEndpoint]:
+    """Endpoints by name, each with ``run_count``."""
+    return ModelEndpoint.objects.annotate(run_count=Count("runs")).order_by("name")
+
+
+def run_queryset() -> QuerySet[Run]:
+    """Runs newest first with their endpoint (one query), without the long id lists."""
+    return Run.objects.select_related("endpoint").defer("item_ids", "requested_ids").order_by("-created_at")
+
+
+def with_progress(runs: list[Run]) -> list[Run]:
+    """The runs, each with ``.progress`` set (two queries for all of them)."""
+    progress = run_progress_many(run_ids=[r.pk for r in runs])
+    for run in runs:
+        run.progress = progress.get(run.pk, Progress(0, 0, 0))
+    return runs
+
+
+def run_list(*, limit: int | None = 200) -> list[Run]:
+    """Newest runs, each with ``.progress`` and ``.summary`` (metrics from the database): three queries, and one
+    more for the pace of the active ones."""
+    runs = list(run_queryset().annotate(item_count=JSONLength("item_ids"))[:limit])
+    metrics = metrics_many(runs=runs)
+    now = timezone.now()
+    active = [r.pk for r in runs if r.is_active]
+    recent = _recent_rows(active) if active else {}
+    for run in runs:
+        m, counts = metrics[run.pk]
+        run.summary = _priced(run, m, stale=counts.stale)
+        run.progress = Progress(
+            total=(run.item_count or 0) * run.rows_per_item, done=counts.n, errors=counts.errors,
+            tokens_in=counts.tokens_in, tokens_out=counts.tokens_out, active=run.is_active,
+            elapsed_s=(now - run.started_at).total_seconds() if run.started_at else None,
+            recent=recent.get(run.pk, 0))
+    return runs
+
+
+def _recent_rows(run_ids: list[int]) -> dict[int, int]:
+    """Rows written since each run's latest launch or resume."""
+    return dict(Result.objects.filter(run_id__in=run_ids, updated_at__gte=F("run__started_at")).order_by()
+                .values("run_id").annotate(n=Count("run_id")).values_list("run_id", "n"))
+
+
+def result_list(*, run: Run) -> QuerySet[Result]:
+    """Every row of a run, in (item, sample) order, as the API returns them (item as an id: no join)."""
+    return Result.objects.filter(run=run).order_by("item_id", "sample_index")
+
+
+def run_progress_many(*, run_ids: list[int], now: datetime | None = None) -> dict[int, Progress]:
+    """Progress of several runs in two queries (done, errors, tokens, and the pace since the latest start)."""
+    now = now or timezone.now()
+    runs = (Run.objects.filter(pk__in=run_ids).annotate(item_count=JSONLength("item_ids"))
+            .values_list("pk", "item_count", "samples", "rotations", "status", "started_at"))
+    counts = (
+        Result.objects.filter(run_id__in=run_ids).order_by().values("run_id")
+        .annotate(done=Count("run_id", filter=Q(error="")), errors=Count("run_id", filter=~Q(error="")),
+                  tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"),
+                  recent=Count("run_id", filter=Q(updated_at__gte=F("run__started_at"))))
+    )
+    found = {c.pop("run_id"): c for c in counts}
+    out = {}
+    for pk, item_count, samples, rotations, status, started_at in runs:
+        c = found.get(pk, {})
+        active = status in (RunStatus.QUEUED, RunStatus.RUNNING)
+        out[pk] = Progress(total=(item_count or 0) * samples * rotations, done=c.get("done", 0),
+                           errors=c.get("errors", 0), tokens_in=c.get("tokens_in") or 0,
+                           tokens_out=c.get("tokens_out") or 0, active=active,
+                           elapsed_s=(now - started_at).total_seconds() if started_at else None,
+                           recent=c.get("recent", 0))
+    return out
+
+
+def run_progress(*, run: Run) -> Progress:
+    return run_progress_many(run_ids=[run.pk])[run.pk]
+
+
+def _row_scores(run_ids: list[int]) -> dict[int, list[RowScore]]:
+    rows: dict[int, list[RowScore]] = {pk: [] for pk in run_ids}
+    for r in Result.objects.filter(run_id__in=run_ids).values_list(
+        "run_id", "item_id", "is_correct", "parse_status", "keyinfo", "answer_first", "error", "tokens_in",
+        "tokens_out", "item__question_type", "item_version", "item__version",
+    ).iterator(chunk_size=5000):
+        rows[r[0]].append(RowScore(item_id=r[1], correct=r[2], parse_status=r[3], keyinfo=r[4], answer_first=r[5],
+                                   error=bool(r[6]), tokens_in=r[7], tokens_out=r[8], question_type=r[9],
+                                   stale=r[10] != r[11]))
+    return rows
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run: Run
+    metrics: RunMetrics
+    cost: float | None
+    wall_s: float | None
+    stale: int = 0  # rows of an item changed since the run asked it
+
+    @staticmethod
+    def _percent(value: float | None) -> float | None:
+        return None if value is None else 100.0 * value
+
+    @property
+    def accuracy_pct(self) -> float | None:
+        return self._percent(self.metrics.accuracy)
+
+    @property
+    def keyinfo_pct(self) -> float | None:
+        return self._percent(self.metrics.keyinfo)
+
+    @property
+    def first_option_pct(self) -> float | None:
+        return self._percent(self.metrics.first_option_baseline)
+
+    @property
+    def text(self) -> dict:
+        """The numbers of a list row as text (plain formatting: long lists render without ``floatformat``)."""
+        m = self.metrics
+        return {"acc": "—" if m.accuracy is None else f"{100 * m.accuracy:.1f}%",
+                "ci": "" if m.ci_low is None else f"{m.ci_low:.3f}–{m.ci_high:.3f}",
+                "first": "—" if m.first_option_baseline is None else f"{100 * m.first_option_baseline:.1f}"}
+
+    def as_json(self) -> dict:
+        m = self.metrics
+        return {
+            "run": self.run.pk, "method": self.run.method, "model": self.run.endpoint.model,
+            "status": self.run.status, "n": m.n, "accuracy": m.accuracy,
+            "accuracy_ci95": [m.ci_low, m.ci_high] if m.ci_low is not None else None,
+            "accuracy_parsed": m.accuracy_parsed, "first_option_baseline": m.first_option_baseline,
+            "keyinfo": m.keyinfo, "parse_failures": m.parse_failures, "parse_failure_rate": m.parse_failure_rate,
+            "errors": m.errors, "tokens_in": m.tokens_in, "tokens_out": m.tokens_out, "cost": self.cost,
+            "wall_s": self.wall_s, "option_order": self.run.option_order, "seed": self.run.seed,
+            "prompt_version": self.run.prompt_version, "stale_rows": self.stale,
+        }
+
+
+def _priced(run: Run, metrics: RunMetrics, *, stale: int = 0) -> RunSummary:
+    endpoint = run.endpoint
+    price = cost(tokens_in=metrics.tokens_in, tokens_out=metrics.tokens_out,
+                 price_in_per_mtok=endpoint.price_in_per_mtok, price_out_per_mtok=endpoint.price_out_per_mtok)
+    return RunSummary(run=run, metrics=metrics, cost=price, wall_s=run.wall_s, stale=stale)
+
+
+def _summary(run: Run, rows: list[RowScore]) -> RunSummary:
+    return _priced(run, summarize(rows), stale=sum(1 for r in rows if r.stale))
+
+
+def run_summary(*, run: Run) -> RunSummary:
+    """A run's metrics from its rows (what `evaluate` prints)."""
+    return _summary(run, _row_scores([run.pk])[run.pk])
+
+
+def run_summaries(*, runs: list[Run]) -> list[RunSummary]:
+    """Metrics of several runs, computed in the database (equal to ``run_summary`` of each)."""
+    metrics = metrics_many(runs=runs)
+    return [_priced(run, metrics[run.pk][0], stale=metrics[run.pk][1].stale) for run in runs]
+
+
+def run_summary_and_question_types(*, run: Run) -> tuple[RunSummary, dict[str, RunMetrics]]:
+    """The run's summary and its metrics per question type, from one read of its rows."""
+    rows = _row_scores([run.pk])[run.pk]
+    return _summary(run, rows), by_question_type(rows)
+
+
+def run_question_types(*, run: Run) -> list[str]:
+    """The question types of a run's items (the run page's filter)."""
+    return sorted(set(Result.objects.filter(run=run).values_list("item__question_type", flat=True).distinct()))
+
+
+def run_results(*, run: Run, status: str = "", question_type: str = "") -> QuerySet[Result]:
+    """A run's rows, optionally one outcome (RESULT_FILTERS) and one question type, with their items' heads."""
+    results = (Result.objects.filter(run=run).select_related("item")
+               .only(*RESULT_ROW_FIELDS, "item__external_id", "item__question_type", "item__answer_index",
+                     "item__version"))
+    if status in RESULT_FILTERS:
+        results = results.filter(RESULT_FILTERS[status])
+    if question_type:
+        results = results.filter(item__question_type=question_type)
+    return results.order_by("item_id", "sample_index")
+
+
+RESULT_ROW_FIELDS = ("run_id", "item_id", "sample_index", "item_version", "answer_index", "parse_status",
+                     "is_correct", "keyinfo", "raw_output", "free_answer", "error")
+
+
+def result_detail(*, run: Run, pk: int) -> dict:
+    """One row in full: the messages sent, the raw output, the parsed answer, the options as shown, and the
+    context twice, with the model's key information and with the gold clues highlighted (fuzzy anchors)."""
+    result = get_object_or_404(Result.objects.select_related("item"), run=run, pk=pk)
+    item = result.item
+    graph = clue_graph.parse_clue_graph(item.evidence, item.reasoning)
+    gold = clue_graph.anchor_clues(graph.clues, item.context)
+    model_lines = [line.strip(" -*•\t") for line in result.key_information.splitlines() if line.strip(" -*•\t")]
+    model = clue_graph.anchor_clues(model_lines, item.context)
+    labels = option_labels(len(result.shown_order) or len(item.options), run.option_labels)
+    return {
+        "result": result, "item": item, "stale": result.item_version != item.version,
+        "shown": [{"label": labels[pos], "text": item.options[index] if index < len(item.options) else "",
+                   "index": index, "correct": index == item.answer_index, "chosen": index == result.answer_index}
+                  for pos, index in enumerate(result.shown_order or range(len(item.options)))],
+        "model_lines": [{"text": t, "anchor": a, "number": i + 1} for i, (t, a) in enumerate(zip(model_lines, model))],
+        "model_segments": segments(item.context, [(a.start, a.end, a.clue_index, a.exact) for a in model if a]),
+        "gold_clues": [{"clue": c, "anchor": a, "number": i + 1} for i, (c, a) in enumerate(zip(graph.clues, gold))],
+        "gold_segments": segments(item.context, [(a.start, a.end, a.clue_index, a.exact) for a in gold if a]),
+    }
+
+
+def select_item_ids(*, split: str = "", item_status: str = "", question_type: str = "",
+                    ids: Sequence[int] = (), limit: int | None = None) -> list[int]:
+    """The ids of the items a launch over this selection takes, in id order (refuses a limit below 1)."""
+    if limit is not None and limit < 1:
+        raise Invalid("The limit must be at least 1.", field="limit")
+    items = item_list(split=split or None, status=item_status or None, question_type=question_type or None)
+    if ids:
+        items = items.filter(pk__in=list(ids))
+    selected = list(items.order_by("pk").values_list("pk", flat=True))
+    return selected[:limit] if limit else selected

@@ -1,0 +1,138 @@
+"""Writes of the judge: judge configurations, launching, resuming and cancelling judge runs."""
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from annotation.models import Item
+from annotation.services.belief import belief_queue_for
+from evaluation.execution import judge as execution
+from evaluation.execution import queueing
+from evaluation.judge import specs
+from evaluation.judge.beliefs import BUILTIN
+from evaluation.models import EndpointKind, ModelEndpoint, Result, Run, RunStatus
+from evaluation.models.judge import JudgeConfig, JudgeRun
+from foundation.errors import Conflict, Invalid, NotFound
+
+BUILTIN_CONFIG = "builtin"
+#: The review policy of the built-in judge's queue (annotation's defaults otherwise).
+BUILTIN_QUEUE_POLICY = {"description": "Labels of the built-in offline judge (string similarity, heuristics)."}
+
+
+def _invalid(exc: ValidationError) -> Invalid:
+    return Invalid(errors=exc.message_dict if hasattr(exc, "error_dict") else {"": exc.messages})
+
+
+@transaction.atomic
+def judge_config_create(*, name: str, belief_source: str, task: str = "", endpoint: ModelEndpoint | None = None,
+                        template: str = "", samples: int = 1, temperature: float | None = None,
+                        description: str = "", user=None, **queue_policy) -> JudgeConfig:
+    """A judge configuration and its review queue (same name; ``queue_policy``: order, random_share,
+    reviewers_per_label, blind, accept_threshold, lease_minutes)."""
+    if JudgeConfig.objects.filter(name=name).exists():
+        raise Conflict(f"a judge configuration called {name!r} exists", field="name")
+    if endpoint is not None and endpoint.kind != EndpointKind.OPENAI:
+        raise Invalid("a judge endpoint is an OpenAI-compatible API (the built-in judge needs none)", field="endpoint")
+    config = JudgeConfig(name=name, belief_source=belief_source, task=task, endpoint=endpoint, template=template,
+                         samples=samples, temperature=temperature, description=description, created_by=user)
+    try:
+        config.full_clean(exclude=["queue"])
+    except ValidationError as exc:
+        raise _invalid(exc) from None
+    config.queue = belief_queue_for(name=name, **({"description": description} if description else {}), **queue_policy)
+    config.save()
+    return config
+
+
+def judge_config_builtin() -> JudgeConfig:
+    """The built-in offline judge (any task), created on first use."""
+    config = JudgeConfig.objects.select_related("queue").filter(name=BUILTIN_CONFIG).first()
+    if config is not None:
+        return config
+    try:
+        return judge_config_create(name=BUILTIN_CONFIG, belief_source=BUILTIN, **BUILTIN_QUEUE_POLICY)
+    except (Conflict, IntegrityError):  # created meanwhile by another process
+        return JudgeConfig.objects.select_related("queue").get(name=BUILTIN_CONFIG)
+
+
+def judge_config_get(*, name: str) -> JudgeConfig:
+    if name == BUILTIN_CONFIG:
+        return judge_config_builtin()
+    config = JudgeConfig.objects.select_related("endpoint", "queue").filter(name=name).first()
+    if config is None:
+        raise NotFound(f"no judge configuration {name!r}", field="config")
+    return config
+
+
+def _targets(*, task: str, run: Run | None, split: str, limit: int | None) -> list[str]:
+    if task == specs.FREE_TEXT:
+        if run is None:
+            raise Invalid("a free-text judge run judges the results of a run", field="run")
+        if run.method != specs.FREE_TEXT:
+            raise Invalid(f"run {run.pk} is a {run.method} run: only free-text answers are judged", field="run")
+        ids = Result.objects.filter(run=run, error="").order_by("item_id", "sample_index").values_list("pk", flat=True)
+        targets = [f"result:{pk}" for pk in ids]
+    else:
+        if run is not None:
+            raise Invalid(f"{task} judges items of a split, not the results of a run", field="run")
+        if not split:
+            raise Invalid(f"a {task} judge run needs a split", field="split")
+        targets = [f"item:{pk}" for pk in Item.objects.filter(split=split).order_by("pk").values_list("pk", flat=True)]
+    if limit is not None:
+        if limit < 1:
+            raise Invalid("the limit must be at least 1", field="limit")
+        targets = targets[:limit]
+    if not targets:
+        raise Invalid("nothing to judge: the run has no answered results" if task == specs.FREE_TEXT
+                      else f"no items in split {split!r}")
+    return targets
+
+
+@transaction.atomic
+def judge_run_launch(*, config: JudgeConfig, task: str = "", run: Run | None = None, split: str = "",
+                     limit: int | None = None, user=None, note: str = "", enqueue: bool = True) -> JudgeRun:
+    """A judge run over a fixed list of targets (resolved now), queued on Celery after commit.
+
+    The task is the config's own, or, for the built-in judge, free-text with a run and
+    the given task (screening or clue-graph) with a split."""
+    task = task or config.task or (specs.FREE_TEXT if run is not None else "")
+    if task not in specs.JUDGE_TASKS:
+        raise Invalid(f"the task is one of {', '.join(specs.JUDGE_TASKS)}", field="task")
+    if task not in config.tasks():
+        raise Invalid(f"judge configuration {config.name} judges {config.task}, not {task}", field="task")
+    targets = _targets(task=task, run=run, split=split, limit=limit)
+    judge_run = JudgeRun.objects.create(config=config, task=task, target_run=run, split=split if run is None else "",
+                                        limit=limit, targets=targets, n=len(targets), created_by=user, note=note)
+    if enqueue:
+        queueing.judge_run_enqueue(judge_run)
+    return judge_run
+
+
+@transaction.atomic
+def judge_run_resume(*, judge_run: JudgeRun, enqueue: bool = True) -> JudgeRun:
+    """Queue a judge run again: only its targets without a label are computed."""
+    judge_run = JudgeRun.objects.select_for_update().get(pk=judge_run.pk)
+    judge_run.status, judge_run.finished_at = RunStatus.QUEUED, None
+    judge_run.save(update_fields=["status", "finished_at"])
+    if enqueue:
+        queueing.judge_run_enqueue(judge_run)
+    return judge_run
+
+
+@transaction.atomic
+def judge_run_cancel(*, judge_run: JudgeRun) -> JudgeRun:
+    """Stop a judge run: no new requests are sent (labels already recorded stay)."""
+    judge_run = JudgeRun.objects.select_for_update().get(pk=judge_run.pk)
+    if not judge_run.is_active:
+        raise Conflict(f"judge run {judge_run.pk} is {judge_run.status}")
+    judge_run.status, judge_run.finished_at = RunStatus.CANCELLED, timezone.now()
+    judge_run.save(update_fields=["status", "finished_at"])
+    return judge_run
+
+
+def judge_run_execute_in_process(*, judge_run: JudgeRun) -> JudgeRun:
+    """Compute a judge run's missing labels in this process (no worker needed)."""
+    execution.execute_judge_run(judge_run_id=judge_run.pk)
+    judge_run.refresh_from_db()
+    return judge_run

@@ -1,0 +1,120 @@
+"""Researcher pages for analysis: the paper's figures (inline SVG; PNG, PDF, SVG and JSON downloads), the
+data-quality report of a split (page and JSON), and the request count of a launch before it starts."""
+from __future__ import annotations
+
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET
+
+from evaluation.figures.data import FIGURES
+from evaluation.figures.drawing import FORMATS, draw, inline_svg
+from evaluation.figures.drawing import render as render_file
+from evaluation.forms.analysis import FigureForm, SplitForm
+from evaluation.forms.runs import RunLaunchForm
+from evaluation.models import OptionOrder
+from evaluation.selectors import analysis, quality
+from evaluation.services.sweeps import sweep_estimate
+from foundation.error_mapping import REFUSED, error_text
+from foundation.roles import researcher_required
+
+
+def _figure_form(request) -> FigureForm:
+    """Bound once a split is asked for; the option order is the original one unless another (or any) is."""
+    if "split" not in request.GET:
+        return FigureForm(None, splits=quality.quality_splits())
+    data = request.GET.copy()
+    if "option_order" not in data:
+        data["option_order"] = OptionOrder.ORIGINAL
+    return FigureForm(data, splits=quality.quality_splits())
+
+
+def _choice(form: FigureForm) -> dict:
+    data = form.cleaned_data
+    return {"split": data["split"], "option_order": data["option_order"], "exclude": form.exclusion()}
+
+
+@researcher_required
+@require_GET
+def figures_view(request):
+    """Every figure of one split; each is fetched by htmx (they draw in parallel), with a plain link beside."""
+    form = _figure_form(request)
+    chosen = form.is_valid()
+    return render(request, "evaluation/figures.html", {
+        "form": form, "chosen": chosen, "figures": FIGURES.items(),
+        "query": request.GET.urlencode() if chosen else "", "formats": ("png", "pdf", "svg", "json"),
+    })
+
+
+def _figure_or_404(request, name: str):
+    if name not in FIGURES:
+        raise Http404("No such figure.")
+    form = _figure_form(request)
+    if not form.is_valid():
+        return None, form
+    return analysis.figure_data(name, **_choice(form)), form
+
+
+@researcher_required
+@require_GET
+def figure_view(request, name: str):
+    """One figure as a card body: the inline SVG and what it was drawn over (the htmx part of the page)."""
+    data, form = _figure_or_404(request, name)
+    if data is None:
+        return render(request, "evaluation/figures.html#figure", {"name": name, "form": form}, status=400)
+    svg = mark_safe(inline_svg(draw(data)))  # every text in it is escaped by the XML serializer
+    return render(request, "evaluation/figures.html#figure", {"name": name, "svg": svg, "data": data})
+
+
+@researcher_required
+@require_GET
+def figure_file_view(request, name: str, fmt: str):
+    """A figure as a file to keep: png, pdf, svg, or its numbers as json."""
+    if fmt not in (*FORMATS, "json"):
+        raise Http404("No such format.")
+    data, form = _figure_or_404(request, name)
+    if data is None:
+        return JsonResponse({"code": "invalid", "detail": "Choose a split.", "errors": form.errors}, status=400)
+    split = form.cleaned_data["split"]
+    filename = f"{name}-{split}.{fmt}".replace('"', "")
+    if fmt == "json":
+        response = JsonResponse({"figure": name, "split": split, **data.as_dict()})
+    else:
+        response = HttpResponse(render_file(draw(data), fmt), content_type=FORMATS[fmt])
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@researcher_required
+@require_GET
+def quality_view(request):
+    """The data-quality report of a split; ?format=json gives the same as JSON."""
+    form = SplitForm(request.GET if "split" in request.GET else None, splits=quality.quality_splits())
+    report = quality.quality_report(split=form.cleaned_data["split"]) if form.is_valid() else None
+    if request.GET.get("format") == "json":
+        if report is None:
+            return JsonResponse({"code": "invalid", "detail": "Choose a split.", "errors": form.errors}, status=400)
+        return JsonResponse(report)
+    context = {"form": form, "report": report}
+    if report is not None:
+        skew = report["answer_positions"]
+        context.update(positions=[(c, 100 * s) for c, s in zip(skew["counts"], skew["shares"])],
+                       expected_pct=100 * (skew["expected_share"] or 0), first_pct=100 * (skew["first_share"] or 0))
+    return render(request, "evaluation/quality.html", context)
+
+
+@researcher_required
+@require_GET
+def launch_estimate_view(request):
+    """The launch form's request count (and cost where endpoints have prices), as an htmx fragment."""
+    form = RunLaunchForm(request.GET)
+    form.is_valid()
+    data = form.cleaned_data
+    context = {"estimate": None, "missing": [f for f in ("endpoints", "methods") if not data.get(f)]}
+    if not context["missing"]:
+        try:
+            context["estimate"] = sweep_estimate(endpoints=list(data["endpoints"]), methods=data["methods"],
+                                                 **form.selection())
+        except REFUSED as exc:
+            context["error"] = error_text(exc)
+    return render(request, "evaluation/_launch_estimate.html", context)

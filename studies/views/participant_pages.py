@@ -1,0 +1,230 @@
+"""How participant pages are rendered: in the participant's language, and every failure as a friendly page.
+
+Participants never meet a debug page, a traceback or a bare status line, in any mode (DEBUG too): an
+unknown link is a 404 page that says what to do, a refusal a 403, an ended attempt a 410 and an
+unexpected error a 500 page (logged with its traceback). The language of a page is the one the
+participant chose among the study's languages, else the study's; a study in the original English
+without a switch follows the browser.
+"""
+from __future__ import annotations
+
+import logging
+from functools import wraps
+from urllib.parse import urlencode
+
+from django.core.exceptions import PermissionDenied, SuspiciousOperation
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import Resolver404, resolve, reverse
+from django.utils import translation
+
+from foundation.error_mapping import REFUSED, as_service_error
+from studies.models import LANGUAGE_NAMES, Attempt, AttemptStatus, RefusedAnswer, Study
+
+logger = logging.getLogger("studies.participants")
+
+#: The original (English) in a URL or a form: "" would read as "not chosen".
+ORIGINAL = "en"
+
+
+def language_param(value: str | None) -> str | None:
+    """A language as a link or form sends it ("en" = the original) as a study language; None = not chosen."""
+    if value is None:
+        return None
+    return "" if value == ORIGINAL else value[:10]
+
+
+def ui_language(study: Study | None, chosen: str | None = None) -> str | None:
+    """The language of the page's own words; None = the browser's."""
+    if study is None:
+        return None
+    language = study.language_of(chosen)
+    if language:
+        return language
+    return ORIGINAL if len(study.languages) > 1 else None
+
+
+def language_switch(request, study: Study, shown: str, attempt: Attempt | None, external: dict | None) -> list[dict]:
+    """The study's languages as the switch lists them (empty when it offers one): name, link or form value."""
+    if len(study.languages) < 2:
+        return []
+    options = []
+    for code in study.languages:
+        param = code or ORIGINAL
+        query = {**(external or {}), "lang": param}
+        options.append({
+            "code": param, "name": LANGUAGE_NAMES.get(code, code), "current": code == shown,
+            "url": None if attempt else f"{reverse('studies_public:landing', args=[study.slug])}?{urlencode(query)}",
+        })
+    return options
+
+
+def render_page(request, study: Study, template: str, context: dict, *, status: int = 200,
+                attempt: Attempt | None = None, chosen: str | None = None) -> HttpResponse:
+    """A participant page in the participant's language (the attempt's, else `chosen`, else the study's)."""
+    if attempt is not None:
+        chosen = attempt.language
+    shown = study.language_of(chosen)
+    context = {
+        "study": study, "attempt": attempt, "AttemptStatus": AttemptStatus, "Reason": RefusedAnswer.Reason,
+        "language_switch": language_switch(request, study, shown, attempt, context.get("external")),
+        "shown_language": shown or ORIGINAL, **context,
+    }
+    language = ui_language(study, chosen)
+    if language is None:
+        return render(request, template, context, status=status)
+    with translation.override(language):
+        response = render(request, template, context, status=status)
+    response.headers["Content-Language"] = language
+    return response
+
+
+def error_page(request, status: int, *, study: Study | None = None, attempt: Attempt | None = None,
+               what: str = "page", message: str = "", back_url: str = "") -> HttpResponse:
+    """A participant's error page: what happened, that answers already given are kept, what to do next.
+
+    Rendered without the request's context processors or any query (the database may be what failed).
+    """
+    if attempt is not None and study is None:
+        study = attempt.study
+    language = ui_language(study, attempt.language if attempt else None) or translation.get_language_from_request(
+        request)
+    with translation.override(language):
+        context = {"status": status, "study": study, "attempt": attempt, "what": what, "message": message,
+                   "back_url": back_url, "LANGUAGE_CODE": translation.get_language()}
+        # An htmx request (an answer) gets the card in place of the question; the layout is already on screen.
+        template = "studies/public/error.html#card" if status == 503 and getattr(request, "htmx", False) else \
+            "studies/public/error.html"
+        try:
+            html = render_to_string(template, context)
+        except Exception:  # the error page must never fail itself
+            logger.exception("the participant error page could not be rendered")
+            html = ("<!doctype html><html><head><meta charset=\"utf-8\"><title>Error</title></head><body>"
+                    "<h1>Something went wrong</h1><p>Please open the study link you were given again.</p>"
+                    "</body></html>")
+    response = HttpResponse(html, status=status)
+    response.headers["Content-Language"] = language
+    return response
+
+
+#: A dropped or broken database connection (a restart, a failover, terminated backends, a deadlock victim):
+#: the transaction was rolled back, so the request can run again on a new connection.
+TRANSIENT_DATABASE_ERRORS = (OperationalError, InterfaceError)
+
+
+def _reconnect() -> bool:
+    """After a transient fault: drop this thread's connection (a pooled one is discarded) and the pooled ones
+    the same fault broke, so that a second try gets a working connection. False when it cannot be retried."""
+    if connection.in_atomic_block:  # an outer transaction (ATOMIC_REQUESTS, a test) cannot be replayed here
+        return False
+    try:
+        connection.close()
+    except DatabaseError:  # closing a connection the server already dropped
+        connection.connection = None
+    pool = getattr(connection, "pool", None)
+    if pool is not None:
+        try:
+            pool.check()  # tests each idle connection; replaces the dead ones
+        except Exception:  # noqa: BLE001 - the retry finds out for itself
+            logger.warning("the connection pool could not be checked", exc_info=True)
+    return True
+
+
+def _pool_exhausted(fault: Exception) -> bool:
+    """No free connection in the pool within its timeout: the server is overloaded, and waiting as long again
+    would not help (the participant gets the "please try again" page at once)."""
+    cause = fault.__cause__
+    return cause is not None and type(cause).__name__ == "PoolTimeout"
+
+
+def participant_page(view):
+    """Every outcome of a participant view is a page for people: unknown -> 404, refused -> its status, bug -> 500.
+
+    A transient database fault is retried once on a new connection; when that fails too, the participant
+    gets a "please try again" page (503): the failed transaction changed nothing, so they keep their place.
+    """
+
+    @wraps(view)
+    def wrapper(request, *args, **kwargs):
+        for retry in (False, True):
+            request.database_retry = retry  # the view may tell a replay of its own committed work (an answer)
+            try:
+                return _run(request, view, args, kwargs)
+            except TRANSIENT_DATABASE_ERRORS as fault:
+                if not retry and not _pool_exhausted(fault) and _reconnect():
+                    logger.warning("participant page: database connection lost (%s), retrying once: %s %s",
+                                   str(fault).strip().splitlines()[0] if str(fault).strip() else type(fault).__name__,
+                                   request.method, request.path)
+                    continue
+                logger.exception("participant page: database unavailable: %s %s", request.method, request.path)
+                _reconnect()
+                response = error_page(request, 503, back_url=_way_back(kwargs), what="retry")
+                response.headers["Retry-After"] = "2"
+                return response
+
+    return wrapper
+
+
+def _run(request, view, args, kwargs):
+    """The view, with every failure but a transient database fault as its participant page."""
+    try:
+        return view(request, *args, **kwargs)
+    except TRANSIENT_DATABASE_ERRORS:
+        raise
+    except Http404:
+        return error_page(request, 404, back_url=_way_back(kwargs))
+    except (PermissionDenied, SuspiciousOperation):
+        return error_page(request, 403, back_url=_way_back(kwargs))
+    except REFUSED as refusal:
+        error = as_service_error(refusal)
+        return error_page(request, error.http_status, message=error.message, back_url=_way_back(kwargs))
+    except Exception:
+        logger.exception("participant page failed: %s %s", request.method, request.path)
+        return error_page(request, 500, back_url=_way_back(kwargs))
+
+
+def _way_back(kwargs: dict) -> str:
+    """The attempt's (or the study's) address from the URL alone: no query, the database may be what failed."""
+    if kwargs.get("token"):
+        return reverse("studies_public:attempt", args=[kwargs["token"]])
+    if kwargs.get("slug"):
+        return reverse("studies_public:landing", args=[kwargs["slug"]])
+    return ""
+
+
+def post_only(view):
+    """A form target: a GET (a reload, a pasted address) goes back to the attempt instead of a bare 405."""
+
+    @wraps(view)
+    def wrapper(request, token: str, *args, **kwargs):
+        if request.method != "POST":
+            return redirect("studies_public:attempt", token)
+        return view(request, *args, token=token, **kwargs)
+
+    return wrapper
+
+
+@participant_page
+def not_found_view(request, rest: str = ""):
+    """Any address under the study links that names nothing (a mistyped or cut-off link).
+
+    A link that lost only its trailing slash (``/s/demo?PROLIFIC_PID=...``) is redirected to the page it
+    names, with its query: this catch-all route would otherwise keep Django's APPEND_SLASH from doing so.
+    """
+    if rest and not rest.endswith("/") and request.method in ("GET", "HEAD"):
+        target = f"{request.path}/"
+        match = resolve_or_none(target)
+        if match is not None and match.url_name != "not_found":
+            query = request.META.get("QUERY_STRING", "")
+            return redirect(f"{target}?{query}" if query else target, permanent=False)
+    return error_page(request, 404)
+
+
+def resolve_or_none(path: str):
+    """The route a path resolves to, or None."""
+    try:
+        return resolve(path)
+    except Resolver404:
+        return None

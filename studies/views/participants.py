@@ -1,0 +1,247 @@
+"""Participant pages (no account): consent, start, the timed questions, completion.
+
+Nothing rendered here may contain an item's answer, evidence or reasoning, or another
+participant's data: templates receive only `content.ShownItem` values. Every outcome is a
+page for people (`participant_pages`): no debug page, traceback or bare status in any mode.
+"""
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from studies import selectors, services
+from studies.content import ShownItem, parse_highlights, shown_item
+from studies.errors import AnswerInvalid, AnswerRefused, ParticipantIdTaken, StudyNotOpen
+from studies.models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, RefusedAnswer, Study
+from studies.selectors import Entry
+from studies.views.participant_pages import error_page, language_param, participant_page, post_only, render_page
+
+COOKIE_PREFIX = "dbstudy_"
+COOKIE_MAX_AGE = 14 * 24 * 3600
+EXTERNAL_PARAMS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
+
+
+def _shown(item, study: Study, language: str | None) -> ShownItem:
+    return shown_item(context=item.context, question=item.question, options=item.options,
+                      translations=item.translations, language=study.language_of(language))
+
+
+def _hub(attempt: Attempt) -> str:
+    return reverse("studies_public:attempt", args=[attempt.token])
+
+
+def _consent(external: dict, **extra) -> dict:
+    """The consent page's context: a study without its own consent text shows the standard one."""
+    return {"external": external, "default_consent_text": DEFAULT_CONSENT_TEXT, **extra}
+
+
+def _taken_page(request, study: Study, chosen: str | None) -> HttpResponse:
+    """The participant id has an attempt this browser may not open: say so, show nothing of that attempt."""
+    return render_page(request, study, "studies/public/taken.html", {}, status=ParticipantIdTaken.http_status,
+                       chosen=chosen)
+
+
+def _unknown_attempt(request) -> HttpResponse:
+    return error_page(request, 404, what="attempt")
+
+
+@require_GET
+@participant_page
+def study_landing(request, slug: str):
+    """The public link: resume an existing attempt, else consent. GET never takes a place (link scanners)."""
+    external = {name: request.GET.get(name, "")[:100] for name in EXTERNAL_PARAMS}
+    entry = selectors.study_entry(slug=slug, participant_id=external["PROLIFIC_PID"],
+                                  session_id=external["SESSION_ID"],
+                                  cookie_token=request.COOKIES.get(COOKIE_PREFIX + slug, ""))
+    if entry is None:
+        return error_page(request, 404, what="study")
+    if entry.entry == Entry.RESUME:
+        return redirect(_hub(entry.attempt))
+    chosen = language_param(request.GET.get("lang"))
+    if entry.entry == Entry.TAKEN:
+        return _taken_page(request, entry.study, chosen)
+    if entry.entry == Entry.CLOSED:
+        return render_page(request, entry.study, "studies/public/closed.html", {}, status=StudyNotOpen.http_status,
+                           chosen=chosen)
+    if entry.entry == Entry.FULL:
+        return render_page(request, entry.study, "studies/public/full.html", {}, chosen=chosen)
+    return render_page(request, entry.study, "studies/public/consent.html", _consent(external), chosen=chosen)
+
+
+@participant_page
+def study_join_view(request, slug: str):
+    if request.method != "POST":
+        return redirect("studies_public:landing", slug)
+    study = selectors.study_public(slug)
+    if study is None:
+        return error_page(request, 404, what="study")
+    external = {name: request.POST.get(name, "") for name in EXTERNAL_PARAMS}
+    chosen = language_param(request.POST.get("language"))
+    if request.POST.get("consent") != "yes":
+        return render_page(request, study, "studies/public/consent.html", _consent(external, consent_error=True),
+                           status=400, chosen=chosen)
+    try:
+        attempt = services.study_join(
+            study=study, participant_id=external["PROLIFIC_PID"], external_study_id=external["STUDY_ID"],
+            session_id=external["SESSION_ID"], cookie_token=request.COOKIES.get(COOKIE_PREFIX + slug, ""),
+            user_agent=request.headers.get("User-Agent", ""), language=chosen,
+        )
+    except StudyNotOpen as refusal:
+        return render_page(request, study, "studies/public/closed.html", {}, status=refusal.http_status,
+                           chosen=chosen)
+    except ParticipantIdTaken:
+        return _taken_page(request, study, chosen)
+    response = redirect(_hub(attempt))
+    response.set_cookie(COOKIE_PREFIX + slug, attempt.token, max_age=COOKIE_MAX_AGE, httponly=True,
+                        samesite="Lax", secure=request.is_secure())
+    return response
+
+
+@require_GET
+@participant_page
+def attempt_view(request, token: str):
+    """The attempt's one address: instructions + Start, the current question, or the end page."""
+    attempt = selectors.attempt_by_token(token)
+    if attempt is None:
+        return _unknown_attempt(request)
+    study = attempt.study
+    if attempt.status == AttemptStatus.JOINED:
+        practice = None
+        if study.practice_item_id:
+            practice = _shown(study.practice_item, study, attempt.language)
+        return render_page(request, study, "studies/public/instructions.html", {
+            "practice": practice, "practice_url": reverse("studies_public:practice", args=[attempt.token]),
+        }, attempt=attempt)
+    question = services.attempt_question(attempt=attempt)  # closes an attempt past its deadline
+    if question is not None:
+        template = "studies/public/question.html#question" if request.htmx else "studies/public/question.html"
+        return render_page(request, study, template, _question_context(attempt, question), attempt=attempt)
+    return _end_page(request, attempt)
+
+
+def _question_context(attempt: Attempt, question: services.Question, **extra) -> dict:
+    item = services.shown_item_of(question.lease)  # only the fields a participant may see
+    return {"question": question, "shown": _shown(item, attempt.study, attempt.language), **extra}
+
+
+def _end_page(request, attempt: Attempt, status: int = 200) -> HttpResponse:
+    study = attempt.study
+    if attempt.status == AttemptStatus.FULL:
+        return render_page(request, study, "studies/public/full.html", {}, status=status, attempt=attempt)
+    counts = selectors.attempt_counts(attempt)
+    finished = attempt.status == AttemptStatus.FINISHED
+    template = "studies/public/complete.html" if finished else "studies/public/ended.html"
+    return render_page(request, study, template, {"counts": counts, "bonus": counts["bonus"]}, status=status,
+                       attempt=attempt)
+
+
+@post_only
+@participant_page
+def attempt_start_view(request, token: str):
+    """The explicit Start button: hands out the items and starts the clock (idempotent)."""
+    attempt = selectors.attempt_by_token(token)
+    if attempt is None:
+        return _unknown_attempt(request)
+    try:
+        services.attempt_start(attempt_id=attempt.pk)
+    except StudyNotOpen as refusal:
+        return render_page(request, attempt.study, "studies/public/closed.html", {}, status=refusal.http_status,
+                           attempt=attempt)
+    return redirect(_hub(attempt))
+
+
+@post_only
+@participant_page
+def answer_view(request, token: str):
+    """Submit the current answer; htmx gets the next question (or a redirect to the end page)."""
+    try:
+        response = services.response_submit(
+            token=token, position=request.POST.get("position"), chosen_option=request.POST.get("chosen_option"),
+            confidence=request.POST.get("confidence") or None,
+            highlights=parse_highlights(request.POST.get("highlights")),
+        )
+    except AnswerRefused as refusal:
+        attempt = selectors.attempt_by_token(token)
+        if refusal.reason == RefusedAnswer.Reason.ALREADY_ANSWERED and getattr(request, "database_retry", False):
+            # The first try's commit went through but its connection dropped before the page was sent: the
+            # answer is stored, so the participant goes on to the next question.
+            return _after_answer(request, attempt)
+        if refusal.http_status == 404 or attempt is None:
+            return error_page(request, 404, attempt=attempt, what="question" if attempt else "attempt")
+        template = "studies/public/refused.html#refused" if request.htmx else "studies/public/refused.html"
+        return render_page(request, attempt.study, template, {"message": refusal.message, "reason": refusal.reason},
+                           status=refusal.http_status, attempt=attempt)
+    except AnswerInvalid as invalid:
+        attempt = selectors.attempt_by_token(token)
+        if attempt is None:
+            return _unknown_attempt(request)
+        question = services.attempt_question(attempt=attempt)
+        if question is None:
+            return redirect(_hub(attempt))
+        template = "studies/public/question.html#question" if request.htmx else "studies/public/question.html"
+        return render_page(request, attempt.study, template,
+                           _question_context(attempt, question, errors=invalid.messages), status=invalid.http_status,
+                           attempt=attempt)
+    attempt = response.attempt  # finished in the same transaction if that was the last answer
+    if request.htmx and response.next_question is not None:
+        return render_page(request, attempt.study, "studies/public/question.html#question",
+                           _question_context(attempt, response.next_question), attempt=attempt)
+    return _after_answer(request, attempt)
+
+
+def _after_answer(request, attempt: Attempt) -> HttpResponse:
+    """To the attempt's page (its next question or the end page); htmx follows with HX-Redirect."""
+    if request.htmx:
+        redirect_response = HttpResponse(status=204)
+        redirect_response.headers["HX-Redirect"] = _hub(attempt)
+        return redirect_response
+    return redirect(_hub(attempt))
+
+
+@post_only
+@participant_page
+def practice_view(request, token: str):
+    """Check a practice answer: nothing is stored; the participant learns whether it was right.
+
+    Telling the practice answer is safe because the practice item can never be one of the study's items
+    (services refuse such a study).
+    """
+    attempt = selectors.attempt_by_token(token)
+    if attempt is None:
+        return _unknown_attempt(request)
+    if attempt.study.practice_item_id is None:
+        return error_page(request, 404, attempt=attempt, what="practice")
+    try:
+        right = services.practice_check(
+            study=attempt.study, language=attempt.language, chosen_option=request.POST.get("chosen_option"),
+            confidence=request.POST.get("confidence") or None,
+            highlights=parse_highlights(request.POST.get("highlights")))
+    except AnswerInvalid as invalid:
+        return render_page(request, attempt.study, "studies/public/practice_result.html",
+                           {"errors": invalid.messages}, status=invalid.http_status, attempt=attempt)
+    return render_page(request, attempt.study, "studies/public/practice_result.html",
+                       {"right": right, "errors": {}}, attempt=attempt)
+
+
+@post_only
+@participant_page
+def attempt_return_view(request, token: str):
+    """The participant stops early: unanswered items go back to the pool, answers are kept."""
+    attempt = selectors.attempt_by_token(token)
+    if attempt is None:
+        return _unknown_attempt(request)
+    services.attempt_return(attempt_id=attempt.pk)  # idempotent: an attempt that ended stays as it is
+    return redirect(_hub(attempt))
+
+
+@post_only
+@participant_page
+def attempt_language_view(request, token: str):
+    """The language switch: the attempt's pages and items from now on in another of the study's languages."""
+    attempt = selectors.attempt_by_token(token)
+    if attempt is None:
+        return _unknown_attempt(request)
+    services.attempt_set_language(attempt_id=attempt.pk, language=language_param(request.POST.get("language")) or "")
+    return redirect(_hub(attempt))

@@ -1,0 +1,149 @@
+"""Researcher pages: study setup, live monitor, results and exports."""
+from __future__ import annotations
+
+import csv
+import json
+
+from django.contrib import messages
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from foundation.error_mapping import REFUSED, add_form_errors, error_text
+from foundation.roles import researcher_required
+from studies import selectors, services, setup_checks
+from studies.forms import SETTING_FIELDS, ExtendForm, StudyForm
+from studies.models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, Study
+
+
+@researcher_required
+def study_list_view(request):
+    return render(request, "studies/study_list.html", {"studies": selectors.study_list()})
+
+
+@researcher_required
+def study_create_view(request):
+    form = StudyForm(request.POST or None, initial={"pool_split": "test", "pool_sample": 250,
+                                                    "consent_text": str(DEFAULT_CONSENT_TEXT)})
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            study = services.study_create(slug=data["slug"], pool_items=data["pool_items"], user=request.user,
+                                          exclude_untranslated=data["exclude_untranslated"],
+                                          **{name: data[name] for name in SETTING_FIELDS})
+        except REFUSED as error:
+            add_form_errors(form, error)
+        else:
+            messages.success(request, f"Study {study.slug} created with {study.pool.count()} items.")
+            return redirect("studies:study_monitor", slug=study.slug)
+    return render(request, "studies/study_form.html", {"form": form, "study": None})
+
+
+
+@researcher_required
+def study_edit_view(request, slug: str):
+    study = get_object_or_404(Study, slug=slug)
+    form = StudyForm(request.POST or None, instance=study)
+    form.fields["slug"].disabled = True
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            services.study_update(study_id=study.pk, pool_items=data["pool_items"],
+                                  exclude_untranslated=data["exclude_untranslated"],
+                                  **{name: data[name] for name in SETTING_FIELDS})
+        except REFUSED as error:
+            add_form_errors(form, error)
+        else:
+            messages.success(request, "Study saved.")
+            return redirect("studies:study_monitor", slug=study.slug)
+    return render(request, "studies/study_form.html", {"form": form, "study": study,
+                                                       "warnings": setup_checks.setup_warnings(study)})
+
+
+@researcher_required
+def study_monitor_view(request, slug: str):
+    study = get_object_or_404(Study, slug=slug)
+    context = {"study": study, "monitor": selectors.study_monitor(study), "extend_form": ExtendForm(),
+               "AttemptStatus": AttemptStatus}
+    if request.htmx:  # the live part only: the setup checks do not change while the page polls
+        return render(request, "studies/study_monitor.html#live", context)
+    coverage = setup_checks.translation_coverage(study)
+    context.update(coverage=coverage, coverage_gaps=[c for c in coverage if not c.complete],
+                   coverage_missing=any(c.missing for c in coverage), warnings=setup_checks.setup_warnings(study))
+    return render(request, "studies/study_monitor.html", context)
+
+
+@researcher_required
+@require_POST
+def study_exclude_untranslated_view(request, slug: str):
+    """Leave the pool items without a translation into the study's languages out of the pool."""
+    study = get_object_or_404(Study, slug=slug)
+    try:
+        left_out = services.study_exclude_untranslated(study_id=study.pk)
+    except REFUSED as error:
+        messages.error(request, error_text(error))
+    else:
+        messages.success(request, f"{left_out} untranslated item(s) left out of the pool.")
+    return redirect("studies:study_monitor", slug=slug)
+
+
+@researcher_required
+@require_POST
+def attempt_extend_view(request, slug: str, attempt_id: int):
+    attempt = get_object_or_404(Attempt, pk=attempt_id, study__slug=slug)
+    form = ExtendForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(m for ms in form.errors.values() for m in ms))
+        return redirect("studies:study_monitor", slug=slug)
+    try:
+        services.attempt_extend(attempt_id=attempt.pk, seconds=form.cleaned_data["minutes"] * 60)
+    except REFUSED as error:
+        messages.error(request, error_text(error))
+    else:
+        messages.success(request, f"Attempt {attempt.pk} extended by {form.cleaned_data['minutes']} minutes.")
+    return redirect("studies:study_monitor", slug=slug)
+
+
+@researcher_required
+@require_POST
+def attempt_expire_view(request, slug: str, attempt_id: int):
+    attempt = get_object_or_404(Attempt, pk=attempt_id, study__slug=slug)
+    services.attempt_expire(attempt_id=attempt.pk)
+    messages.success(request, f"Attempt {attempt.pk} expired; its unanswered items are back in the pool.")
+    return redirect("studies:study_monitor", slug=slug)
+
+
+@researcher_required
+def study_results_view(request, slug: str):
+    study = get_object_or_404(Study, slug=slug)
+    return render(request, "studies/study_results.html", {"study": study, "results": selectors.study_results(study)})
+
+
+class _Echo:
+    def write(self, value):
+        return value
+
+
+@researcher_required
+def study_export_view(request, slug: str, fmt: str):
+    """Every lease, answer, highlight, timing and flag, including unfinished attempts and refused answers."""
+    study = get_object_or_404(Study, slug=slug)
+    if fmt not in ("csv", "json"):
+        raise Http404("Export formats: csv, json.")
+    if fmt == "json":
+        response = HttpResponse(
+            json.dumps(selectors.study_export(study), cls=DjangoJSONEncoder, ensure_ascii=False, indent=1),
+            content_type="application/json")
+    else:
+        writer = csv.DictWriter(_Echo(), fieldnames=selectors.EXPORT_FIELDS)
+
+        def lines():
+            yield writer.writeheader()
+            for row in selectors.study_export_rows(study):
+                row = {**row, "highlights": json.dumps(row["highlights"], ensure_ascii=False)}
+                yield writer.writerow(row)
+
+        response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="study-{study.slug}.{fmt}"'
+    return response
