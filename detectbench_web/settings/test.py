@@ -1,8 +1,16 @@
 """Settings for the test suite: the real PostgreSQL and Redis (see Makefile `test`)."""
 import os
 
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/detectbench")
-os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+# Unless told otherwise, each test run has databases of its own (the run's process id in the PostgreSQL name,
+# a Redis database picked from it), so two runs on one machine never drop or flush each other's data. Child
+# processes (servers, Celery workers) inherit the names through the environment set here.
+# pytest-xdist's workers share their run's id (PYTEST_XDIST_TESTRUNUID), so they derive the same names.
+_run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or str(os.getpid())
+_run_number = int(__import__("hashlib").sha256(_run.encode()).hexdigest()[:8], 16)
+if "DATABASE_URL" not in os.environ:
+    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/detectbench_{_run_number % 10**6}"
+if "REDIS_URL" not in os.environ:
+    os.environ["REDIS_URL"] = f"redis://127.0.0.1:6379/{3 + (_run_number % 7) * 2}"
 os.environ.setdefault("DEBUG", "0")
 # Without a pool, the threads of live servers close their connections, so the test
 # database can be dropped at the end; subprocess servers in benchmarks turn it back on.
