@@ -265,7 +265,7 @@ class Response(models.Model):
     highlights = models.JSONField(default=list, blank=True, help_text='[{"start", "end", "text"}] in the shown context.')
     language = models.CharField(max_length=10, blank=True)
     is_correct = models.BooleanField()
-    item_version = models.PositiveIntegerField(help_text="The item's version (Item.version) the answer was scored on.")
+    item_version = models.PositiveIntegerField(help_text="The item's content version (Item.content_version) the answer was scored on.")
     shown_at = models.DateTimeField()
     answered_at = models.DateTimeField()
     is_late = models.BooleanField(default=False, help_text="Accepted within the grace period after a deadline.")

@@ -385,6 +385,6 @@ def response_outcomes(*, item_ids) -> dict[int, ItemAnswers]:
     """Accepted answers per item over every study, counting only answers scored on the item's current version
     (the version model results are compared on): item id -> ItemAnswers; one query. ``item_ids`` may be a
     list or a subquery of ids."""
-    rows = (Response.objects.filter(item_id__in=item_ids, item_version=F("item__version")).order_by()
+    rows = (Response.objects.filter(item_id__in=item_ids, item_version=F("item__content_version")).order_by()
             .values("item_id").annotate(responses=Count("pk"), correct=Count("pk", filter=Q(is_correct=True))))
     return {r["item_id"]: ItemAnswers(responses=r["responses"], correct=r["correct"]) for r in rows}

@@ -102,7 +102,7 @@ class BeliefLabel(models.Model):
 
     queue = models.ForeignKey(BeliefQueue, on_delete=models.PROTECT, related_name="labels")
     item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="belief_labels")
-    item_version = models.PositiveIntegerField()
+    item_version = models.PositiveIntegerField(help_text="The item's content version (Item.content_version) judged.")
     task = models.CharField(max_length=20, choices=LabelTask.choices)
     target = models.CharField(max_length=64, help_text='What is labelled, e.g. "result:123" or "item:45".')
     aspect = models.CharField(max_length=32, help_text='"verdict", "1.1".."1.5", "keep" or "graph".')

@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from annotation.item_facts import QUESTION_TYPES
 from annotation.models.stages import ItemStatus
@@ -47,6 +47,10 @@ class Item(models.Model):
     extra = models.JSONField(default=dict, blank=True, help_text="Unknown record fields, kept for export.")
     status = models.CharField(max_length=20, choices=ItemStatus.choices, default=ItemStatus.IMPORTED, db_index=True)
     version = models.PositiveIntegerField(default=1, help_text="Optimistic-locking counter, +1 on every edit.")
+    content_version = models.PositiveIntegerField(
+        default=1, help_text="+1 only when the content changes (context, question, options, answer, clue graph, "
+                             "translations); never with a status, a stage or a review. Results, responses and judge "
+                             "labels record it.")
 
     # Derived, for analysis (recomputed by services whenever content changes).
     question_type = models.CharField(max_length=10, choices=QuestionType.choices, db_index=True)
@@ -63,6 +67,8 @@ class Item(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["source", "external_id"], name="item_unique_source_external_id"),
             models.CheckConstraint(condition=Q(version__gte=1), name="item_version_positive"),
+            models.CheckConstraint(condition=Q(content_version__gte=1) & Q(content_version__lte=F("version")),
+                                   name="item_content_version_positive_and_at_most_version"),
         ]
         indexes = [models.Index(fields=["split", "status"])]
 
@@ -109,6 +115,7 @@ class ItemRevision(models.Model):
 
     item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="revisions")
     number = models.PositiveIntegerField(help_text="Equals the item's version after this change.")
+    content_version = models.PositiveIntegerField(default=1, help_text="The item's content version after this change.")
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
     created_at = models.DateTimeField(auto_now_add=True)
     stage = models.CharField(max_length=20, choices=ItemStatus.choices)

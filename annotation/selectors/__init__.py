@@ -22,6 +22,7 @@ from annotation.selectors.belief import (
 )
 from annotation.selectors.belief_trust import belief_trust
 from annotation.selectors.items import (
+    content_changes_since,
     item_browser,
     item_changes_since_previous,
     item_changes_since_stage,
@@ -47,6 +48,7 @@ from annotation.selectors.workflow import (
 )
 
 __all__ = [
+    "content_changes_since",
     "item_browser", "item_changes_since_previous", "item_changes_since_stage", "item_conflict", "item_detail",
     "item_facets", "item_history", "item_list", "item_revisions", "revision_snapshot",
     "agreement_rows", "progress_board", "verification_agreement",

@@ -110,7 +110,7 @@ def _latest_per_aspect(labels) -> list[BeliefLabel]:
 def screening_suggestions(*, item) -> list[BeliefLabel]:
     """The judge's screening labels of the item (the latest per aspect, up to its current version),
     keep/delete first, then 1.1-1.5."""
-    labels = (BeliefLabel.objects.filter(item=item, task=LabelTask.SCREENING, item_version__lte=item.version)
+    labels = (BeliefLabel.objects.filter(item=item, task=LabelTask.SCREENING, item_version__lte=item.content_version)
               .exclude(status=LabelStatus.ERROR).select_related("queue").order_by("-item_version", "-created_at", "-pk"))
     chosen = _latest_per_aspect(labels)
     order = [KEEP_ASPECT, *SCREENING_CRITERIA]
@@ -138,7 +138,7 @@ def screening_view(*, item, user) -> dict | None:
 
 def clue_graph_draft(*, item, user) -> BeliefLabel | None:
     """The judge's latest clue-graph draft of the item that this user has not decided on yet."""
-    return (BeliefLabel.objects.filter(item=item, task=LabelTask.CLUE_GRAPH, item_version__lte=item.version,
+    return (BeliefLabel.objects.filter(item=item, task=LabelTask.CLUE_GRAPH, item_version__lte=item.content_version,
                                        status=LabelStatus.SCORED)
             .exclude(Exists(BeliefReview.objects.filter(label=OuterRef("pk"), reviewer=user)))
             .select_related("queue").order_by("-item_version", "-created_at", "-pk").first())

@@ -9,6 +9,7 @@ from annotation import clue_graph
 from annotation.diffing import content_diff
 from annotation.highlight import segments
 from annotation.models import Item, ItemRevision
+from annotation.models.items import CONTENT_FIELDS
 
 #: The columns the item browser shows.
 BROWSER_FIELDS = ("id", "source", "external_id", "split", "question", "status", "question_type", "context_words",
@@ -113,3 +114,22 @@ def item_changes_since_stage(*, item: Item, stage: str) -> list:
     revision = item.revisions.filter(stage=stage).order_by("-number").only("snapshot").first()
     return content_diff(revision.snapshot, item.content()) if revision else []
 
+
+
+def content_changes_since(*, item, content_version: int) -> list[dict]:
+    """What changed in an item's content after ``content_version``: one entry per content change (its revision,
+    the new content version, the fields, when and by whom), oldest first. Empty when the version is current."""
+    if content_version >= item.content_version:
+        return []
+    revisions = (ItemRevision.objects.filter(item=item, content_version__gt=content_version)
+                 .select_related("author").order_by("number"))
+    changes, seen = [], set()
+    for revision in revisions:
+        if revision.content_version in seen:
+            continue  # a status-only revision after a content change
+        seen.add(revision.content_version)
+        fields = [f for f in revision.changed_fields if f in CONTENT_FIELDS] or list(revision.changed_fields)
+        changes.append({"revision": revision.number, "content_version": revision.content_version, "fields": fields,
+                        "at": revision.created_at, "by": revision.author.get_username() if revision.author else "",
+                        "note": revision.note})
+    return changes

@@ -126,6 +126,8 @@ def item_import(
             setattr(item, name, value)
         item.split = split
         item.version += 1
+        if set(changed) & set(CONTENT_FIELDS):
+            item.content_version += 1
         to_update.append((item, changed))
 
     report.created = len(to_create)
@@ -138,17 +140,17 @@ def item_import(
     if to_update:
         Item.objects.bulk_update(
             [item for item, _ in to_update],
-            fields=[*CONTENT_FIELDS, "split", "version", "question_type", "context_words", "context_tokens",
+            fields=[*CONTENT_FIELDS, "split", "version", "content_version", "question_type", "context_words", "context_tokens",
                     "evidence_count", "reasoning_steps", "updated_at"],
             batch_size=500,
         )
     revisions = [
-        ItemRevision(item=item, number=item.version, author=user, stage=item.status,
-                     note=f"imported from {file_name}", changed_fields=list(CONTENT_FIELDS), snapshot=item.content())
+        ItemRevision(item=item, number=item.version, content_version=item.content_version, author=user,
+                     stage=item.status, note=f"imported from {file_name}", changed_fields=list(CONTENT_FIELDS), snapshot=item.content())
         for item in to_create
     ] + [
-        ItemRevision(item=item, number=item.version, author=user, stage=item.status,
-                     note=f"re-imported from {file_name}", changed_fields=changed, snapshot=item.content())
+        ItemRevision(item=item, number=item.version, content_version=item.content_version, author=user,
+                     stage=item.status, note=f"re-imported from {file_name}", changed_fields=changed, snapshot=item.content())
         for item, changed in to_update
     ]
     ItemRevision.objects.bulk_create(revisions, batch_size=500)
@@ -195,10 +197,12 @@ def item_update(
         if status is not None:
             item.status = status
         item.version = F("version") + 1
+        if changed:
+            item.content_version = F("content_version") + 1
         item.save()
         item.refresh_from_db()
         ItemRevision.objects.create(
-            item=item, number=item.version, author=user, stage=stage or item.status, note=note,
+            item=item, number=item.version, content_version=item.content_version, author=user, stage=stage or item.status, note=note,
             changed_fields=changed + (["status"] if status else []), snapshot=item.content(),
         )
         return item

@@ -110,13 +110,13 @@ def items_enter_workflow(*, user, split: str | None = None, source: str | None =
     if dry_run:
         return items.count()
     items = items.select_for_update()
-    moved = list(items.only("pk", "version", *CONTENT_FIELDS).order_by("pk"))
+    moved = list(items.only("pk", "version", "content_version", *CONTENT_FIELDS).order_by("pk"))
     if not moved:
         return 0
     Item.objects.filter(pk__in=[item.pk for item in moved]).update(
         status=ItemStatus.VERIFICATION, version=F("version") + 1, updated_at=timezone.now())
     ItemRevision.objects.bulk_create([
-        ItemRevision(item=item, number=item.version + 1, author=user, stage=ItemStatus.IMPORTED,
+        ItemRevision(item=item, number=item.version + 1, content_version=item.content_version, author=user, stage=ItemStatus.IMPORTED,
                      note="queued for verification", changed_fields=["status"], snapshot=item.content())
         for item in moved
     ], batch_size=500)

@@ -165,7 +165,7 @@ class JobPlanner:
         need = sorted({i for i, _ in wanted})
         found = list(Item.objects.filter(pk__in=need))
         items = {item.pk: item_view(item) for item in found}
-        versions = {item.pk: item.version for item in found}
+        versions = {item.pk: item.content_version for item in found}
         demo_views: dict[int, ItemView] = {}
         if method.shots:
             demo_ids = {d for i in need for d in choose_demonstrations(pool_ids=pool, seed=run.seed, exclude=i,

@@ -55,7 +55,7 @@ def judge_params(config: JudgeConfig) -> dict:
 
 
 def _item_input(target: str, item: Item, answer: str = "") -> JudgeInput:
-    return JudgeInput(target=target, item_id=item.pk, item_version=item.version, context=item.context,
+    return JudgeInput(target=target, item_id=item.pk, item_version=item.content_version, context=item.context,
                       question=item.question, options=tuple(item.options), answer_index=item.answer_index,
                       evidence=item.evidence, reasoning=item.reasoning, answer=answer)
 

@@ -107,7 +107,7 @@ class Result(models.Model):
     item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="evaluation_results")
     sample_index = models.PositiveSmallIntegerField(default=0)
     item_version = models.PositiveIntegerField(
-        help_text="The item's version when it was asked (Item.version); another version now = a stale row.")
+        help_text="The item's content version when it was asked (Item.content_version); another content version now = a stale row.")
     messages = models.JSONField(default=list, blank=True, help_text="Every call: the messages sent and the output.")
     raw_output = models.TextField(blank=True)
     shown_order = models.JSONField(default=list, blank=True, help_text="Original option index per shown position.")

@@ -21,7 +21,7 @@ from evaluation.statistics.metrics import RunMetrics, accuracy_interval
 from evaluation.statistics.paired import wilson_many
 
 #: A row whose item has not changed since it was asked.
-FRESH = Q(item_version=F("item__version"))
+FRESH = Q(item_version=F("item__content_version"))
 
 
 class JSONLength(Func):
@@ -80,7 +80,7 @@ def id_list(ids: Sequence[int]) -> tuple[str, list[int]]:
     return ", ".join(["%s"] * len(ids)), list(ids)
 
 
-CHANGED_ITEMS = "(SELECT id, version FROM {item} WHERE version > 1)"
+CHANGED_ITEMS = "(SELECT id, content_version AS version FROM {item} WHERE content_version > 1)"
 
 
 def tables() -> tuple[str, str]:
@@ -145,8 +145,8 @@ def row_counts(*, run_ids: Sequence[int], item_ids: Sequence[int] | None = None,
                COUNT(*), SUM(r.keyinfo), COUNT(r.keyinfo), SUM(r.tokens_in), SUM(r.tokens_out),
                SUM(COALESCE(x.inverse, 1.0 / {common}))
         FROM {result} r LEFT JOIN (
-            SELECT id, version, 1.0 / {length}(options) AS inverse FROM {item}
-            WHERE version > 1 OR {length}(options) <> {common}
+            SELECT id, content_version AS version, 1.0 / {length}(options) AS inverse FROM {item}
+            WHERE content_version > 1 OR {length}(options) <> {common}
         ) x ON x.id = r.item_id {ref_join}
         WHERE r.run_id IN ({runs_in}) {only}
         GROUP BY 1, 2, 3, 4, 5, 6, 7, 8"""

@@ -84,7 +84,7 @@ def figure_inputs(*, split: str, option_order: str = OptionOrder.ORIGINAL, exclu
     stale = 0
     for run_id, item_id, correct, keyinfo, version, current in (
         Result.objects.filter(run__in=runs, error="", is_correct__isnull=False)
-        .values_list("run_id", "item_id", "is_correct", "keyinfo", "item_version", "item__version")
+        .values_list("run_id", "item_id", "is_correct", "keyinfo", "item_version", "item__content_version")
         .iterator(chunk_size=5000)
     ):
         if version != current:

@@ -67,7 +67,7 @@ class RunComparison:
                 "differing": [d.as_json() for d in self.differing]}
 
 
-_FIELDS = ("pk", "item_id", "item_version", "is_correct", "answer_index", "item__version", "item__external_id",
+_FIELDS = ("pk", "item_id", "item_version", "is_correct", "answer_index", "item__content_version", "item__external_id",
            "item__question_type", "item__answer_index")
 
 

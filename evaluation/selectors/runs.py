@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from annotation import clue_graph
 from annotation.highlight import segments
-from annotation.selectors import item_list
+from annotation.selectors import content_changes_since, item_list
 from evaluation.models import ModelEndpoint, Result, Run, RunStatus
 from evaluation.prompting.answer_reading import option_labels
 from evaluation.selectors.aggregates import JSONLength, metrics_many
@@ -29,7 +29,7 @@ RESULT_FILTERS = {
     "wrong": Q(is_correct=False),
     "parse_failure": Q(error="") & ~Q(parse_status="ok"),
     "error": ~Q(error=""),
-    "stale": ~Q(item_version=F("item__version")),
+    "stale": ~Q(item_version=F("item__content_version")),
 }
 
 
@@ -145,7 +145,7 @@ def _row_scores(run_ids: list[int]) -> dict[int, list[RowScore]]:
     rows: dict[int, list[RowScore]] = {pk: [] for pk in run_ids}
     for r in Result.objects.filter(run_id__in=run_ids).values_list(
         "run_id", "item_id", "is_correct", "parse_status", "keyinfo", "answer_first", "error", "tokens_in",
-        "tokens_out", "item__question_type", "item_version", "item__version",
+        "tokens_out", "item__question_type", "item_version", "item__content_version",
     ).iterator(chunk_size=5000):
         rows[r[0]].append(RowScore(item_id=r[1], correct=r[2], parse_status=r[3], keyinfo=r[4], answer_first=r[5],
                                    error=bool(r[6]), tokens_in=r[7], tokens_out=r[8], question_type=r[9],
@@ -236,7 +236,7 @@ def run_results(*, run: Run, status: str = "", question_type: str = "") -> Query
     """A run's rows, optionally one outcome (RESULT_FILTERS) and one question type, with their items' heads."""
     results = (Result.objects.filter(run=run).select_related("item")
                .only(*RESULT_ROW_FIELDS, "item__external_id", "item__question_type", "item__answer_index",
-                     "item__version"))
+                     "item__content_version"))
     if status in RESULT_FILTERS:
         results = results.filter(RESULT_FILTERS[status])
     if question_type:
@@ -259,7 +259,8 @@ def result_detail(*, run: Run, pk: int) -> dict:
     model = clue_graph.anchor_clues(model_lines, item.context)
     labels = option_labels(len(result.shown_order) or len(item.options), run.option_labels)
     return {
-        "result": result, "item": item, "stale": result.item_version != item.version,
+        "result": result, "item": item, "stale": result.item_version != item.content_version,
+        "content_changes": content_changes_since(item=item, content_version=result.item_version),
         "shown": [{"label": labels[pos], "text": item.options[index] if index < len(item.options) else "",
                    "index": index, "correct": index == item.answer_index, "chosen": index == result.answer_index}
                   for pos, index in enumerate(result.shown_order or range(len(item.options)))],

@@ -23,6 +23,7 @@ from evaluation.forms.runs import EndpointForm, ResultFilterForm, RunLaunchForm
 from evaluation.models import ModelEndpoint, Run
 from evaluation.selectors import judge as judge_selectors
 from evaluation.selectors import runs as selectors
+from evaluation.selectors.run_record import run_record_counts
 from evaluation.services import runs as services
 from evaluation.services.sweeps import launch_check
 from evaluation.statistics.metrics import RunMetrics
@@ -139,7 +140,7 @@ def run_detail_view(request, pk: int):
         "summary": summary, "m": summary.metrics, "types": types,
         "figure": accuracy_figure("Accuracy by question type (95% CI)", list(types.items())),
         "judged": judge_selectors.free_text_accuracy(run=run),
-        "record": run.record_counts(),
+        "record": run_record_counts(run=run),
     })
     return render(request, "evaluation/run_detail.html", context)
 

@@ -186,7 +186,7 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
         if now > question_deadline + grace:
             raise AnswerRefused(RefusedAnswer.Reason.QUESTION_TIMEOUT, "The time for this question is up.", 409)
     following = next((l for l in leases if l.status == ParticipantLeaseStatus.ACTIVE and l.pk != lease.pk), None)
-    items = Item.objects.only(*SHOWN_ITEM_FIELDS, "answer_index", "version").in_bulk(
+    items = Item.objects.only(*SHOWN_ITEM_FIELDS, "answer_index", "content_version").in_bulk(
         [lease.item_id] + ([following.item_id] if following else []))
     item = items[lease.item_id]
     shown = shown_item(context=item.context, question=item.question, options=item.options,
@@ -195,7 +195,7 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
                                        chosen_option=chosen_option, confidence=confidence, highlights=highlights)
     response = Response.objects.create(
         attempt=attempt, item=item, lease=lease, chosen_option=option, confidence=conf, highlights=spans,
-        language=shown.language, is_correct=option == item.answer_index, item_version=item.version,
+        language=shown.language, is_correct=option == item.answer_index, item_version=item.content_version,
         shown_at=shown_at, answered_at=now,
         is_late=now > question_deadline,
     )

@@ -12,6 +12,7 @@ from django.db import connection
 from annotation.models import Item
 from evaluation.execution import chunks as execution
 from evaluation.models import Result, RunStatus
+from evaluation.selectors.run_record import run_record_counts
 from evaluation.services import runs as services
 from tests.conftest import database_url_for_subprocess
 from tests.evaluation.stand_in import StandIn
@@ -47,9 +48,9 @@ def test_finish_reason_on_every_row_and_rows_cut_at_the_token_cap_are_marked_and
         assert server.bodies[-1]["max_tokens"] == 4
     assert set(Result.objects.filter(run=whole).values_list("finish_reason", "truncated")) == {("stop", False)}
     assert set(Result.objects.filter(run=cut).values_list("finish_reason", "truncated")) == {("length", True)}
-    counts = cut.record_counts()
+    counts = run_record_counts(run=cut)
     assert counts["truncated"] == len(items) and counts["finish_reason_missing"] == 0
-    assert whole.record_counts()["truncated"] == 0
+    assert run_record_counts(run=whole)["truncated"] == 0
     assert Result.objects.filter(run=cut).first().messages[0]["finish_reason"] == "length"
 
 
@@ -72,7 +73,7 @@ def test_a_repeated_run_is_all_cached_and_spends_no_tokens(items):
         first = run_in_process(endpoint)
         second = run_in_process(endpoint)
         assert len(server.bodies) == len(items)
-    one, two = first.record_counts(), second.record_counts()
+    one, two = run_record_counts(run=first), run_record_counts(run=second)
     assert one["cached"] == 0 and one["tokens_spent_out"] > 0 and one["tokens_spent_in"] > 0
     assert two["cached"] == two["rows"] == len(items)
     assert two["tokens_spent_in"] == two["tokens_spent_out"] == 0
@@ -111,7 +112,7 @@ def test_a_timed_out_request_is_recorded_retried_and_visible_never_silently_repl
     assert row.attempts == 2 and row.messages[0]["attempts"] == 2
     (failed,) = row.messages[0]["failed_attempts"]
     assert failed["error_class"] == "timeout" and "wait_s" in failed
-    counts = run.record_counts()
+    counts = run_record_counts(run=run)
     assert counts["abandoned_requests"] == 1 and counts["abandoned_tokens_max"] == 512  # naive's default cap
 
 

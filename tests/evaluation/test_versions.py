@@ -47,7 +47,7 @@ def test_rows_record_the_version_they_saw_and_turn_stale_after_a_rewrite(items, 
     page = researcher_client.get(reverse("evaluation:run_detail", args=[old.pk])).content.decode()
     assert page.count(">stale</span>") == 1 and "Stale rows" in page
     drill = researcher_client.get(reverse("evaluation:result_detail", args=[old.pk, stale_rows[0].pk]))
-    assert "stale: the item is now at version 2" in drill.content.decode()
+    assert "now at content version 2" in drill.content.decode()
 
     # A comparison pairs (item, version): the rewritten item is no pair; each side drops one.
     comparison = run_comparison(a=old, b=new)
@@ -74,3 +74,32 @@ def test_a_resumed_row_of_a_rewritten_item_records_the_new_version(items, comput
     target.refresh_from_db()
     assert (target.error, target.item_version) == ("", 2)
     assert Result.objects.filter(run=run).count() == ITEMS
+
+
+def test_curation_without_content_changes_makes_nothing_stale_and_a_content_change_names_its_field(
+        items, compute, researcher_client, researcher):
+    """The lifecycle of issue 18: runs, then every item queued for curation and some published with their content
+    unchanged: nothing is stale; then three items' content changes: exactly those three are stale."""
+    from annotation.services.leases import items_enter_workflow
+
+    first, lexical = compute(_launch("first-option")), compute(_launch("lexical"))
+    assert items_enter_workflow(user=researcher, split="test") == ITEMS
+    for item in Item.objects.filter(split="test")[:4]:
+        item_update(item_id=item.pk, base_version=item.version, changes={}, status="published", note="published")
+    assert all(i.version >= 2 and i.content_version == 1 for i in Item.objects.filter(split="test"))
+    for run in (first, lexical):
+        assert selectors.run_summary(run=run).stale == 0
+    table = leaderboard(split="test", reference=f"naive@{first.endpoint.name}")
+    assert {c.run.pk: (c.metrics.n, c.counts.stale) for c in table.cells} == {
+        first.pk: (ITEMS, 0), lexical.pk: (ITEMS, 0)}
+
+    changed = [_rewrite(Item.objects.get(pk=items[i].pk)) for i in (1, 5, 9)]
+    assert all(c.content_version == 2 for c in changed)
+    assert selectors.run_summary(run=first).stale == 3
+    assert sorted(r.item_id for r in selectors.run_results(run=first, status="stale")) == [c.pk for c in changed]
+    table = leaderboard(split="test", reference=f"naive@{first.endpoint.name}")
+    assert {c.run.pk: (c.metrics.n, c.counts.stale) for c in table.cells} == {
+        first.pk: (ITEMS - 3, 3), lexical.pk: (ITEMS - 3, 3)}
+    stale_row = Result.objects.get(run=first, item=changed[0])
+    page = researcher_client.get(reverse("evaluation:result_detail", args=[first.pk, stale_row.pk])).content.decode()
+    assert "context" in page and "content version 2" in page

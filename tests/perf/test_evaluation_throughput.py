@@ -29,6 +29,7 @@ from evaluation.execution.chunks import item_view
 from evaluation.models import Result, RunStatus
 from evaluation.prompting.methods import get_method
 from evaluation.prompting.prompts import present
+from evaluation.selectors.run_record import run_record_counts
 from evaluation.services import runs as services
 from tests.support.items import import_items
 from tests.support.model_server import start_server_process
@@ -93,7 +94,7 @@ def assert_resolved_once(run, n: int) -> None:
     clashes = sum("1" in item.options[1:] for item in Item.objects.filter(pk__in=run.item_ids))
     assert rows.filter(error="", parse_status="ok").count() == n - clashes
     assert rows.filter(error="", finish_reason="stop", truncated=False, spent_tokens_out__gt=0).count() == n
-    counts = run.record_counts()
+    counts = run_record_counts(run=run)
     assert (counts["errors"], counts["cached"], counts["truncated"], counts["abandoned_requests"]) == (0, 0, 0, 0)
 
 
