@@ -31,6 +31,23 @@ class ImportRejected(Invalid):
             "lines": [{"line": e.line, "field": e.field, "message": e.message} for e in line_errors[:200]]})
 
 
+class CuratedConflicts(Conflict):
+    """An import would overwrite items edited in the app since their last import; nothing was imported."""
+
+    code = "curated_conflict"
+
+    def __init__(self, conflicts):
+        self.conflicts = list(conflicts)
+        shown = "\n".join(str(c) for c in self.conflicts[:20])
+        more = f"\n... and {len(self.conflicts) - 20} more" if len(self.conflicts) > 20 else ""
+        super().__init__(
+            f"{len(self.conflicts)} item(s) were edited in the app since their last import; nothing imported "
+            f"(keep them and import the rest: --keep-curated; replace them, as a new revision: --overwrite-curated):"
+            f"\n{shown}{more}",
+            details={"conflicts": [{"line": c.line, "id": c.external_id, "revision": c.revision, "author": c.author}
+                                   for c in self.conflicts[:200]]})
+
+
 class StaleVersion(Conflict):
     """An edit was based on an older version of the item than the one stored; carries the current item."""
 

@@ -17,6 +17,14 @@ class ItemImportForm(forms.Form):
     split = forms.CharField(initial="test", max_length=40)
     dry_run = forms.BooleanField(required=False, help_text="Validate and report only.")
     skip_invalid = forms.BooleanField(required=False, help_text="Import the valid lines and list the bad ones.")
+    curated = forms.ChoiceField(
+        label="Items edited in the app", initial="refuse", required=False,
+        choices=[("refuse", "Refuse the import and list them (nothing is written)"),
+                 ("keep", "Keep the app's edits; import the rest"),
+                 ("overwrite", "Overwrite them with the file (a new revision that names what it replaced)")])
+
+    def clean_curated(self) -> str:
+        return self.cleaned_data.get("curated") or "refuse"
 
 
 class ItemFilterForm(forms.Form):

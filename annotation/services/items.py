@@ -12,12 +12,39 @@ from django.db.models import F
 
 from annotation import clue_graph
 from annotation.dataformat import ParsedRecord, RecordError, parse_jsonl
-from annotation.errors import ImportRejected, ItemNotFound, StaleVersion
+from annotation.errors import CuratedConflicts, ImportRejected, ItemNotFound, StaleVersion
 from annotation.item_facts import question_type, token_count, word_count
 from annotation.models import CONTENT_FIELDS, Item, ItemRevision
 from foundation import csv_safety
 from foundation.error_mapping import as_service_error
 from foundation.errors import Invalid, NotFound
+
+#: What an import does with an item edited in the app since its last import (see `item_import`).
+CURATED_REFUSE, CURATED_KEEP, CURATED_OVERWRITE = "refuse", "keep", "overwrite"
+CURATED_POLICIES = (CURATED_REFUSE, CURATED_KEEP, CURATED_OVERWRITE)
+#: The note of a revision written by an import starts with one of these.
+IMPORT_NOTES = ("imported from ", "re-imported from ")
+
+
+@dataclass(frozen=True)
+class CuratedConflict:
+    """A line of an import file whose item was edited in the app since it was last imported."""
+
+    file: str
+    line: int
+    external_id: str
+    revision: int
+    author: str
+
+    field = ""
+
+    @property
+    def message(self) -> str:
+        by = f" by {self.author}" if self.author else ""
+        return f"item {self.external_id} was edited in the app (revision {self.revision}{by}); not overwritten"
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}"
 
 
 @dataclass
@@ -27,15 +54,40 @@ class ImportReport:
     updated: int = 0
     unchanged: int = 0
     rejected: int = 0
+    kept_curated: int = 0
+    overwrote_curated: int = 0
     errors: list[RecordError] = field(default_factory=list)
+    conflicts: list[CuratedConflict] = field(default_factory=list)
     dry_run: bool = False
 
     def summary(self) -> str:
         prefix = "dry run: would have " if self.dry_run else ""
+        curated = ""
+        if self.kept_curated:
+            curated += f", kept {self.kept_curated} edited in the app"
+        if self.overwrote_curated:
+            curated += f", overwrote {self.overwrote_curated} edited in the app"
         return (
             f"{prefix}created {self.created}, updated {self.updated}, "
-            f"unchanged {self.unchanged}, rejected {self.rejected}"
+            f"unchanged {self.unchanged}, rejected {self.rejected}{curated}"
         )
+
+
+def curated_since_import(items: list[Item]) -> dict[int, ItemRevision]:
+    """The items whose content was changed in the app after their last import: item id -> the latest such
+    revision (its number and author name it in a conflict)."""
+    if not items:
+        return {}
+    ids = [item.pk for item in items if item.content_version > 1]
+    last_import: dict[int, int] = {}
+    latest_edit: dict[int, ItemRevision] = {}
+    for revision in (ItemRevision.objects.filter(item_id__in=ids).select_related("author").order_by("item_id", "number")):
+        if revision.note.startswith(IMPORT_NOTES):
+            last_import[revision.item_id] = revision.content_version
+            latest_edit.pop(revision.item_id, None)
+        elif revision.content_version > last_import.get(revision.item_id, 1):
+            latest_edit[revision.item_id] = revision
+    return latest_edit
 
 
 def derived_facts(*, context: str, question: str, evidence: str, reasoning: str) -> dict:
@@ -72,6 +124,7 @@ def item_import(
     user=None,
     dry_run: bool = False,
     skip_invalid: bool = False,
+    curated: str = CURATED_REFUSE,
 ) -> ImportReport:
     """Import DetectBench JSONL: all or nothing (or skip invalid lines), upsert on (source, external id).
 
@@ -80,7 +133,15 @@ def item_import(
 
     A revision is written for every created item and for every item whose content changed;
     unchanged items are left alone, so re-importing a file is idempotent.
+
+    An item whose content was edited in the app since its last import is never overwritten silently:
+    with ``curated="refuse"`` (the default) such a line is a conflict (``FILE:LINE: item 9001 was edited in
+    the app (revision 13 by annotator2); not overwritten``) and the import is refused with nothing written
+    (CuratedConflicts); ``"keep"`` leaves those items as they are and imports the rest; ``"overwrite"``
+    writes the file's content as a new revision whose note names the revision it replaced.
     """
+    if curated not in CURATED_POLICIES:
+        raise Invalid(f"curated must be one of {', '.join(CURATED_POLICIES)}", field="curated")
     parsed = parse_jsonl(stream, file=file_name)
     report = ImportReport(file=file_name, errors=parsed.errors, dry_run=dry_run)
     bad_lines = {e.line for e in parsed.errors}
@@ -96,6 +157,8 @@ def item_import(
     }
     to_create: list[Item] = []
     to_update: list[tuple[Item, list[str]]] = []
+    edited = curated_since_import(list(existing.values()))
+    replaced: dict[int, ItemRevision] = {}
     for record in parsed.records:
         content = _content_from_record(record)
         facts = derived_facts(
@@ -120,6 +183,18 @@ def item_import(
         if not changed:
             report.unchanged += 1
             continue
+        if item.pk in edited and set(changed) & set(CONTENT_FIELDS):
+            revision = edited[item.pk]
+            if curated == CURATED_KEEP:
+                report.kept_curated += 1
+                continue
+            if curated == CURATED_REFUSE:
+                report.conflicts.append(CuratedConflict(
+                    file=file_name, line=record.line, external_id=record.external_id, revision=revision.number,
+                    author=revision.author.get_username() if revision.author else ""))
+                continue
+            replaced[item.pk] = revision
+            report.overwrote_curated += 1
         for name, value in content.items():
             setattr(item, name, value)
         for name, value in facts.items():
@@ -130,6 +205,8 @@ def item_import(
             item.content_version += 1
         to_update.append((item, changed))
 
+    if report.conflicts:
+        raise CuratedConflicts(report.conflicts)
     report.created = len(to_create)
     report.updated = len(to_update)
     if dry_run:
@@ -150,11 +227,19 @@ def item_import(
         for item in to_create
     ] + [
         ItemRevision(item=item, number=item.version, content_version=item.content_version, author=user,
-                     stage=item.status, note=f"re-imported from {file_name}", changed_fields=changed, snapshot=item.content())
+                     stage=item.status, note=f"re-imported from {file_name}" + _replaced_note(replaced.get(item.pk)),
+                     changed_fields=changed, snapshot=item.content())
         for item, changed in to_update
     ]
     ItemRevision.objects.bulk_create(revisions, batch_size=500)
     return report
+
+
+def _replaced_note(revision: ItemRevision | None) -> str:
+    if revision is None:
+        return ""
+    by = f" by {revision.author.get_username()}" if revision.author else ""
+    return f" over the app's edit (revision {revision.number}{by}, content version {revision.content_version})"
 
 
 def item_update(

@@ -7,7 +7,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import urlencode
 
 from annotation import selectors
-from annotation.errors import ImportRejected
+from annotation.errors import CuratedConflicts, ImportRejected
 from annotation.forms import ItemFilterForm, ItemImportForm
 from annotation.item_facts import QUESTION_TYPES
 from annotation.models import Item, ItemStatus
@@ -54,10 +54,15 @@ def item_import_view(request):
             report, refusal = attempt(lambda: item_import(
                 stream=upload.file, file_name=upload.name, source=form.cleaned_data["source"],
                 split=form.cleaned_data["split"], user=request.user,
-                dry_run=form.cleaned_data["dry_run"], skip_invalid=form.cleaned_data["skip_invalid"]))
+                dry_run=form.cleaned_data["dry_run"], skip_invalid=form.cleaned_data["skip_invalid"],
+                curated=form.cleaned_data["curated"]))
             if isinstance(refusal, ImportRejected):
                 errors, status = refusal.line_errors, refusal.http_status
                 messages.error(request, f"{len(errors)} invalid line(s) in {upload.name}: nothing was imported.")
+            elif isinstance(refusal, CuratedConflicts):
+                errors, status = refusal.conflicts, refusal.http_status
+                messages.error(request, f"{len(errors)} item(s) of {upload.name} were edited in the app since their "
+                                        "last import: nothing was imported. Choose what to do with them below.")
             elif refusal is not None:
                 return error_page(request, refusal)
             else:

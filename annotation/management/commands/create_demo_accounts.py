@@ -13,15 +13,15 @@ DEMO_ACCOUNTS = (
 
 
 class Command(BaseCommand):
-    help = "Create demo accounts (one or two annotators, one researcher). For local use only."
+    help = ("Create the demo accounts that are missing (two annotators, one researcher). An account that exists is "
+            "left as it is: its password, sessions and groups are never reset. For local use only.")
 
     def handle(self, *args, **options):
         User = get_user_model()
         for username, password, group, is_staff in DEMO_ACCOUNTS:
-            user, created = User.objects.get_or_create(username=username)
-            user.set_password(password)
-            user.is_staff = is_staff
-            user.is_superuser = is_staff  # the demo researcher may use every admin page
-            user.save()
+            if User.objects.filter(username=username).exists():
+                self.stdout.write(f"kept {username} (exists; password unchanged)")
+                continue
+            user = User.objects.create_user(username=username, password=password, is_staff=is_staff)
             user.groups.add(Group.objects.get(name=group))
-            self.stdout.write(f"{'created' if created else 'updated'} {username} / {password} ({group})")
+            self.stdout.write(f"created {username} / {password} ({group})")

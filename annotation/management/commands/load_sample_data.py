@@ -7,13 +7,15 @@ from django.db import transaction
 
 from annotation.models import Item
 from annotation.services import item_import, item_update
+from annotation.services.items import CURATED_KEEP
 
 SAMPLE_DIR = Path(settings.BASE_DIR) / "sample_data"
 SAMPLE_SOURCE = "sample"
 
 
 class Command(BaseCommand):
-    help = "Load the original sample puzzles shipped in sample_data/ (idempotent)."
+    help = ("Load the original sample puzzles shipped in sample_data/ where they are missing (idempotent: items "
+            "edited in the app are kept, translations are added only where an item has none).")
 
     @transaction.atomic
     def handle(self, *args, **options):
@@ -21,7 +23,7 @@ class Command(BaseCommand):
             path = SAMPLE_DIR / f"{split}.jsonl"
             with path.open("rb") as stream:
                 report = item_import(stream=stream, file_name=str(path.relative_to(settings.BASE_DIR)),
-                                     source=SAMPLE_SOURCE, split=split)
+                                     source=SAMPLE_SOURCE, split=split, curated=CURATED_KEEP)
             self.stdout.write(f"{path.name}: {report.summary()}")
         translations_path = SAMPLE_DIR / "translations_zh.json"
         if translations_path.exists():
@@ -29,8 +31,8 @@ class Command(BaseCommand):
             changed = 0
             for external_id, zh in translations.items():
                 item = Item.objects.filter(source=SAMPLE_SOURCE, external_id=external_id).first()
-                if item is None or item.translations.get("zh-hans") == zh:
-                    continue
+                if item is None or item.translations.get("zh-hans"):
+                    continue  # an item's own translation (perhaps edited in the app) is never replaced
                 item_update(item_id=item.pk, base_version=item.version,
                             changes={"translations": {**item.translations, "zh-hans": zh}},
                             note="Chinese translation from sample_data")

@@ -37,3 +37,30 @@ def test_sample_clues_are_verbatim_and_answers_balanced():
             assert anchor is not None and anchor.exact, (item, anchor)
         positions[item.answer_index] += 1
     assert max(positions) - min(positions) <= 2  # unlike the real data, not skewed to the first option
+
+
+def test_loading_again_keeps_every_edit_made_in_the_app(django_user_model):
+    from annotation.services import item_update
+
+    _load()
+    editor = django_user_model.objects.create_user("annotator")
+    item = Item.objects.get(source="sample", external_id="9001")
+    edited = item_update(item_id=item.pk, base_version=item.version, user=editor, note="rewrite",
+                         changes={"question": "Rewritten?", "translations": {**item.translations, "zh-hans": {
+                             **item.translations["zh-hans"], "question": "改写？"}}})
+    _load()
+    item.refresh_from_db()
+    assert (item.version, item.question, item.translations["zh-hans"]["question"]) == (
+        edited.version, "Rewritten?", "改写？")
+
+
+def test_demo_accounts_are_created_once_and_never_reset(django_user_model):
+    call_command("create_demo_accounts", stdout=io.StringIO())
+    user = django_user_model.objects.get(username="annotator")
+    user.set_password("my-own-password")
+    user.save()
+    out = io.StringIO()
+    call_command("create_demo_accounts", stdout=out)
+    user.refresh_from_db()
+    assert user.check_password("my-own-password") and "kept annotator" in out.getvalue()
+    assert not django_user_model.objects.get(username="researcher").is_superuser

@@ -183,3 +183,71 @@ def test_command_exits_non_zero_on_bad_input(tmp_path):
     assert proc.returncode != 0
     assert f"{path}:1: answer: index 7 is out of range" in proc.stderr
     assert Item.objects.count() == 0
+
+
+def _edit_in_app(external_id: str, user) -> Item:
+    from annotation.services import item_update
+
+    item = Item.objects.get(source="detectbench-v1.3", external_id=external_id)
+    return item_update(item_id=item.pk, base_version=item.version, user=user, note="rewrite",
+                       changes={"question": item.question + " (rewritten)"})
+
+
+def test_an_import_never_overwrites_items_edited_in_the_app(tmp_path, django_user_model):
+    """Re-importing the original file over edited items: a conflict per item named FILE:LINE, nothing written,
+    a non-zero exit; --keep-curated skips them; --overwrite-curated replaces them with a revision saying so."""
+    editor = django_user_model.objects.create_user("annotator2")
+    records = [GOOD | {"id": n, "question": f"Who was in the garden {n}?"} for n in range(1, 6)]
+    path = tmp_path / "test.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    _import(path, "--split", "test")
+    # A status-only change (queueing) is not an edit of the content: no conflict for it.
+    from annotation.services.leases import items_enter_workflow
+    items_enter_workflow(user=editor, split="test")
+    edited = _edit_in_app("2", editor)
+    _edit_in_app("4", editor)
+    # The source file changes upstream for items 2, 3 and 4; item 3 was not edited in the app.
+    changed = [r | {"context": r["context"] + " Upstream fix."} if r["id"] in (2, 3, 4) else r for r in records]
+    path.write_text("".join(json.dumps(r) + "\n" for r in changed))
+
+    with pytest.raises(CommandError) as refused:
+        _import(path, "--split", "test")
+    message = str(refused.value)
+    assert f"{path}:2: item 2 was edited in the app (revision {edited.version} by annotator2); not overwritten" in message
+    assert f"{path}:4: item 4 was edited in the app" in message and ":3: item 3" not in message
+    assert "Upstream fix." not in "".join(Item.objects.values_list("context", flat=True))  # nothing written
+
+    kept = _import(path, "--split", "test", "--keep-curated")
+    assert "updated 1" in kept and "kept 2 edited in the app" in kept
+    assert Item.objects.get(external_id="3").context.endswith("Upstream fix.")
+    assert Item.objects.get(external_id="2").question.endswith("(rewritten)")
+
+    overwritten = _import(path, "--split", "test", "--overwrite-curated")
+    assert "overwrote 2 edited in the app" in overwritten
+    item = Item.objects.get(external_id="2")
+    assert item.context.endswith("Upstream fix.") and not item.question.endswith("(rewritten)")
+    last = ItemRevision.objects.filter(item=item).order_by("-number").first()
+    assert f"over the app's edit (revision {edited.version} by annotator2" in last.note
+    # After the overwrite the item counts as imported again: the same file again changes nothing.
+    assert "unchanged 5" in _import(path, "--split", "test")
+
+
+def test_the_import_page_lists_conflicts_and_offers_the_choice(tmp_path, researcher_client, django_user_model):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.urls import reverse
+
+    editor = django_user_model.objects.create_user("annotator2")
+    path = tmp_path / "test.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n")
+    _import(path, "--split", "test")
+    _edit_in_app("1", editor)
+    body = (json.dumps(GOOD | {"context": "Changed upstream."}) + "\n").encode()
+    url = reverse("annotation:item_import")
+    response = researcher_client.post(url, {"file": SimpleUploadedFile("test.jsonl", body), "source": "detectbench-v1.3",
+                                            "split": "test"})
+    assert response.status_code == 409
+    assert "test.jsonl:1" in response.content.decode() and "was edited in the app" in response.content.decode()
+    assert Item.objects.get(external_id="1").context == GOOD["context"]
+    response = researcher_client.post(url, {"file": SimpleUploadedFile("test.jsonl", body), "source": "detectbench-v1.3",
+                                            "split": "test", "curated": "keep"})
+    assert response.status_code == 302 and Item.objects.get(external_id="1").context == GOOD["context"]
