@@ -3,7 +3,9 @@
 The last answer section that says anything decides (``### Answer:``, ``**Final Answer:**``, ``答案：``); without
 one, "the answer is X" / ``\\boxed{X}`` anywhere, else a bare label as the first or last line. Template echoes
 (``1/2/3/4``, ``xxxxx``, a copied list of options, ``Answer 1:`` ... ``Answer 4:``) are never answers; a reading
-naming several options is ``ambiguous``, no answer is ``missing``: never a guess. The rules, and the agreement
+naming several options is ``ambiguous``, no answer is ``missing``: never a guess. A number alone where the prompt
+asks for the serial number (the output, a line, an answer section) is that serial number, even where an option's
+text is that number; elsewhere such a clash is ``ambiguous``. The rules, and the agreement
 with a person's reading of real outputs: tests/evaluation/corpus/ (README.md, answers.jsonl).
 """
 from __future__ import annotations
@@ -211,8 +213,13 @@ class _Reader:
             return None
         return match.group("label"), text[match.end():]
 
-    def label_reading(self, label: str, rest: str) -> ParsedAnswer | None:
-        """A label followed by ``rest``: another label right after it, or another option's text, makes it unsure."""
+    def label_reading(self, label: str, rest: str, *, serial: bool = False) -> ParsedAnswer | None:
+        """A label followed by ``rest``: another label right after it, or another option's text, makes it unsure.
+
+        ``serial``: the label stands where the prompt asks for the serial number (an answer section's start, a
+        line of its own); alone there (a full stop at most after it), a number is that serial number even where an option's text is
+        that number (options ``5, 2, 1, 3``: ``### Answer:\n1`` is option 1, as the prompt asks).
+        """
         index = self.index(label)
         if index is None:
             return None
@@ -223,7 +230,7 @@ class _Reader:
                 return ParsedAnswer(AMBIGUOUS)
         line = rest.split("\n")[0].strip(" .:)-")
         named = self.options_in(line, start=True) or self.resembling(line)
-        if not named and label.isdigit():
+        if not named and label.isdigit() and not (serial and not rest.strip(" \n.。!")):
             named = {i for i, option in enumerate(self.texts) if option == label}  # options "-1", "2", "4"
         if named and index not in named:
             return ParsedAnswer(AMBIGUOUS)
@@ -265,7 +272,7 @@ class _Reader:
         leading = self.leading(line.strip().rstrip(".。!"))
         if not leading:
             return None
-        reading, rest = self.label_reading(*leading), leading[1].strip(" .:)-")
+        reading, rest = self.label_reading(*leading, serial=True), leading[1].strip(" .:)-")
         if not rest or reading is None:
             return reading
         if any(self.leading(n) for n in neighbours):
@@ -288,7 +295,7 @@ class _Reader:
         placeholder = bool(_PLACEHOLDER.search(clean))
         leading = self.leading(clean)
         if leading:
-            reading = self.label_reading(*leading)
+            reading = self.label_reading(*leading, serial=True)
             if reading is not None:
                 return ParsedAnswer(AMBIGUOUS) if placeholder else reading
             if leading[0].isdigit() and self.style == "numbers":  # out of range: no earlier answer stands in

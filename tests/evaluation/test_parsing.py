@@ -212,7 +212,8 @@ def test_a_label_with_a_garbled_copy_of_another_option_is_ambiguous():
 
 def test_numeric_options_are_read_by_value_and_a_clash_with_a_label_is_ambiguous():
     values = ["-3", "-1", "2", "4"]
-    assert parse_answer("### Answer: 2", values).status == AMBIGUOUS  # label 2 is -1; 2 is option 3's value
+    assert parse_answer("### Answer: 2", values).index == 1  # a bare serial number: label 2 (-1), see below
+    assert parse_answer("The missing value is 2, so the answer is 2 (option 3).", values).status != OK
     assert parse_answer("### Answer: 4", values).index == 3
     assert parse_answer("### Answer: -3", values).index == 0
     money = ["50 yuan", "70 yuan", "80 yuan", "100 yuan"]
@@ -220,6 +221,30 @@ def test_numeric_options_are_read_by_value_and_a_clash_with_a_label_is_ambiguous
     assert parse_answer("### Answer: 80", money).index == 2
     assert parse_answer("### Answer:\n50 yuan or 70 yuan", money).status == AMBIGUOUS
     assert parse_answer("### Answer: 866", ["866", "841", "34", "37"]).index == 0
+
+
+@pytest.mark.parametrize("options", [["5", "2", "1", "3"], ["1/120", "1/25", "1/5", "1"]])  # test items 2131, 3789
+@pytest.mark.parametrize(
+    "output, index",
+    [
+        ("### Key Information:\nThe door was locked.\n\n### Answer:\n1", 0),  # the first-option baseline's output
+        ("1", 0), ("1.", 0), ("**1**", 0), ("Answer: 1", 0), ("Answer: 3.", 2), ("### Answer: 4", 3),
+        ("### Answer: 1.", 0), ("**Answer:** 2", 1), ("### Answer:\n(3)", 2), ("### Answer: Option 1", 0),
+        ("The door was locked.\n\n1", 0),
+    ],
+)
+def test_a_bare_serial_number_is_the_serial_number_even_where_an_option_is_that_number(output, index, options):
+    """Every prompt asks for the serial number of the option: a number alone where it is asked for is that serial
+    number, as a person reading the prompt reads it, even where an option's text is the same number."""
+    parsed = parse_answer(output, options)
+    assert (parsed.status, parsed.index) == (OK, index)
+
+
+def test_a_number_that_is_not_alone_still_clashes_with_an_option_of_that_value():
+    options = ["5", "2", "1", "3"]
+    assert parse_answer("The answer is 1.", options).status == AMBIGUOUS  # prose: the value 1 or option 1
+    assert parse_answer("### Answer:\n3\n\nThe total is 3.", options).status == AMBIGUOUS
+    assert parse_answer("### Answer: 3. 1", options).index == 2  # the label with its own option's text
 
 
 # --- the corpus of real outputs ------------------------------------------------------------------
