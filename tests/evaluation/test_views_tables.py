@@ -163,3 +163,14 @@ def test_leaderboard_page_asks_for_a_split_and_shows_n_in_every_cell(researcher_
     assert "30 pairs" in tested and "items that differ" in tested and '<span class="badge">ref</span>' in tested
     refused = _get(researcher_client, "evaluation:leaderboard", query="split=test&reference=x@y").content.decode()
     assert "No cell &#x27;x@y&#x27;" in refused
+
+
+def test_two_runs_with_no_common_item_say_so(researcher_client, detectbench_dir, compute):
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=6)
+    ids = list(Item.objects.order_by("pk").values_list("pk", flat=True))
+    first = services.endpoint_for_cli(builtin="first-option")
+    a = compute(services.run_launch(endpoint=first, method="naive", ids=ids[:3], enqueue=False))
+    b = compute(services.run_launch(endpoint=first, method="naive", ids=ids[3:], enqueue=False))
+    page = _get(researcher_client, "evaluation:run_compare", query=f"a={a.pk}&b={b.pk}").content.decode()
+    assert "No item in common: 3 item(s) only in A, 3 only in B" in page
+    assert "agree on every paired item" not in page and "have no item in common" in page
