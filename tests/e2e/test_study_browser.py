@@ -97,3 +97,49 @@ def test_participant_completes_study_with_highlights_and_reload_resumes(live_ser
         h = r.highlights[0]
         assert r.item.context[h["start"]:h["end"]] == h["text"]
     assert responses[0].highlights[0]["text"] == marked.strip()
+
+
+def _answer(page, option: int = 0) -> None:
+    page.wait_for_selector("#question input[name=chosen_option]")
+    page.locator("input[name=chosen_option]").nth(option).check()
+    page.click("[data-submit]")
+
+
+def test_back_and_a_stale_tab_never_leave_a_participant_stuck(live_server, detectbench_dir, page):
+    """Back after answering, and a second tab left on an answered question: the answer is refused with a page
+    that says so (one htmx-config per page, so the refusal is swapped in) and Continue leads on."""
+    ids = import_items(detectbench_dir, 3)
+    study_create(slug="back", item_ids=ids, per_participant=3, raters=1, time_limit_seconds=1800,
+                 status=StudyStatus.OPEN, completion_code="BACK-OK", consent_text="Please agree.")
+    page.goto(f"{live_server.url}/s/back/?PROLIFIC_PID=pw-back&STUDY_ID=s&SESSION_ID=x", timeout=60000)
+    assert page.locator("meta[name=htmx-config]").count() == 1
+    page.check("input[name=consent]")
+    page.click("button[type=submit]")
+    page.click("#start")
+    _answer(page)
+    page.wait_for_selector("text=Question 2 of 3")
+    question_url = page.url
+
+    page.go_back()
+    page.wait_for_selector("#question")
+    assert page.locator("meta[name=htmx-config]").count() == 1
+    if page.locator("text=Question 1 of 3").count():  # the browser showed the answered question again
+        _answer(page, 1)
+        page.wait_for_selector("#question.refused")
+        assert "already been answered" in page.locator("#question").inner_text()
+        page.click("#question.refused a.button")
+    page.wait_for_selector("text=Question 2 of 3")
+
+    # A second tab on the same question; the first answers it; the second's answer is refused and leads on.
+    other = page.context.new_page()
+    other.goto(question_url)
+    other.wait_for_selector("text=Question 2 of 3")
+    _answer(page)
+    page.wait_for_selector("text=Question 3 of 3")
+    _answer(other, 1)
+    other.wait_for_selector("#question.refused")
+    assert "already been answered" in other.locator("#question").inner_text()
+    other.click("#question.refused a.button")
+    other.wait_for_selector("text=Question 3 of 3")
+    other.close()
+    assert Response.objects.filter(attempt__external_participant_id="pw-back").count() == 2
