@@ -22,6 +22,23 @@ CLUE_GRAPH_FIELDS = ("evidence", "multi_hop_reasoning")
 
 
 @dataclass(frozen=True)
+class Limits:
+    """The declared bounds of an imported file and its records (a real DetectBench record has 4 options, at most
+    ~2,000 characters of context and ~1,200 of question, option or clue graph). The web app takes them from the
+    ITEM_IMPORT_* settings (`annotation.services.items.import_limits`); these are the settings' defaults."""
+
+    max_options: int = 26
+    max_context_chars: int = 50_000
+    max_question_chars: int = 5_000
+    max_option_chars: int = 2_000
+    max_clue_graph_chars: int = 50_000  # evidence and multi_hop_reasoning, each
+    max_file_bytes: int = 50 * 1024 * 1024
+
+
+DEFAULT_LIMITS = Limits()
+
+
+@dataclass(frozen=True)
 class RecordError:
     file: str
     line: int
@@ -51,14 +68,16 @@ class ParsedRecord:
 class ParseResult:
     records: list[ParsedRecord]
     errors: list[RecordError]
+    too_large: bool = False  # over Limits.max_file_bytes: refused whole, whatever else the file holds
 
 
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def validate_record(obj, *, file: str, line: int) -> tuple[ParsedRecord | None, list[RecordError]]:
-    """Check one decoded JSON value against the schema."""
+def validate_record(obj, *, file: str, line: int,
+                    limits: Limits = DEFAULT_LIMITS) -> tuple[ParsedRecord | None, list[RecordError]]:
+    """Check one decoded JSON value against the schema and the declared limits."""
     errors: list[RecordError] = []
 
     def err(field_name: str | None, message: str) -> None:
@@ -81,26 +100,35 @@ def validate_record(obj, *, file: str, line: int) -> tuple[ParsedRecord | None, 
     else:
         err("id", "must be an integer or a non-empty string of at most 100 characters")
         external_id, id_is_int = "", False
-    for name in ("context", "question"):
+    for name, limit in (("context", limits.max_context_chars), ("question", limits.max_question_chars)):
         value = obj[name]
         if not isinstance(value, str):
             err(name, f"must be a string, got {type(value).__name__}")
         elif not value.strip():
             err(name, "must not be empty")
+        elif len(value) > limit:
+            err(name, _too_long(value, limit))
     options = obj["options"]
     if not isinstance(options, list):
         err("options", f"must be a list, got {type(options).__name__}")
     elif len(options) < 2:
         err("options", f"must hold at least 2 options, got {len(options)}")
+    elif len(options) > limits.max_options:
+        err("options", f"{len(options):,} options: an item may have at most {limits.max_options}")
     else:
         for i, option in enumerate(options):
             if not isinstance(option, str) or not option.strip():
                 err(f"options[{i}]", "must be a non-empty string")
+            elif len(option) > limits.max_option_chars:
+                err(f"options[{i}]", _too_long(option, limits.max_option_chars))
     answer = obj["answer"]
     if not _is_int(answer):
         err("answer", f"must be an integer index, got {type(answer).__name__}")
-    elif isinstance(options, list) and len(options) >= 2 and not 0 <= answer < len(options):
+    elif isinstance(options, list) and 2 <= len(options) <= limits.max_options and not 0 <= answer < len(options):
         err("answer", f"index {answer} is out of range for {len(options)} options (0..{len(options) - 1})")
+    elif not 0 <= answer < limits.max_options:
+        err("answer", f"index {answer:,} is out of range: an item has at most {limits.max_options} options "
+                      f"(0..{limits.max_options - 1})")
     graph = obj["clue_graph"]
     if not isinstance(graph, dict):
         err("clue_graph", f"must be an object, got {type(graph).__name__}")
@@ -110,6 +138,8 @@ def validate_record(obj, *, file: str, line: int) -> tuple[ParsedRecord | None, 
                 err(f"clue_graph.{name}", "missing field")
             elif not isinstance(graph[name], str):
                 err(f"clue_graph.{name}", f"must be a string, got {type(graph[name]).__name__}")
+            elif len(graph[name]) > limits.max_clue_graph_chars:
+                err(f"clue_graph.{name}", _too_long(graph[name], limits.max_clue_graph_chars))
         unknown = set(graph) - set(CLUE_GRAPH_FIELDS)
         if unknown:
             err("clue_graph", f"unknown fields: {', '.join(sorted(unknown))}")
@@ -131,6 +161,10 @@ def validate_record(obj, *, file: str, line: int) -> tuple[ParsedRecord | None, 
         ),
         [],
     )
+
+
+def _too_long(text: str, limit: int) -> str:
+    return f"{len(text):,} characters: at most {limit:,}"
 
 
 def _bad_text(text: str) -> str | None:
@@ -209,18 +243,35 @@ def decode_json(text: str):
         raise ValueError(f"nested deeper than {MAX_NESTING} levels") from None
 
 
-def _lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
-    yield from enumerate(stream, start=1)
+def _lines(stream: BinaryIO) -> Iterator[tuple[int, bytes, int]]:
+    """(number, bytes, length) of each line; a line over MAX_LINE_BYTES is read in pieces and not kept whole
+    (its bytes are cut, its length is the whole line's)."""
+    number = 0
+    while raw := stream.readline(MAX_LINE_BYTES + 1):
+        number += 1
+        length = len(raw)
+        while length > MAX_LINE_BYTES and not raw.endswith(b"\n") and (raw := stream.readline(1 << 20)):
+            length += len(raw)
+        yield number, raw, length
 
 
-def parse_jsonl(stream: BinaryIO, *, file: str) -> ParseResult:
-    """Parse and validate a whole JSONL byte stream; collects every error, never raises on bad input."""
+def parse_jsonl(stream: BinaryIO, *, file: str, limits: Limits = DEFAULT_LIMITS) -> ParseResult:
+    """Parse and validate a whole JSONL byte stream; collects every error, never raises on bad input.
+
+    A file over `limits.max_file_bytes` is refused at the line that crosses the limit, and nothing after it is read.
+    """
     records: list[ParsedRecord] = []
     errors: list[RecordError] = []
     seen: dict[str, int] = {}
-    for number, raw in _lines(stream):
-        if len(raw) > MAX_LINE_BYTES:
-            errors.append(RecordError(file, number, None, f"line is {len(raw):,} bytes, over the {MAX_LINE_BYTES:,}-byte limit for one record"))
+    size = 0
+    for number, raw, length in _lines(stream):
+        size += length
+        if size > limits.max_file_bytes:
+            errors.append(RecordError(file, number, None, f"the file is over the {limits.max_file_bytes:,}-byte limit "
+                                                          "of an import (split it, or raise ITEM_IMPORT_MAX_FILE_BYTES)"))
+            return ParseResult(records=records, errors=errors, too_large=True)
+        if length > MAX_LINE_BYTES:
+            errors.append(RecordError(file, number, None, f"line is {length:,} bytes, over the {MAX_LINE_BYTES:,}-byte limit for one record"))
             continue
         try:
             text = raw.decode("utf-8")
@@ -244,7 +295,7 @@ def parse_jsonl(stream: BinaryIO, *, file: str) -> ParseResult:
         if unstorable is not None:
             errors.append(RecordError(file, number, *unstorable))
             continue
-        record, record_errors = validate_record(obj, file=file, line=number)
+        record, record_errors = validate_record(obj, file=file, line=number, limits=limits)
         if record_errors:
             errors.extend(record_errors)
             continue

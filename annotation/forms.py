@@ -5,6 +5,7 @@ import json
 from dataclasses import replace
 
 from django import forms
+from django.conf import settings
 
 from annotation.clue_graph.editing import EditableGraph, EditableStep
 from annotation.item_checks import option_checks
@@ -25,6 +26,14 @@ class ItemImportForm(forms.Form):
 
     def clean_curated(self) -> str:
         return self.cleaned_data.get("curated") or "refuse"
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        limit = settings.ITEM_IMPORT_MAX_FILE_BYTES
+        if upload.size > limit:
+            raise forms.ValidationError(f"{upload.name} has {upload.size:,} bytes: an import takes at most {limit:,} "
+                                        "(ITEM_IMPORT_MAX_FILE_BYTES); split the file.", code="max_size")
+        return upload
 
 
 class ItemFilterForm(forms.Form):

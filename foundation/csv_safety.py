@@ -2,25 +2,30 @@
 
 A drop-in for `csv.writer` / `csv.DictWriter` in every CSV export. The escaping is defusedcsv's
 (a cell starting with = + - @ | % gets a leading apostrophe, `|` is escaped; numbers, including
-negative ones like -1.5, stay numbers), plus a cell starting with a tab or a carriage return,
-which spreadsheets strip before reading a formula. Parsing (`csv.reader`) is unchanged.
+negative ones like -1.5, stay numbers), plus a cell starting with a tab, a carriage return or a
+line feed, which spreadsheets strip before reading a formula. Parsing (`csv.reader`) is unchanged.
+
+This is the one module of the apps that may import `csv` or `defusedcsv` (tests/project/test_csv_exports.py
+checks it): every CSV the app writes goes through `writer` or `DictWriter` here.
 """
 from __future__ import annotations
 
 import csv
 import io
 from collections.abc import Iterable
+from numbers import Number
 from typing import Any
 
 from defusedcsv import csv as defused_csv
 
-LEADING_WHITESPACE = ("\t", "\r")
+LEADING_WHITESPACE = ("\t", "\r", "\n")
 
 
 def _pre_escape(value: Any) -> Any:
-    if isinstance(value, str) and value.startswith(LEADING_WHITESPACE):
-        return "'" + value
-    return value
+    if value is None or isinstance(value, Number):
+        return value
+    text = str(value)  # also a lazy translation or any other object a cell is written as
+    return "'" + text if text.startswith(LEADING_WHITESPACE) else text
 
 
 class _SafeWriter:

@@ -6,12 +6,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO, TextIO
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F
 
 from annotation import clue_graph
-from annotation.dataformat import ParsedRecord, RecordError, parse_jsonl
+from annotation.dataformat import Limits, ParsedRecord, RecordError, parse_jsonl
 from annotation.errors import CuratedConflicts, ImportRejected, ItemNotFound, StaleVersion
 from annotation.item_facts import question_type, token_count, word_count
 from annotation.models import CONTENT_FIELDS, Item, ItemRevision
@@ -114,6 +115,15 @@ def _content_from_record(record: ParsedRecord) -> dict:
     }
 
 
+def import_limits() -> Limits:
+    """The declared bounds of an item import (settings ITEM_IMPORT_*; `annotation.dataformat.Limits`)."""
+    return Limits(max_options=settings.ITEM_IMPORT_MAX_OPTIONS, max_context_chars=settings.ITEM_IMPORT_MAX_CONTEXT_CHARS,
+                  max_question_chars=settings.ITEM_IMPORT_MAX_QUESTION_CHARS,
+                  max_option_chars=settings.ITEM_IMPORT_MAX_OPTION_CHARS,
+                  max_clue_graph_chars=settings.ITEM_IMPORT_MAX_CLUE_GRAPH_CHARS,
+                  max_file_bytes=settings.ITEM_IMPORT_MAX_FILE_BYTES)
+
+
 @transaction.atomic
 def item_import(
     *,
@@ -142,11 +152,11 @@ def item_import(
     """
     if curated not in CURATED_POLICIES:
         raise Invalid(f"curated must be one of {', '.join(CURATED_POLICIES)}", field="curated")
-    parsed = parse_jsonl(stream, file=file_name)
+    parsed = parse_jsonl(stream, file=file_name, limits=import_limits())
     report = ImportReport(file=file_name, errors=parsed.errors, dry_run=dry_run)
     bad_lines = {e.line for e in parsed.errors}
     report.rejected = len(bad_lines)
-    if parsed.errors and (not skip_invalid or not parsed.records):
+    if parsed.errors and (not skip_invalid or not parsed.records or parsed.too_large):
         raise ImportRejected(parsed.errors)  # with nothing valid to import, skipping the invalid lines is no help
 
     existing = {

@@ -1,7 +1,6 @@
 """Researcher pages: study setup, live monitor, results and exports."""
 from __future__ import annotations
 
-import csv
 import json
 
 from django.contrib import messages
@@ -10,6 +9,7 @@ from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from foundation import csv_safety
 from foundation.error_mapping import REFUSED, add_form_errors, error_text
 from foundation.roles import researcher_required
 from studies import selectors, services, setup_checks
@@ -136,7 +136,7 @@ def study_export_view(request, slug: str, fmt: str):
             json.dumps(selectors.study_export(study), cls=DjangoJSONEncoder, ensure_ascii=False, indent=1),
             content_type="application/json")
     else:
-        writer = csv.DictWriter(_Echo(), fieldnames=selectors.EXPORT_FIELDS)
+        writer = csv_safety.DictWriter(_Echo(), fieldnames=selectors.EXPORT_FIELDS)
 
         def lines():
             yield writer.writeheader()

@@ -17,6 +17,7 @@ ATTACKS = [
     "-=1",
     "\t=1+1",
     "\r=1+1",
+    "\n=1",
     "\tplain after a tab",
     "|calc",
     "%0A=1",
@@ -95,7 +96,18 @@ def test_safe_cell_matches_the_writer():
 
 
 def test_no_written_cell_starts_with_a_formula_character():
-    starters = "=+-@\t\r|%"
+    starters = "=+-@\t\r\n|%"
     rows = [[c + "1+1" for c in starters], [c + "A1" for c in starters]]
     for row in _read(_written(rows)):
         assert not [cell for cell in row if cell[:1] in starters]
+
+
+def test_an_object_written_as_its_text_is_neutralised_too():
+    class Lazy:  # e.g. a lazy translation: written as str(value)
+        def __init__(self, text):
+            self.text = text
+
+        def __str__(self):
+            return self.text
+
+    assert _read(_written([[Lazy("\t=1"), Lazy("=2"), Lazy("plain")]])) == [["'\t=1", "'=2", "plain"]]
