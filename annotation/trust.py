@@ -17,6 +17,21 @@ estimate, and its interval uses Kish's effective sample size n_eff = (sum w)^2 /
 * Brier score: scikit-learn `brier_score_loss` of belief against agreement (0/1);
 * coverage/agreement curve and the agreement above a threshold: of the labels with
   belief >= t, the share of all labels they cover and their agreement with people.
+
+n counts labels, not reviews: with k reviewers per label, pass each review's label as its
+group (``groups``); every review weighs 1/k of its label, n is the number of labels and n_eff
+is Kish's over the labels' summed weights.
+
+An estimate is given only where it is defined: from at least ``MIN_LABELS`` reviewed labels
+(effective labels when weighted; ``min_n``). Below that one more review moves an agreement by
+0.1 or more and the asymptotic kappa interval does not hold, so the value is None with a
+``reason`` saying what is missing, never a 0.000 that stands for "not enough data". Kappa also
+needs the judge and the people each to have used two labels or more (a rater who gives one label
+throughout agrees by chance only: kappa is 0, or undefined, by construction); its interval is
+clipped to [-1, 1], and a degenerate (zero-width) one is not shown.
+
+numpy, scipy, scikit-learn and statsmodels are imported inside the functions that use them, so that
+importing this module (the annotation selectors do, at URL loading) costs nothing.
 """
 from __future__ import annotations
 
@@ -24,28 +39,30 @@ import math
 import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-from scipy.stats import norm
-from sklearn.metrics import brier_score_loss, cohen_kappa_score
-from statsmodels.stats.inter_rater import cohens_kappa
-from statsmodels.stats.proportion import proportion_confint
+if TYPE_CHECKING:
+    import numpy as np
 
 CONFIDENCE = 0.95
 DEFAULT_BINS = 10
+#: The fewest reviewed labels (effective labels when weighted) an estimate is given from.
+MIN_LABELS = 10
 #: Thresholds of the coverage/agreement curve: 0.00, 0.05, ..., 1.00.
 CURVE_THRESHOLDS = tuple(round(i / 20, 2) for i in range(21))
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A figure with its 95% interval, the number of reviews and their effective number."""
+    """A figure with its 95% interval, the number of labels and their effective number; without a value (or an
+    interval), ``reason`` says why."""
 
     value: float | None
     low: float | None
     high: float | None
     n: int
     n_eff: float
+    reason: str = ""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -59,6 +76,7 @@ class ReliabilityBin:
     weight: float
     mean_belief: float | None
     agreement: float | None
+    agreeing: int = 0  # reviews in the bin that agree (unweighted: the plain count beside ``count``)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -76,6 +94,8 @@ class CurvePoint:
 
 
 def _weights(weights: Sequence[float] | None, n: int) -> np.ndarray:
+    import numpy as np
+
     if weights is None:
         return np.ones(n)
     w = np.asarray(weights, dtype=float)
@@ -86,13 +106,46 @@ def _weights(weights: Sequence[float] | None, n: int) -> np.ndarray:
     return w
 
 
-def effective_n(weights: Sequence[float] | None, n: int | None = None) -> float:
-    """Kish's effective sample size of the weights (n itself when unweighted)."""
-    if weights is None:
+def _group_sums(w: np.ndarray, groups: Sequence[Hashable]) -> np.ndarray:
+    import numpy as np
+
+    if len(groups) != len(w):
+        raise ValueError("one group per review")
+    sums: dict[Hashable, float] = {}
+    for group, weight in zip(groups, w):
+        sums[group] = sums.get(group, 0.0) + float(weight)
+    return np.asarray(list(sums.values()), dtype=float)
+
+
+def label_count(n: int, groups: Sequence[Hashable] | None = None) -> int:
+    """The number of labels: of distinct groups when given, else one per review."""
+    return len(set(groups)) if groups is not None else n
+
+
+def effective_n(weights: Sequence[float] | None, n: int | None = None,
+                groups: Sequence[Hashable] | None = None) -> float:
+    """Kish's effective sample size of the weights (n itself when unweighted), over the labels when ``groups``
+    (each review's label) are given: (sum W)^2 / sum W^2 with W a label's summed weight."""
+    import numpy as np
+
+    if weights is None and groups is None:
         return float(n or 0)
-    w = np.asarray(weights, dtype=float)
+    w = np.ones(len(groups)) if weights is None else np.asarray(weights, dtype=float)
+    if groups is not None:
+        w = _group_sums(w, groups)
     squares = float((w * w).sum())
     return float(w.sum()) ** 2 / squares if squares > 0 else 0.0
+
+
+def too_few(n: int, n_eff: float, min_n: int, weighted: bool) -> str:
+    """Why no estimate is given from these labels ('' when there are enough)."""
+    if n_eff >= min_n - 1e-9:
+        return ""
+    if n == 0:
+        return "no reviewed label"
+    if weighted:
+        return f"{n} reviewed label(s) count as {n_eff:.1f} once weighted; an estimate needs at least {min_n}"
+    return f"{n} reviewed label(s); an estimate needs at least {min_n}"
 
 
 def agreement(judge: Sequence[Hashable], human: Sequence[Hashable]) -> list[bool]:
@@ -102,48 +155,65 @@ def agreement(judge: Sequence[Hashable], human: Sequence[Hashable]) -> list[bool
     return [a == b for a, b in zip(judge, human)]
 
 
-def accuracy(agree: Sequence[bool], weights: Sequence[float] | None = None) -> Estimate:
-    """Weighted share of agreeing reviews with a Wilson 95% interval on n_eff."""
-    n = len(agree)
-    w = _weights(weights, n)
+def accuracy(agree: Sequence[bool], weights: Sequence[float] | None = None, *,
+             groups: Sequence[Hashable] | None = None, min_n: int = 1) -> Estimate:
+    """Weighted share of agreeing reviews with a Wilson 95% interval on n_eff (None below ``min_n`` labels)."""
+    import numpy as np
+    from statsmodels.stats.proportion import proportion_confint
+
+    w = _weights(weights, len(agree))
+    n = label_count(len(agree), groups)
     total = float(w.sum())
-    if n == 0 or total <= 0:
-        return Estimate(None, None, None, n, 0.0)
+    n_eff = effective_n(weights, len(agree), groups) if total > 0 else 0.0
+    missing = too_few(n, n_eff, max(1, min_n), weights is not None)
+    if missing:
+        return Estimate(None, None, None, n, n_eff, missing)
     value = float((w * np.asarray(agree, dtype=float)).sum()) / total
-    n_eff = effective_n(weights, n)
     low, high = proportion_confint(value * n_eff, n_eff, alpha=1 - CONFIDENCE, method="wilson")
     return Estimate(value, float(low), float(high), n, n_eff)
 
 
 def kappa(judge: Sequence[Hashable], human: Sequence[Hashable], weights: Sequence[float] | None = None,
-          labels: Sequence[Hashable] | None = None) -> Estimate:
-    """Cohen's kappa between judge and people with its asymptotic 95% interval.
+          labels: Sequence[Hashable] | None = None, *, groups: Sequence[Hashable] | None = None,
+          min_n: int = 1) -> Estimate:
+    """Cohen's kappa between judge and people with its asymptotic 95% interval, clipped to [-1, 1].
 
-    None when chance agreement is 1 (every label in one category on both sides).
+    None below ``min_n`` labels, and when the judge or the people gave one label throughout (chance explains
+    all of the agreement: kappa is 0, or undefined when both did).
     """
-    n = len(judge)
+    import numpy as np
+    from scipy.stats import norm
+    from sklearn.metrics import cohen_kappa_score
+    from statsmodels.stats.inter_rater import cohens_kappa
+
     agreement(judge, human)  # checks the lengths
-    w = _weights(weights, n)
-    n_eff = effective_n(weights, n)
+    w = _weights(weights, len(judge))
+    n = label_count(len(judge), groups)
+    total = float(w.sum())
+    n_eff = effective_n(weights, len(judge), groups) if total > 0 else 0.0
+    missing = too_few(n, n_eff, max(1, min_n), weights is not None)
+    if missing:
+        return Estimate(None, None, None, n, n_eff, missing)
+    for side, values in (("the judge", judge), ("the people", human)):
+        used = {x for x, weight in zip(values, w) if weight > 0}
+        if len(used) < 2:
+            return Estimate(None, None, None, n, n_eff,
+                            f"{side} gave one label ({next(iter(used))}) to every reviewed label: agreement beyond "
+                            "chance cannot be measured until both sides have used two labels")
     categories = list(labels) if labels is not None else sorted({*judge, *human}, key=str)
-    if n == 0 or float(w.sum()) <= 0:
-        return Estimate(None, None, None, n, n_eff)
     position = {c: i for i, c in enumerate(categories)}
     table = np.zeros((len(categories), len(categories)))
     for a, b, weight in zip(judge, human, w):
         table[position[a], position[b]] += weight
     table = table / table.sum()
-    chance = float((table.sum(1) * table.sum(0)).sum())
-    if chance >= 1 - 1e-12:
-        return Estimate(None, None, None, n, n_eff)
     value = float(cohen_kappa_score(list(judge), list(human), labels=categories, sample_weight=w))
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         std = float(cohens_kappa(table * n_eff, return_results=True).std_kappa)
-    if not math.isfinite(std):  # a degenerate table (e.g. one side all one label): no interval
-        return Estimate(value, None, None, n, n_eff)
+    if not math.isfinite(std) or std <= 0:  # a degenerate table: no interval rather than [v, v]
+        return Estimate(value, None, None, n, n_eff, "the table of labels is degenerate: no interval")
     half = float(norm.ppf(0.5 + CONFIDENCE / 2)) * std
-    return Estimate(value, value - half, value + half, n, n_eff)
+    return Estimate(value, max(-1.0, value - half), min(1.0, value + half), n, n_eff)
 
 
 def bin_index(belief: float, bins: int = DEFAULT_BINS) -> int:
@@ -163,9 +233,11 @@ def reliability_bins(beliefs: Sequence[float], agree: Sequence[bool], weights: S
     weight = [0.0] * bins
     belief_sum = [0.0] * bins
     agree_sum = [0.0] * bins
+    agreeing = [0] * bins
     for b, a, wi in zip(beliefs, agree, w):
         i = bin_index(float(b), bins)
         counts[i] += 1
+        agreeing[i] += bool(a)
         weight[i] += wi
         belief_sum[i] += wi * float(b)
         agree_sum[i] += wi * float(bool(a))
@@ -173,7 +245,7 @@ def reliability_bins(beliefs: Sequence[float], agree: Sequence[bool], weights: S
         ReliabilityBin(
             lower=i / bins, upper=(i + 1) / bins, count=counts[i], weight=weight[i],
             mean_belief=belief_sum[i] / weight[i] if weight[i] > 0 else None,
-            agreement=agree_sum[i] / weight[i] if weight[i] > 0 else None,
+            agreement=agree_sum[i] / weight[i] if weight[i] > 0 else None, agreeing=agreeing[i],
         )
         for i in range(bins)
     ]
@@ -192,6 +264,9 @@ def expected_calibration_error(beliefs: Sequence[float], agree: Sequence[bool],
 def brier_score(beliefs: Sequence[float], agree: Sequence[bool],
                 weights: Sequence[float] | None = None) -> float | None:
     """Mean squared difference between belief and agreement (0 or 1)."""
+    import numpy as np
+    from sklearn.metrics import brier_score_loss
+
     if len(beliefs) != len(agree):
         raise ValueError("one agreement per belief")
     if not beliefs:
@@ -206,6 +281,8 @@ def brier_score(beliefs: Sequence[float], agree: Sequence[bool],
 
 def _coverage(threshold: float, population: Sequence[float] | None, beliefs: Sequence[float],
               w: np.ndarray) -> float | None:
+    import numpy as np
+
     if population is not None:
         return sum(b >= threshold for b in population) / len(population) if len(population) else None
     total = float(w.sum())
@@ -214,15 +291,20 @@ def _coverage(threshold: float, population: Sequence[float] | None, beliefs: Seq
 
 def above_threshold(beliefs: Sequence[float], agree: Sequence[bool], threshold: float,
                     weights: Sequence[float] | None = None,
-                    population: Sequence[float] | None = None) -> tuple[Estimate, float | None]:
+                    population: Sequence[float] | None = None, *, groups: Sequence[Hashable] | None = None,
+                    min_n: int = 1) -> tuple[Estimate, float | None]:
     """Agreement (with its interval) of the reviewed labels whose belief >= threshold, and
     the share of labels at or above it: of `population` (every label's belief) when given,
     else estimated from the weighted reviews."""
+    import numpy as np
+
     w = _weights(weights, len(beliefs))
     keep = np.asarray(beliefs, dtype=float) >= threshold if len(beliefs) else np.zeros(0, dtype=bool)
     kept_agree = [a for a, k in zip(agree, keep) if k]
     kept_weights = None if weights is None else [float(x) for x, k in zip(w, keep) if k]
-    return accuracy(kept_agree, kept_weights), _coverage(threshold, population, beliefs, w)
+    kept_groups = None if groups is None else [g for g, k in zip(groups, keep) if k]
+    estimate = accuracy(kept_agree, kept_weights, groups=kept_groups, min_n=min_n)
+    return estimate, _coverage(threshold, population, beliefs, w)
 
 
 def coverage_curve(beliefs: Sequence[float], agree: Sequence[bool], weights: Sequence[float] | None = None,
@@ -239,16 +321,36 @@ def coverage_curve(beliefs: Sequence[float], agree: Sequence[bool], weights: Seq
 def trust_figures(judge: Sequence[Hashable], human: Sequence[Hashable], beliefs: Sequence[float],
                   weights: Sequence[float] | None = None, *, threshold: float | None = None,
                   population: Sequence[float] | None = None, labels: Sequence[Hashable] | None = None,
-                  bins: int = DEFAULT_BINS) -> dict:
-    """Every trust figure of one set of reviews, as plain data."""
+                  bins: int = DEFAULT_BINS, groups: Sequence[Hashable] | None = None, min_n: int = MIN_LABELS,
+                  refused: str = "") -> dict:
+    """Every trust figure of one set of reviews, as plain data.
+
+    ``n`` counts labels (``groups``: each review's label), ``n_reviews`` the reviews, ``n_agree`` the reviews
+    that agree with the judge. ``defined`` says whether any estimate can be given (``min_n`` labels, nothing
+    ``refused``), ``reason`` why not; ECE and Brier are None where undefined, and every estimate carries its own
+    ``reason``. ``refused``: a reason no estimate of this kind holds whatever the n (e.g. labels that had no
+    chance of review).
+    """
     agree = agreement(judge, human)
+    n = label_count(len(agree), groups)
+    n_eff = effective_n(weights, len(agree), groups)
+    reason = refused or too_few(n, n_eff, min_n, weights is not None)
+
+    def given(estimate: Estimate) -> dict:
+        return (Estimate(None, None, None, estimate.n, estimate.n_eff, refused) if refused else estimate).as_dict()
+
     figures = {
-        "n": len(agree),
-        "n_eff": effective_n(weights, len(agree)),
-        "accuracy": accuracy(agree, weights).as_dict(),
-        "kappa": kappa(judge, human, weights, labels).as_dict(),
-        "ece": expected_calibration_error(beliefs, agree, weights, bins),
-        "brier": brier_score(beliefs, agree, weights),
+        "n": n,
+        "n_reviews": len(agree),
+        "n_agree": sum(agree),
+        "n_eff": n_eff,
+        "defined": not reason,
+        "reason": reason,
+        "min_n": min_n,
+        "accuracy": given(accuracy(agree, weights, groups=groups, min_n=min_n)),
+        "kappa": given(kappa(judge, human, weights, labels, groups=groups, min_n=min_n)),
+        "ece": None if reason else expected_calibration_error(beliefs, agree, weights, bins),
+        "brier": None if reason else brier_score(beliefs, agree, weights),
         "bins": [b.as_dict() for b in reliability_bins(beliefs, agree, weights, bins)],
         "curve": [p.as_dict() for p in coverage_curve(beliefs, agree, weights, population)],
         "threshold": threshold,
@@ -256,7 +358,9 @@ def trust_figures(judge: Sequence[Hashable], human: Sequence[Hashable], beliefs:
         "coverage_above_threshold": None,
     }
     if threshold is not None:
-        estimate, coverage = above_threshold(beliefs, agree, threshold, weights, population)
-        figures["above_threshold"] = estimate.as_dict()
-        figures["coverage_above_threshold"] = coverage
+        estimate, coverage = above_threshold(beliefs, agree, threshold, weights, population, groups=groups,
+                                             min_n=min_n)
+        figures["above_threshold"] = given(estimate)
+        # Of every label's belief (a count, no estimate), or estimated from the reviews where they allow it.
+        figures["coverage_above_threshold"] = coverage if population is not None or not reason else None
     return figures

@@ -6,7 +6,7 @@ The final label of a target is `final_label` when set, else the judge's `label`;
 """
 from __future__ import annotations
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, Min, OuterRef, Q, QuerySet
 
 from annotation.models import (
     BeliefLabel,
@@ -18,6 +18,7 @@ from annotation.models import (
     LabelSource,
     LabelStatus,
     LabelTask,
+    ReviewOrder,
 )
 from annotation.models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED, KEEP_ASPECT, SCREENING_CRITERIA
 
@@ -77,8 +78,46 @@ def belief_reviews(*, queue: BeliefQueue | None = None, label_id: int | None = N
     return reviews
 
 
+def triage_bases(*, queues: list[BeliefQueue]) -> dict[int, dict]:
+    """What triage order can order each queue's labels still awaiting review by (below the accept threshold, as
+    the order stream sees them), in one query: ``pending``, ``no_belief`` (labels without a belief),
+    ``distinct_beliefs``, ``nothing_to_order_by``, and ``note``, a sentence when triage has nothing to order by
+    (every label the same belief, or none) or hands out labels without a belief first."""
+    below = Q(belief__isnull=True) | Q(queue__accept_threshold__isnull=True) | Q(belief__lt=F("queue__accept_threshold"))
+    rows = (BeliefLabel.objects.filter(below, queue__in=[q.pk for q in queues], final_source="")
+            .exclude(status=LabelStatus.ERROR).order_by().values("queue_id")
+            .annotate(total=Count("pk"), no_belief=Count("pk", filter=Q(belief__isnull=True)),
+                      distinct=Count("belief", distinct=True), lowest=Min("belief")))
+    found = {row["queue_id"]: row for row in rows}
+    bases = {}
+    for queue in queues:
+        row = found.get(queue.pk, {"total": 0, "no_belief": 0, "distinct": 0, "lowest": None})
+        total, no_belief, distinct = row["total"], row["no_belief"], row["distinct"]
+        nothing = bool(total) and (not distinct or (distinct == 1 and not no_belief))
+        note = ""
+        if queue.order == ReviewOrder.TRIAGE and total:
+            if not distinct:
+                note = (f"The judge gave none of the {total} label(s) awaiting review a belief: triage has nothing "
+                        "to order by, so they come in random order.")
+            elif nothing:
+                note = (f"All {total} label(s) awaiting review have the judge's belief {row['lowest']:.2f}: triage "
+                        "has nothing to order by, so they come in random order.")
+            elif no_belief:
+                note = (f"{no_belief} of the {total} label(s) awaiting review have no belief from the judge: "
+                        "triage hands them out first, in random order, then the rest by lowest belief.")
+        bases[queue.pk] = {"pending": total, "no_belief": no_belief, "distinct_beliefs": distinct, "note": note,
+                           "nothing_to_order_by": nothing}
+    return bases
+
+
+def triage_basis(*, queue: BeliefQueue) -> dict:
+    """:func:`triage_bases` of one queue."""
+    return triage_bases(queues=[queue])[queue.pk]
+
+
 def belief_queues(*, user) -> list[BeliefQueue]:
-    """The queues with how many labels each has, how many still need a review, and the user's part."""
+    """The queues with how many labels each has, how many still need a review, the user's part, and what triage
+    can order them by (``triage``, see :func:`triage_basis`)."""
     needing = BeliefLabel.objects.filter(queue=OuterRef("pk")).exclude(status=LabelStatus.ERROR).filter(final_source="")
     queues = (BeliefQueue.objects.annotate(
         n_labels=Count("labels", distinct=True),
@@ -89,8 +128,10 @@ def belief_queues(*, user) -> list[BeliefQueue]:
     live = {lease.label.queue_id: lease for lease in BeliefLease.objects.filter(
         reviewer=user, status=BeliefLeaseStatus.LEASED).select_related("label")}
     result = list(queues)
+    bases = triage_bases(queues=result)
     for queue in result:
         queue.my_lease = live.get(queue.pk)
+        queue.triage = bases[queue.pk]
     return result
 
 

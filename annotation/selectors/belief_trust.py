@@ -1,16 +1,24 @@
 """Trust figures of a review queue from its stored labels and reviews (the statistics are the
 pure `annotation.trust`, the sampling design the pure `annotation.review_order`).
 
-Two estimates, each with its n:
+Plain counts first (how many reviews agree with the judge, how many of them are in the uniform
+sample), then two estimates, each with its n (labels, not reviews: with k reviewers each review
+weighs 1/k of its label):
 * uniform: the reviews of labels in the uniform sample (audit key u <= u*, however they were
   handed out), every label counting once;
 * weighted: every queue review, weighted by 1 / the label's inclusion probability.
+An estimate is given from `trust.MIN_LABELS` labels (effective labels when weighted) on;
+below that each side says how many more uniform reviews it needs. The weighted estimate is
+refused while some scored label had no chance of review (nothing drawn at random yet, e.g. a
+random share of 0 in triage order): the reviews chosen by belief would then stand for labels
+they say nothing about.
 Only reviews made in the review queue count (not those given in the verification or
 clue-graph screens, which follow the workflow's order, not the sampling design); only
 scored labels have a judge label and a belief to compare.
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 from annotation import review_order, trust
@@ -58,13 +66,15 @@ def review_rows(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None) 
     return rows
 
 
-def _figures(rows: list[dict], weight_key: str, threshold: float | None, population: list[float]) -> dict:
+def _figures(rows: list[dict], weight_key: str, threshold: float | None, population: list[float],
+             refused: str = "") -> dict:
     chosen = [r for r in rows if r[weight_key] > 0]
     weights = [r[weight_key] for r in chosen]
     equal = len(set(weights)) <= 1
     return trust.trust_figures(
         [r["judge_label"] for r in chosen], [r["human_label"] for r in chosen], [r["belief"] for r in chosen],
-        None if equal else weights, threshold=threshold, population=population)
+        None if equal else weights, threshold=threshold, population=population,
+        groups=[r["label_id"] for r in chosen], refused=refused if chosen else "")
 
 
 def _by_aspect(rows: list[dict]) -> list[dict]:
@@ -74,11 +84,57 @@ def _by_aspect(rows: list[dict]) -> list[dict]:
         chosen = [r for r in uniform if r["aspect"] == aspect]
         weights = [r["uniform_weight"] for r in chosen]
         w = None if len(set(weights)) <= 1 else weights
-        result.append({"aspect": aspect, "n": len(chosen),
-                       "accuracy": trust.accuracy([r["agrees"] for r in chosen], w).as_dict(),
+        groups = [r["label_id"] for r in chosen]
+        result.append({"aspect": aspect, "n": trust.label_count(len(chosen), groups), "n_reviews": len(chosen),
+                       "accuracy": trust.accuracy([r["agrees"] for r in chosen], w, groups=groups,
+                                                  min_n=trust.MIN_LABELS).as_dict(),
                        "kappa": trust.kappa([r["judge_label"] for r in chosen], [r["human_label"] for r in chosen],
-                                            w).as_dict()})
+                                            w, groups=groups, min_n=trust.MIN_LABELS).as_dict()})
     return result
+
+
+def counts(rows: list[dict]) -> dict:
+    """The plain counts the estimates rest on: reviews, those agreeing with the judge, labels; all and in the
+    uniform sample."""
+    uniform = [r for r in rows if r["in_uniform_sample"]]
+    return {
+        "reviews": len(rows), "agree": sum(r["agrees"] for r in rows), "labels": len({r["label_id"] for r in rows}),
+        "uniform_reviews": len(uniform), "uniform_agree": sum(r["agrees"] for r in uniform),
+        "uniform_labels": len({r["label_id"] for r in uniform}),
+    }
+
+
+def _uniform_missing(figures: dict, queue: BeliefQueue) -> str:
+    """What the uniform estimate still needs, in reviews a researcher can plan ('' when it is given)."""
+    if figures["defined"]:
+        return ""
+    needed = trust.MIN_LABELS - figures["n"]
+    have = f"The uniform sample has {figures['n']} reviewed label(s); an estimate needs {trust.MIN_LABELS}: " \
+           f"{needed} more uniform review(s)."
+    if queue.order == review_order.AUDIT:
+        return f"{have} In audit order every hand-out is a uniform draw."
+    if queue.random_share <= 0:
+        return (f"{have} The random share is 0, so none will come in triage order: set a random share above 0, "
+                "or the audit order.")
+    return (f"{have} At a random share of {queue.random_share:.0%}, that is about "
+            f"{math.ceil(needed / queue.random_share)} more hand-out(s).")
+
+
+def _weighted_missing(figures: dict, rows: list[dict], refused: str) -> str:
+    """What the weighted estimate still needs ('' when it is given)."""
+    if figures["defined"]:
+        return ""
+    if figures["n"] == 0:
+        return f"No reviewed label yet; an estimate needs {trust.MIN_LABELS}."
+    if refused:
+        return f"No weighted estimate: {refused}."
+    # Each label drawn with probability u* < 1 weighs 1/u*; n_eff is at least their number, so this many more
+    # uniform reviews bring it to the minimum at the latest.
+    drawn = len({r["label_id"] for r in rows if 0 < r["inclusion_probability"] < 1})
+    needed = max(1, trust.MIN_LABELS - drawn)
+    return (f"The {figures['n']} reviewed label(s) count as {figures['n_eff']:.1f} once weighted "
+            f"(the labels drawn at random weigh one over the chance of their draw); an estimate needs "
+            f"{trust.MIN_LABELS}: about {needed} more uniform review(s).")
 
 
 def belief_trust(*, queue: BeliefQueue) -> dict:
@@ -87,15 +143,26 @@ def belief_trust(*, queue: BeliefQueue) -> dict:
     rows = review_rows(queue=queue, labels=labels)
     scored = [label.belief for label in labels if label.status == LabelStatus.SCORED]
     sources = Counter(provenance(label, queue.accept_threshold) for label in labels)
-    u_star, k_star = review_order.sampling_frontier(
-        [review_order.Drawn(label.belief, label.audit_key, label.first_stream or None) for label in labels])
+    drawn = [review_order.Drawn(label.belief, label.audit_key, label.first_stream or None) for label in labels]
+    u_star, k_star = review_order.sampling_frontier(drawn)
+    unreachable = sum(1 for d, label in zip(drawn, labels) if label.status == LabelStatus.SCORED
+                      and review_order.inclusion_probability(d, u_star, k_star) <= 0)
+    refused = (f"no label has been drawn at random yet, so {unreachable} scored label(s) had no chance of review: "
+               "weighting the reviews chosen by belief cannot stand for them (no unbiased estimate without a uniform "
+               "sample)") if unreachable else ""
+    uniform = _figures(rows, "uniform_weight", queue.accept_threshold, scored)
+    weighted = _figures(rows, "weight", queue.accept_threshold, scored, refused)
+    uniform["missing"] = _uniform_missing(uniform, queue)
+    weighted["missing"] = _weighted_missing(weighted, rows, refused)
     return {
         "queue": queue,
         "n_labels": len(labels),
         "n_scored": len(scored),
         "n_reviews": len(rows),
-        "uniform": _figures(rows, "uniform_weight", queue.accept_threshold, scored),
-        "weighted": _figures(rows, "weight", queue.accept_threshold, scored),
+        "counts": counts(rows),
+        "min_labels": trust.MIN_LABELS,
+        "uniform": uniform,
+        "weighted": weighted,
         "by_aspect": _by_aspect(rows),
         "u_star": u_star,
         "k_star": k_star,

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from annotation.forms_belief import BeliefPolicyForm, BeliefReviewForm, DraftDecisionForm
 from annotation.models import BeliefLabel, BeliefLeaseStatus, BeliefQueue, Criterion, LabelTask
 from annotation.models.belief import SCREENING_CRITERIA
-from annotation.selectors.belief import belief_lease_for, belief_queues, reviewer_choices
+from annotation.selectors.belief import belief_lease_for, belief_queues, reviewer_choices, triage_basis
 from annotation.selectors.belief_trust import EXPORT_COLUMNS, belief_trust
 from annotation.services.belief import belief_queue_policy_set
 from annotation.services.belief_review import (
@@ -147,6 +147,7 @@ def belief_trust_view(request, name: str):
     figures = belief_trust(queue=queue)
     return render(request, "annotation/belief_trust.html", {
         "queue": queue, "figures": figures, "form": form, "rows": _figure_rows(figures),
+        "triage": triage_basis(queue=queue),
         "reliability_svg": reliability_svg(figures["uniform"]["bins"], title="Reliability (uniform sample)"),
         "coverage_svg": coverage_svg(figures["uniform"]["curve"], threshold=queue.accept_threshold),
         "queues": BeliefQueue.objects.order_by("name"),
@@ -160,11 +161,18 @@ FIGURE_ROWS = (("accuracy", "Accuracy (agreement with people)"), ("kappa", "Cohe
 
 
 def _figure_rows(figures: dict) -> list[dict]:
-    """The table of the trust page: each figure for the uniform sample and the weighted estimate."""
-    def cell(value):
-        return value if isinstance(value, dict) or value is None else {"value": value}
-    return [{"id": key, "name": name, "uniform": cell(figures["uniform"][key]),
-             "weighted": cell(figures["weighted"][key])} for key, name in FIGURE_ROWS]
+    """The table of the trust page: each figure for the uniform sample and the weighted estimate, each with its n
+    (the share above the threshold is of every scored label) or the reason it is missing."""
+    def cell(side: dict, key: str):
+        value = side[key]
+        if key in ("above_threshold", "coverage_above_threshold") and side["threshold"] is None:
+            return {"value": None}  # the row's name says "no threshold set"
+        if isinstance(value, dict):
+            return value
+        n = figures["n_scored"] if key == "coverage_above_threshold" else side["n"]
+        return {"value": value, "n": n, "reason": side["reason"]}
+    return [{"id": key, "name": name, "uniform": cell(figures["uniform"], key),
+             "weighted": cell(figures["weighted"], key)} for key, name in FIGURE_ROWS]
 
 
 def _plain(figures: dict) -> dict:

@@ -2,10 +2,16 @@
 
 - free-text: the answer is compared with every option by :func:`similarity` (content-word
   stems F1 plus a character-sequence ratio); the most similar option is the judge's
-  reading. ``correct`` when it is the gold option; the belief is ``0.5 + 0.5 x margin``,
-  where the margin is the relative gap between the best option and the runner-up
-  (correct) or the gold option (incorrect). An answer sharing nothing with any option
-  is ``incorrect`` with belief 0.5 (no evidence either way).
+  reading. ``correct`` when it is the gold option. The belief is a logistic of the
+  similarity margin, ``1 / (1 + exp(-margin / MARGIN_SCALE))``: the gap between the best
+  option and the runner-up (correct) or the gold option (incorrect). A tie is 0.5 (a coin
+  between two options), a clear margin near 1; with the scale 0.05, the median margin of the
+  lexical model's free answers on the test split (0.025) is 0.62 and the 90th percentile
+  (0.165) 0.96, so the beliefs spread and triage can order by them. It is a heuristic, not a
+  calibrated probability: the trust page measures its calibration from people's reviews. An
+  answer sharing no content word with any option gives ``incorrect`` with **no belief**
+  (the similarity says nothing): the label is unscored, its verdict kept in the payload, and
+  triage hands it out first.
 - screening: word and pattern heuristics per Table 7 criterion (media words, the share
   of numbers and operators, abstract-science words without people, a gold option that
   is empty or repeated, group generalisations); ``keep`` is ``delete`` when a
@@ -17,13 +23,16 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from difflib import SequenceMatcher
 
 from annotation.text import content_words, normalize, sentences, stem
 from evaluation.judge.specs import CORRECT, DELETE, INCORRECT, KEEP, NO, SCREENING_CRITERIA, YES, JudgeInput
 
-BUILTIN_VERSION = "1"
+BUILTIN_VERSION = "2"  # 2: free-text belief from a logistic of the similarity margin, no belief without overlap
+#: The similarity margin at which the free-text belief is 1 / (1 + e^-1) = 0.73.
+MARGIN_SCALE = 0.05
 
 _MEDIA = re.compile(r"\b(listen(?:ing)? to|audio|sound clip|music clip|recording|the (?:picture|image|photo|photograph|"
                     r"figure|diagram|video|map) (?:below|above|shown)|shown (?:below|above|in the (?:picture|image|figure))|"
@@ -60,20 +69,28 @@ def similarity(answer: str, option: str) -> float:
     return 0.75 * f1 + 0.25 * ratio
 
 
-def judge_free_text(data: JudgeInput) -> tuple[str, float, dict, str]:
-    """(label, belief, payload, rationale) for one free-text answer."""
+def margin_belief(margin: float) -> float:
+    """The belief for a similarity margin (>= 0): 0.5 at a tie, towards 1 as the margin grows."""
+    return 1.0 / (1.0 + math.exp(-max(0.0, margin) / MARGIN_SCALE))
+
+
+def judge_free_text(data: JudgeInput) -> tuple[str, float | None, dict, str]:
+    """(label, belief, payload, rationale) for one free-text answer; belief None when the answer shares no content
+    word with any option."""
     scores = [similarity(data.answer, option) for option in data.options]
     if not scores or not _stems(data.answer) & set().union(*(_stems(o) for o in data.options)):
-        return INCORRECT, 0.5, {"matched_option": None}, "The answer shares no content word with any option."
+        return (INCORRECT, None, {"matched_option": None},
+                "The answer shares no content word with any option: no belief either way.")
     best = max(range(len(scores)), key=lambda i: (scores[i], -i))
-    payload = {"matched_option": best, "similarities": [round(s, 4) for s in scores]}
     if best == data.answer_index:
-        runner_up = max((s for i, s in enumerate(scores) if i != best), default=0.0)
-        margin = (scores[best] - runner_up) / scores[best]
-        return CORRECT, 0.5 + 0.5 * margin, payload, f"Most similar to the gold option {best + 1}."
-    gold = scores[data.answer_index] if 0 <= data.answer_index < len(scores) else 0.0
-    margin = (scores[best] - gold) / scores[best]
-    return INCORRECT, 0.5 + 0.5 * margin, payload, f"Most similar to option {best + 1}, not the gold option."
+        other = max((s for i, s in enumerate(scores) if i != best), default=0.0)
+        label, rationale = CORRECT, f"Most similar to the gold option {best + 1}."
+    else:
+        other = scores[data.answer_index] if 0 <= data.answer_index < len(scores) else 0.0
+        label, rationale = INCORRECT, f"Most similar to option {best + 1}, not the gold option."
+    margin = scores[best] - other
+    payload = {"matched_option": best, "similarities": [round(s, 4) for s in scores], "margin": round(margin, 4)}
+    return label, margin_belief(margin), payload, rationale
 
 
 def _screen_criteria(data: JudgeInput) -> dict[str, tuple[str, float]]:

@@ -168,7 +168,10 @@ class JudgeSolver:
             return self._unscored("the result has no answer to grade", "", outcome)
         if self.task == FREE_TEXT:
             label, belief, payload, outcome.rationale = builtin.judge_free_text(data)
-            outcome.labels.append(LabelDraft("verdict", label, round(belief, 6), SCORED, payload))
+            belief = None if belief is None else round(belief, 6)
+            outcome.labels.append(_scored_or_without_belief("verdict", label, belief, payload))
+            if belief is None:
+                outcome.rationale = f"unscored: {outcome.rationale}"
         elif self.task == SCREENING:
             rows, outcome.rationale = builtin.screen(data)
             outcome.labels += [LabelDraft(aspect, label, round(belief, 6), SCORED) for aspect, label, belief in rows]

@@ -252,8 +252,19 @@ class Engine:
                 try:
                     outcome = await self.method.solve(job.shown, job.demos, generate, k=self.k)
                     result = JobResult(job, outcome, attempts=outcome.attempts, new_cache=new_cache, calls=calls)
-                except EndpointDown:
-                    raise  # the whole run stops: this job's row is left to a resume, not written as an error
+                except EndpointDown as exc:
+                    # The whole run stops. A job whose own requests failed is written as the error it is (its
+                    # failed requests count, and a resume retries it); one stopped before any request is left
+                    # missing, for a resume.
+                    if exc.attempts:
+                        last = exc.failed_attempts[-1] if exc.failed_attempts else {}
+                        on_result(JobResult(
+                            job, None, error=f"{last.get('error') or exc} (attempt {exc.attempts}, then the run "
+                                             "stopped: the endpoint kept failing)"[:1000],
+                            attempts=sum(c.get("attempts", 0) for c in calls) or exc.attempts, new_cache=new_cache,
+                            calls=calls, error_class=last.get("error_class") or exc.error_class,
+                            failed_call=calls[-1]["call"] if calls else ""))
+                    raise
                 except RequestFailed as exc:
                     attempts = sum(c.get("attempts", 0) for c in calls)
                     result = JobResult(job, None, error=str(exc), attempts=attempts or exc.attempts,

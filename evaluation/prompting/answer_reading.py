@@ -215,11 +215,7 @@ class _Reader:
 
     def label_reading(self, label: str, rest: str, *, serial: bool = False) -> ParsedAnswer | None:
         """A label followed by ``rest``: another label right after it, or another option's text, makes it unsure.
-
-        ``serial``: the label stands where the prompt asks for the serial number (an answer section's start, a
-        line of its own); alone there (a full stop at most after it), a number is that serial number even where an option's text is
-        that number (options ``5, 2, 1, 3``: ``### Answer:\n1`` is option 1, as the prompt asks).
-        """
+        ``serial`` (an answer section's start, a line of its own): a number alone there is the serial number."""
         index = self.index(label)
         if index is None:
             return None

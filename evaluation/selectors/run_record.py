@@ -8,7 +8,9 @@ from evaluation.models import Result, Run
 
 
 def run_record_counts(*, run: Run) -> dict:
-    """``rows``, ``errors``, ``truncated`` (a call cut at the token cap), ``cached`` (every call from the cache),
+    """``rows``, ``errors`` (rows whose request failed for good), ``failed_requests`` (the requests those rows made,
+    every retry counted: what a circuit breaker's "N consecutive failed requests" counts), ``truncated`` (a call
+    cut at the token cap), ``cached`` (every call from the cache),
     ``tokens_spent_in`` / ``tokens_spent_out`` (calls not answered from the cache), ``abandoned_requests``
     (attempts that timed out: the server may have kept generating them, their tokens are not in the
     spent counts; at most ``abandoned_tokens_max`` = that x max_tokens), ``commonest_error`` (message and count,
@@ -19,12 +21,12 @@ def run_record_counts(*, run: Run) -> dict:
               .annotate(n=Count("pk"), truncated=Count("pk", filter=Q(truncated=True)),
                         cached=Count("pk", filter=Q(cached=True)), spent_in=Sum("spent_tokens_in"),
                         spent_out=Sum("spent_tokens_out"), timeouts=Sum("timeouts"),
-                        finish_reason_missing=Count("pk", filter=Q(finish_reason=""))))
+                        finish_reason_missing=Count("pk", filter=Q(finish_reason="")), attempts=Sum("attempts")))
     totals = {"rows": 0, "errors": 0, "truncated": 0, "cached": 0, "spent_in": 0, "spent_out": 0, "timeouts": 0,
-              "finish_reason_missing": 0}
+              "finish_reason_missing": 0, "failed_attempts": 0}
     by_message: dict[str, int] = {}
     classes: dict[str, int] = {}
-    for error_class, error, n, truncated, cached, spent_in, spent_out, timeouts, no_reason in groups:
+    for error_class, error, n, truncated, cached, spent_in, spent_out, timeouts, no_reason, attempts in groups:
         totals["rows"] += n
         totals["truncated"] += truncated
         totals["spent_in"] += spent_in or 0
@@ -32,6 +34,7 @@ def run_record_counts(*, run: Run) -> dict:
         totals["timeouts"] += timeouts or 0
         if error:
             totals["errors"] += n
+            totals["failed_attempts"] += max(attempts or 0, n)  # a failed row made at least one request
             by_message[error] = by_message.get(error, 0) + n
             classes[error_class] = classes.get(error_class, 0) + n
         else:
@@ -48,6 +51,7 @@ def run_record_counts(*, run: Run) -> dict:
         "tokens_spent_out": totals["spent_out"] or 0, "abandoned_requests": abandoned,
         "abandoned_tokens_max": abandoned * max_tokens if max_tokens else None,
         "finish_reason_missing": totals["finish_reason_missing"],
+        "failed_requests": totals["failed_attempts"],
         "commonest_error": {"message": common["error"], "count": common["n"]} if common else None,
         "error_classes": {k or "other": v for k, v in classes.items()},
         "status": run.status, "failure_reason": run.failure_reason,

@@ -17,8 +17,9 @@ from django.utils import timezone
 from annotation import clue_graph
 from annotation.highlight import segments
 from annotation.selectors import content_changes_since, item_list
-from evaluation.models import ModelEndpoint, Result, Run, RunStatus
+from evaluation.models import JudgeRun, ModelEndpoint, Result, Run, RunStatus
 from evaluation.prompting.answer_reading import option_labels
+from evaluation.prompting.methods import METHODS
 from evaluation.selectors.aggregates import JSONLength, metrics_many
 from evaluation.statistics.metrics import RowScore, RunMetrics, by_question_type, cost, summarize
 from foundation.errors import Invalid
@@ -37,12 +38,13 @@ RESULT_FILTERS = {
 class Progress:
     total: int
     done: int
-    errors: int
+    errors: int  # rows whose request failed for good
     tokens_in: int = 0
     tokens_out: int = 0
     active: bool = False
     elapsed_s: float | None = None  # since the latest launch or resume
     recent: int = 0  # rows written since then
+    failed_requests: int = 0  # the requests the failed rows made, every retry counted
 
     @property
     def resolved(self) -> int:
@@ -91,14 +93,19 @@ def run_list(*, limit: int | None = 200) -> list[Run]:
     now = timezone.now()
     active = [r.pk for r in runs if r.is_active]
     recent = _recent_rows(active) if active else {}
+    free_text = [r.pk for r in runs if r.method in FREE_TEXT_METHODS]
+    judged = set(JudgeRun.objects.filter(target_run_id__in=free_text).values_list("target_run_id", flat=True)
+                 ) if free_text else set()
     for run in runs:
         m, counts = metrics[run.pk]
-        run.summary = _priced(run, m, stale=counts.stale)
         run.progress = Progress(
             total=(run.item_count or 0) * run.rows_per_item, done=counts.n, errors=counts.errors,
             tokens_in=counts.tokens_in, tokens_out=counts.tokens_out, active=run.is_active,
             elapsed_s=(now - run.started_at).total_seconds() if run.started_at else None,
             recent=recent.get(run.pk, 0))
+        why = accuracy_gap(run, m, resolved=run.progress.resolved, total=run.progress.total,
+                           judged=run.pk in judged)
+        run.summary = _priced(run, m, stale=counts.stale, why=why)
     return runs
 
 
@@ -121,6 +128,7 @@ def run_progress_many(*, run_ids: list[int], now: datetime | None = None) -> dic
     counts = (
         Result.objects.filter(run_id__in=run_ids).order_by().values("run_id")
         .annotate(done=Count("run_id", filter=Q(error="")), errors=Count("run_id", filter=~Q(error="")),
+                  failed_requests=Sum("attempts", filter=~Q(error="")),
                   tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"),
                   recent=Count("run_id", filter=Q(updated_at__gte=F("run__started_at"))))
     )
@@ -133,7 +141,8 @@ def run_progress_many(*, run_ids: list[int], now: datetime | None = None) -> dic
                            errors=c.get("errors", 0), tokens_in=c.get("tokens_in") or 0,
                            tokens_out=c.get("tokens_out") or 0, active=active,
                            elapsed_s=(now - started_at).total_seconds() if started_at else None,
-                           recent=c.get("recent", 0))
+                           recent=c.get("recent", 0),
+                           failed_requests=max(c.get("failed_requests") or 0, c.get("errors", 0)))
     return out
 
 
@@ -153,6 +162,30 @@ def _row_scores(run_ids: list[int]) -> dict[int, list[RowScore]]:
     return rows
 
 
+#: The methods whose answers are free text (no accuracy until a judge has labelled them).
+FREE_TEXT_METHODS = frozenset(name for name, method in METHODS.items() if method.free_text)
+
+
+def accuracy_gap(run: Run, metrics: RunMetrics, *, resolved: int = 0, total: int = 0, judged: bool = False) -> str:
+    """Why a run has no accuracy, in words ('' when it has one): failed (with the reason), cancelled, queued,
+    running, free text not judged yet, or every row failed."""
+    if metrics.accuracy is not None:
+        return ""
+    if run.status == RunStatus.FAILED:
+        return f"the run failed: {run.failure_reason}" if run.failure_reason else "the run failed"
+    if run.status == RunStatus.CANCELLED:
+        return "the run was cancelled before any row was answered"
+    if run.status == RunStatus.QUEUED:
+        return "queued: no row answered yet"
+    if run.status == RunStatus.RUNNING:
+        return f"running: no row answered yet ({resolved}/{total} done)" if total else "running: no row answered yet"
+    if run.method in FREE_TEXT_METHODS:
+        return "free text: judged (see the run's page)" if judged else "free text: not judged yet"
+    if metrics.errors:
+        return f"every row failed ({metrics.errors} request errors)"
+    return "no row answered"
+
+
 @dataclass(frozen=True)
 class RunSummary:
     run: Run
@@ -160,6 +193,7 @@ class RunSummary:
     cost: float | None
     wall_s: float | None
     stale: int = 0  # rows of an item changed since the run asked it
+    why: str = ""  # why there is no accuracy (accuracy_gap), on the run list
 
     @staticmethod
     def _percent(value: float | None) -> float | None:
@@ -199,11 +233,11 @@ class RunSummary:
         }
 
 
-def _priced(run: Run, metrics: RunMetrics, *, stale: int = 0) -> RunSummary:
+def _priced(run: Run, metrics: RunMetrics, *, stale: int = 0, why: str = "") -> RunSummary:
     endpoint = run.endpoint
     price = cost(tokens_in=metrics.tokens_in, tokens_out=metrics.tokens_out,
                  price_in_per_mtok=endpoint.price_in_per_mtok, price_out_per_mtok=endpoint.price_out_per_mtok)
-    return RunSummary(run=run, metrics=metrics, cost=price, wall_s=run.wall_s, stale=stale)
+    return RunSummary(run=run, metrics=metrics, cost=price, wall_s=run.wall_s, stale=stale, why=why)
 
 
 def _summary(run: Run, rows: list[RowScore]) -> RunSummary:

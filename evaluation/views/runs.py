@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.core.cache import cache
 from django.core.paginator import Paginator
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
@@ -20,7 +20,7 @@ from django.views.decorators.http import require_POST
 
 from evaluation.figures.drawing import Bar, bar_chart
 from evaluation.forms.runs import EndpointForm, ResultFilterForm, RunLaunchForm
-from evaluation.models import ModelEndpoint, Run
+from evaluation.models import ModelEndpoint, Run, RunStatus
 from evaluation.selectors import judge as judge_selectors
 from evaluation.selectors import runs as selectors
 from evaluation.selectors.run_record import run_record_counts
@@ -68,7 +68,8 @@ def run_list_view(request):
     runs = selectors.run_list()
     context = {"runs": runs, "polling": any(r.is_active for r in runs)}
     data = [context["polling"], [(r.pk, r.method, r.endpoint.name, r.split, r.option_order, r.seed, r.status,
-                                  r.created_at, r.progress.as_json(), r.summary.as_json()) for r in runs]]
+                                  r.created_at, r.progress.as_json(), r.summary.as_json(), r.summary.why)
+                                 for r in runs]]
     runs_html = cached_render("evaluation/run_list.html#runs", request, data=data, context=context)
     if request.htmx:
         return HttpResponse(runs_html)
@@ -119,9 +120,21 @@ def accuracy_figure(title: str, rows: list[tuple[str, RunMetrics]]) -> str:
     return mark_safe(bar_chart(bars, title=title))  # bar_chart escapes every text it writes
 
 
+def not_found(request, message: str) -> HttpResponse:
+    """The site's 404 page with its layout, saying what is missing, also with DEBUG on (where a raised Http404
+    shows Django's technical page instead)."""
+    return render(request, "404.html", {"request_path": request.path, "reason": message}, status=404)
+
+
+def _run_or_none(pk: int) -> Run | None:
+    return Run.objects.select_related("endpoint").filter(pk=pk).first()
+
+
 @researcher_required
 def run_detail_view(request, pk: int):
-    run = get_object_or_404(Run.objects.select_related("endpoint"), pk=pk)
+    run = _run_or_none(pk)
+    if run is None:
+        return not_found(request, _("There is no run %(n)s.") % {"n": pk})
     progress = selectors.run_progress(run=run)
     if request.htmx and request.GET.get("part") == "progress":
         return render(request, "evaluation/run_detail.html#progress", {"run": run, "progress": progress})
@@ -136,10 +149,15 @@ def run_detail_view(request, pk: int):
     if request.htmx and request.GET.get("part") == "results":
         return render(request, "evaluation/run_detail.html#results", context)
     summary, types = selectors.run_summary_and_question_types(run=run)
+    judged = judge_selectors.free_text_accuracy(run=run)
+    free_text = run.method in selectors.FREE_TEXT_METHODS
     context.update({
         "summary": summary, "m": summary.metrics, "types": types,
         "figure": accuracy_figure("Accuracy by question type (95% CI)", list(types.items())),
-        "judged": judge_selectors.free_text_accuracy(run=run),
+        "judged": judged if not run.is_active and run.status != RunStatus.FAILED else [],
+        "accuracy_gap": selectors.accuracy_gap(run, summary.metrics, resolved=progress.resolved, total=progress.total,
+                                               judged=bool(judged)),
+        "judge_link": free_text and run.status == RunStatus.FINISHED,
         "record": run_record_counts(run=run),
     })
     return render(request, "evaluation/run_detail.html", context)
@@ -148,14 +166,23 @@ def run_detail_view(request, pk: int):
 @researcher_required
 def result_detail_view(request, pk: int, result_pk: int):
     """One row in full: the messages sent, the raw output, the parsed answer, key information beside the clues."""
-    run = get_object_or_404(Run.objects.select_related("endpoint"), pk=pk)
-    return render(request, "evaluation/result_detail.html", {"run": run, **selectors.result_detail(run=run, pk=result_pk)})
+    run = _run_or_none(pk)
+    if run is None:
+        return not_found(request, _("There is no run %(n)s.") % {"n": pk})
+    try:
+        detail = selectors.result_detail(run=run, pk=result_pk)
+    except Http404:
+        return not_found(request, _("Run %(run)s has no result %(n)s.") % {"run": pk, "n": result_pk})
+    return render(request, "evaluation/result_detail.html", {"run": run, **detail})
 
 
 @researcher_required
 @require_POST
 def run_cancel_view(request, pk: int):
-    run = services.run_cancel(run=get_object_or_404(Run, pk=pk))
+    run = _run_or_none(pk)
+    if run is None:
+        return not_found(request, _("There is no run %(n)s.") % {"n": pk})
+    run = services.run_cancel(run=run)
     messages.info(request, _("Run %(n)s cancelled.") % {"n": run.pk})
     return redirect("evaluation:run_detail", pk=run.pk)
 
@@ -163,6 +190,9 @@ def run_cancel_view(request, pk: int):
 @researcher_required
 @require_POST
 def run_resume_view(request, pk: int):
-    run = services.run_resume(run=get_object_or_404(Run, pk=pk))
+    run = _run_or_none(pk)
+    if run is None:
+        return not_found(request, _("There is no run %(n)s.") % {"n": pk})
+    run = services.run_resume(run=run)
     messages.info(request, _("Run %(n)s re-launched: only missing or failed rows are computed.") % {"n": run.pk})
     return redirect("evaluation:run_detail", pk=run.pk)

@@ -58,17 +58,38 @@ def test_kappa_and_its_interval_by_hand():
 
 
 def test_weighted_kappa_equals_kappa_of_repeated_rows():
-    judge = ["a", "a", "b", "b", "a"]
-    human = ["a", "b", "b", "a", "a"]
-    weights = [2, 1, 3, 1, 1]
+    judge = ["a", "a", "b", "b", "a"] * 6
+    human = ["a", "b", "b", "a", "a"] * 6
+    weights = [2, 1, 3, 1, 1] * 6
     expanded_j = [j for j, w in zip(judge, weights) for _ in range(w)]
     expanded_h = [h for h, w in zip(human, weights) for _ in range(w)]
     weighted = trust.kappa(judge, human, weights)
     assert weighted.value == pytest.approx(agreement.cohen_kappa(expanded_j, expanded_h))
-    assert weighted.n == 5 and weighted.n_eff == pytest.approx(64 / 16)
-    # The interval is the one of the same table with n_eff = 4 reviews: wider than the 8 repeated ones.
+    assert weighted.n == 30 and weighted.n_eff == pytest.approx(48 ** 2 / 96)
+    # The interval is the one of the same table with n_eff = 24 reviews: wider than the 48 repeated ones.
     repeated = trust.kappa(expanded_j, expanded_h)
-    assert (weighted.high - weighted.low) == pytest.approx((repeated.high - repeated.low) * math.sqrt(8 / 4))
+    assert -1 < weighted.low and weighted.high < 1
+    assert (weighted.high - weighted.low) == pytest.approx((repeated.high - repeated.low) * math.sqrt(48 / 24))
+
+
+def test_kappa_interval_is_clipped_to_minus_one_and_one():
+    judge, human = _table_pairs([[3, 0], [0, 3]])  # perfect agreement on 6 labels: the interval would pass 1
+    estimate = trust.kappa(judge, human)
+    assert estimate.value == pytest.approx(1.0)
+    assert estimate.high is None or estimate.high <= 1.0
+    judge, human = _table_pairs([[1, 3], [3, 1]])  # worse than chance
+    estimate = trust.kappa(judge, human)
+    assert estimate.value < 0 and estimate.low >= -1.0 and estimate.high <= 1.0
+
+
+def test_kappa_when_one_side_gave_one_label_throughout_is_not_a_zero():
+    """The judge said "incorrect" to every reviewed label: kappa is 0 by construction, with a zero-width interval;
+    that is no measurement, so no value, and the reason says so."""
+    estimate = trust.kappa(["incorrect"] * 12, ["incorrect"] * 9 + ["correct"] * 3)
+    assert estimate.value is None and estimate.low is None and estimate.high is None
+    assert "the judge gave one label (incorrect)" in estimate.reason
+    estimate = trust.kappa(["incorrect"] * 6 + ["correct"] * 6, ["correct"] * 12)
+    assert estimate.value is None and "the people gave one label (correct)" in estimate.reason
 
 
 def test_kappa_is_none_when_everything_is_one_label():
@@ -149,8 +170,8 @@ def test_coverage_curve_points():
 def test_trust_figures_bundle():
     judge = ["yes", "yes", "no", "no", "yes", "no"]
     human = ["no", "yes", "no", "no", "no", "no"]
-    figures = trust.trust_figures(judge, human, BELIEFS, threshold=0.9)
-    assert figures["n"] == 6
+    figures = trust.trust_figures(judge, human, BELIEFS, threshold=0.9, min_n=1)
+    assert figures["n"] == 6 and figures["n_reviews"] == 6 and figures["n_agree"] == 4 and figures["defined"]
     assert figures["accuracy"]["value"] == pytest.approx(4 / 6)
     assert figures["kappa"]["value"] == pytest.approx(agreement.cohen_kappa(judge, human))
     assert figures["ece"] == pytest.approx(trust.expected_calibration_error(BELIEFS, [j == h for j, h in zip(judge, human)]))
@@ -162,3 +183,55 @@ def test_weights_must_match_and_be_non_negative():
         trust.accuracy([True], [1, 2])
     with pytest.raises(ValueError):
         trust.accuracy([True], [-1])
+
+
+# --- honest figures at every n (issue 18) ------------------------------------------------------------------
+
+def test_no_estimate_below_the_minimum_and_the_reason_says_what_is_missing():
+    assert trust.MIN_LABELS == 10
+    estimate = trust.accuracy([False], min_n=trust.MIN_LABELS)
+    assert (estimate.value, estimate.low, estimate.high, estimate.n) == (None, None, None, 1)
+    assert estimate.reason == "1 reviewed label(s); an estimate needs at least 10"
+    judge = ["correct"] * 8
+    human = ["correct"] * 6 + ["incorrect"] * 2
+    figures = trust.trust_figures(judge, human, [0.9] * 8, threshold=0.8)
+    assert (figures["n"], figures["n_reviews"], figures["n_agree"], figures["defined"]) == (8, 8, 6, False)
+    assert figures["reason"] == "8 reviewed label(s); an estimate needs at least 10"
+    for key in ("accuracy", "kappa", "above_threshold"):
+        assert figures[key]["value"] is None and figures[key]["reason"], key
+    assert figures["ece"] is None and figures["brier"] is None and figures["coverage_above_threshold"] is None
+    # Ten labels: the estimate is there, with its interval and its n.
+    figures = trust.trust_figures(judge + ["correct", "incorrect"], human + ["correct", "correct"], [0.9] * 10)
+    assert figures["defined"] and figures["accuracy"]["value"] == pytest.approx(0.7)
+    assert figures["accuracy"]["n"] == 10 and figures["accuracy"]["low"] < 0.7 < figures["accuracy"]["high"]
+
+
+def test_weighted_estimates_need_an_effective_n_not_a_count_of_reviews():
+    """8 reviews, one of them drawn at random with weight 180: they count as 1.1 labels."""
+    weights = [1.0] * 7 + [180.0]
+    agree = [True] * 6 + [False, False]
+    estimate = trust.accuracy(agree, weights, min_n=trust.MIN_LABELS)
+    assert estimate.value is None and estimate.n == 8 and estimate.n_eff == pytest.approx(187 ** 2 / (7 + 180 ** 2))
+    assert "count as 1.1 once weighted" in estimate.reason
+
+
+def test_a_refused_estimate_has_no_value_whatever_the_n():
+    judge, human = ["a", "b"] * 10, ["a", "b"] * 9 + ["b", "a"]
+    figures = trust.trust_figures(judge, human, [0.7] * 20, refused="no label was drawn at random")
+    assert not figures["defined"] and figures["reason"] == "no label was drawn at random"
+    assert figures["accuracy"]["value"] is None and figures["accuracy"]["reason"] == "no label was drawn at random"
+    assert figures["kappa"]["value"] is None and figures["ece"] is None
+
+
+def test_with_k_reviewers_n_counts_labels_not_reviews():
+    """Two reviews per label, each weighing a half: 12 labels, not 24 reviews."""
+    agree = [True, True] * 9 + [True, False] * 3
+    groups = [i // 2 for i in range(24)]
+    estimate = trust.accuracy(agree, [0.5] * 24, groups=groups, min_n=trust.MIN_LABELS)
+    assert estimate.n == 12 and estimate.n_eff == pytest.approx(12)
+    assert estimate.value == pytest.approx(21 / 24)
+    low, high = wilson(21 / 24, 12)
+    assert (estimate.low, estimate.high) == (pytest.approx(low), pytest.approx(high))
+    assert trust.effective_n(None, 24, groups) == pytest.approx(12)
+    figures = trust.trust_figures(["a"] * 24, ["a"] * 21 + ["b"] * 3, [0.8] * 24, groups=groups)
+    assert (figures["n"], figures["n_reviews"], figures["n_agree"]) == (12, 24, 21)

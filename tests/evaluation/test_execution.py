@@ -75,21 +75,13 @@ def test_known_answers_give_the_independently_computed_accuracy_and_keyinfo(item
             return f"### Key Information:\n{key_info}\n\n### Answer:\nI cannot tell."
         shown = dict((text, label) for label, text in _OPTION.findall(prompt.split("### Options:\n")[1]))
         label = shown[options[intent]]
-        if any(text == label for text in shown if text != options[intent]):
-            clashes.add(question)  # the label is also another shown option's text: the reader calls it ambiguous
+        # A label that is also another shown option's text is still the serial number the prompt asks for.
         return f"### Thought:\n### Answer: {label if label != '1' else '2'} at first\n\n" \
                f"### Key Information:\n{key_info}\n\n### Answer:\n**{label}**"
 
-    clashes: set[str] = set()
     with ModelServer(responder=responder, latency_s=0.005) as server:
         run = launch(endpoint_for(server), option_order="permuted", seed=11)
         services.run_execute_in_process(run=run)
-    # Which items' shown options hold a value equal to the answer's label depends on the permutation (seeded by
-    # item id): those answers are ambiguous to the reader, so parse failures, counted wrong.
-    for n, item in enumerate(items):
-        if item.question.strip() in clashes:
-            expected_failures += 1
-            expected_correct[n] = False
     run.refresh_from_db()
     summary = selectors.run_summary(run=run)
     m = summary.metrics
@@ -216,14 +208,12 @@ def test_evaluate_command_on_the_real_test_split(detectbench_dir):
     """The issue's check: first-option scores 571/1196; random ~25% varying only with the seed; permuted ~25%."""
     assert import_items(detectbench_dir / "test.jsonl", split="test") == 1196
     (first,) = _evaluate("--builtin", "first-option", "--method", "naive", "--split", "test", "--wait")
-    # first-option always answers "1". Where another option's text is the value 1 (options "5", "2", "1", "3"),
-    # a bare "1" could be either, and the reader calls it ambiguous instead of guessing (tests/evaluation/corpus).
+    # first-option always answers "### Answer:\n1". Where another option's text is the value 1 (items 2131: "5", "2",
+    # "1", "3"; 3789: "1/120", "1/25", "1/5", "1"), the bare "1" is still the serial number the prompt asks for.
     clash = [item for item in Item.objects.filter(split="test") if "1" in item.options[1:]]
-    clash_correct = sum(item.answer_index == 0 for item in clash)
     assert len(clash) == 2
-    assert (first["n"], first["correct"], first["errors"], first["parse_failures"]) == (
-        1196, 571 - clash_correct, 0, len(clash))
-    assert first["accuracy"] == pytest.approx((571 - clash_correct) / 1196)
+    assert (first["n"], first["correct"], first["errors"], first["parse_failures"]) == (1196, 571, 0, 0)
+    assert first["accuracy"] == pytest.approx(571 / 1196)
     assert first["first_option_baseline"] == pytest.approx(571 / 1196)
     assert set(first) >= {"run", "method", "n", "accuracy", "keyinfo", "parse_failures", "errors", "wall_s"}
     assert 0 < first["keyinfo"] < 1
@@ -235,9 +225,8 @@ def test_evaluate_command_on_the_real_test_split(detectbench_dir):
     assert answers[0] == answers[1] and answers[0] != answers[2]
     (permuted,) = _evaluate("--builtin", "first-option", "--split", "test", "--wait", "--permute-options")
     assert 0.22 < permuted["accuracy"] < 0.30
-    # a bare "1" where another shown option's text is 1 is ambiguous: in a shuffled order any item with an option "1"
-    ones = sum("1" in item.options for item in Item.objects.filter(split="test"))
-    assert 0 <= permuted["first_option_baseline"] - permuted["accuracy"] <= ones / 1196 + 1e-9
+    # A bare "1" is option 1 as shown, whatever the shown options' texts: exactly the first-option baseline.
+    assert permuted["accuracy"] == pytest.approx(permuted["first_option_baseline"]) and permuted["parse_failures"] == 0
     assert Run.objects.get(pk=permuted["run"]).option_order == "permuted"
 
 

@@ -54,7 +54,11 @@ def test_next_and_review_then_the_reviews_and_labels_lists(labelled, annotator, 
     assert sorted(x["target"] for x in only["results"]) == ["result:1", "result:2"]
     trust = res.get(reverse("annotation_api:belief_trust", args=[labelled.name])).json()
     assert trust["n_reviews"] == 1 and trust["uniform"]["n"] == 0 and trust["weighted"]["n"] == 1
-    assert trust["weighted"]["accuracy"]["value"] == 0.0
+    assert trust["counts"] == {"reviews": 1, "agree": 0, "labels": 1, "uniform_reviews": 0, "uniform_agree": 0,
+                               "uniform_labels": 0}
+    # One review is no estimate: no 0.000 standing for "not enough data", but None and the reason.
+    assert trust["weighted"]["accuracy"]["value"] is None and trust["weighted"]["accuracy"]["reason"]
+    assert not trust["weighted"]["defined"] and trust["weighted"]["missing"]
 
 
 def test_blind_queue_hides_the_verdict_until_the_review(labelled, annotator):

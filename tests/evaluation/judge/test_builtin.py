@@ -1,5 +1,6 @@
 """The built-in offline judge on real DetectBench records: free-text verdicts, screening, clue-graph drafts."""
 import json
+import math
 
 import pytest
 
@@ -36,15 +37,38 @@ def test_an_option_written_out_is_judged_by_whether_it_is_the_gold_one(records):
     assert right >= 0.97 * len(records) and wrong >= 0.97 * len(records)
 
 
-def test_belief_grows_with_the_margin_and_no_shared_word_is_a_coin():
+def test_belief_grows_with_the_margin_and_no_shared_word_is_no_belief():
     data = JudgeInput("result:1", 1, 1, "ctx", "Who stole the ring?", ("The gardener Tom", "The cook Mary"), 0,
                       answer="It was Tom, the gardener.")
-    label, sure, _, _ = builtin.judge_free_text(data)
+    label, sure, payload, _ = builtin.judge_free_text(data)
     vague = JudgeInput("result:1", 1, 1, "ctx", "q", ("The gardener Tom", "The gardener Mary"), 0, answer="The gardener.")
     label2, unsure, _, _ = builtin.judge_free_text(vague)
     assert label == label2 == "correct" and sure > unsure >= 0.5
+    assert sure == pytest.approx(1 / (1 + math.exp(-payload["margin"] / builtin.MARGIN_SCALE)), abs=1e-4)
     nothing = JudgeInput("result:1", 1, 1, "ctx", "q", ("Tom", "Mary"), 0, answer="I cannot tell.")
-    assert builtin.judge_free_text(nothing)[:2] == ("incorrect", 0.5)
+    assert builtin.judge_free_text(nothing)[:2] == ("incorrect", None)
+
+
+def test_margin_belief_is_a_logistic_of_the_margin():
+    assert builtin.margin_belief(0.0) == 0.5
+    assert builtin.margin_belief(builtin.MARGIN_SCALE) == pytest.approx(1 / (1 + math.exp(-1)))
+    assert 0.5 < builtin.margin_belief(0.02) < builtin.margin_belief(0.1) < builtin.margin_belief(0.3) < 1
+
+
+def test_free_text_beliefs_spread_on_the_real_test_split(records):
+    """Issue 18: the built-in judge gave nearly every label one belief, so triage had nothing to order by and the
+    reliability diagram one bin. Answers that are a context sentence (as the lexical model writes with the options
+    hidden) now get beliefs across several bins; those sharing no word with any option get none."""
+    beliefs, none = [], 0
+    for record in records:
+        answer = record["context"].split(".")[0]
+        _, belief, _, _ = builtin.judge_free_text(record_input(record, answer))
+        if belief is None:
+            none += 1
+        else:
+            beliefs.append(belief)
+    assert len({min(int(b * 10), 9) for b in beliefs}) >= 4
+    assert len({round(b, 2) for b in beliefs}) >= 20 and none > 0
 
 
 def test_screening_flags_media_math_and_a_repeated_gold_option():
