@@ -12,7 +12,7 @@ from annotation.models import Item, ItemStatus
 from studies.models import STUDY_LANGUAGES, Study
 from studies.views.participant_pages import ORIGINAL, language_param
 
-RESERVED_SLUGS = {"a"}
+RESERVED_SLUGS = {"a", "prolific"}  # "prolific": /studies/prolific/webhook/
 
 #: The form's sections, in the order a researcher fills them in (the template draws one fieldset each).
 SECTIONS = [

@@ -310,3 +310,13 @@ class RefusedAnswer(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_reason_display()}: attempt {self.attempt_id}, item {self.item_id}"
+
+
+# Prolific's side of a study (studies/prolific/models.py), registered with this app.
+from studies.prolific.models import (  # noqa: E402,F401
+    BonusBatch,
+    BonusPayment,
+    ProlificConnection,
+    ProlificSubmission,
+    ProlificWebhookDelivery,
+)

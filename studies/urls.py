@@ -1,10 +1,12 @@
 from django.urls import path
 
+from studies.prolific import views as prolific_views
 from studies.views import researchers as views
 
 app_name = "studies"
 urlpatterns = [
     path("", views.study_list_view, name="study_list"),
+    path("prolific/webhook/", prolific_views.webhook_view, name="prolific_webhook"),
     path("new/", views.study_create_view, name="study_create"),
     path("<slug:slug>/", views.study_monitor_view, name="study_monitor"),
     path("<slug:slug>/edit/", views.study_edit_view, name="study_edit"),

@@ -9,6 +9,7 @@ Every setting the apps read is declared here; nothing here touches the disk
 (`manage.py prepare_var` / `make run` create the folders under var/).
 """
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -67,6 +68,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Before everything that reads the database: a GET whose connection was dropped runs once more (sessions,
+    # authentication and view), on a fresh connection; foundation.database_faults.
+    "foundation.database_faults.DatabaseFaultMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -75,6 +79,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # A NUL or a lone surrogate in the path, a query parameter, a form field or a JSON string: 400 before any view.
+    "foundation.request_text.RequestTextMiddleware",
     "foundation.error_mapping.ServiceErrorMiddleware",
 ]
 
@@ -123,6 +129,14 @@ else:
             },
         }
     }
+# Dead connections are never handed to a view. With the pool, Django 5.2 turns CONN_HEALTH_CHECKS into the pool's
+# `check` callable (psycopg_pool.ConnectionPool.check_connection, psycopg_pool >= 3.2; giving "check" in the pool's
+# OPTIONS as well is refused, twice the same argument): each connection is checked (one round trip) before a
+# request gets it, and one the server dropped (a restart, terminated backends) is replaced. Without a pool, a
+# persistent connection (CONN_MAX_AGE) is checked before it is reused. What dies between the check and its use
+# is retried or answered 503 by foundation.database_faults.
+for _database in DATABASES.values():
+    _database["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Celery ---------------------------------------------------------------
@@ -159,6 +173,14 @@ CELERY_TIMEZONE = "UTC"
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 #: How often the periodic sweep closes study attempts whose deadline passed (seconds).
 STUDIES_SWEEP_INTERVAL_S = float(os.environ.get("STUDIES_SWEEP_INTERVAL_S", "30"))
+#: Prolific (studies/prolific/): the API's base URL, its time-out, the NAME of the environment variable that holds
+#: the webhook secret (the secret itself is only ever read from the environment), how old a signed webhook may be
+#: before it counts as a replay, and how long a bonus sender holds a batch (longer than any call may take).
+PROLIFIC_API_URL = os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com")
+PROLIFIC_API_TIMEOUT_S = float(os.environ.get("PROLIFIC_API_TIMEOUT_S", "10"))
+PROLIFIC_WEBHOOK_SECRET_ENV = os.environ.get("PROLIFIC_WEBHOOK_SECRET_ENV", "PROLIFIC_WEBHOOK_SECRET")
+PROLIFIC_WEBHOOK_MAX_AGE_S = int(os.environ.get("PROLIFIC_WEBHOOK_MAX_AGE_S", "300"))
+PROLIFIC_BONUS_CLAIM_S = int(os.environ.get("PROLIFIC_BONUS_CLAIM_S", "120"))
 #: How often expired annotator leases are swept back to the queue (seconds).
 ANNOTATION_LEASE_SWEEP_INTERVAL_S = float(os.environ.get("ANNOTATION_LEASE_SWEEP_INTERVAL_S", "300"))
 #: Runs heal themselves (evaluation.execution.recovery): a chunk's heartbeat period; chunk retries on a Redis or
@@ -217,13 +239,27 @@ MEDIA_ROOT = VAR_DIR / "media"
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 
+# --- Item import bounds (annotation.dataformat.Limits): a line past one is refused as FILE:LINE: field ---------
+# A real DetectBench record has 4 options and at most ~2,000 characters in any field.
+ITEM_IMPORT_MAX_OPTIONS = int(os.environ.get("ITEM_IMPORT_MAX_OPTIONS", "26"))
+ITEM_IMPORT_MAX_CONTEXT_CHARS = int(os.environ.get("ITEM_IMPORT_MAX_CONTEXT_CHARS", "50000"))
+ITEM_IMPORT_MAX_QUESTION_CHARS = int(os.environ.get("ITEM_IMPORT_MAX_QUESTION_CHARS", "5000"))
+ITEM_IMPORT_MAX_OPTION_CHARS = int(os.environ.get("ITEM_IMPORT_MAX_OPTION_CHARS", "2000"))
+ITEM_IMPORT_MAX_CLUE_GRAPH_CHARS = int(os.environ.get("ITEM_IMPORT_MAX_CLUE_GRAPH_CHARS", "50000"))  # each part
+ITEM_IMPORT_MAX_FILE_BYTES = int(os.environ.get("ITEM_IMPORT_MAX_FILE_BYTES", str(50 * 1024 * 1024)))
+
 # --- Security (production when DEBUG is off) ------------------------------
 _secure = env_bool("SECURE_COOKIES", not DEBUG)
 SESSION_COOKIE_SECURE = _secure
 CSRF_COOKIE_SECURE = _secure
 SESSION_COOKIE_HTTPONLY = True
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+#: Behind a reverse proxy that terminates TLS (BEHIND_PROXY=1, as docker/env.example sets): its X-Forwarded-Proto
+#: says whether the client came over HTTPS, and NUM_PROXIES proxies (1 unless set) append X-Forwarded-For. Without
+#: it both headers are whatever a client sent, and neither is honoured: a client cannot make a plain-HTTP request
+#: look secure (cookies, redirects) nor choose its own address for the throttles.
+BEHIND_PROXY = env_bool("BEHIND_PROXY", False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_PROXY else None
 SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "0" if DEBUG else "31536000"))
 SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
 SECURE_HSTS_PRELOAD = not DEBUG
@@ -246,8 +282,8 @@ REST_FRAMEWORK = {
 # Wrong passwords: django-axes locks a username+address pair out after AXES_FAILURE_LIMIT failures
 # for AXES_COOLOFF_TIME (a page saying so, HTTP 429). Wrong API tokens: 429 per address after
 # the "token_failure" rate (foundation.throttling). DRF throttles: anonymous and
-# per-user rates on every API. Client address = REMOTE_ADDR unless NUM_PROXIES says how many
-# trusted proxies append X-Forwarded-For (a client-sent header must not pick its own bucket).
+# per-user rates on every API. Client address = REMOTE_ADDR unless BEHIND_PROXY, and then the entry that
+# the NUM_PROXIES trusted proxies appended to X-Forwarded-For (a client-sent header must not pick its own bucket).
 INSTALLED_APPS += ["axes"]
 MIDDLEWARE += ["axes.middleware.AxesMiddleware"]  # last: turns a locked-out login into the lockout page
 AUTHENTICATION_BACKENDS = ["foundation.throttling.LoginLockoutBackend", *AUTHENTICATION_BACKENDS]
@@ -257,7 +293,11 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False  # no start-up banner in every command's output
 AXES_LOCKOUT_CALLABLE = "foundation.throttling.lockout_response"  # registration/locked_out.html, 429
-NUM_PROXIES = int(os.environ.get("NUM_PROXIES", "0"))
+NUM_PROXIES = int(os.environ.get("NUM_PROXIES") or "1") if BEHIND_PROXY else 0
+if not BEHIND_PROXY and int(os.environ.get("NUM_PROXIES") or "0") > 0:
+    raise ImproperlyConfigured("NUM_PROXIES says proxies append X-Forwarded-For, but BEHIND_PROXY is not set: set "
+                               "BEHIND_PROXY=1 behind a reverse proxy (X-Forwarded-Proto and X-Forwarded-For are "
+                               "then honoured), or NUM_PROXIES=0 without one")
 AXES_CLIENT_IP_CALLABLE = "foundation.throttling.client_address"  # DRF's rule, for both
 REST_FRAMEWORK.update({
     "DEFAULT_THROTTLE_CLASSES": [
@@ -277,6 +317,9 @@ if REDIS_URL:
                           "KEY_PREFIX": "detectbench"}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+#: Participants joining a study, per client address (a class behind one NAT is one address): more than this many
+#: joins ("N/second|minute|hour|day"; empty = no limit) get a "too many joins, wait" page (429) and no attempt.
+STUDY_JOIN_RATE_PER_ADDRESS = os.environ.get("STUDY_JOIN_RATE_PER_ADDRESS", "300/hour")
 # --- end of brute-force protection ------------------------------------------
 
 # --- Security: Content-Security-Policy (issue 11; django-csp 4 format) ----------
@@ -358,4 +401,30 @@ EVALUATION_LIMITER_LEASE_S = float(os.environ.get("EVALUATION_LIMITER_LEASE_S", 
 EVALUATION_RAMP_SPACING_S = float(os.environ.get("EVALUATION_RAMP_SPACING_S", "0.002"))
 #: Slot files of the embedded-mode limiter (used when REDIS_URL is empty); created on first use.
 EVALUATION_LIMITER_DIR = Path(os.environ.get("EVALUATION_LIMITER_DIR", VAR_DIR / "limiter"))
+#: An endpoint names the environment variable of the workers that holds its key (never the key): the name must
+#: match this pattern, and never be one of the app's settings or the variables it reads (APP_ENVIRONMENT_VARIABLES).
+EVALUATION_API_KEY_ENV_PATTERN = os.environ.get("EVALUATION_API_KEY_ENV_PATTERN",
+                                                r"[A-Z][A-Z0-9_]*_(API_KEY|KEY|TOKEN)")
+#: Where model endpoints may point (evaluation.model_calls.destinations). With EVALUATION_ENDPOINT_RESTRICTED (on
+#: unless DEBUG), an endpoint whose host is or resolves to a loopback, private, link-local or other non-public
+#: address is refused unless that address is in one of these networks (comma-separated CIDRs): a local llama.cpp
+#: or vLLM is EVALUATION_ENDPOINT_ALLOWED_NETWORKS=127.0.0.0/8,::1/128 (as `make run` sets), a GPU box on the
+#: LAN e.g. 10.0.5.17/32.
+EVALUATION_ENDPOINT_RESTRICTED = env_bool("EVALUATION_ENDPOINT_RESTRICTED", not DEBUG)
+EVALUATION_ENDPOINT_ALLOWED_NETWORKS = env_list("EVALUATION_ENDPOINT_ALLOWED_NETWORKS")
+try:
+    import ipaddress as _ipaddress
+
+    for _network in EVALUATION_ENDPOINT_ALLOWED_NETWORKS:
+        _ipaddress.ip_network(_network, strict=False)
+except ValueError as _error:
+    raise ImproperlyConfigured(f"EVALUATION_ENDPOINT_ALLOWED_NETWORKS: {_error} (give comma-separated networks such "
+                               "as 127.0.0.0/8,10.0.5.17/32)") from None
 # --- end of evaluation -------------------------------------------------------
+
+#: Every environment variable the settings read (found in the settings modules' source): never an endpoint's key
+#: variable, whose value a worker sends to a model server.
+APP_ENVIRONMENT_VARIABLES = frozenset(
+    name for _module in Path(__file__).resolve().parent.glob("*.py")
+    for name in re.findall(r"""(?:environ\.get|environ\.setdefault|environ\[|env_bool|env_list)\(?\s*["']([A-Z][A-Z0-9_]*)["']""",
+                           _module.read_text(encoding="utf-8")))

@@ -1,0 +1,16 @@
+"""Writes for Prolific, one transaction each: `connections` (a study's connection, test connection, reviews),
+`webhooks` (a delivery applied once) and `bonuses` (batches proposed, approved and paid once)."""
+from studies.prolific.services.bonuses import bonus_batch_approve, bonus_batch_propose, bonus_batch_send
+from studies.prolific.services.connections import (
+    connection_set,
+    connection_test,
+    prolific_client,
+    submission_approve,
+    submission_reject,
+)
+from studies.prolific.services.webhooks import webhook_receive
+
+__all__ = [
+    "bonus_batch_approve", "bonus_batch_propose", "bonus_batch_send", "connection_set", "connection_test",
+    "prolific_client", "submission_approve", "submission_reject", "webhook_receive",
+]
