@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from studies import apis
 
@@ -10,4 +10,5 @@ urlpatterns = [
     path("<slug:slug>/attempts/<int:pk>/extend/", apis.AttemptExtendApi.as_view(), name="attempt_extend"),
     path("<slug:slug>/attempts/<int:pk>/expire/", apis.AttemptExpireApi.as_view(), name="attempt_expire"),
     path("<slug:slug>/export/", apis.StudyExportApi.as_view(), name="study_export"),
+    path("<slug:slug>/prolific/", include("studies.prolific.api_urls")),
 ]
