@@ -12,6 +12,7 @@ from django.templatetags.static import static
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from detectbench_web.dashboard import home_dashboard
+from foundation.database_faults import transient_fault_response
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +65,13 @@ def page_not_found(request, exception=None) -> HttpResponse:
 
 
 def server_error(request) -> HttpResponse:
-    """handler500: rendered without context processors or any database query (the database may be down)."""
+    """handler500: rendered without context processors or any database query (the database may be down).
+
+    A dropped database connection is not a server error: 503 "please try again" (and a GET is run once more on a
+    fresh connection by foundation.database_faults.DatabaseFaultMiddleware)."""
+    unavailable = transient_fault_response(request)
+    if unavailable is not None:
+        return unavailable
     try:
         html = render_to_string("500.html", {"back_url": _back_url(request)})
     except Exception:  # the error page must never fail itself

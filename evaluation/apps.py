@@ -13,3 +13,8 @@ class EvaluationConfig(AppConfig):
             ("Data quality", "evaluation:quality"),
         ]
     }
+
+    def ready(self) -> None:
+        from evaluation.models.endpoints import destination_policy
+
+        destination_policy()  # a network in EVALUATION_ENDPOINT_ALLOWED_NETWORKS that is none stops the start

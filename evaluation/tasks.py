@@ -11,26 +11,18 @@ import logging
 import threading
 import time
 
-import django.db
-import kombu.exceptions
-import psycopg
-import redis.exceptions
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_init, worker_ready
 from django.conf import settings
 
 from evaluation.execution import chunks as execution
+from evaluation.execution import heartbeats
 from evaluation.execution import recovery as reconcile
+from evaluation.execution.infrastructure import INFRASTRUCTURE_ERRORS
 from evaluation.execution.judge import execute_judge_run
 
 log = logging.getLogger(__name__)
 
-#: Errors of the infrastructure (not of a model or an item): the chunk is retried, nothing is stored as failed.
-INFRASTRUCTURE_ERRORS = (
-    redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, redis.exceptions.BusyLoadingError,
-    kombu.exceptions.OperationalError,
-    django.db.OperationalError, django.db.InterfaceError, psycopg.OperationalError, psycopg.InterfaceError,
-)
 #: Publishing the retry waits for a restarting Redis (about 20 s) rather than giving up after ~1 s;
 #: should it still fail, the reconciliation re-enqueues the chunk's items.
 RETRY_PUBLISH_POLICY = {"max_retries": 20, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1.0}
@@ -43,11 +35,11 @@ RETRY_PUBLISH_POLICY = {"max_retries": 20, "interval_start": 0.2, "interval_step
 def run_chunk(self, run_id: int, item_ids: list[int]) -> dict:
     """Compute the missing or failed rows of these items of a run (rows already done are skipped; items
     another live chunk of the run is computing are left to it)."""
-    claimed = reconcile.claim_items(run_id, item_ids)
+    claimed = heartbeats.claim_items(run_id, item_ids)
     if not claimed:
         execution.refresh_status(run_id)
         return {"run": run_id, "jobs": 0, "written": 0, "errors": 0, "claimed": 0}
-    with reconcile.heartbeat(run_id=run_id, item_ids=claimed, task_id=self.request.id or ""):
+    with heartbeats.heartbeat(run_id=run_id, item_ids=claimed, task_id=self.request.id or ""):
         report = execution.execute_chunk(run_id=run_id, item_ids=claimed)
     return {"run": run_id, "jobs": report.jobs, "written": report.written, "errors": report.errors,
             "claimed": len(claimed)}
@@ -60,11 +52,20 @@ def reconcile_runs() -> dict:
     return {"runs": len(report.runs), "enqueued": report.enqueued}
 
 
+@worker_init.connect
+def import_model_sdk(**_) -> None:
+    """Workers import the model SDK when they start (before the pool forks), not when their first run needs it:
+    the import takes about a second, which a run's clock should not hold (nor URL loading, which does without)."""
+    from evaluation.model_calls.clients import import_sdk
+
+    import_sdk()
+
+
 @worker_ready.connect
 def start_reconcile_ticker(**_) -> None:
     """Workers also ask for the reconciliation every interval (one of them per interval, a Redis key decides),
     so that runs heal where no beat process runs; with beat too, a pass may run twice, which changes nothing."""
-    if settings.EVALUATION_RECONCILE_IN_WORKERS and reconcile.broker_redis() is not None:
+    if settings.EVALUATION_RECONCILE_IN_WORKERS and heartbeats.broker_redis() is not None:
         threading.Thread(target=_reconcile_ticker, name="reconcile-ticker", daemon=True).start()
 
 
@@ -74,19 +75,26 @@ def _reconcile_ticker() -> None:
     while True:
         time.sleep(interval)
         try:
-            client = client or reconcile.broker_redis()
-            if client.set(f"{reconcile.PREFIX}:reconcile-asked", 1, nx=True, px=max(100, int(interval * 900))):
+            client = client or heartbeats.broker_redis()
+            if client.set(f"{heartbeats.PREFIX}:reconcile-asked", 1, nx=True, px=max(100, int(interval * 900))):
                 reconcile_runs.delay()
         except Exception as exc:  # noqa: BLE001 - Redis away: ask again next time
             log.warning("could not ask for the reconciliation: %s", exc)
             client = None
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True, autoretry_for=INFRASTRUCTURE_ERRORS,
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True, autoretry_for=INFRASTRUCTURE_ERRORS,
              retry_backoff=settings.EVALUATION_CHUNK_RETRY_BACKOFF_S,
              retry_backoff_max=settings.EVALUATION_CHUNK_RETRY_BACKOFF_MAX_S, retry_jitter=True,
              max_retries=settings.EVALUATION_CHUNK_MAX_RETRIES, retry_kwargs={"retry_policy": RETRY_PUBLISH_POLICY})
-def judge_run_execute(judge_run_id: int) -> dict:
-    """Compute the labels a judge run still lacks (targets already labelled are skipped), then its counts."""
-    judge_run = execute_judge_run(judge_run_id=judge_run_id)
+def judge_run_execute(self, judge_run_id: int) -> dict:
+    """Compute the labels a judge run still lacks (targets already labelled are skipped), then its counts.
+
+    Like a chunk of a model run it beats (its broker message kept fresh, so a long judge run is never handed
+    to a second worker) and is alone: a redelivered copy, a reconciliation or a Resume that finds a live
+    execution does nothing, so no request is sent by two executions at once."""
+    with heartbeats.sole_execution(heartbeats.judge_run_key(judge_run_id), task_id=self.request.id or "") as mine:
+        if not mine:
+            return {"judge_run": judge_run_id, "joined": True}
+        judge_run = execute_judge_run(judge_run_id=judge_run_id)
     return {"judge_run": judge_run_id, "status": judge_run.status, "scored": judge_run.scored}

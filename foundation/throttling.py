@@ -6,8 +6,14 @@
 - `ThrottledTokenAuthentication` is DRF's token authentication that counts wrong tokens per
   client address (rate scope "token_failure"). DRF's own throttles run only after
   authentication succeeded, so a guessed token is answered 401 forever without this; once
-  the limit is reached every token from that address is refused with 429 until the window
-  has passed, a correct one included, so guessing cannot tell a hit from a miss.
+  the limit is reached every wrong token from that address is answered 429 until the window
+  has passed. A valid token is never refused: people behind the same address as a guesser
+  (a campus NAT, a proxy) keep working, and a token of 160 random bits is not guessed by
+  trying 10 a minute.
+- `JoinThrottle`: participants joining a study, per client address (STUDY_JOIN_RATE_PER_ADDRESS,
+  generous enough for a class behind one NAT).
+- `client_address`: REMOTE_ADDR, or the proxies' X-Forwarded-For entry only when settings say the
+  app is behind them (BEHIND_PROXY, NUM_PROXIES); axes, the token throttle and the join throttle use it.
 """
 from __future__ import annotations
 
@@ -18,13 +24,13 @@ from rest_framework.throttling import SimpleRateThrottle
 
 
 def client_address(request) -> str:
-    """The client's address: REMOTE_ADDR, or with NUM_PROXIES trusted proxies in front the entry they
+    """The client's address: REMOTE_ADDR, or behind NUM_PROXIES trusted proxies (BEHIND_PROXY) the entry they
     appended to X-Forwarded-For (counted from the right: what a client sends itself comes first).
     The same rule as DRF's throttles (REST_FRAMEWORK["NUM_PROXIES"]); axes' AXES_CLIENT_IP_CALLABLE."""
     from django.conf import settings
 
     remote = request.META.get("REMOTE_ADDR", "")
-    proxies = getattr(settings, "NUM_PROXIES", 0)
+    proxies = getattr(settings, "NUM_PROXIES", 0) if getattr(settings, "BEHIND_PROXY", False) else 0
     forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if a.strip()]
     if not proxies or not forwarded:
         return remote
@@ -50,6 +56,9 @@ class TokenFailureThrottle(SimpleRateThrottle):
 
     scope = "token_failure"
 
+    def get_ident(self, request) -> str:
+        return client_address(request)
+
     def get_cache_key(self, request, view=None):
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
@@ -64,17 +73,22 @@ class TokenFailureThrottle(SimpleRateThrottle):
         """Seconds until this address may try a token again, or None when it may now."""
         self._load(request)
         if len(self.history) >= self.num_requests:
-            return self.wait()
+            # until the oldest failure that counts leaves the window (at least a second)
+            return max(1.0, self.history[self.num_requests - 1] + self.duration - self.now)
         return None
 
     def record_failure(self, request) -> None:
+        """Count a wrong token (the newest ``num_requests`` failures are kept: enough to know the address is
+        over its rate, and a guesser who goes on stays blocked)."""
         self._load(request)
         self.history.insert(0, self.now)
+        del self.history[self.num_requests:]
         self.cache.set(self.key, self.history, self.duration)
 
 
 class ThrottledTokenAuthentication(TokenAuthentication):
-    """TokenAuthentication that refuses an address with 429 after too many wrong tokens."""
+    """TokenAuthentication that answers an address's wrong tokens with 429 after too many of them; a valid token
+    is accepted whatever the address's failures."""
 
     def authenticate(self, request):
         auth = get_authorization_header(request).split()
@@ -82,13 +96,36 @@ class ThrottledTokenAuthentication(TokenAuthentication):
             return None  # no token offered: other authentication classes decide
         throttle = TokenFailureThrottle()
         wait = throttle.wait_if_blocked(request)
-        if wait is not None:
-            raise Throttled(wait=wait, detail="Too many invalid API tokens from this address; try again later.")
         try:
             return super().authenticate(request)
         except AuthenticationFailed:
             throttle.record_failure(request)
+            if wait is not None:
+                raise Throttled(wait=wait, detail="Too many invalid API tokens from this address; "
+                                                  "try again later.") from None
             raise
+
+
+class JoinThrottle(SimpleRateThrottle):
+    """Joins of a study per client address (settings.STUDY_JOIN_RATE_PER_ADDRESS, e.g. "300/hour"; empty: none).
+
+    Counted in the shared cache (Redis when there is one), so every web process counts the same joins."""
+
+    scope = "study_join"
+
+    def get_rate(self):
+        from django.conf import settings
+
+        return getattr(settings, "STUDY_JOIN_RATE_PER_ADDRESS", "") or None
+
+    def get_cache_key(self, request, view=None):
+        return self.cache_format % {"scope": self.scope, "ident": client_address(request)}
+
+    def wait_if_over(self, request) -> float | None:
+        """Count this join; seconds to wait (at least 1) when the address is over its rate, else None."""
+        if self.allow_request(request, None):
+            return None
+        return max(1.0, self.wait() or 1.0)
 
 
 def lockout_response(request, original_response=None, credentials=None):

@@ -101,6 +101,7 @@ fi
 
 # 4. A database with a handful of real items (embedded SQLite of its own unless DATABASE_URL is set).
 export DEBUG=${DEBUG:-1}
+export EVALUATION_ENDPOINT_ALLOWED_NETWORKS=${EVALUATION_ENDPOINT_ALLOWED_NETWORKS:-127.0.0.0/8,::1/128}  # llama.cpp here
 export DATABASE_URL=${DATABASE_URL:-sqlite:///$STATE/db.sqlite3}
 $PY manage.py migrate --noinput -v0
 # The runs take the first $ITEMS; check 3 needs more (50), so that many requests are left when the server stops.

@@ -7,6 +7,9 @@ HOST=${HOST:-127.0.0.1}
 PORT=${PORT:-8000}
 # The local demo runs with DEBUG on (settings default to off); export DEBUG=0 and a SECRET_KEY to try production mode.
 export DEBUG=${DEBUG:-1}
+# Model endpoints on this machine (a local llama.cpp or vLLM) stay allowed in production mode too (DEBUG=0 refuses
+# loopback, private and link-local addresses unless listed here).
+export EVALUATION_ENDPOINT_ALLOWED_NETWORKS=${EVALUATION_ENDPOINT_ALLOWED_NETWORKS:-127.0.0.0/8,::1/128}
 # The embedded stack keeps its SQLite database, Celery broker and static files under var/ (settings never create folders).
 mkdir -p var/celery-broker/queue var/celery-broker/processed var/staticfiles var/log
 

@@ -9,7 +9,6 @@ Every setting the apps read is declared here; nothing here touches the disk
 (`manage.py prepare_var` / `make run` create the folders under var/).
 """
 import os
-import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -68,9 +67,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    # Before everything that reads the database: a GET whose connection was dropped runs once more (sessions,
-    # authentication and view), on a fresh connection; foundation.database_faults.
-    "foundation.database_faults.DatabaseFaultMiddleware",
+    "foundation.database_faults.DatabaseFaultMiddleware",  # before all that reads the database: a GET runs again
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -129,12 +126,8 @@ else:
             },
         }
     }
-# Dead connections are never handed to a view. With the pool, Django 5.2 turns CONN_HEALTH_CHECKS into the pool's
-# `check` callable (psycopg_pool.ConnectionPool.check_connection, psycopg_pool >= 3.2; giving "check" in the pool's
-# OPTIONS as well is refused, twice the same argument): each connection is checked (one round trip) before a
-# request gets it, and one the server dropped (a restart, terminated backends) is replaced. Without a pool, a
-# persistent connection (CONN_MAX_AGE) is checked before it is reused. What dies between the check and its use
-# is retried or answered 503 by foundation.database_faults.
+# A dead connection is never handed to a view: Django 5.2 makes this the pool's `check` (ConnectionPool.check_connection,
+# psycopg_pool >= 3.2; "check" in OPTIONS too is refused), else a health check; foundation.database_faults does the rest.
 for _database in DATABASES.values():
     _database["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -254,10 +247,8 @@ SESSION_COOKIE_SECURE = _secure
 CSRF_COOKIE_SECURE = _secure
 SESSION_COOKIE_HTTPONLY = True
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
-#: Behind a reverse proxy that terminates TLS (BEHIND_PROXY=1, as docker/env.example sets): its X-Forwarded-Proto
-#: says whether the client came over HTTPS, and NUM_PROXIES proxies (1 unless set) append X-Forwarded-For. Without
-#: it both headers are whatever a client sent, and neither is honoured: a client cannot make a plain-HTTP request
-#: look secure (cookies, redirects) nor choose its own address for the throttles.
+#: Behind a TLS-terminating proxy (BEHIND_PROXY=1) its X-Forwarded-Proto and X-Forwarded-For (NUM_PROXIES, default 1)
+#: are honoured; without one they are a client's own words, and ignored.
 BEHIND_PROXY = env_bool("BEHIND_PROXY", False)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_PROXY else None
 SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "0" if DEBUG else "31536000"))
@@ -295,9 +286,8 @@ AXES_VERBOSE = False  # no start-up banner in every command's output
 AXES_LOCKOUT_CALLABLE = "foundation.throttling.lockout_response"  # registration/locked_out.html, 429
 NUM_PROXIES = int(os.environ.get("NUM_PROXIES") or "1") if BEHIND_PROXY else 0
 if not BEHIND_PROXY and int(os.environ.get("NUM_PROXIES") or "0") > 0:
-    raise ImproperlyConfigured("NUM_PROXIES says proxies append X-Forwarded-For, but BEHIND_PROXY is not set: set "
-                               "BEHIND_PROXY=1 behind a reverse proxy (X-Forwarded-Proto and X-Forwarded-For are "
-                               "then honoured), or NUM_PROXIES=0 without one")
+    raise ImproperlyConfigured("NUM_PROXIES is set but BEHIND_PROXY is not: set BEHIND_PROXY=1 behind a reverse "
+                               "proxy, or NUM_PROXIES=0 without one")
 AXES_CLIENT_IP_CALLABLE = "foundation.throttling.client_address"  # DRF's rule, for both
 REST_FRAMEWORK.update({
     "DEFAULT_THROTTLE_CLASSES": [
@@ -317,8 +307,7 @@ if REDIS_URL:
                           "KEY_PREFIX": "detectbench"}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-#: Participants joining a study, per client address (a class behind one NAT is one address): more than this many
-#: joins ("N/second|minute|hour|day"; empty = no limit) get a "too many joins, wait" page (429) and no attempt.
+#: Study joins per client address (a class behind one NAT is one address; "N/hour", empty = none); past it a 429 page.
 STUDY_JOIN_RATE_PER_ADDRESS = os.environ.get("STUDY_JOIN_RATE_PER_ADDRESS", "300/hour")
 # --- end of brute-force protection ------------------------------------------
 
@@ -401,30 +390,11 @@ EVALUATION_LIMITER_LEASE_S = float(os.environ.get("EVALUATION_LIMITER_LEASE_S", 
 EVALUATION_RAMP_SPACING_S = float(os.environ.get("EVALUATION_RAMP_SPACING_S", "0.002"))
 #: Slot files of the embedded-mode limiter (used when REDIS_URL is empty); created on first use.
 EVALUATION_LIMITER_DIR = Path(os.environ.get("EVALUATION_LIMITER_DIR", VAR_DIR / "limiter"))
-#: An endpoint names the environment variable of the workers that holds its key (never the key): the name must
-#: match this pattern, and never be one of the app's settings or the variables it reads (APP_ENVIRONMENT_VARIABLES).
+#: An endpoint's key variable (a NAME, never the key) matches this and is no setting or variable the app reads.
 EVALUATION_API_KEY_ENV_PATTERN = os.environ.get("EVALUATION_API_KEY_ENV_PATTERN",
                                                 r"[A-Z][A-Z0-9_]*_(API_KEY|KEY|TOKEN)")
-#: Where model endpoints may point (evaluation.model_calls.destinations). With EVALUATION_ENDPOINT_RESTRICTED (on
-#: unless DEBUG), an endpoint whose host is or resolves to a loopback, private, link-local or other non-public
-#: address is refused unless that address is in one of these networks (comma-separated CIDRs): a local llama.cpp
-#: or vLLM is EVALUATION_ENDPOINT_ALLOWED_NETWORKS=127.0.0.0/8,::1/128 (as `make run` sets), a GPU box on the
-#: LAN e.g. 10.0.5.17/32.
+#: Restricted (unless DEBUG), endpoints reach public addresses and these networks only (CIDRs; a local llama.cpp or
+#: vLLM: 127.0.0.0/8,::1/128, as `make run` sets); evaluation.model_calls.destinations, checked by evaluation's app.
 EVALUATION_ENDPOINT_RESTRICTED = env_bool("EVALUATION_ENDPOINT_RESTRICTED", not DEBUG)
 EVALUATION_ENDPOINT_ALLOWED_NETWORKS = env_list("EVALUATION_ENDPOINT_ALLOWED_NETWORKS")
-try:
-    import ipaddress as _ipaddress
-
-    for _network in EVALUATION_ENDPOINT_ALLOWED_NETWORKS:
-        _ipaddress.ip_network(_network, strict=False)
-except ValueError as _error:
-    raise ImproperlyConfigured(f"EVALUATION_ENDPOINT_ALLOWED_NETWORKS: {_error} (give comma-separated networks such "
-                               "as 127.0.0.0/8,10.0.5.17/32)") from None
 # --- end of evaluation -------------------------------------------------------
-
-#: Every environment variable the settings read (found in the settings modules' source): never an endpoint's key
-#: variable, whose value a worker sends to a model server.
-APP_ENVIRONMENT_VARIABLES = frozenset(
-    name for _module in Path(__file__).resolve().parent.glob("*.py")
-    for name in re.findall(r"""(?:environ\.get|environ\.setdefault|environ\[|env_bool|env_list)\(?\s*["']([A-Z][A-Z0-9_]*)["']""",
-                           _module.read_text(encoding="utf-8")))

@@ -18,6 +18,10 @@ os.environ.setdefault("DATABASE_POOL", "0")
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-0123456789abcdef")
 os.environ.setdefault("SECURE_COOKIES", "0")
 os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
+# The stand-in model servers listen on this machine: endpoints may reach loopback (nothing else that is not public).
+os.environ.setdefault("EVALUATION_ENDPOINT_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")
+# Every test's participants join from 127.0.0.1 within one session: the join throttle's tests set their own rate.
+os.environ.setdefault("STUDY_JOIN_RATE_PER_ADDRESS", "100000/hour")
 
 # Under pytest-xdist (`make test` runs two workers, gw0 and gw1) each worker has its own test database
 # (pytest-django adds _gw0/_gw1 to its name) and its own Redis database: REDIS_URL's number for gw0, one

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from annotation.item_facts import QUESTION_TYPES
 from annotation.models import ItemStatus
 from evaluation.forms.runs import MAX_IDS, MAX_INT
+from evaluation.model_calls.credentials import params_without_credentials
 from evaluation.models import ModelEndpoint, OptionOrder, Result, Run
 from evaluation.prompting.methods import METHOD_CHOICES
 from evaluation.selectors import judge as judge_selectors
@@ -35,6 +36,15 @@ class EndpointSerializer(serializers.ModelSerializer):
                   "version"]
         read_only_fields = ["id", "created_at"]
 
+    def to_representation(self, instance):
+        """Never a credential: one stored before they were refused is not returned (evaluation.model_calls.
+        credentials); a new one is refused by the model's validation."""
+        data = super().to_representation(instance)
+        if isinstance(instance, ModelEndpoint):
+            data["base_url"] = instance.shown_base_url
+            data["extra_params"] = instance.shown_extra_params
+        return data
+
 
 class RunSerializer(serializers.ModelSerializer):
     """A run as the API shows it; ``progress`` comes from ``selectors.with_progress`` (no query here)."""
@@ -51,6 +61,13 @@ class RunSerializer(serializers.ModelSerializer):
     def get_progress(self, run: Run) -> dict:
         p = run.progress
         return {"total": p.total, "done": p.done, "errors": p.errors}
+
+    def to_representation(self, instance):
+        """The generation parameters without a credential (a run launched before they were refused)."""
+        data = super().to_representation(instance)
+        if "params" in data:
+            data["params"] = params_without_credentials(data["params"])
+        return data
 
 
 @extend_schema_field(OpenApiTypes.STR)
@@ -106,7 +123,7 @@ class ResultSerializer(serializers.ModelSerializer):
                   "tokens_in", "tokens_out", "latency_s", "attempts", "cached", "error", "updated_at"]
 
 
-class EndpointListAPI(generics.ListCreateAPIView):
+class EndpointListApi(generics.ListCreateAPIView):
     """GET: the endpoints; POST: create one (through ``services.endpoint_create``)."""
 
     permission_classes = [IsResearcher]
@@ -130,7 +147,7 @@ _ENDPOINT_UPDATE_RESPONSES = {
 
 @extend_schema_view(put=extend_schema(responses=_ENDPOINT_UPDATE_RESPONSES),
                     patch=extend_schema(responses=_ENDPOINT_UPDATE_RESPONSES))
-class EndpointDetailAPI(generics.RetrieveUpdateAPIView):
+class EndpointDetailApi(generics.RetrieveUpdateAPIView):
     """GET: one endpoint; PUT / PATCH: change it (through ``services.endpoint_update``, validated as on
     creation: the key is only ever the name of an environment variable)."""
 
@@ -146,7 +163,7 @@ class EndpointDetailAPI(generics.RetrieveUpdateAPIView):
         serializer.instance = services.endpoint_update(endpoint=serializer.instance, expected_version=expected, **data)
 
 
-class RunListAPI(generics.ListAPIView):
+class RunListApi(generics.ListAPIView):
     """GET: runs newest first, with progress; POST: launch one (``services.run_launch``)."""
 
     permission_classes = [IsResearcher]
@@ -187,7 +204,7 @@ class _OneRun(generics.GenericAPIView):
         return Response(self.run_data(run))
 
 
-class RunDetailAPI(_OneRun):
+class RunDetailApi(_OneRun):
     """A run with its metrics and its metrics per question type."""
 
     def get(self, request, pk: int):
@@ -200,17 +217,17 @@ class RunDetailAPI(_OneRun):
         return Response(data)
 
 
-class RunCancelAPI(_OneRun):
+class RunCancelApi(_OneRun):
     def post(self, request, pk: int):
         return self.respond(services.run_cancel(run=self.get_object()))
 
 
-class RunResumeAPI(_OneRun):
+class RunResumeApi(_OneRun):
     def post(self, request, pk: int):
         return self.respond(services.run_resume(run=self.get_object()))
 
 
-class RunResultsAPI(generics.ListAPIView):
+class RunResultsApi(generics.ListAPIView):
     """The rows of one run, paginated."""
 
     permission_classes = [IsResearcher]

@@ -18,18 +18,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import psycopg
-import redis.exceptions
 from django.conf import settings
-from django.db import Error as DatabaseError
 from django.db import close_old_connections, connections
 from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotation.clue_graph import gold_key_information
 from annotation.models import Item, ItemStatus
-from evaluation.execution.rows import RESULT_FIELDS, write_results  # noqa: F401
 from evaluation.execution.rows import cache_fetch as _cache_fetch
+from evaluation.execution.rows import write_results
 from evaluation.model_calls.clients import (
     BuiltinClient,
     CircuitBreaker,
@@ -38,9 +35,12 @@ from evaluation.model_calls.clients import (
     OpenAIChatClient,
     RetryPolicy,
 )
+from evaluation.model_calls.credentials import url_credentials
+from evaluation.model_calls.destinations import UNREACHABLE, DestinationRefused, check_url
 from evaluation.model_calls.engine import Engine, Job, JobResult
 from evaluation.model_calls.limiter import FileLimiter, Limiter, LocalLimiter, RedisLimiter
 from evaluation.models import ModelEndpoint, OptionOrder, Result, Run, RunStatus
+from evaluation.models.endpoints import destination_policy, key_variable_error
 from evaluation.prompting.circular import present_rotated
 from evaluation.prompting.methods import Completion, get_method
 from evaluation.prompting.prompts import ItemView, Presented, choose_demonstrations, present
@@ -49,9 +49,6 @@ log = logging.getLogger(__name__)
 
 FLUSH_EVERY_S = 0.25
 CANCEL_CHECK_S = 1.0
-#: Errors of the store, not of the model: never a failed row; they leave execute_chunk as they are, so that
-#: the Celery task can retry the chunk (rows already written are whole: each batch is one transaction).
-INFRASTRUCTURE_ERRORS: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, DatabaseError, psycopg.Error)
 #: The circuit breaker: a chunk stops, and its run fails, after this many consecutive endpoint failures
 #: (connection refused, DNS, 401/403/404, unknown model), or after this long with nothing but them
 #: (settings EVALUATION_BREAKER_THRESHOLD / EVALUATION_BREAKER_WINDOW_S override them).
@@ -110,6 +107,26 @@ def make_client(endpoint: ModelEndpoint, *, seed: int, params: dict | None = Non
         retry=RetryPolicy(max_attempts=endpoint.max_attempts, total_s=endpoint.retry_budget_s),
         max_connections=endpoint.max_concurrency, breaker=breaker,
     )
+
+
+def endpoint_refusal(endpoint: ModelEndpoint) -> str | None:
+    """Why the workers send no request to this endpoint, else None (for one stored before these were refused):
+    its base URL carries a credential, its key variable is one the app's own settings (HOME, SECRET_KEY...) or
+    not a key variable's name, or its host is, or resolves to, an address endpoints may not reach (settings
+    EVALUATION_ENDPOINT_ALLOWED_NETWORKS; said as the launch check says it of an unreachable one)."""
+    if endpoint.is_builtin:
+        return None
+    if url_credentials(endpoint.base_url):
+        return "the base URL carries a credential: put the key in an environment variable and name it as the " \
+               "endpoint's API key variable"
+    if endpoint.api_key_env and (problem := key_variable_error(endpoint.api_key_env)):
+        return f"the endpoint's API key variable is refused: {problem}"
+    try:
+        check_url(endpoint.base_url, destination_policy())
+    except DestinationRefused as refused:
+        log.warning("endpoint %s refused by the destination policy: %s", endpoint.pk, refused)
+        return f"cannot reach {endpoint.base_url}: {UNREACHABLE}"
+    return None
 
 
 def _write(run: Run, results: list[JobResult], model: str) -> None:
@@ -256,6 +273,11 @@ def execute_chunk(*, run_id: int, item_ids: list[int] | None = None) -> ChunkRep
     ids = [i for i in (item_ids if item_ids is not None else run.item_ids) if i in in_run]
     wanted, report.skipped = _wanted(run, ids)
     mark_started(run_id)
+    if wanted and (refusal := endpoint_refusal(run.endpoint)):
+        log.warning("run %s failed: %s", run_id, refusal)
+        mark_failed(run_id, refusal)
+        report.failed = refusal
+        return report
     if wanted:
         try:
             run_event_loop(_execute(run, wanted, report))
@@ -269,6 +291,9 @@ def execute_chunk(*, run_id: int, item_ids: list[int] | None = None) -> ChunkRep
 
 
 async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport) -> None:
+    # Here, not at the top: it imports redis, which URL loading (services import this module) does not need.
+    from evaluation.execution.infrastructure import INFRASTRUCTURE_ERRORS
+
     endpoint = run.endpoint
     method = get_method(run.method)
     loop = asyncio.get_running_loop()

@@ -24,7 +24,7 @@ from django.utils import timezone
 from annotation.models import BeliefLabel, Item, LabelStatus
 from annotation.models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED
 from annotation.services.belief import belief_labels_record
-from evaluation.execution.chunks import make_limiter, run_event_loop
+from evaluation.execution.chunks import endpoint_refusal, make_limiter, run_event_loop
 from evaluation.judge import specs
 from evaluation.judge.beliefs import LOGPROB, SAMPLED
 from evaluation.judge.client import TOP_LOGPROBS, LogprobChatClient, pack_for_cache
@@ -121,6 +121,8 @@ def execute_judge_run(*, judge_run_id: int) -> JudgeRun:
     errors: list[str] = []
     if pending and judge_run.config.is_builtin:
         _execute_builtin(judge_run, solver, pending)
+    elif pending and (refusal := endpoint_refusal(judge_run.config.endpoint)):
+        errors.append(refusal)  # no request: the run ends with it as its last error
     elif pending:
         run_event_loop(_execute_model(judge_run, solver, pending, errors))
     return refresh_judge_run(judge_run_id=judge_run.pk, wall_s=time.monotonic() - started,
@@ -188,6 +190,11 @@ async def _execute_model(judge_run: JudgeRun, solver: JudgeSolver, pending: list
     buffer: list[JobResult] = []
     state = {"cancelled": False, "checked": time.monotonic()}
     done = asyncio.Event()
+    arrived = asyncio.Event()
+
+    def on_result(result: JobResult) -> None:
+        buffer.append(result)
+        arrived.set()
 
     async def flush() -> None:
         if buffer:
@@ -196,11 +203,14 @@ async def _execute_model(judge_run: JudgeRun, solver: JudgeSolver, pending: list
             await loop.run_in_executor(db, _write, judge_run, solver, batch, errors)
 
     async def flusher() -> None:
+        # A label is written as soon as its reply arrives (what arrives meanwhile goes in the next batch), so a
+        # killed worker loses only the requests in flight: the next execution asks only those again.
         while not done.is_set():
             try:
-                await asyncio.wait_for(done.wait(), FLUSH_EVERY_S)
+                await asyncio.wait_for(arrived.wait(), FLUSH_EVERY_S)
             except TimeoutError:
                 pass
+            arrived.clear()
             await flush()
             if time.monotonic() - state["checked"] >= CANCEL_CHECK_S:
                 state["checked"] = time.monotonic()
@@ -208,7 +218,7 @@ async def _execute_model(judge_run: JudgeRun, solver: JudgeSolver, pending: list
 
     writer = asyncio.create_task(flusher())
     try:
-        await engine.run(jobs, on_result=buffer.append, stopped=lambda: state["cancelled"])
+        await engine.run(jobs, on_result=on_result, stopped=lambda: state["cancelled"])
     finally:
         done.set()
         await writer

@@ -12,15 +12,24 @@ RUN_CHUNK_TASK = "evaluation.tasks.run_chunk"
 JUDGE_RUN_TASK = "evaluation.tasks.judge_run_execute"
 
 
+def _task(name: str):
+    """The registered task of this name. The registry fills as task modules are imported: a process that has
+    imported none (a web server, a management command) imports every app's tasks module first (Celery's
+    autodiscovery, as a worker does at start)."""
+    if name not in current_app.tasks:
+        current_app.loader.import_default_modules()
+    return current_app.tasks[name]
+
+
 def chunks_enqueue(run, item_ids: list[int]) -> None:
     """Queue the chunk tasks of these items of a run, after the current transaction commits (at once
     outside one), `run.chunk_size` items per chunk."""
     for start in range(0, len(item_ids), run.chunk_size):
         chunk = list(item_ids[start:start + run.chunk_size])
-        transaction.on_commit(lambda chunk=chunk: current_app.tasks[RUN_CHUNK_TASK].delay(run.pk, chunk))
+        transaction.on_commit(lambda chunk=chunk: _task(RUN_CHUNK_TASK).delay(run.pk, chunk))
 
 
 def judge_run_enqueue(judge_run) -> None:
     """Queue the task that computes a judge run's missing labels, after the current transaction commits."""
     judge_run_id = judge_run.pk
-    transaction.on_commit(lambda: current_app.tasks[JUDGE_RUN_TASK].delay(judge_run_id))
+    transaction.on_commit(lambda: _task(JUDGE_RUN_TASK).delay(judge_run_id))

@@ -34,6 +34,7 @@ class EndpointForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk:
             self.fields["version"].initial = self.instance.version
+            self.initial["base_url"] = self.instance.shown_base_url  # never a credential stored before
 
     def settings(self) -> dict:
         """The endpoint's settings as ``services.endpoint_create`` / ``endpoint_update`` take them."""
@@ -41,10 +42,13 @@ class EndpointForm(forms.ModelForm):
 
     def _post_clean(self):
         super()._post_clean()
-        if "api_key_env" in self.errors:
-            # A refused "variable name" may be a key pasted by mistake: never send it back in the page.
+        refused = [name for name in ("api_key_env", "base_url") if name in self.errors]
+        if refused:
+            # A refused "variable name" may be a key pasted by mistake, a refused URL may hold one: never send
+            # them back in the page.
             self.data = self.data.copy()
-            self.data["api_key_env"] = ""
+            for name in refused:
+                self.data[name] = ""
 
 
 MAX_INT = 2**31 - 1  # the database's integer columns

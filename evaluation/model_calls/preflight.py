@@ -2,9 +2,10 @@
 
 ``check_endpoint`` asks ``GET {base_url}/models`` (OpenAI, vLLM, llama.cpp, Ollama serve it) and
 checks the model is among those served; where the server has no such route it sends one tiny
-chat completion (``max_tokens`` 1) instead. A refused connection, a DNS failure, a timeout,
-401/403, a 404 on the path (with a hint about ``/v1``) and an unknown model are each named as
-such, keeping the transport's own reason. An API-key variable that is not set is a warning, and
+chat completion (``max_tokens`` 1) instead. A DNS failure, a timeout, 401/403, a 404 on the path
+(with a hint about ``/v1``) and an unknown model are each named as such. A connection refused,
+dropped or not made, and an address the destination policy refuses, are one and the same
+message (``destinations.UNREACHABLE``): the check never tells an open port from a closed one. An API-key variable that is not set is a warning, and
 an error for hosts that always need a key (api.openai.com and other hosted APIs).
 """
 from __future__ import annotations
@@ -12,12 +13,16 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-import httpx
-
 from evaluation.model_calls.clients import _MODEL_MISSING, redact, transport_reason
+from evaluation.model_calls.credentials import url_credentials
+from evaluation.model_calls.destinations import UNREACHABLE, DestinationPolicy, DestinationRefused, check_url
 from foundation.errors import ServiceError
+
+if TYPE_CHECKING:
+    import httpx  # imported by the check itself: the launch pages import this module at URL loading
 
 #: Hosted APIs that answer nothing without a key.
 KEY_REQUIRED_HOSTS = ("api.openai.com", "api.anthropic.com", "generativelanguage.googleapis.com", "api.groq.com",
@@ -92,12 +97,34 @@ class _Unauthenticated(Exception):
 MAX_REDIRECTS = 3
 
 
+#: A connection that could not be made or was dropped before an answer: one message for all of them and for an
+#: address the policy refuses (destinations.UNREACHABLE), so that the check never tells an open port from a
+#: closed one, nor a refused address from an unreachable one.
+UNREACHABLE_CLASSES = frozenset({"connection_refused", "connection", "connect_timeout"})
+
+
+def unreachable(base_url: str) -> PreflightRefused:
+    return PreflightRefused(f"cannot reach {base_url}: {UNREACHABLE}", error_class="unreachable")
+
+
+class _Refused(Exception):
+    """A request (the first or a redirect) to an address the policy refuses."""
+
+
 def check_endpoint(*, base_url: str, model: str, api_key_env: str = "", timeout_s: float = PREFLIGHT_TIMEOUT_S,
-                   environ=None, key_elsewhere: bool = False) -> Preflight:
+                   environ=None, key_elsewhere: bool = False, policy: DestinationPolicy | None = None) -> Preflight:
     """Refuse (PreflightRefused) unless the endpoint answers and serves ``model``; returns what it found.
 
     ``key_elsewhere``: the key may be set only where the requests will be sent from (the web server checks
-    for the workers). Then a key missing here, and the 401/403 that follows without it, are warnings."""
+    for the workers). Then a key missing here, and the 401/403 that follows without it, are warnings.
+    ``policy``: where endpoints may point (every request of the check, redirects too); a refused address is
+    answered as an unreachable one. A base URL with a credential in it is refused before any request."""
+    if url_credentials(base_url):
+        raise PreflightRefused("the base URL carries a credential (a user name, a password or a key): put the key "
+                               "in an environment variable and name it as the API key variable",
+                               error_class="credentials_in_url")
+    import httpx
+
     key = None
     try:
         if key_elsewhere:
@@ -111,7 +138,7 @@ def check_endpoint(*, base_url: str, model: str, api_key_env: str = "", timeout_
         result = Preflight(warnings=warnings)
         try:
             return _check(base_url=base_url, model=model, key=key, timeout_s=timeout_s, result=result,
-                          unauthenticated_ok=key_elsewhere and not key)
+                          unauthenticated_ok=key_elsewhere and not key, policy=policy)
         except _Unauthenticated:
             return result
     except PreflightRefused:
@@ -122,20 +149,36 @@ def check_endpoint(*, base_url: str, model: str, api_key_env: str = "", timeout_
 
 
 def _check(*, base_url: str, model: str, key: str | None, timeout_s: float, result: Preflight,
-           unauthenticated_ok: bool) -> Preflight:
+           unauthenticated_ok: bool, policy: DestinationPolicy | None = None) -> Preflight:
+    import httpx
+
     base = base_url.rstrip("/")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     secrets = (key,)
     timeout = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
+
+    def allowed(request: httpx.Request) -> None:
+        if policy is not None:
+            try:
+                check_url(str(request.url), policy)
+            except DestinationRefused:
+                raise _Refused from None
+
     with httpx.Client(timeout=timeout, headers=headers, follow_redirects=True, max_redirects=MAX_REDIRECTS,
-                      trust_env=False) as http:
+                      trust_env=False, event_hooks={"request": [allowed]}) as http:
         def send(method: str, url: str, **kwargs) -> httpx.Response:
             try:
                 response = http.request(method, url, **kwargs)
+            except _Refused:
+                raise unreachable(base_url) from None
             except httpx.HTTPError as exc:
                 error_class, reason = transport_reason(exc)
                 if isinstance(exc, httpx.TooManyRedirects):
                     error_class, reason = "connection", f"more than {MAX_REDIRECTS} redirects"
+                elif error_class in UNREACHABLE_CLASSES or (error_class == "dns" and policy is not None
+                                                             and policy.restricted):
+                    # restricted, a name that does not resolve reads as one that resolves to a refused address
+                    raise unreachable(base_url) from None
                 if error_class == "timeout":
                     reason = f"no answer within {timeout_s:.0f} s"
                 raise PreflightRefused(f"cannot reach {base_url}: {reason}", error_class=error_class) from None

@@ -1,10 +1,7 @@
 """The evaluation app's models, one module per noun: endpoints, runs (with results and the response cache),
 the judge's configurations and runs."""
 from evaluation.models.endpoints import (  # noqa: F401
-    APP_SECRET_VARIABLES,
-    ENV_VAR_RE,
     MAX_CONCURRENCY,
-    SECRET_PARAM_RE,
     TABLE9_EXTRA,
     TABLE9_PRESET,
     EndpointKind,

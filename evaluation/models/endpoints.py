@@ -1,22 +1,92 @@
 """Model endpoints: where answers come from (the key itself is never stored, only its variable)."""
 from __future__ import annotations
 
+import functools
+import importlib.util
+import os
 import re
+from pathlib import Path
 
-from django.core.exceptions import ValidationError
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import models
 from django.db.models import F, Q
 
 from evaluation.model_calls.builtin_models import BUILTIN_MODELS
+from evaluation.model_calls.credentials import (
+    key_variable_problem,
+    params_credentials,
+    params_without_credentials,
+    url_credentials,
+    url_without_credentials,
+)
+from evaluation.model_calls.destinations import DestinationPolicy, DestinationRefused, check_url_without_lookup
 from evaluation.prompting.methods import METHODS
 
-# Upper case only: a lower-case "name" such as gsk_abc123... is far more likely a pasted key than a variable.
-ENV_VAR_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
-#: The app's own secrets and connection strings: never sent to a model server as its API key.
-APP_SECRET_VARIABLES = re.compile(r"^(SECRET_KEY|DJANGO_.*|DATABASE_.*|REDIS_.*|CELERY_.*|PG[A-Z]*|POSTGRES_.*"
-                                  r"|AWS_SECRET_.*|EMAIL_HOST_PASSWORD)$")
 MAX_CONCURRENCY = 1024
-SECRET_PARAM_RE = re.compile(r"api[_-]?key|secret|password|authorization|bearer|access[_-]?token", re.IGNORECASE)
+#: Where a credential goes instead of a URL or the extra parameters (every refusal says so).
+KEY_VARIABLE_HINT = ("Put the key in an environment variable of the workers and give that variable's NAME in the "
+                     "API key variable field (api_key_env), e.g. OPENAI_API_KEY.")
+
+
+def destination_policy() -> DestinationPolicy:
+    """Where endpoints may point, from the settings (EVALUATION_ENDPOINT_RESTRICTED / _ALLOWED_NETWORKS);
+    ImproperlyConfigured naming a network that is none (checked when the app starts: EvaluationConfig.ready)."""
+    networks = getattr(settings, "EVALUATION_ENDPOINT_ALLOWED_NETWORKS", ())
+    try:
+        return DestinationPolicy.of(restricted=getattr(settings, "EVALUATION_ENDPOINT_RESTRICTED", not settings.DEBUG),
+                                    allowed=networks)
+    except ValueError as error:
+        raise ImproperlyConfigured(f"EVALUATION_ENDPOINT_ALLOWED_NETWORKS: {error} (give comma-separated networks "
+                                   "such as 127.0.0.0/8,10.0.5.17/32)") from None
+
+
+#: How the settings modules read an environment variable: os.environ.get("X"), env_bool("X"), env_list("X")...
+_READS_VARIABLE = re.compile(r"""(?:environ\.get|environ\.setdefault|environ\[|env_bool|env_list)\(?\s*["']([A-Z][A-Z0-9_]*)["']""")
+
+
+@functools.lru_cache(maxsize=1)
+def _settings_variables(settings_module: str) -> frozenset[str]:
+    """Every environment variable the settings package of ``settings_module`` reads (from its modules' source)."""
+    try:
+        spec = importlib.util.find_spec(settings_module)
+    except (ImportError, ValueError):
+        return frozenset()
+    if spec is None or not spec.origin:
+        return frozenset()
+    return frozenset(name for module in Path(spec.origin).resolve().parent.glob("*.py")
+                     for name in _READS_VARIABLE.findall(module.read_text(encoding="utf-8")))
+
+
+def app_variable_names() -> frozenset[str]:
+    """The app's settings and every environment variable its settings read (SECRET_KEY, DATABASE_URL, VAR_DIR,
+    DEBUG...): never an endpoint's key variable, whose value a worker sends to a model server."""
+    names = {name for name in dir(settings) if name.isupper()}
+    # and the variables settings name for the app's own secrets (PROLIFIC_WEBHOOK_SECRET_ENV = "PROLIFIC_...")
+    named = {value for name in names if name.endswith("_ENV") and isinstance(value := getattr(settings, name), str)}
+    module = getattr(settings, "SETTINGS_MODULE", None) or os.environ.get("DJANGO_SETTINGS_MODULE", "")  # overridden
+    return frozenset(names | named | (_settings_variables(module) if module else frozenset()))
+
+
+def key_variable_error(name: str) -> str | None:
+    """Why ``name`` cannot be an endpoint's API-key variable (the message never repeats a pasted key), or None."""
+    problem = key_variable_problem(name, pattern=settings.EVALUATION_API_KEY_ENV_PATTERN,
+                                   app_names=app_variable_names())
+    return problem[1] if problem else None
+
+
+def base_url_error(base_url: str) -> str | None:
+    """Why ``base_url`` cannot be stored: a credential in it, or an address endpoints may not reach."""
+    where = url_credentials(base_url)
+    if where:
+        return f"No credentials in the base URL ({'; '.join(where)}): it is stored and shown. {KEY_VARIABLE_HINT}"
+    try:
+        check_url_without_lookup(base_url, destination_policy())
+    except DestinationRefused as refused:
+        return (f"Endpoints may not point at {refused.host}: it is a {refused.kind.replace('_', '-')} address. "
+                "Endpoints reach public addresses, and the networks listed in EVALUATION_ENDPOINT_ALLOWED_NETWORKS "
+                "(e.g. 127.0.0.0/8 for a model server on this machine).")
+    return None
 
 # Paper Table 9 (the inference parameters of the experiments), as far as an OpenAI-compatible API takes them.
 TABLE9_PRESET = {"temperature": 0.95, "top_p": 0.95, "max_tokens": 2000, "seed": 42}
@@ -91,6 +161,16 @@ class ModelEndpoint(models.Model):
         self.refresh_from_db(fields=["version"])
 
     @property
+    def shown_base_url(self) -> str:
+        """The base URL as pages and the API show it: never a credential (one stored before they were refused)."""
+        return url_without_credentials(self.base_url) if self.base_url else ""
+
+    @property
+    def shown_extra_params(self):
+        """The extra parameters as pages and the API show them: never a credential."""
+        return params_without_credentials(self.extra_params)
+
+    @property
     def is_builtin(self) -> bool:
         return self.kind == EndpointKind.BUILTIN
 
@@ -111,18 +191,16 @@ class ModelEndpoint(models.Model):
 
     def clean(self) -> None:
         errors = {}
-        if self.api_key_env and not ENV_VAR_RE.match(self.api_key_env):
-            # The message never repeats the value: it may be a key pasted by mistake.
-            errors["api_key_env"] = ("Give the NAME of an environment variable (upper-case letters, digits, _), "
-                                     "not the key itself.")
-        elif self.api_key_env and APP_SECRET_VARIABLES.match(self.api_key_env):
-            errors["api_key_env"] = (f"{self.api_key_env} holds one of the app's own secrets or connection settings; "
-                                     "it is never sent to a model server. Use a variable of its own, e.g. "
-                                     "OPENAI_API_KEY.")
+        # No message repeats a refused value: it may be a key pasted by mistake.
+        if self.api_key_env and (problem := key_variable_error(self.api_key_env)):
+            errors["api_key_env"] = problem
+        if self.base_url and (problem := base_url_error(self.base_url)):
+            errors["base_url"] = problem
         if not isinstance(self.extra_params, dict):
             errors["extra_params"] = 'Give a JSON object, e.g. {"top_k": 5}.'
-        elif any(SECRET_PARAM_RE.search(str(name)) for name in self.extra_params):
-            errors["extra_params"] = "No credentials here: they would be stored and shown. Use the key variable."
+        elif where := params_credentials(self.extra_params):
+            errors["extra_params"] = (f"No credentials in the extra parameters ({', '.join(where[:5])}): they are "
+                                      f"stored and shown. {KEY_VARIABLE_HINT}")
         if self.temperature is not None and not 0 <= self.temperature <= 2:
             errors["temperature"] = "Temperature must be between 0 and 2."
         if self.top_p is not None and not 0 < self.top_p <= 1:

@@ -7,8 +7,8 @@ from django.utils import timezone
 
 from annotation.models import Item
 from annotation.services.belief import belief_queue_for
+from evaluation.execution import heartbeats, queueing
 from evaluation.execution import judge as execution
-from evaluation.execution import queueing
 from evaluation.judge import specs
 from evaluation.judge.beliefs import BUILTIN
 from evaluation.models import EndpointKind, ModelEndpoint, Result, Run, RunStatus
@@ -111,8 +111,14 @@ def judge_run_launch(*, config: JudgeConfig, task: str = "", run: Run | None = N
 
 @transaction.atomic
 def judge_run_resume(*, judge_run: JudgeRun, enqueue: bool = True) -> JudgeRun:
-    """Queue a judge run again: only its targets without a label are computed."""
+    """Queue a judge run again: only its targets without a label are computed.
+
+    Refused while an execution of it is alive (running, or a worker's redelivered copy): a second execution
+    would send the same requests again. A run whose worker died (no live execution) may be resumed at once."""
     judge_run = JudgeRun.objects.select_for_update().get(pk=judge_run.pk)
+    if heartbeats.execution_alive(heartbeats.judge_run_key(judge_run.pk)):
+        raise Conflict(f"Judge run {judge_run.pk} is running; it resumes by itself if its worker stops.",
+                       code="judge_run_running")
     judge_run.status, judge_run.finished_at = RunStatus.QUEUED, None
     judge_run.save(update_fields=["status", "finished_at"])
     if enqueue:
@@ -132,7 +138,10 @@ def judge_run_cancel(*, judge_run: JudgeRun) -> JudgeRun:
 
 
 def judge_run_execute_in_process(*, judge_run: JudgeRun) -> JudgeRun:
-    """Compute a judge run's missing labels in this process (no worker needed)."""
-    execution.execute_judge_run(judge_run_id=judge_run.pk)
+    """Compute a judge run's missing labels in this process (no worker needed), alone like a worker's."""
+    with heartbeats.sole_execution(heartbeats.judge_run_key(judge_run.pk)) as mine:
+        if not mine:
+            raise Conflict(f"Judge run {judge_run.pk} is running elsewhere.", code="judge_run_running")
+        execution.execute_judge_run(judge_run_id=judge_run.pk)
     judge_run.refresh_from_db()
     return judge_run

@@ -12,13 +12,13 @@ from urllib.parse import urlparse
 from django.db import transaction
 from django.utils import timezone
 
-from evaluation.errors import EmptySelection, NoDemonstrations, UnknownMethod
+from evaluation.errors import EmptySelection, NoDemonstrations
 from evaluation.execution import chunks as execution
-from evaluation.execution import queueing
-from evaluation.execution import recovery as reconcile
+from evaluation.execution import heartbeats, queueing
 from evaluation.model_calls import preflight
 from evaluation.models import TABLE9_PRESET, EndpointKind, ModelEndpoint, OptionOrder, Result, Run, RunStatus
-from evaluation.prompting.methods import METHODS
+from evaluation.models.endpoints import destination_policy
+from evaluation.prompting.methods import get_method
 from evaluation.selectors.runs import select_item_ids
 from foundation.errors import Conflict, Invalid, NotFound
 
@@ -142,6 +142,7 @@ def endpoints_check(*, endpoints: Sequence[ModelEndpoint], timeout_s: float = LA
     key variable), and the whole launch waits at most ``timeout_s`` plus a second: a check still going
     then (redirects, a slow DNS) counts as no answer."""
     remote = [e for e in dict.fromkeys(endpoints) if not e.is_builtin]
+    policy = destination_policy()  # where endpoints may point: a refused address reads as an unreachable one
     targets: dict[tuple[str, str, str], float] = {}
     for e in remote:
         target = (e.base_url, e.model, e.api_key_env)
@@ -151,7 +152,7 @@ def endpoints_check(*, endpoints: Sequence[ModelEndpoint], timeout_s: float = LA
         base_url, model, api_key_env = target
         try:
             return preflight.check_endpoint(base_url=base_url, model=model, api_key_env=api_key_env,
-                                            timeout_s=targets[target], key_elsewhere=True)
+                                            timeout_s=targets[target], key_elsewhere=True, policy=policy)
         except preflight.PreflightRefused as exc:
             return exc
         except Exception as exc:  # noqa: BLE001 - whatever a strange endpoint makes the client raise is its refusal
@@ -212,9 +213,7 @@ def run_launch(*, endpoint: ModelEndpoint, method: str, split: str = "", item_st
                option_labels: str = "numbers", chunk_size: int = 400, user=None, note: str = "",
                enqueue: bool = True) -> Run:
     """Create a run over a fixed item selection and queue its chunks (after commit)."""
-    if method not in METHODS:
-        raise UnknownMethod(f"Unknown method {method!r}; choose from {', '.join(METHODS)}.", field="method")
-    spec = METHODS[method]
+    spec = get_method(method)
     item_ids = select_item_ids(split=split, item_status=item_status, question_type=question_type, ids=ids, limit=limit)
     if not item_ids:
         raise EmptySelection("No items match this selection.")
@@ -289,7 +288,7 @@ def run_execute_in_process(*, run: Run) -> execution.ChunkReport:
 
     Its heartbeat covers all of the run's items, so the periodic reconciliation never hands them to a
     worker meanwhile (however long one request takes)."""
-    with reconcile.heartbeat(run_id=run.pk, item_ids=list(run.item_ids)):
+    with heartbeats.heartbeat(run_id=run.pk, item_ids=list(run.item_ids)):
         report = execution.execute_chunk(run_id=run.pk, item_ids=None)
     execution.refresh_status(run.pk)
     return report

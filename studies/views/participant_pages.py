@@ -13,13 +13,15 @@ from functools import wraps
 from urllib.parse import urlencode
 
 from django.core.exceptions import PermissionDenied, SuspiciousOperation
-from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import Resolver404, resolve, reverse
 from django.utils import translation
 
+from foundation.database_faults import TRANSIENT_DATABASE_ERRORS
+from foundation.database_faults import pool_exhausted as _pool_exhausted
+from foundation.database_faults import reconnect as _reconnect
 from foundation.error_mapping import REFUSED, as_service_error
 from studies.models import LANGUAGE_NAMES, Attempt, AttemptStatus, RefusedAnswer, Study
 
@@ -107,36 +109,6 @@ def error_page(request, status: int, *, study: Study | None = None, attempt: Att
     response = HttpResponse(html, status=status)
     response.headers["Content-Language"] = language
     return response
-
-
-#: A dropped or broken database connection (a restart, a failover, terminated backends, a deadlock victim):
-#: the transaction was rolled back, so the request can run again on a new connection.
-TRANSIENT_DATABASE_ERRORS = (OperationalError, InterfaceError)
-
-
-def _reconnect() -> bool:
-    """After a transient fault: drop this thread's connection (a pooled one is discarded) and the pooled ones
-    the same fault broke, so that a second try gets a working connection. False when it cannot be retried."""
-    if connection.in_atomic_block:  # an outer transaction (ATOMIC_REQUESTS, a test) cannot be replayed here
-        return False
-    try:
-        connection.close()
-    except DatabaseError:  # closing a connection the server already dropped
-        connection.connection = None
-    pool = getattr(connection, "pool", None)
-    if pool is not None:
-        try:
-            pool.check()  # tests each idle connection; replaces the dead ones
-        except Exception:  # noqa: BLE001 - the retry finds out for itself
-            logger.warning("the connection pool could not be checked", exc_info=True)
-    return True
-
-
-def _pool_exhausted(fault: Exception) -> bool:
-    """No free connection in the pool within its timeout: the server is overloaded, and waiting as long again
-    would not help (the participant gets the "please try again" page at once)."""
-    cause = fault.__cause__
-    return cause is not None and type(cause).__name__ == "PoolTimeout"
 
 
 def participant_page(view):

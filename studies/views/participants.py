@@ -11,6 +11,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from foundation.throttling import JoinThrottle
 from studies import selectors, services
 from studies.content import ShownItem, parse_highlights, shown_item
 from studies.errors import AnswerInvalid, AnswerRefused, ParticipantIdTaken, StudyNotOpen
@@ -82,6 +83,12 @@ def study_join_view(request, slug: str):
     if request.POST.get("consent") != "yes":
         return render_page(request, study, "studies/public/consent.html", _consent(external, consent_error=True),
                            status=400, chosen=chosen)
+    wait = JoinThrottle().wait_if_over(request)  # per address: a class behind one NAT fits, a join flood does not
+    if wait is not None:
+        response = error_page(request, 429, study=study, what="join", back_url=reverse("studies_public:landing",
+                                                                                       args=[study.slug]))
+        response.headers["Retry-After"] = str(int(wait))
+        return response
     try:
         attempt = services.study_join(
             study=study, participant_id=external["PROLIFIC_PID"], external_study_id=external["STUDY_ID"],

@@ -141,15 +141,15 @@ def test_preflight_names_what_is_wrong(items, case, monkeypatch):
 
 
 def test_an_unset_key_variable_is_a_warning_and_an_error_for_hosts_that_need_a_key(items, monkeypatch):
-    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    monkeypatch.delenv("NO_SUCH_VAR_KEY", raising=False)
     with StandIn(reply=REPLY) as server:
         (line,), err = evaluate("--base-url", server.base_url, "--model", "stand-in", "--api-key-env",
-                                "NO_SUCH_KEY_VAR", "--limit", "1")
-    assert "warning: the API-key variable NO_SUCH_KEY_VAR is not set" in err and line["errors"] == 0
+                                "NO_SUCH_VAR_KEY", "--limit", "1")
+    assert "warning: the API-key variable NO_SUCH_VAR_KEY is not set" in err and line["errors"] == 0
     runs = Run.objects.count()
     message, _ = evaluate_fails("--base-url", "https://api.openai.com/v1", "--model", "gpt-4o-mini",
-                                "--api-key-env", "NO_SUCH_KEY_VAR", "--no-preflight")
-    assert "api.openai.com needs an API key" in message and "NO_SUCH_KEY_VAR" in message
+                                "--api-key-env", "NO_SUCH_VAR_KEY", "--no-preflight")
+    assert "api.openai.com needs an API key" in message and "NO_SUCH_VAR_KEY" in message
     assert Run.objects.count() == runs and not ModelEndpoint.objects.filter(base_url__contains="openai").exists()
 
 

@@ -11,6 +11,7 @@ import pytest
 from django.utils import timezone
 
 from annotation.models import Item
+from evaluation.execution import heartbeats
 from evaluation.execution import recovery as reconcile
 from evaluation.models import Result, Run, RunStatus
 from evaluation.services import runs as services
@@ -42,9 +43,9 @@ def broker():
     """The broker's Redis; the run_chunk messages a test leaves in the queue are removed afterwards."""
     client = reconcile.broker_redis()
     yield client
-    for key in reconcile._queue_keys(client):
+    for key in heartbeats._queue_keys(client):
         for raw in client.lrange(key, 0, -1):
-            if reconcile.chunk_of_message(raw):
+            if heartbeats.chunk_of_message(raw):
                 client.lrem(key, 0, raw)
     client.close()
 
@@ -98,14 +99,14 @@ def test_a_stalled_run_gets_only_its_missing_items_enqueued_after_the_grace_and_
 def test_items_a_live_chunk_computes_are_left_to_it(items, broker, settings, reconcile_pass):
     settings.EVALUATION_RECONCILE_GRACE_S = 0
     run = stalled_run(items, done=items[:4], minutes_ago=0)
-    with reconcile.heartbeat(run_id=run.pk, item_ids=items[4:12]):
-        assert reconcile.claim_items(run.pk, items[8:16]) == items[12:16]  # a second copy leaves them too
+    with heartbeats.heartbeat(run_id=run.pk, item_ids=items[4:12]):
+        assert heartbeats.claim_items(run.pk, items[8:16]) == items[12:16]  # a second copy leaves them too
         check = reconcile_pass(run)
     assert check.missing == 20 and check.uncovered == 12
     assert check.enqueued == items[12:]  # another chunk is alive: no need to wait for a stall
     assert reconcile.live_chunk_items(broker, run.pk) == set()  # the heartbeat is gone with its chunk
 
-    for key in reconcile._queue_keys(broker):  # the queued chunks are lost, the live one died
+    for key in heartbeats._queue_keys(broker):  # the queued chunks are lost, the live one died
         broker.delete(key)
     again = reconcile_pass(run)
     # Rows were written just now, but chunks worked on this run: its lost items are not left to a stall.
@@ -166,7 +167,7 @@ def test_re_enqueueing_without_progress_backs_off(items, broker, settings, recon
     settings.EVALUATION_RECONCILE_GRACE_S = 0
     run = stalled_run(items, done=items[:20])
     assert reconcile_pass(run).enqueued == items[20:]
-    for key in reconcile._queue_keys(broker):  # the broker loses them again
+    for key in heartbeats._queue_keys(broker):  # the broker loses them again
         broker.delete(key)
     settings.EVALUATION_RECONCILE_GRACE_S = 5
     broker.hset(reconcile._uncovered_key(run.pk), mapping={i: time.time() - 60 for i in items[20:]})
@@ -180,11 +181,11 @@ def test_re_enqueueing_without_progress_backs_off(items, broker, settings, recon
 def test_chunk_message_parsing_reads_what_celery_publishes(items, broker):
     run = stalled_run(items, done=[])
     run_chunk.delay(run.pk, items[:3])
-    raws = [r for k in reconcile._queue_keys(broker) for r in broker.lrange(k, 0, -1)]
-    found = [reconcile.chunk_of_message(r) for r in raws]
+    raws = [r for k in heartbeats._queue_keys(broker) for r in broker.lrange(k, 0, -1)]
+    found = [heartbeats.chunk_of_message(r) for r in raws]
     assert [(f[1], f[2]) for f in found if f] == [(run.pk, items[:3])]
-    assert reconcile.chunk_of_message(json.dumps({"headers": {"task": "other"}, "body": ""})) is None
-    assert reconcile.chunk_of_message(b"not json") is None
+    assert heartbeats.chunk_of_message(json.dumps({"headers": {"task": "other"}, "body": ""})) is None
+    assert heartbeats.chunk_of_message(b"not json") is None
 
 
 def endpoint(server, **fields):

@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandError
 from evaluation.model_calls import preflight
 from evaluation.model_calls.builtin_models import BUILTIN_MODELS
 from evaluation.models import TABLE9_EXTRA, TABLE9_PRESET, OptionOrder, Run, RunStatus
+from evaluation.models.endpoints import destination_policy
 from evaluation.prompting.methods import METHODS
 from evaluation.selectors import analysis
 from evaluation.selectors import runs as selectors
@@ -205,7 +206,8 @@ class Command(BaseCommand):
         else:
             try:
                 warnings = preflight.check_endpoint(base_url=base_url, model=model, api_key_env=api_key_env,
-                                                    timeout_s=min(timeout_s, preflight.PREFLIGHT_TIMEOUT_S)).warnings
+                                                    timeout_s=min(timeout_s, preflight.PREFLIGHT_TIMEOUT_S),
+                                                    policy=destination_policy()).warnings
             except preflight.PreflightRefused as exc:
                 raise CommandError(f"preflight refused the endpoint: {exc.message}; no run was started") from exc
         for warning in warnings:
