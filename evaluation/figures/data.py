@@ -19,9 +19,6 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
-from scipy import stats
-
 #: Figure names, as on the page, in the command and in the download URLs: (title, kind).
 FIGURES: dict[str, str] = {
     "keyinfo-accuracy": "KeyInfo against accuracy across runs (Fig. 4)",
@@ -71,6 +68,8 @@ class RunRows:
 
 def _r(xs: Sequence[float], ys: Sequence[float]) -> tuple[float | None, float | None]:
     """Pearson's r and its two-sided p-value; None when undefined (fewer than 2 points or a constant)."""
+    from scipy import stats  # here, not at the top (numpy too): the pages import this module at URL loading
+
     if len(xs) < 2 or len(set(xs)) < 2 or len(set(ys)) < 2:
         return None, None
     with warnings.catch_warnings():
@@ -138,6 +137,8 @@ def make_bins(values: Sequence[float], *, count: int = 5, max_values: int = 12, 
       tails (under ``min_share`` of the items, at least 10) merged inward, so no point rests on a handful;
     - else ``count`` bins of about equal counts (quantiles).
     """
+    import numpy as np
+
     distinct = sorted(set(values))
     if not distinct:
         return []
@@ -285,6 +286,7 @@ class Selection:
     dropped_not_common: int = 0
     dropped_flagged: int = 0
     excluded_kinds: tuple[str, ...] = ()
+    stale_rows: int = 0
     notes: list[str] = field(default_factory=list)
 
     def text(self) -> str:

@@ -35,3 +35,18 @@ class SplitForm(forms.Form):
 class FigureForm(SplitForm, FlagExclusionForm):
     option_order = forms.ChoiceField(choices=[("", _("any (each run labelled)"))] + list(OptionOrder.choices),
                                      required=False, initial=OptionOrder.ORIGINAL, label=_("Option order"))
+    runs = forms.TypedMultipleChoiceField(
+        coerce=int, choices=(), required=False, widget=forms.CheckboxSelectMultiple, label=_("Runs"),
+        help_text=_("None ticked: the latest finished run of each method and model on the split."))
+
+    def __init__(self, *args, run_choices=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["runs"].choices = [(run.pk, run_choice_label(run)) for run in run_choices]
+
+
+def run_choice_label(run) -> str:
+    """A run as a person picks it from a list: method, model, option order, date and its number."""
+    from evaluation.prompting.methods import METHODS
+
+    method = METHODS[run.method].label if run.method in METHODS else run.method
+    return f"{method} · {run.endpoint.name} · {run.option_order} · {run.created_at:%Y-%m-%d %H:%M} (#{run.pk})"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from annotation.item_facts import QUESTION_TYPES
 from annotation.models import Item
 from annotation.text import token_count, word_count
-from evaluation.errors import EmptySelection
+from evaluation.errors import EmptyFigure, EmptySelection
 from evaluation.figures.data import (
     FIGURES,
     Grouped,
@@ -44,12 +44,31 @@ def run_circular_accuracy(*, run: Run) -> CircularAccuracy | None:
 
 # --------------------------------------------------------------------------- the figures' inputs
 
-def figure_runs(*, split: str, option_order: str = OptionOrder.ORIGINAL) -> list[Run]:
-    """The runs a figure shows: finished multiple-choice runs on exactly this split (with this option order,
-    any when empty), the latest per (method, endpoint, option order), in the registry's method order."""
+def figure_run_choices(*, split: str, option_order: str = "") -> list[Run]:
+    """Every finished multiple-choice run of this split a figure may show (newest first), for the run picker."""
     runs = (Run.objects.select_related("endpoint").defer("item_ids", "requested_ids")
             .filter(status=RunStatus.FINISHED, split=split)
             .exclude(method__in=[name for name, m in METHODS.items() if m.free_text]))
+    if option_order:
+        runs = runs.filter(option_order=option_order)
+    return list(runs.order_by("-created_at"))
+
+
+def figure_runs(*, split: str, option_order: str = OptionOrder.ORIGINAL, run_ids: Sequence[int] = ()) -> list[Run]:
+    """The runs a figure shows: the runs chosen (``run_ids``), or else finished multiple-choice runs on exactly
+    this split (with this option order, any when empty), the latest per (method, endpoint, option order), in
+    the registry's method order."""
+    runs = (Run.objects.select_related("endpoint").defer("item_ids", "requested_ids")
+            .filter(status=RunStatus.FINISHED, split=split)
+            .exclude(method__in=[name for name, m in METHODS.items() if m.free_text]))
+    if run_ids:
+        chosen = runs.filter(pk__in=list(run_ids))
+        missing = sorted(set(run_ids) - set(chosen.values_list("pk", flat=True)))
+        if missing:
+            raise Invalid(f"Not finished multiple-choice runs of split {split}: "
+                          + ", ".join(f"#{pk}" for pk in missing), field="runs")
+        order = {name: i for i, name in enumerate(METHODS)}
+        return sorted(chosen, key=lambda r: (order.get(r.method, len(order)), r.endpoint.name, r.pk))
     if option_order:
         runs = runs.filter(option_order=option_order)
     latest: dict[tuple[str, int, str], Run] = {}
@@ -71,14 +90,15 @@ class FigureInputs:
     facts: dict[int, ItemFacts]
 
 
-def figure_inputs(*, split: str, option_order: str = OptionOrder.ORIGINAL, exclude: Sequence[str] = ()) -> FigureInputs:
+def figure_inputs(*, split: str, option_order: str = OptionOrder.ORIGINAL, exclude: Sequence[str] = (),
+                  run_ids: Sequence[int] = ()) -> FigureInputs:
     """The chosen runs' scored rows over the items every one of them answered (like for like), without
     stale rows (an item changed since) and, when asked, without flagged items; the Selection says what
     was dropped."""
     if not split:
         raise Invalid("Choose a split: a figure never mixes item sets.", field="split")
     kinds = check_kinds(exclude) if exclude else ()
-    runs = figure_runs(split=split, option_order=option_order)
+    runs = figure_runs(split=split, option_order=option_order, run_ids=run_ids)
     selection = Selection(split=split, runs=len(runs), excluded_kinds=kinds)
     rows: dict[int, list[tuple[int, bool, float | None]]] = defaultdict(list)
     stale = 0
@@ -99,6 +119,7 @@ def figure_inputs(*, split: str, option_order: str = OptionOrder.ORIGINAL, exclu
         selection.dropped_flagged = len(flagged)
         common -= flagged
     selection.items = len(common)
+    selection.stale_rows = stale
     if stale:
         selection.notes.append(f"{stale} stale row(s) dropped (item changed since)")
     with_order = not option_order
@@ -119,11 +140,16 @@ def figure_inputs(*, split: str, option_order: str = OptionOrder.ORIGINAL, exclu
 
 
 def figure_data(name: str, *, split: str, option_order: str = OptionOrder.ORIGINAL,
-                exclude: Sequence[str] = ()) -> Scatter | Grouped:
-    """The numbers of one figure (evaluation.figures.data.FIGURES) over the chosen split."""
+                exclude: Sequence[str] = (), run_ids: Sequence[int] = ()) -> Scatter | Grouped:
+    """The numbers of one figure (evaluation.figures.data.FIGURES) over the chosen split and runs.
+
+    Refused with EmptyFigure (saying why and what to do) when the figure would have nothing on it."""
     if name not in FIGURES:
         raise NotFound(f"No figure {name!r}; choose from {', '.join(FIGURES)}.")
-    inputs = figure_inputs(split=split, option_order=option_order, exclude=exclude)
+    inputs = figure_inputs(split=split, option_order=option_order, exclude=exclude, run_ids=run_ids)
+    why = empty_figure_reason(inputs.selection, option_order=option_order)
+    if why:
+        raise EmptyFigure(why)
     note = inputs.selection.text()
     if name == "keyinfo-accuracy":
         return keyinfo_accuracy(inputs.runs, note=note)
@@ -136,6 +162,25 @@ def figure_data(name: str, *, split: str, option_order: str = OptionOrder.ORIGIN
         return human_vs_model(human, per_item(inputs.runs), model_label=label,
                               note=f"{note}; {sum(n for _, n in human.values())} participant answer(s)")
     return accuracy_by_feature(name, inputs.runs, inputs.facts, note=note)
+
+
+def empty_figure_reason(selection: Selection, *, option_order: str = "") -> str:
+    """Why a figure over this selection would be empty, and what to do (empty when it has something to show)."""
+    if not selection.runs:
+        order = f" with option order {option_order}" if option_order else ""
+        return (f"No finished multiple-choice run on split {selection.split}{order}: launch one (Runs, or "
+                f"`evaluate --split {selection.split}`), or choose another option order.")
+    if not selection.items:
+        parts = [f"The {selection.runs} chosen run(s) of split {selection.split} have no item in common"]
+        if selection.stale_rows:
+            parts.append(f"{selection.stale_rows} row(s) are stale (their item's content changed since the run)")
+        if selection.dropped_not_common:
+            parts.append(f"{selection.dropped_not_common} item(s) are not in every run")
+        if selection.dropped_flagged:
+            parts.append(f"{selection.dropped_flagged} common item(s) are flagged and excluded")
+        return ("; ".join(parts) + ". Choose fewer runs or runs over the same items, run the models again on the "
+                "changed items, or include the flagged items.")
+    return ""
 
 
 # --------------------------------------------------------------------------- before a launch

@@ -7,6 +7,7 @@ from django.shortcuts import render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
+from evaluation.errors import EmptyFigure
 from evaluation.figures.data import FIGURES
 from evaluation.figures.drawing import FORMATS, draw, inline_svg
 from evaluation.figures.drawing import render as render_file
@@ -20,18 +21,21 @@ from foundation.roles import researcher_required
 
 
 def _figure_form(request) -> FigureForm:
-    """Bound once a split is asked for; the option order is the original one unless another (or any) is."""
+    """Bound once a split is asked for; the option order is the original one unless another (or any) is.
+    The runs to pick from are the split's finished multiple-choice runs."""
     if "split" not in request.GET:
         return FigureForm(None, splits=quality.quality_splits())
     data = request.GET.copy()
     if "option_order" not in data:
         data["option_order"] = OptionOrder.ORIGINAL
-    return FigureForm(data, splits=quality.quality_splits())
+    choices = analysis.figure_run_choices(split=data.get("split", ""), option_order=data.get("option_order", ""))
+    return FigureForm(data, splits=quality.quality_splits(), run_choices=choices)
 
 
 def _choice(form: FigureForm) -> dict:
     data = form.cleaned_data
-    return {"split": data["split"], "option_order": data["option_order"], "exclude": form.exclusion()}
+    return {"split": data["split"], "option_order": data["option_order"], "exclude": form.exclusion(),
+            "run_ids": data.get("runs") or ()}
 
 
 @researcher_required
@@ -59,7 +63,10 @@ def _figure_or_404(request, name: str):
 @require_GET
 def figure_view(request, name: str):
     """One figure as a card body: the inline SVG and what it was drawn over (the htmx part of the page)."""
-    data, form = _figure_or_404(request, name)
+    try:
+        data, form = _figure_or_404(request, name)
+    except EmptyFigure as empty:
+        return render(request, "evaluation/figures.html#figure", {"name": name, "empty": empty.message})
     if data is None:
         return render(request, "evaluation/figures.html#figure", {"name": name, "form": form}, status=400)
     svg = mark_safe(inline_svg(draw(data)))  # every text in it is escaped by the XML serializer
@@ -72,7 +79,10 @@ def figure_file_view(request, name: str, fmt: str):
     """A figure as a file to keep: png, pdf, svg, or its numbers as json."""
     if fmt not in (*FORMATS, "json"):
         raise Http404("No such format.")
-    data, form = _figure_or_404(request, name)
+    try:
+        data, form = _figure_or_404(request, name)
+    except EmptyFigure as empty:
+        return JsonResponse({"code": empty.code, "detail": empty.message}, status=empty.http_status)
     if data is None:
         return JsonResponse({"code": "invalid", "detail": "Choose a split.", "errors": form.errors}, status=400)
     split = form.cleaned_data["split"]

@@ -228,3 +228,39 @@ def test_bar_chart_keeps_its_page_contract():
     assert " style=" not in svg  # presentation attributes only: no inline style for the page's CSP
     assert render(draw(keyinfo_accuracy([])), "png")[:4] == b"\x89PNG"  # an empty figure still draws
     assert accuracy_by_feature("accuracy-by-steps", [], {}).groups == ()
+
+
+def test_a_figure_is_over_the_runs_chosen_and_an_empty_one_says_why_everywhere(runs, researcher_client, tmp_path):
+    """The researcher picks runs from a list; a figure that would be empty (stale items, no common item, no run)
+    is refused with the reason on the page, in the files, the API and the CLI, never drawn as empty axes."""
+    from annotation.services import item_update
+
+    chosen = [runs[0].pk, runs[2].pk]
+    data = analysis.figure_data("keyinfo-accuracy", split="test", run_ids=chosen)
+    assert len(data.points) == 2 and "2 run(s)" in data.note
+    page = researcher_client.get(reverse("evaluation:figures") + "?split=test").content.decode()
+    assert page.count('name="runs"') == len(runs) and f"(#{runs[0].pk})" in page
+
+    # Every item's content changes (through the service where the item is valid as it stands; a few real items
+    # repeat an option text, which an edit must fix first: their content version is raised directly).
+    from django.db.models import F
+
+    from foundation.errors import Invalid
+    for item in Item.objects.filter(split="test"):
+        try:
+            item_update(item_id=item.pk, base_version=item.version, changes={"question": item.question + " Why?"})
+        except Invalid:
+            Item.objects.filter(pk=item.pk).update(version=F("version") + 1, content_version=F("content_version") + 1)
+    query = f"?split=test&runs={chosen[0]}&runs={chosen[1]}"
+    body = researcher_client.get(reverse("evaluation:figure", args=["keyinfo-accuracy"]) + query).content.decode()
+    assert "empty-figure" in body and "have no item in common" in body and "stale" in body and "<svg" not in body
+    png = researcher_client.get(reverse("evaluation:figure_file", args=["keyinfo-accuracy", "png"]) + query)
+    assert png.status_code == 409 and "stale" in png.json()["detail"]
+    api = researcher_client.get(f"/api/evaluation/figures/keyinfo-accuracy/?split=test&runs={chosen[0]},{chosen[1]}")
+    assert api.status_code == 409 and api.json()["code"] == "empty_figure"
+    with pytest.raises(CommandError, match="no item in common"):
+        call_command("figure", "keyinfo-accuracy", "--split", "test", "--out", str(tmp_path / "f.png"), "--runs",
+                     f"{chosen[0]},{chosen[1]}", stdout=io.StringIO())
+    # No run at all on a split.
+    with pytest.raises(Exception, match="No finished multiple-choice run on split train"):
+        analysis.figure_data("keyinfo-accuracy", split="train")

@@ -26,8 +26,10 @@ class Command(BaseCommand):
         parser.add_argument("--exclude", default="", help=f"Comma-separated flags to exclude: {', '.join(FLAG_KINDS)}")
         parser.add_argument("--exclude-flagged", nargs="?", const="all", default="", metavar="KINDS",
                             help="Leave out every flagged item (or the comma-separated kinds given)")
+        parser.add_argument("--runs", default="", help="Comma-separated run ids to show (default: the latest "
+                                                         "finished run of each method and endpoint on the split)")
 
-    def handle(self, *args, name, split, out, option_order, exclude, exclude_flagged, **options):
+    def handle(self, *args, name, split, out, option_order, exclude, exclude_flagged, runs="", **options):
         path = Path(out)
         fmt = path.suffix.lower().lstrip(".")
         if fmt not in (*FORMATS, "json"):
@@ -35,7 +37,8 @@ class Command(BaseCommand):
         try:
             data = analysis.figure_data(name, split=split, option_order="" if option_order == "any" else option_order,
                                         exclude=[*flag_kinds(exclude_flagged),
-                                                 *(k.strip() for k in exclude.split(",") if k.strip())])
+                                                 *(k.strip() for k in exclude.split(",") if k.strip())],
+                                        run_ids=_run_ids(runs))
         except REFUSED as exc:
             raise CommandError(error_text(exc)) from exc
         if fmt == "json":
@@ -46,3 +49,10 @@ class Command(BaseCommand):
             path.write_bytes(render(draw(data), fmt))
         r = getattr(data, "r", None)
         self.stdout.write(f"{name}: {path} ({data.note})" + (f"; Pearson r = {r:.4f}" if r is not None else ""))
+
+
+def _run_ids(text: str) -> list[int]:
+    parts = [p.strip().lstrip("#") for p in text.split(",") if p.strip()]
+    if not all(p.isdigit() for p in parts):
+        raise CommandError(f"--runs takes run ids separated by commas, not {text!r}")
+    return [int(p) for p in parts]
