@@ -48,11 +48,12 @@ class ItemFilterForm(forms.Form):
 # --------------------------------------------------------------------------
 # Curation workflow forms.
 
-# Server-side size limits (the longest real DetectBench context has ~2,000 characters).
-MAX_CONTEXT = 50_000
-MAX_QUESTION = 5_000
-MAX_OPTION = 2_000
-MAX_OPTIONS = 10
+# Server-side size limits: the same as an import's (settings ITEM_IMPORT_MAX_*), so any item that can be imported
+# can be edited (the longest real DetectBench context has ~2,000 characters).
+MAX_CONTEXT = settings.ITEM_IMPORT_MAX_CONTEXT_CHARS
+MAX_QUESTION = settings.ITEM_IMPORT_MAX_QUESTION_CHARS
+MAX_OPTION = settings.ITEM_IMPORT_MAX_OPTION_CHARS
+MAX_OPTIONS = settings.ITEM_IMPORT_MAX_OPTIONS
 MAX_COMMENT = 5_000
 MAX_NOTE = 500
 MAX_GRAPH_TEXT = 2_000

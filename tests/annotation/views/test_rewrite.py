@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotation.forms import MAX_QUESTION
+from annotation.forms import MAX_OPTIONS, MAX_QUESTION
 from annotation.models import Draft, ItemRevision, ItemStatus, Stage
 from annotation.services import lease_next
 from tests.support.page_text import visible_text
@@ -126,8 +126,8 @@ def test_rewrite_draft_keeps_unfinished_text_but_refuses_oversized_input(annotat
     assert Draft.objects.get(user=annotator, item=item).data["answer_index"] == item.answer_index
     huge = annotator_client.post(url, rewrite_post(item, item.version, question="y" * (MAX_QUESTION + 1)))
     assert huge.status_code == 422 and "Question: Ensure this value has at most" in huge.content.decode()
-    many = annotator_client.post(url, rewrite_post(item, item.version, **{f"option_{i}": f"o{i}" for i in range(12)}))
-    assert many.status_code == 422 and "Options: at most 10" in many.content.decode()
+    many = annotator_client.post(url, rewrite_post(item, item.version, **{f"option_{i}": f"o{i}" for i in range(MAX_OPTIONS + 2)}))
+    assert many.status_code == 422 and f"Options: at most {MAX_OPTIONS}" in many.content.decode()
     assert Draft.objects.get(user=annotator, item=item).data["question"] == ""  # the refused input was not stored
 
 
