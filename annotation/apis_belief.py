@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from django.http import Http404
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 
 from annotation.forms_belief import MAX_REVIEW_COMMENT
 from annotation.models import BeliefLabel, BeliefQueue, BeliefReview, LabelStatus, LabelTask
-from annotation.selectors.belief import belief_labels, belief_reviews, provenance, reviewer_choices
+from annotation.selectors.belief import belief_labels, belief_reviews, provenance, shown_label
 from annotation.selectors.belief_trust import belief_trust
 from annotation.services.belief_review import belief_lease_next, belief_review_submit
 from foundation.roles import IsAnnotator, IsResearcher
-
-JUDGE_FIELDS = ("label", "belief", "belief_source", "rationale")
 
 
 class BeliefQueueSerializer(serializers.ModelSerializer):
@@ -56,38 +54,52 @@ class BeliefReviewSerializer(serializers.ModelSerializer):
 
 
 class HandedLabelSerializer(serializers.Serializer):
-    """A label as a reviewer sees it: without the judge's verdict when the queue is blind."""
+    """A label as its reviewer may see it (`shown_label`): in blind review the judge's label, belief,
+    belief source and rationale are null and the payload holds only what the label is about (the
+    graded answer, the clue-graph draft), none of the judge's own fields."""
 
-    id = serializers.IntegerField()
+    id = serializers.IntegerField(source="pk")
     item = serializers.IntegerField(source="item_id")
     item_version = serializers.IntegerField()
     task = serializers.CharField()
     target = serializers.CharField()
     aspect = serializers.CharField()
-    payload = serializers.JSONField()
-    choices = serializers.SerializerMethodField()
-    label = serializers.CharField(allow_null=True)
-    belief = serializers.FloatField(allow_null=True)
-    belief_source = serializers.CharField(allow_null=True)
-    rationale = serializers.CharField(allow_null=True)
+    payload = serializers.SerializerMethodField()
+    choices = serializers.ListField(child=serializers.CharField())
+    label = serializers.SerializerMethodField()
+    belief = serializers.SerializerMethodField()
+    belief_source = serializers.SerializerMethodField()
+    rationale = serializers.SerializerMethodField()
 
-    def get_choices(self, label) -> list[str]:
-        return reviewer_choices(label)
+    def get_payload(self, shown) -> dict:
+        return {**shown.subject, **(shown.judge.payload if shown.judge else {})}
 
-    def to_representation(self, label):
-        data = super().to_representation(label)
-        if label.queue.blind:
-            data.update({name: None for name in JUDGE_FIELDS})
-        return data
+    def get_label(self, shown) -> str | None:
+        return shown.judge.label if shown.judge else None
+
+    def get_belief(self, shown) -> float | None:
+        return shown.judge.belief if shown.judge else None
+
+    def get_belief_source(self, shown) -> str | None:
+        return shown.judge.belief_source if shown.judge else None
+
+    def get_rationale(self, shown) -> str | None:
+        return shown.judge.rationale if shown.judge else None
 
 
 class BeliefLeaseSerializer(serializers.Serializer):
+    """A lease with its label as the reviewer (`context["user"]`) may see it."""
+
     lease = serializers.IntegerField(source="pk")
     queue = serializers.CharField(source="label.queue.name")
     stream = serializers.CharField()
     expires_at = serializers.DateTimeField()
     blind = serializers.BooleanField(source="label.queue.blind")
-    label = HandedLabelSerializer()
+    label = serializers.SerializerMethodField()
+
+    @extend_schema_field(HandedLabelSerializer)
+    def get_label(self, lease) -> dict:
+        return HandedLabelSerializer(shown_label(lease.label, user=self.context["user"])).data
 
 
 class BeliefReviewInSerializer(serializers.Serializer):
@@ -154,7 +166,7 @@ class BeliefNextApi(generics.GenericAPIView):
         lease = belief_lease_next(queue_id=queue.pk, user=request.user)
         if lease is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(BeliefLeaseSerializer(lease).data)
+        return Response(BeliefLeaseSerializer(lease, context={"user": request.user}).data)
 
 
 class BeliefReviewSubmitApi(generics.GenericAPIView):

@@ -5,17 +5,34 @@ from evaluation.models import CachedResponse, ModelEndpoint, Result, Run
 
 @admin.register(ModelEndpoint)
 class ModelEndpointAdmin(admin.ModelAdmin):
-    list_display = ["name", "kind", "model", "base_url", "api_key_env", "max_concurrency", "requests_per_minute"]
+    list_display = ["name", "kind", "model", "shown_base_url", "api_key_env", "max_concurrency", "requests_per_minute"]
     list_filter = ["kind"]
     search_fields = ["name", "model", "base_url"]
 
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
+    """A run is a record of what was asked and answered: launched, cancelled and resumed through its pages
+    and API (which queue its work), never added here; what defines it (method, endpoint, items, seed, ...)
+    and its status never change here, for anyone; only its note does. A run with results is never deleted
+    (its results are records: ResultAdmin deletes nothing, so the admin refuses the cascade)."""
+
     list_display = ["id", "method", "endpoint", "split", "option_order", "seed", "samples", "status", "created_at"]
     list_filter = ["status", "method", "option_order", "endpoint"]
-    readonly_fields = ["item_ids", "prompt_version", "params", "created_at", "started_at", "finished_at"]
     list_select_related = ["endpoint"]
+    #: The only field the admin may change.
+    editable_fields = ("note",)
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in Run._meta.fields if f.name not in self.editable_fields and f.name != "id"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # a run added here would never be queued: launch it from the runs page or the API
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        if obj is not None and obj.results.exists():
+            return False
+        return super().has_delete_permission(request, obj)
 
 
 @admin.register(Result)
@@ -28,6 +45,12 @@ class ResultAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False  # rows are written by runs (exactly once per run, item, sample), never by hand
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False  # what a model answered, as it was scored
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # nor deleted (alone or with its run)
 
 
 @admin.register(CachedResponse)

@@ -76,21 +76,58 @@ class IsResearcher(BasePermission):
         return is_researcher(request.user)
 
 
-class ResearcherPermissionBackend:
-    """Staff = researchers: a researcher holds every model permission (the admin shows all models).
+VIEW = frozenset({"view"})
+VIEW_ADD_CHANGE = frozenset({"view", "add", "change"})
+MANAGE = frozenset({"view", "add", "change", "delete"})
 
-    Authentication itself stays with Django's ModelBackend; this backend only answers
-    permission questions, so a password is never checked here.
+#: The model permissions of researchers (who are not superusers), per app and model: the research data they
+#: manage, the records they read, nothing else. Accounts, groups, permissions, API tokens and login records
+#: (django.contrib.auth, rest_framework.authtoken, axes) are for superusers only; no researcher deletes a
+#: run, a result, a record of the annotation workflow or a participant's answer. The model admins narrow
+#: this further (read-only records, fields of a run that never change); a model that is not listed here
+#: has no permission at all.
+RESEARCHER_PERMISSIONS: dict[str, dict[str, frozenset[str]]] = {
+    "annotation": {
+        "item": VIEW_ADD_CHANGE, "stageconfig": VIEW_ADD_CHANGE, "annotatorlease": frozenset({"view", "change"}),
+        "itemrevision": VIEW, "verificationdecision": VIEW, "adjudication": VIEW, "reviewdecision": VIEW,
+        "draft": VIEW, "beliefqueue": VIEW, "belieflabel": VIEW, "belieflease": VIEW, "beliefreview": VIEW,
+    },
+    "evaluation": {
+        # A study or an endpoint that something refers to cannot be deleted (PROTECT); an unused one can.
+        "modelendpoint": MANAGE, "run": frozenset({"view", "change"}), "result": VIEW, "cachedresponse": VIEW,
+        "judgeconfig": VIEW, "judgerun": VIEW,
+    },
+    "studies": {
+        "study": MANAGE, "studyitem": VIEW, "attempt": VIEW, "participantlease": VIEW, "response": VIEW,
+        "refusedanswer": VIEW,
+    },
+}
+
+
+def researcher_may(perm: str) -> bool:
+    """Whether RESEARCHER_PERMISSIONS grants `perm` ("app_label.action_model")."""
+    app_label, _, codename = perm.partition(".")
+    action, _, model = codename.partition("_")
+    return action in RESEARCHER_PERMISSIONS.get(app_label, {}).get(model, ())
+
+
+class ResearcherPermissionBackend:
+    """Researchers' model permissions, from RESEARCHER_PERMISSIONS (the admin shows them what they need).
+
+    Superusers hold every permission anyway (Django asks no backend for them); for anyone else this
+    backend grants only what the table lists, and only to researchers. Authentication itself stays
+    with Django's ModelBackend; this backend only answers permission questions, so a password is
+    never checked here.
     """
 
     def authenticate(self, request, **credentials):
         return None
 
     def has_perm(self, user_obj, perm, obj=None) -> bool:
-        return user_obj.is_active and is_researcher(user_obj)
+        return user_obj.is_active and is_researcher(user_obj) and researcher_may(perm)
 
     def has_module_perms(self, user_obj, app_label) -> bool:
-        return user_obj.is_active and is_researcher(user_obj)
+        return user_obj.is_active and is_researcher(user_obj) and app_label in RESEARCHER_PERMISSIONS
 
 
 def admin_site_has_permission(request) -> bool:

@@ -16,9 +16,11 @@ from annotation.selectors.belief import (
     belief_reviews,
     clue_graph_draft,
     final_label,
+    judge_hidden,
     provenance,
     screening_suggestions,
     screening_view,
+    shown_label,
 )
 from annotation.selectors.belief_trust import belief_trust
 from annotation.selectors.items import (
@@ -56,5 +58,6 @@ __all__ = [
     "review_by",
     "stage_configs", "verification_by",
     "belief_labels", "belief_lease_for", "belief_queues", "belief_reviews", "clue_graph_draft",
-    "final_label", "provenance", "screening_suggestions", "screening_view", "belief_trust",
+    "final_label", "judge_hidden", "provenance", "screening_suggestions", "screening_view", "shown_label",
+    "belief_trust",
 ]

@@ -3,8 +3,18 @@ reviewer's lease, and the judge's suggestions shown in the verification and clue
 
 The final label of a target is `final_label` when set, else the judge's `label`;
 `provenance` names where it came from.
+
+What of a label a person may see is decided in one place, `shown_label`: every annotator page,
+partial and API shows a label through it, never the model row. While a label is in blind
+review (`judge_hidden`) nothing the judge said about it (verdict, belief, rationale, the
+payload's similarities, votes, stated confidence, ..., suggestions and drafts) reaches anyone
+who could review it; researchers read the full record on their own pages (trust page, labels
+and reviews API, admin).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
 
 from django.db.models import Count, Exists, F, Min, OuterRef, Q, QuerySet
 
@@ -20,7 +30,8 @@ from annotation.models import (
     LabelTask,
     ReviewOrder,
 )
-from annotation.models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED, KEEP_ASPECT, SCREENING_CRITERIA
+from annotation.models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED, KEEP_ASPECT
+from annotation.screening import SCREENING_CRITERIA
 
 #: What a reviewer may answer when the judge gave no choices.
 DEFAULT_CHOICES = {
@@ -29,6 +40,96 @@ DEFAULT_CHOICES = {
 }
 SCREENING_CHOICES = {KEEP_ASPECT: ["keep", "delete"], **{aspect: ["yes", "no"] for aspect in SCREENING_CRITERIA}}
 PENDING = "pending"
+
+#: Payload fields that are what a label is about rather than what the judge said of it: the free-text
+#: answer being graded (the model's, not the judge's) and the clue-graph draft its reviewer is asked to
+#: judge. Everything else in a payload (similarities, matched_option, votes, samples, stated_confidence,
+#: verdict_without_belief, anchors, anchored_share, ...) is the judge's and hidden with its verdict.
+SUBJECT_FIELDS: dict[str, tuple[str, ...]] = {
+    LabelTask.FREE_TEXT: ("answer",),
+    LabelTask.CLUE_GRAPH: ("evidence", "multi_hop_reasoning"),
+}
+
+
+@dataclass(frozen=True)
+class JudgeSide:
+    """What the judge said of a label: shown only when `judge_hidden` is false for the viewer."""
+
+    label: str
+    belief: float | None
+    belief_source: str
+    status: str
+    rationale: str
+    payload: dict[str, Any]
+    queue: str
+    item_version: int
+
+
+@dataclass(frozen=True)
+class ShownLabel:
+    """A judge label as one person may see it on an annotator page or API (`shown_label`).
+
+    `subject` is what the label is about (see SUBJECT_FIELDS); `judge` is None while the
+    label is in blind review for this person.
+    """
+
+    pk: int
+    item_id: int
+    item_version: int
+    task: str
+    target: str
+    aspect: str
+    queue: str
+    blind: bool
+    choices: list[str]
+    subject: dict[str, Any] = field(default_factory=dict)
+    judge: JudgeSide | None = None
+
+    @property
+    def id(self) -> int:
+        return self.pk
+
+    @property
+    def hidden(self) -> bool:
+        return self.judge is None
+
+    @property
+    def task_display(self) -> str:
+        return LabelTask(self.task).label if self.task in LabelTask.values else self.task
+
+
+def judge_hidden(label: BeliefLabel, *, user) -> bool:
+    """Whether the judge's part of `label` is hidden from `user`: the label is in blind review (its queue
+    is blind and it has fewer reviews than the queue asks for) and `user` has not reviewed it yet.
+
+    Roles do not matter: a researcher may review too, so on annotator pages a researcher is as blind
+    as an annotator (researcher pages read the full record).
+    """
+    queue = label.queue
+    if not queue.blind:
+        return False
+    user_id = getattr(user, "pk", None)
+    counts = BeliefReview.objects.filter(label_id=label.pk).aggregate(
+        n=Count("pk"), mine=Count("pk", filter=Q(reviewer_id=user_id)))
+    if counts["n"] >= queue.reviewers_per_label:
+        return False
+    return not counts["mine"]
+
+
+def shown_label(label: BeliefLabel, *, user) -> ShownLabel:
+    """The one answer to "what of this label may this person see?", for every annotator page, partial and API."""
+    payload = dict(label.payload or {})
+    subject_keys = SUBJECT_FIELDS.get(label.task, ())
+    subject = {key: payload[key] for key in subject_keys if key in payload}
+    judge = None
+    if not judge_hidden(label, user=user):
+        judge = JudgeSide(label=label.label, belief=label.belief, belief_source=label.belief_source,
+                          status=label.status, rationale=label.rationale,
+                          payload={k: v for k, v in payload.items() if k not in subject_keys},
+                          queue=label.queue.name, item_version=label.item_version)
+    return ShownLabel(pk=label.pk, item_id=label.item_id, item_version=label.item_version, task=label.task,
+                      target=label.target, aspect=label.aspect, queue=label.queue.name, blind=label.queue.blind,
+                      choices=reviewer_choices(label), subject=subject, judge=judge)
 
 
 def reviewer_choices(label: BeliefLabel) -> list[str]:
@@ -131,7 +232,9 @@ def belief_queues(*, user) -> list[BeliefQueue]:
     bases = triage_bases(queues=result)
     for queue in result:
         queue.my_lease = live.get(queue.pk)
-        queue.triage = bases[queue.pk]
+        # The labels awaiting review of a blind queue are in blind review (`judge_hidden`): the annotators'
+        # page says nothing of their beliefs ("all have the judge's belief 0.70"); the trust page does.
+        queue.triage = {**bases[queue.pk], "note": ""} if queue.blind else bases[queue.pk]
     return result
 
 
@@ -159,12 +262,14 @@ def screening_suggestions(*, item) -> list[BeliefLabel]:
 
 
 def screening_view(*, item, user) -> dict | None:
-    """What the verification screen shows of the judge's suggestions (None when it has none)."""
-    suggestions = screening_suggestions(item=item)
+    """What the verification screen shows of the judge's suggestions to `user` (None when it has none
+    this user may see: suggestions in blind review are left out, `shown_label`)."""
+    shown = [shown_label(label, user=user) for label in screening_suggestions(item=item)]
+    suggestions = [s for s in shown if s.judge is not None]
     if not suggestions:
         return None
-    by_criterion = {SCREENING_CRITERIA[s.aspect]: s for s in suggestions if s.aspect in SCREENING_CRITERIA}
-    keep = next((s for s in suggestions if s.aspect == KEEP_ASPECT), None)
+    by_criterion = {SCREENING_CRITERIA[s.aspect]: s.judge for s in suggestions if s.aspect in SCREENING_CRITERIA}
+    keep = next((s.judge for s in suggestions if s.aspect == KEEP_ASPECT), None)
     suggested = sorted(c for c, s in by_criterion.items() if s.status == LabelStatus.SCORED and s.label == "yes")
     decision = keep.label if keep is not None and keep.status == LabelStatus.SCORED else None
     if decision is None:
@@ -177,9 +282,15 @@ def screening_view(*, item, user) -> dict | None:
             "judged_version": max(s.item_version for s in suggestions)}
 
 
-def clue_graph_draft(*, item, user) -> BeliefLabel | None:
-    """The judge's latest clue-graph draft of the item that this user has not decided on yet."""
-    return (BeliefLabel.objects.filter(item=item, task=LabelTask.CLUE_GRAPH, item_version__lte=item.content_version,
-                                       status=LabelStatus.SCORED)
-            .exclude(Exists(BeliefReview.objects.filter(label=OuterRef("pk"), reviewer=user)))
-            .select_related("queue").order_by("-item_version", "-created_at", "-pk").first())
+def clue_graph_draft(*, item, user) -> ShownLabel | None:
+    """The judge's latest clue-graph draft of the item that this user has not decided on yet and may see
+    (a draft in blind review is no suggestion: `shown_label`)."""
+    drafts = (BeliefLabel.objects.filter(item=item, task=LabelTask.CLUE_GRAPH, item_version__lte=item.content_version,
+                                         status=LabelStatus.SCORED)
+              .exclude(Exists(BeliefReview.objects.filter(label=OuterRef("pk"), reviewer=user)))
+              .select_related("queue").order_by("-item_version", "-created_at", "-pk"))
+    for label in drafts[:20]:
+        shown = shown_label(label, user=user)
+        if shown.judge is not None:
+            return shown
+    return None

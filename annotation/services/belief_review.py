@@ -3,14 +3,19 @@ verification and clue-graph screens.
 
 A label is never leased to two reviewers at once (a partial unique index, and candidates
 locked with SELECT ... FOR UPDATE SKIP LOCKED); each label gets `reviewers_per_label`
-reviews from different people, one after the other.
+reviews from different people, one after the other. One reviewer's hand-outs in one queue
+run one at a time (`_one_handout_at_a_time`), so simultaneous "next label" requests of a
+reviewer (a double click, two tabs) all get the one lease the first of them took.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+import zlib
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -28,8 +33,9 @@ from annotation.models import (
     ReviewVia,
     Stage,
 )
-from annotation.models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED, KEEP_ASPECT, SCREENING_CRITERIA
-from annotation.selectors.belief import reviewer_choices, screening_suggestions
+from annotation.models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED, KEEP_ASPECT
+from annotation.screening import SCREENING_CRITERIA
+from annotation.selectors.belief import judge_hidden, reviewer_choices, screening_suggestions
 from annotation.services.belief import label_finalize
 from annotation.services.editing import item_edit
 from foundation.errors import Conflict, Forbidden, Invalid, NotFound
@@ -92,18 +98,59 @@ def _may_still_take(label: BeliefLabel, queue: BeliefQueue, user, now) -> bool:
     return BeliefReview.objects.filter(label=label).count() < queue.reviewers_per_label
 
 
+#: The first key of the advisory locks of belief hand-outs (pg_advisory_lock(int, int)): "BL".
+HANDOUT_LOCK_CLASS = 0x424C
+_LOCAL_LOCKS: dict[tuple[int, int], threading.Lock] = {}
+_LOCAL_LOCKS_GUARD = threading.Lock()
+
+
+@contextmanager
+def _one_handout_at_a_time(queue_id: int, user_id: int) -> Iterator[None]:
+    """Run one reviewer's hand-out in one queue alone: the check for the lease they hold, the hand-out
+    number and the new lease are several short transactions (the queue's row is locked only to count
+    the hand-out), so without this two simultaneous requests both find no lease and both take one.
+
+    On PostgreSQL a session advisory lock on (queue, reviewer), held across those transactions and
+    given back at the end (or with the connection, should it die); elsewhere (the embedded SQLite
+    demo, one process) a lock of the process.
+    """
+    if connection.vendor == "postgresql":
+        key = zlib.crc32(f"belief-handout:{queue_id}:{user_id}".encode()) - 2**31  # a signed 32-bit key
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s, %s)", [HANDOUT_LOCK_CLASS, key])
+        try:
+            yield
+        finally:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [HANDOUT_LOCK_CLASS, key])
+            except DatabaseError:
+                if not connection.in_atomic_block:
+                    connection.close()  # a session that cannot unlock ends here, and its lock with it
+        return
+    with _LOCAL_LOCKS_GUARD:
+        lock = _LOCAL_LOCKS.setdefault((queue_id, user_id), threading.Lock())
+    with lock:
+        yield
+
+
 def belief_lease_next(*, queue_id: int, user, now=None) -> BeliefLease | None:
     """Hand the reviewer the next label of a queue as a lease, or None when nothing is left.
 
-    A reviewer who holds a live lease in the queue gets it back (renewed). Otherwise the
-    hand-out number decides the stream (`review_order.handout_stream`) and the stream's
-    first label that no one else has locked is leased; the label remembers the stream that
-    first drew it (the sampling design of the trust figures).
+    A reviewer who holds a live lease in the queue gets it back (renewed), also when they ask
+    several times at once (the hand-outs of one reviewer in one queue run one at a time).
+    Otherwise the hand-out number decides the stream (`review_order.handout_stream`) and the
+    stream's first label that no one else has locked is leased; the label remembers the stream
+    that first drew it (the sampling design of the trust figures).
     """
-    now = now or timezone.now()
     queue = _queue(queue_id)
+    with _one_handout_at_a_time(queue.pk, user.pk):
+        return _lease_next(queue, user, now or timezone.now())
+
+
+def _lease_next(queue: BeliefQueue, user, now) -> BeliefLease | None:
     with transaction.atomic():
-        mine = (BeliefLease.objects.select_for_update(skip_locked=True, of=("self",))
+        mine = (BeliefLease.objects.select_for_update(of=("self",))
                 .filter(label__queue=queue, reviewer=user, status=BeliefLeaseStatus.LEASED, expires_at__gt=now)
                 .order_by("leased_at").first())
         if mine is not None:
@@ -190,11 +237,13 @@ def belief_review_submit(*, lease_id: int, user, human_label: str, comment: str 
 
 
 def _review_in_screen(label: BeliefLabel, user, human_label: str, via: str, comment: str = "") -> None:
-    """A review given in a workflow screen (the person's own decision), once per person and label."""
+    """A review given in a workflow screen (the person's own decision), once per person and label; blind
+    when the screen did not show the label (it was in blind review, `judge_hidden`)."""
     if BeliefReview.objects.filter(label=label, reviewer=user).exists():
         return
+    blind = judge_hidden(label, user=user)
     BeliefReview.objects.create(label=label, reviewer=user, human_label=human_label,
-                                agrees=_agrees(label, human_label), blind=False, via=via, comment=comment)
+                                agrees=_agrees(label, human_label), blind=blind, via=via, comment=comment)
     label_finalize(label, reviewers_required=label.queue.reviewers_per_label)
 
 
@@ -240,6 +289,9 @@ def belief_draft_resolve(*, label_id: int, user, action: str, base_version: int)
         raise NotFound(f"no clue-graph draft {label_id}")
     if BeliefReview.objects.filter(label=label, reviewer=user).exists():
         raise Conflict("you have already decided on this draft", code="already_reviewed")
+    if judge_hidden(label, user=user):
+        # The screen does not offer a draft in blind review; taking it by its id would show it.
+        raise NotFound(f"no clue-graph draft {label_id}")
     item = label.item
     if action != "discard":
         draft = label.payload or {}

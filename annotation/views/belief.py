@@ -10,8 +10,8 @@ from django.views.decorators.http import require_POST
 
 from annotation.forms_belief import BeliefPolicyForm, BeliefReviewForm, DraftDecisionForm
 from annotation.models import BeliefLabel, BeliefLeaseStatus, BeliefQueue, Criterion, LabelTask
-from annotation.models.belief import SCREENING_CRITERIA
-from annotation.selectors.belief import belief_lease_for, belief_queues, reviewer_choices, triage_basis
+from annotation.screening import SCREENING_CRITERIA
+from annotation.selectors.belief import belief_lease_for, belief_queues, reviewer_choices, shown_label, triage_basis
 from annotation.selectors.belief_trust import EXPORT_COLUMNS, belief_trust
 from annotation.services.belief import belief_queue_policy_set
 from annotation.services.belief_review import (
@@ -27,8 +27,8 @@ from foundation.error_mapping import REFUSED, add_form_errors, error_text
 from foundation.errors import Forbidden
 from foundation.roles import annotator_required, researcher_required
 
-#: Payload keys the review page shows in their own place (the rest is listed beside the judge's label).
-SHOWN_PAYLOAD = ("answer", "evidence", "multi_hop_reasoning", "anchors")
+#: Payload keys of the judge's side not listed beside its label (the subject is shown in its own place).
+UNLISTED_PAYLOAD = ("anchors",)
 ASPECT_TEXT = {"verdict": "Is the free-text answer the same as the gold option?", "keep": "Keep or delete the item?",
                "graph": "Is the drafted clue graph right?"}
 
@@ -49,23 +49,24 @@ def belief_next_view(request, name: str):
     return redirect("annotation:belief_review", pk=lease.pk)
 
 
-def _aspect_text(label: BeliefLabel) -> str:
+def _aspect_text(label) -> str:
     if label.task == LabelTask.SCREENING and label.aspect in SCREENING_CRITERIA:
         return f"Does criterion {Criterion(SCREENING_CRITERIA[label.aspect]).label} hold?"
     return ASPECT_TEXT.get(label.aspect, label.aspect)
 
 
 def _review_context(request, lease, form=None) -> dict:
-    label = lease.label
+    """The page's context holds the label only as `shown_label` gives it to this reviewer (never the row)."""
+    label = shown_label(lease.label, user=request.user)
     review = getattr(lease, "review", None) if lease.status == BeliefLeaseStatus.SUBMITTED else None
-    choices = reviewer_choices(label)
+    judge = label.judge
     return {
-        "lease": lease, "label": label, "queue": label.queue, "item": label.item,
-        "options": item_options(label.item), "review": review, "choices": choices,
-        "hide_judge": label.queue.blind and review is None,
-        "form": form or BeliefReviewForm(choices=choices),
+        "lease": {"pk": lease.pk}, "label": label, "judge": judge, "queue": lease.label.queue,
+        "item": lease.label.item, "options": item_options(lease.label.item), "review": review,
+        "choices": label.choices, "hide_judge": judge is None,
+        "form": form or BeliefReviewForm(choices=label.choices),
         "aspect_text": _aspect_text(label),
-        "payload_rows": [(k, v) for k, v in (label.payload or {}).items() if k not in SHOWN_PAYLOAD],
+        "payload_rows": [(k, v) for k, v in judge.payload.items() if k not in UNLISTED_PAYLOAD] if judge else [],
     }
 
 

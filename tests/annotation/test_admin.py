@@ -59,7 +59,7 @@ def test_stage_configuration_is_set_in_the_admin(admin_client):
     assert (config.annotators_required, config.lease_minutes) == (2, 45)
 
 
-def test_leases_are_given_back_by_an_action_and_not_edited(admin_client, annotator):
+def test_leases_are_released_by_an_action_and_not_edited(admin_client, annotator):
     (item,) = make_items(1)
     now = timezone.now()
     lease = AnnotatorLease.objects.create(item=item, stage=Stage.VERIFICATION, annotator=annotator, leased_at=now,
@@ -68,7 +68,7 @@ def test_leases_are_given_back_by_an_action_and_not_edited(admin_client, annotat
                              {"status": AnnotatorLeaseStatus.SUBMITTED})
     assert edit.status_code == 403
     response = admin_client.post("/admin/annotation/annotatorlease/",
-                                 {"action": "give_back", "_selected_action": [lease.pk]})
+                                 {"action": "release", "_selected_action": [lease.pk]})
     assert response.status_code == 302
     lease.refresh_from_db()
     assert lease.status == AnnotatorLeaseStatus.RELEASED

@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation import review_order
-from annotation.models import BeliefLabel, BeliefLease, BeliefReview
+from annotation.models import BeliefLabel, BeliefLease, BeliefQueue, BeliefReview
 from annotation.services.belief import belief_queue_for
 
 from .support import record_free_text
@@ -72,3 +72,50 @@ def test_two_reviewers_asking_at_once_never_get_the_same_label(items, annotator,
     random_keys = [le.label.audit_key for le in leases if le.stream == "random"]
     assert max(order_keys) < min(review_order.triage_key(b, u) for b, u in untouched)
     assert max(random_keys) < min(u for _, u in untouched)
+
+
+SIMULTANEOUS = 6
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("via", ["api", "page"])
+def test_simultaneous_next_requests_of_one_reviewer_get_the_one_lease_they_hold(items, annotator, via):
+    """A double click, two tabs, a retrying client: each request used to take a lease of its own (2-4 live
+    at once, each blocking its label for the lease time); all of them get the first one's lease."""
+    queue = belief_queue_for(name="judge-d", order="triage", random_share=0.2)
+    record_free_text(queue, items, [0.1 * (i + 1) for i in range(8)])
+    barrier = threading.Barrier(SIMULTANEOUS)
+    got: list[int] = []
+    errors: list[BaseException] = []
+
+    def ask() -> None:
+        client = Client()
+        client.force_login(annotator)
+        try:
+            barrier.wait(timeout=60)
+            if via == "api":
+                response = client.post(reverse("annotation_api:belief_next", args=[queue.name]))
+                assert response.status_code == 200, response.content
+                got.append(response.json()["lease"])
+            else:
+                response = client.post(reverse("annotation:belief_next", args=[queue.name]))
+                assert response.status_code == 302, response.content
+                got.append(int(response["Location"].rstrip("/").split("/")[-1]))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+            barrier.abort()
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=ask) for _ in range(SIMULTANEOUS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert connection.vendor == "postgresql"
+    leases = list(BeliefLease.objects.filter(label__queue=queue, reviewer=annotator))
+    assert [lease.status for lease in leases] == ["leased"]
+    assert got == [leases[0].pk] * SIMULTANEOUS
+    # One hand-out, so one hand-out number: the random share still counts hand-outs exactly.
+    assert leases[0].handout_number == 1 and BeliefQueue.objects.get(pk=queue.pk).handouts == 1
