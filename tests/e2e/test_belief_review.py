@@ -19,10 +19,6 @@ def _login(page, live_server, username: str) -> None:
     page.wait_for_load_state()
 
 
-def _shown(page, cell: str) -> float:
-    return float(page.get_attribute(f"#{cell}", "data-value"))
-
-
 def test_annotator_reviews_judge_labels_and_the_trust_page_updates(live_server, browser_page, annotator, researcher):
     queue = belief_queue_for(name="judge-e2e", order="audit", random_share=0.2)
     items = make_items(3, status=ItemStatus.PUBLISHED, source="e2e")
@@ -55,7 +51,11 @@ def test_annotator_reviews_judge_labels_and_the_trust_page_updates(live_server, 
     _login(researcher_page, live_server, "res1")
     researcher_page.goto(f"{live_server.url}/annotation/belief/trust/")
     assert researcher_page.inner_text("#n-uniform") == "2"
-    assert _shown(researcher_page, "accuracy-uniform") == pytest.approx(0.5)
+    # Two reviews are counts, not an estimate: no accuracy until 10 labels, and a sentence saying so.
+    assert researcher_page.inner_text("#plain-counts").startswith(
+        "1 of 2 reviews agree with the judge; 2 of them in the uniform sample, 1 of which agree.")
+    assert researcher_page.get_attribute("#accuracy-uniform", "data-value") == ""
+    assert "8 more uniform review(s)" in researcher_page.inner_text("#missing-uniform")
     assert researcher_page.locator("#reliability svg").count() == 1
     # Blind review from now on.
     researcher_page.check("#id_blind")
@@ -74,7 +74,9 @@ def test_annotator_reviews_judge_labels_and_the_trust_page_updates(live_server, 
     assert reviews == [("correct", True, False), ("incorrect", False, False), ("incorrect", True, True)]
     researcher_page.reload()
     assert researcher_page.inner_text("#n-uniform") == "3"
-    assert _shown(researcher_page, "accuracy-uniform") == pytest.approx(2 / 3)
+    assert researcher_page.inner_text("#plain-counts").startswith(
+        "2 of 3 reviews agree with the judge; 3 of them in the uniform sample, 2 of which agree.")
+    assert "7 more uniform review(s)" in researcher_page.inner_text("#missing-uniform")
     assert researcher_page.inner_text("#provenance-judge-overridden") == "judge-overridden: 1"
     researcher_page.context.close()
 
