@@ -52,6 +52,10 @@ class _StudyApi(GenericAPIView):
     def study(self) -> Study:
         return get_object_or_404(Study, slug=self.kwargs["slug"])
 
+    def get_object(self) -> Study:
+        """The study the URL names (DRF's OPTIONS asks for the object behind a PUT or POST; it is never a 500)."""
+        return self.study()
+
 
 class ConnectionApi(_StudyApi):
     serializer_class = ConnectionSerializer
