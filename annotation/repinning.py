@@ -54,3 +54,19 @@ def repin_unique(rows: list[tuple[int, tuple, int, int]]) -> dict[int, int]:
             return {pk: v for pk, v in final.items() if v != old[pk]}
         for pk in moved:
             final[pk] = old[pk]
+
+
+def repin_rows(apps, app_label: str, model_name: str) -> None:
+    """Data-migration step: re-pin a model's ``item_version`` column (results, responses) from old item versions
+    to content versions, read from the revisions' ``content_version`` (annotation migration 0008)."""
+    ItemRevision = apps.get_model("annotation", "ItemRevision")
+    Row = apps.get_model(app_label, model_name)
+    mappings: dict[int, dict[int, int]] = {}
+    for item_id, number, version in ItemRevision.objects.filter(item__version__gt=1).values_list(
+            "item_id", "number", "content_version"):
+        mappings.setdefault(item_id, {})[number] = version
+    pairs = Row.objects.filter(item_id__in=list(mappings)).values_list("item_id", "item_version").distinct()
+    for item_id, old in list(pairs):
+        new = pinned(old, mappings[item_id])
+        if new != old:
+            Row.objects.filter(item_id=item_id, item_version=old).update(item_version=new)

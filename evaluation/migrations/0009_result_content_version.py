@@ -1,22 +1,12 @@
-"""Re-pin model results to the item's content version (annotation 0008): a row recorded Item.version, which also rose with
-workflow statuses; it now records the content version the item had at that version."""
+"""Re-pin model results to the item's content version (annotation 0008): a row recorded Item.version, which also rose
+with workflow statuses; it now records the content version the item had at that version."""
 from django.db import migrations
 
-from annotation.repinning import pinned
+from annotation.repinning import repin_rows
 
 
 def forwards(apps, schema_editor):
-    ItemRevision = apps.get_model("annotation", "ItemRevision")
-    Row = apps.get_model("evaluation", "Result")
-    mappings: dict[int, dict[int, int]] = {}
-    for item_id, number, version in ItemRevision.objects.filter(item__version__gt=1).values_list(
-            "item_id", "number", "content_version"):
-        mappings.setdefault(item_id, {})[number] = version
-    pairs = Row.objects.filter(item_id__in=list(mappings)).values_list("item_id", "item_version").distinct()
-    for item_id, old in list(pairs):
-        new = pinned(old, mappings[item_id])
-        if new != old:
-            Row.objects.filter(item_id=item_id, item_version=old).update(item_version=new)
+    repin_rows(apps, "evaluation", "Result")
 
 
 class Migration(migrations.Migration):
