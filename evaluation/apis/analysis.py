@@ -94,7 +94,7 @@ def _sweep_args(data: dict) -> dict:
     return {"endpoints": data.pop("endpoints"), "methods": data.pop("methods"), **data}
 
 
-class SweepEstimateAPI(generics.GenericAPIView):
+class SweepEstimateApi(generics.GenericAPIView):
     """What a sweep would ask before it starts: requests, tokens and (where endpoints have prices) cost."""
 
     permission_classes = [IsResearcher]
@@ -109,7 +109,7 @@ class SweepEstimateAPI(generics.GenericAPIView):
         return Response(sweep_estimate(**_sweep_args(sweep.validated_data)).as_dict())
 
 
-class SweepLaunchAPI(generics.GenericAPIView):
+class SweepLaunchApi(generics.GenericAPIView):
     """Launch a sweep: one run per (endpoint, method), all of them or none; answers the runs and the estimate."""
 
     permission_classes = [IsResearcher]
@@ -144,6 +144,15 @@ class FigureQuerySerializer(ExclusionQuerySerializer):
     option_order = serializers.ChoiceField(choices=[("", "any")] + list(OptionOrder.choices), required=False,
                                            allow_blank=True, default=OptionOrder.ORIGINAL,
                                            help_text="Runs with this option order; empty: any, each run labelled")
+    runs = serializers.CharField(required=False, allow_blank=True, max_length=2000,
+                                 help_text="Comma-separated run ids to show (default: the latest finished run of each "
+                                           "method and endpoint on the split)")
+
+    def validate_runs(self, value: str) -> list[int]:
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+        if not all(p.isdigit() and len(p) < 10 for p in parts):
+            raise serializers.ValidationError("Run ids are numbers, separated by commas.")
+        return [int(p) for p in parts]
 
 
 def _figure_data(name: str, params) -> tuple[object, str]:
@@ -154,7 +163,7 @@ def _figure_data(name: str, params) -> tuple[object, str]:
     d = query.validated_data
     split = _check_split(d["split"])
     return analysis.figure_data(name, split=split, option_order=d["option_order"],
-                                exclude=query.exclusion(d)), split
+                                exclude=query.exclusion(d), run_ids=d.get("runs") or ()), split
 
 
 class FigureListSerializer(serializers.Serializer):
@@ -163,7 +172,7 @@ class FigureListSerializer(serializers.Serializer):
     formats = serializers.ListField(child=serializers.CharField())
 
 
-class FigureListAPI(generics.GenericAPIView):
+class FigureListApi(generics.GenericAPIView):
     """The figures there are (names as on the page and in the `figure` command)."""
 
     permission_classes = [IsResearcher]
@@ -179,7 +188,7 @@ class FigureListAPI(generics.GenericAPIView):
 _NAME = OpenApiParameter("name", str, OpenApiParameter.PATH, enum=list(FIGURES), description="The figure")
 
 
-class FigureDataAPI(generics.GenericAPIView):
+class FigureDataApi(generics.GenericAPIView):
     """A figure's numbers (points and Pearson's r, or accuracy per group with each n) and what it is over."""
 
     permission_classes = [IsResearcher]
@@ -187,8 +196,9 @@ class FigureDataAPI(generics.GenericAPIView):
 
     @extend_schema(tags=["evaluation"], operation_id="evaluation_figure_data", parameters=[_NAME, FigureQuerySerializer],
                    responses={200: OpenApiTypes.OBJECT,
-                              400: OpenApiResponse(description="no or unknown split, unknown flag kind"),
-                              404: OpenApiResponse(description="no such figure")})
+                              400: OpenApiResponse(description="no or unknown split, unknown flag kind or run"),
+                              404: OpenApiResponse(description="no such figure"),
+                              409: OpenApiResponse(description="the figure would be empty: why, and what to do")})
     def get(self, request, name: str):
         data, split = _figure_data(name, request.query_params)
         return Response({"figure": name, "split": split, **data.as_dict()})
@@ -208,7 +218,7 @@ _RENDERERS = [JSONRenderer] + [type(f"{fmt.upper()}Renderer", (_FileRenderer,), 
                                for fmt, mime in FORMATS.items()]
 
 
-class FigureFileAPI(generics.GenericAPIView):
+class FigureFileApi(generics.GenericAPIView):
     """A figure drawn by matplotlib as a file for a paper: SVG, PNG (200 dpi) or PDF (TrueType fonts)."""
 
     permission_classes = [IsResearcher]
@@ -219,8 +229,9 @@ class FigureFileAPI(generics.GenericAPIView):
                    parameters=[_NAME, OpenApiParameter("fmt", str, OpenApiParameter.PATH, enum=list(FORMATS),
                                                        description="File format"), FigureQuerySerializer],
                    responses={(200, mime): OpenApiTypes.BINARY for mime in FORMATS.values()} | {
-                       400: OpenApiResponse(description="no or unknown split, unknown flag kind"),
-                       404: OpenApiResponse(description="no such figure or format")})
+                       400: OpenApiResponse(description="no or unknown split, unknown flag kind or run"),
+                       404: OpenApiResponse(description="no such figure or format"),
+                       409: OpenApiResponse(description="the figure would be empty: why, and what to do")})
     def get(self, request, name: str, fmt: str):
         if fmt not in FORMATS:
             raise NotFound(f"No format {fmt!r}; choose from {', '.join(FORMATS)}.")
@@ -254,7 +265,7 @@ class QualityReportSerializer(serializers.Serializer):
     flagged = serializers.ListField(child=serializers.DictField(), help_text="Every flagged item and its flags")
 
 
-class QualityReportAPI(generics.GenericAPIView):
+class QualityReportApi(generics.GenericAPIView):
     """The data-quality report of a split: duplicate options, a correct option's text repeated, clues that do
     not anchor, missing translations, answer-position skew; the flagged items analyses can exclude."""
 

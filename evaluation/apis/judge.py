@@ -73,7 +73,7 @@ class JudgeRunLaunchSerializer(serializers.Serializer):
     note = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
 
 
-class JudgeConfigListAPI(generics.ListCreateAPIView):
+class JudgeConfigListApi(generics.ListCreateAPIView):
     """GET: the judge configurations with their review policy; POST: create one (and its review queue)."""
 
     permission_classes = [IsResearcher]
@@ -89,7 +89,7 @@ class JudgeConfigListAPI(generics.ListCreateAPIView):
         return Response(JudgeConfigSerializer(config).data, status=status.HTTP_201_CREATED)
 
 
-class JudgeRunListAPI(generics.ListCreateAPIView):
+class JudgeRunListApi(generics.ListCreateAPIView):
     """GET: judge runs newest first (?config=, ?task=, ?run=); POST: launch one on Celery."""
 
     permission_classes = [IsResearcher]
@@ -121,16 +121,16 @@ class _OneJudgeRun(generics.GenericAPIView):
         return Response(JudgeRunSerializer(judge_run).data)
 
 
-class JudgeRunDetailAPI(_OneJudgeRun, generics.RetrieveAPIView):
+class JudgeRunDetailApi(_OneJudgeRun, generics.RetrieveAPIView):
     """One judge run with its counts."""
 
 
-class JudgeRunCancelAPI(_OneJudgeRun):
+class JudgeRunCancelApi(_OneJudgeRun):
     def post(self, request, pk: int):
         return self.respond(services.judge_run_cancel(judge_run=self.get_object()))
 
 
-class JudgeRunResumeAPI(_OneJudgeRun):
+class JudgeRunResumeApi(_OneJudgeRun):
     """Queue the judge run again: only targets without a label are computed."""
 
     def post(self, request, pk: int):

@@ -114,7 +114,7 @@ class LeaderboardSerializer(serializers.Serializer):
     baselines = BaselineRowSerializer(many=True)
 
 
-class LeaderboardAPI(generics.GenericAPIView):
+class LeaderboardApi(generics.GenericAPIView):
     """Paper Table 4 for a split (or chosen runs), with exact McNemar tests against a reference cell."""
 
     permission_classes = [IsResearcher]
@@ -176,7 +176,7 @@ class RunComparisonSerializer(serializers.Serializer):
     differing = DiffRowSerializer(many=True)
 
 
-class RunCompareAPI(generics.GenericAPIView):
+class RunCompareApi(generics.GenericAPIView):
     """Two runs on the (item, version) pairs both have: the 2x2 table, exact McNemar, the items that differ."""
 
     permission_classes = [IsResearcher]
