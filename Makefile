@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 TEST_ENV := DJANGO_SETTINGS_MODULE=detectbench_web.settings.test
 
-.PHONY: install run test bench services clean real-model
+.PHONY: install run test lint bench services clean real-model
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,12 @@ TEST_WORKERS ?= 2
 
 test: install services
 	$(TEST_ENV) $(PY) -m pytest -m "not perf" -n $(TEST_WORKERS) $(PYTEST_ARGS)
+
+# The house's rules: import-linter's contracts (pyproject.toml: floors, pure packages, layers) and ruff.
+# tests/project/test_architecture.py runs both within `make test` too; this is the quick way, without the suite.
+lint: install
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check .
 
 bench: install services
 	$(TEST_ENV) $(PY) -m pytest tests/perf -m perf -s $(PYTEST_ARGS)

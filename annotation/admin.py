@@ -1,8 +1,8 @@
 """The Django admin for researchers: every write goes through the annotation services.
 
 Items are created and edited as versioned revisions (item_create / item_update), stage
-configurations are set with stage_config_set, open leases can be given back with
-leases_give_back; the workflow's records (leases, decisions, adjudications, reviews,
+configurations are set with stage_config_set, open leases can be released with
+leases_release; the workflow's records (leases, decisions, adjudications, reviews,
 drafts) are read-only here: they change only through the workflow pages.
 """
 from django.contrib import admin, messages
@@ -102,15 +102,15 @@ class AnnotatorLeaseAdmin(ReadOnlyAdmin):
     list_display = ("item", "stage", "annotator", "status", "leased_at", "expires_at", "submitted_at")
     list_filter = ("stage", "status")
     list_select_related = ("item", "annotator")
-    actions = ["give_back"]
+    actions = ["release"]
 
-    def has_give_back_permission(self, request):
+    def has_release_permission(self, request):
         return request.user.has_perm("annotation.change_annotatorlease")
 
-    @admin.action(description="Give the selected open leases back to the queue", permissions=["give_back"])
-    def give_back(self, request, queryset):
-        n = services.leases_give_back(lease_ids=queryset.values_list("pk", flat=True))
-        self.message_user(request, f"{n} lease(s) given back.", messages.SUCCESS)
+    @admin.action(description="Release the selected open leases (back to the queue)", permissions=["release"])
+    def release(self, request, queryset):
+        n = services.leases_release(lease_ids=queryset.values_list("pk", flat=True))
+        self.message_user(request, f"{n} lease(s) released.", messages.SUCCESS)
 
 
 @admin.register(VerificationDecision)

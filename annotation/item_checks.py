@@ -8,13 +8,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from annotation.text import word_key
+from annotation.text import node_key
 
 
 @dataclass(frozen=True)
 class Check:
     kind: str
     message: str
+
+
+def option_key(text: str) -> str:
+    """What makes two options "the same": equal text, case, spacing, quote style and surrounding punctuation aside
+    (annotation.text's node_key: "Box A." and "box  a" are the same; "(3 + 3) × 8" and "(3 × 3) + 8" are not,
+    as inner symbols count). The one definition: the rewrite page refuses such options, the quality checks flag
+    items that have them (evaluation.statistics.quality_checks)."""
+    return node_key(text)
+
+
+def same_options(options: Sequence[str]) -> list[list[int]]:
+    """The groups of options that are the same (their 0-based positions, two or more in each, in the order of
+    their first option); an empty option is in none (it is an empty option)."""
+    groups: dict[str, list[int]] = {}
+    for i, option in enumerate(options):
+        key = option_key(option)
+        if key:
+            groups.setdefault(key, []).append(i)
+    return [group for group in groups.values() if len(group) > 1]
 
 
 def option_checks(options: Sequence[str], answer_index: int | None) -> list[Check]:
@@ -25,12 +44,9 @@ def option_checks(options: Sequence[str], answer_index: int | None) -> list[Chec
     for i, option in enumerate(options):
         if not option.strip():
             checks.append(Check("empty_option", f"option {i + 1} is empty"))
-    seen: dict[str, int] = {}
-    for i, option in enumerate(options):
-        key = word_key(option)
-        if key and key in seen:
-            checks.append(Check("duplicate_option", f"options {seen[key] + 1} and {i + 1} are the same"))
-        seen.setdefault(key, i)
+    for first, *others in same_options(options):
+        for other in others:
+            checks.append(Check("duplicate_option", f"options {first + 1} and {other + 1} are the same"))
     if answer_index is None or not 0 <= answer_index < len(options):
         checks.append(Check("no_correct_option", "choose exactly one correct option"))
     return checks

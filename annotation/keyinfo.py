@@ -15,9 +15,8 @@ report the same number. Definition:
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-
-from rouge_score import rouge_scorer
 
 from annotation.text import rouge_tokens
 
@@ -29,7 +28,13 @@ class KeyInfoTokenizer:
         return rouge_tokens(text)
 
 
-_SCORER = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False, tokenizer=KeyInfoTokenizer())
+@functools.cache
+def _scorer():
+    """One scorer per process, built at the first score (rouge-score imports nltk: about a second, which
+    importing this module, at URL loading, does not pay)."""
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False, tokenizer=KeyInfoTokenizer())
 
 
 def as_text(parts: str | Sequence[str]) -> str:
@@ -43,4 +48,4 @@ def keyinfo_score(prediction: str | Sequence[str], gold: str | Sequence[str]) ->
     prediction_text, gold_text = as_text(prediction), as_text(gold)
     if not prediction_text.strip() or not gold_text.strip():
         return 0.0
-    return float(_SCORER.score(gold_text, prediction_text)["rougeL"].fmeasure)
+    return float(_scorer().score(gold_text, prediction_text)["rougeL"].fmeasure)

@@ -32,7 +32,6 @@ ORDERS = (TRIAGE, AUDIT)
 
 RANDOM = "random"
 ORDER = "order"
-STREAMS = (RANDOM, ORDER)
 
 
 def is_random_handout(number: int, share: float) -> bool:

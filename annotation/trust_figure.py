@@ -1,15 +1,17 @@
 """The trust page's figures as inline SVG, drawn on the server with matplotlib (no CDN, no
 JavaScript): the reliability diagram with the count of each bin, and the coverage/agreement
-curve. Takes the plain data of `annotation.trust`; no Django.
+curve. Takes the plain data of `annotation.trust`; no Django. matplotlib is imported by the functions
+that draw, not with the module (the pages import it at URL loading).
 """
 from __future__ import annotations
 
 import io
 import re
+from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
-# A bare Figure (not pyplot) draws without any display or global backend state.
-from matplotlib.figure import Figure
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 SIZE = (4.6, 3.4)
 BAR = "#4c78a8"
@@ -70,6 +72,9 @@ def _svg(figure: Figure, label: str) -> str:
 def reliability_svg(bins: list[dict], *, title: str = "Reliability") -> str:
     """Bars: agreement with people per belief bin; the diagonal is perfect calibration; the
     number over each bar is its count of reviews."""
+    # A bare Figure (not pyplot) draws without any display or global backend state.
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=SIZE)
     axes = figure.add_subplot()
     width = bins[0]["upper"] - bins[0]["lower"] if bins else 0.1
@@ -91,6 +96,9 @@ def reliability_svg(bins: list[dict], *, title: str = "Reliability") -> str:
 
 def coverage_svg(curve: list[dict], *, threshold: float | None = None) -> str:
     """Coverage (share of labels with belief >= t) and agreement above t, against t."""
+    # A bare Figure (not pyplot) draws without any display or global backend state.
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=SIZE)
     axes = figure.add_subplot()
     xs = [p["threshold"] for p in curve]

@@ -1,8 +1,9 @@
 """Belief labels: labels proposed by the LLM judge with its belief that they are right, and
 people's reviews of them (review queue, leases, reviews, final label with its provenance).
 
-The judge (evaluation) writes labels only through `annotation.services.belief_labels_record`;
-see notes/belief_contract.md. Nothing here is overwritten: each review is its own row.
+The judge (evaluation) writes labels only through `annotation.services.belief_labels_record`, whose
+ROW_FIELDS and docstring are the contract (README, "The LLM judge"). Nothing here is overwritten: each
+review is its own row.
 """
 from __future__ import annotations
 
@@ -53,9 +54,6 @@ class ReviewVia(models.TextChoices):
     CLUE_GRAPH = "clue-graph", "Clue-graph screen"
 
 
-#: The screening aspects of a judge (Table 7 numbering) and the verification criterion each is.
-SCREENING_CRITERIA = {"1.1": "needs_media", "1.2": "heavy_math", "1.3": "no_daily_scenario",
-                      "1.4": "wrong_answer", "1.5": "bias"}
 KEEP_ASPECT = "keep"
 #: What a person does with a clue-graph draft, as the label of their review ("draft" = accepted as is).
 DRAFT_ACCEPTED, DRAFT_EDITED, DRAFT_DISCARDED = "draft", "edited", "discarded"

@@ -41,7 +41,7 @@ from annotation.services.leases import (
     lease_next,
     lease_release,
     leases_expire,
-    leases_give_back,
+    leases_release,
     stage_config_set,
 )
 from annotation.services.review import review_submit
@@ -52,7 +52,7 @@ __all__ = [
     "ImportRejected", "ItemNotFound", "NoSlot", "StaleVersion", "WorkflowError",
     "ImportReport", "derived_facts", "item_create", "item_import",
     "item_revert", "item_update", "items_export",
-    "items_enter_workflow", "lease_next", "lease_release", "leases_expire", "leases_give_back", "stage_config_set",
+    "items_enter_workflow", "lease_next", "lease_release", "leases_expire", "leases_release", "stage_config_set",
     "adjudication_resolve", "verification_submit",
     "clue_graph_replace", "clue_graph_save", "draft_discard", "draft_save", "item_edit", "stage_submit",
     "review_submit",

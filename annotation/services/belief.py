@@ -27,7 +27,8 @@ from annotation.models import (
 from annotation.models.belief import new_audit_key
 from foundation.errors import Invalid, NotFound
 
-#: The fields of a row given to `belief_labels_record` (notes/belief_contract.md).
+#: The fields of a row given to `belief_labels_record`: the contract with the judge (evaluation.execution.judge builds
+#: the rows; README, "The LLM judge").
 ROW_FIELDS = ("item_id", "item_version", "task", "target", "aspect", "label", "choices", "payload", "belief",
               "belief_source", "status", "rationale", "raw_output", "prompt_hash", "producer", "tokens", "latency_ms")
 REQUIRED_ROW_FIELDS = ("item_id", "item_version", "task", "target", "aspect", "belief_source", "status")

@@ -62,7 +62,7 @@ def take_slot(*, item: Item, stage: str, user, now, config: StageConfig) -> Anno
         raise NoSlot(f"{item} waits for adjudication")
     if live_leases(item.pk, stage, now).count() >= config.annotators_required:
         raise NoSlot(f"{item} already has {config.annotators_required} annotator(s) in {stage}")
-    _give_back_stale(user=user, stage=stage, now=now)
+    _release_stale(user=user, stage=stage, now=now)
     held = _open_lease(user=user, stage=stage, now=now)
     if held is not None:
         # The database holds one open lease per user and stage (annotator_lease_one_open_per_stage).
@@ -79,12 +79,17 @@ def _open_lease(*, user, stage: str, now) -> AnnotatorLease | None:
             .select_related("item").first())
 
 
-def _give_back_stale(*, user, stage: str, now) -> int:
-    """The user's open leases in the stage that hold nothing (expired, or the item left the stage) are given back,
+def _release(leases) -> int:
+    """The one change that gives leases back to the queue: the open ones among ``leases`` become released (their
+    slot is free again); submitted ones are kept. Returns how many changed."""
+    return leases.filter(status=AnnotatorLeaseStatus.LEASED).update(status=AnnotatorLeaseStatus.RELEASED)
+
+
+def _release_stale(*, user, stage: str, now) -> int:
+    """The user's open leases in the stage that hold nothing (expired, or the item left the stage) are released,
     so that they do not stand in the way of a new one."""
-    return (AnnotatorLease.objects.filter(annotator=user, stage=stage, status=AnnotatorLeaseStatus.LEASED)
-            .filter(Q(expires_at__lte=now) | ~Q(item__status=stage))
-            .update(status=AnnotatorLeaseStatus.RELEASED))
+    return _release(AnnotatorLease.objects.filter(annotator=user, stage=stage)
+                    .filter(Q(expires_at__lte=now) | ~Q(item__status=stage)))
 
 
 @transaction.atomic
@@ -125,10 +130,9 @@ def items_enter_workflow(*, user, split: str | None = None, source: str | None =
 
 @transaction.atomic
 def leases_expire(*, now=None) -> int:
-    """Give back every lease whose time is up (also done lazily by lease_next); idempotent."""
+    """Release every lease whose time is up (also done lazily by lease_next); idempotent."""
     now = now or timezone.now()
-    return AnnotatorLease.objects.filter(status=AnnotatorLeaseStatus.LEASED, expires_at__lte=now).update(
-        status=AnnotatorLeaseStatus.RELEASED)
+    return _release(AnnotatorLease.objects.filter(expires_at__lte=now))
 
 
 def lease_next(*, user, stage: str, now=None) -> AnnotatorLease | None:
@@ -201,17 +205,14 @@ def _candidates(*, user, stage: str, now, config: StageConfig):
 
 @transaction.atomic
 def lease_release(*, item_id: int, stage: str, user) -> int:
-    """Give the user's open lease on an item in a stage back to the queue (they skip the item); 0 if none."""
-    return AnnotatorLease.objects.filter(item_id=item_id, stage=stage, annotator=user,
-                                         status=AnnotatorLeaseStatus.LEASED).update(
-        status=AnnotatorLeaseStatus.RELEASED)
+    """The user's open lease on an item in a stage goes back to the queue (they skip the item); 0 if none."""
+    return _release(AnnotatorLease.objects.filter(item_id=item_id, stage=stage, annotator=user))
 
 
 @transaction.atomic
-def leases_give_back(*, lease_ids: Iterable[int]) -> int:
-    """A researcher gives open leases back to the queue (e.g. an annotator left); submitted ones are kept."""
-    return AnnotatorLease.objects.filter(pk__in=list(lease_ids), status=AnnotatorLeaseStatus.LEASED).update(
-        status=AnnotatorLeaseStatus.RELEASED)
+def leases_release(*, lease_ids: Iterable[int]) -> int:
+    """A researcher releases open leases (e.g. an annotator left, from the admin); submitted ones are kept."""
+    return _release(AnnotatorLease.objects.filter(pk__in=list(lease_ids)))
 
 
 @transaction.atomic
@@ -229,9 +230,8 @@ def stage_config_set(*, stage: str, annotators_required: int, lease_minutes: int
 
 
 def _close_stage(*, item: Item, stage: str) -> None:
-    """Leases still open in a stage the item leaves are given back."""
-    AnnotatorLease.objects.filter(item=item, stage=stage, status=AnnotatorLeaseStatus.LEASED).update(
-        status=AnnotatorLeaseStatus.RELEASED)
+    """Leases still open in a stage the item leaves are released."""
+    _release(AnnotatorLease.objects.filter(item=item, stage=stage))
 
 
 def move_item(*, item: Item, stage: str, status: str, user, note: str) -> Item:

@@ -2,6 +2,9 @@
 inline SVG for the pages (text as text, presentation attributes instead of styles, so the page's
 Content-Security-Policy needs no inline styles), PNG and PDF (TrueType fonts, readable and editable
 in a paper) for downloads. Takes the plain data of evaluation.figures.data; no Django.
+
+matplotlib and numpy are imported inside the functions that draw (the pages import this module at URL loading;
+the first figure a process draws pays for them).
 """
 from __future__ import annotations
 
@@ -10,12 +13,8 @@ import io
 import re
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
-
-import matplotlib
-import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from annotation.trust_figure import SVG_NS, _prefix_ids, _presentation_attributes
 from evaluation.figures.data import Grouped, Scatter
@@ -27,9 +26,14 @@ COLORS = ("#2457c5", "#d9822b", "#3a9b5c", "#b3261e", "#7d4fb0", "#5f6b7a", "#c2
 BASELINE = "#b3261e"
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 
 def _color(index: int, count: int):
     """Distinct colours: the house palette for a few series, matplotlib's tab20 for more."""
+    import matplotlib
+
     if count <= len(COLORS):
         return COLORS[index]
     return matplotlib.colormaps["tab20"](index % 20)
@@ -56,6 +60,9 @@ class Drawn:
 
 
 def _figure(size: tuple[float, float]) -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=size)
     FigureCanvasAgg(figure)
     return figure
@@ -63,6 +70,8 @@ def _figure(size: tuple[float, float]) -> Figure:
 
 def inline_svg(drawn: Drawn) -> str:
     """The figure as an <svg> element for a page (ids prefixed, scales with its container)."""
+    import matplotlib
+
     with _LOCK, matplotlib.rc_context(STYLE):
         buffer = io.StringIO()
         drawn.figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
@@ -88,6 +97,8 @@ def inline_svg(drawn: Drawn) -> str:
 
 def render(drawn: Drawn, fmt: str) -> bytes:
     """The figure as a file: png, pdf or a standalone svg (text as paths: looks the same everywhere)."""
+    import matplotlib
+
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}; choose from {', '.join(FORMATS)}")
     style = {**STYLE, "svg.fonttype": "path"}
@@ -123,6 +134,8 @@ def bar_chart(bars: list[Bar], *, title: str, baseline_label: str = "always firs
 
 @functools.lru_cache(maxsize=256)
 def _bar_chart(bars: tuple[Bar, ...], title: str, baseline_label: str) -> str:
+    import matplotlib
+
     with _LOCK, matplotlib.rc_context(STYLE):
         figure = _figure((6.4, 0.9 + 0.34 * max(1, len(bars))))
         axes = figure.add_subplot()
@@ -170,6 +183,9 @@ def _r_text(data: Scatter, unit: str) -> str:
 
 def draw_scatter(data: Scatter) -> Drawn:
     """Fig. 4 (one labelled point per run) or human vs model (one point per item, size by participants)."""
+    import matplotlib
+    import numpy as np
+
     per_run = data.name == "keyinfo-accuracy"
     with _LOCK, matplotlib.rc_context(STYLE):
         figure = _figure((6.0, 4.4))
@@ -213,6 +229,9 @@ def draw_scatter(data: Scatter) -> Drawn:
 def draw_grouped(data: Grouped) -> Drawn:
     """Accuracy per group, one series per run: bars for question types, lines for feature bins; each
     tick says how many items the group holds, each point's tooltip its n."""
+    import matplotlib
+    import numpy as np
+
     bars = data.name == "accuracy-by-question-type"
     with _LOCK, matplotlib.rc_context(STYLE):
         figure = _figure((7.2, 4.4))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from annotation.screening import SCREENING_CRITERIA
 from evaluation.judge.parsing import AspectSpec
 
 FREE_TEXT, SCREENING, CLUE_GRAPH = "free-text", "screening", "clue-graph"
@@ -20,9 +21,6 @@ CORRECT, INCORRECT = "correct", "incorrect"
 YES, NO = "yes", "no"
 KEEP, DELETE = "keep", "delete"
 DRAFT = "draft"
-
-#: Table 7 criteria 1.1-1.5, in the order of annotation.models.Criterion.
-SCREENING_CRITERIA = ("1.1", "1.2", "1.3", "1.4", "1.5")
 
 
 @dataclass(frozen=True)

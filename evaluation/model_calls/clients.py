@@ -19,23 +19,36 @@ import random
 import re
 import socket
 import ssl
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-# httpx2 (and its httpcore2) is the openai SDK's own HTTP layer, a dependency of openai itself: its Timeout and
-# Limits configure the SDK's transport. httpcore2 is imported here, at worker start, rather than by the first
-# client of a run (~60 ms later, on the run's clock).
-import httpcore2  # noqa: F401
-import httpx2
-import openai
 
 from evaluation.model_calls.builtin_models import builtin_reply, count_tokens
 from evaluation.model_calls.limiter import Limiter, LocalLimiter
 from evaluation.prompting.methods import Completion
 
 RETRYABLE_STATUS = {408, 409, 425, 429}
+
+
+def import_sdk():
+    """The openai SDK and httpx2, imported on first use rather than with this module: they cost about a second,
+    which URL loading and every management command would otherwise pay. httpx2 (and its httpcore2) is the SDK's
+    own HTTP layer, a dependency of openai itself: its Timeout and Limits configure the SDK's transport. Celery
+    workers call this at start (evaluation.tasks), so that no run pays the import on its clock."""
+    import httpcore2  # noqa: F401
+    import httpx2
+    import openai
+
+    return openai, httpx2
+
+
+def _sdk_error(exc: BaseException, *names: str) -> bool:
+    """Whether ``exc`` is one of the openai SDK's errors ``names`` (never, while the SDK is not imported: then
+    nothing could have raised one)."""
+    openai = sys.modules.get("openai")
+    return openai is not None and isinstance(exc, tuple(getattr(openai, name) for name in names))
 
 #: Error classes that say the endpoint itself is unusable (not this one request): they feed the circuit breaker.
 ENDPOINT_ERRORS = frozenset({"connection_refused", "dns", "connection", "connect_timeout", "http_401", "http_403",
@@ -131,7 +144,7 @@ def transport_reason(exc: BaseException) -> tuple[str, str]:
             return "connect_timeout", "connect timeout: the host did not accept the connection in time"
         return "connection", f"connection error: {_os_text(deepest)}"
     if names & {"ReadTimeout", "WriteTimeout", "PoolTimeout", "SocketTimeoutError", "ServerTimeoutError"} \
-            or isinstance(exc, openai.APITimeoutError):
+            or _sdk_error(exc, "APITimeoutError"):
         return ABANDONED, "timeout: no answer within the timeout (the server may still be generating it)"
     return "connection", f"connection error: {_os_text(deepest)}"
 
@@ -147,7 +160,7 @@ _MODEL_MISSING = re.compile(r"model.{0,80}(not (be )?found|does not exist|not ex
 def classify_failure(exc: BaseException, *, url: str = "") -> Failure:
     """How one attempt failed: named (connection refused, DNS, timeout, 401/403, 404 with a /v1 hint, unknown
     model, ...), retried or not, and the server's Retry-After."""
-    if isinstance(exc, openai.APIStatusError):
+    if _sdk_error(exc, "APIStatusError"):
         status = exc.status_code
         message = str(exc.message)
         body = json.dumps(exc.body) if exc.body is not None else ""
@@ -164,18 +177,12 @@ def classify_failure(exc: BaseException, *, url: str = "") -> Failure:
             text = f"HTTP {status}: {message}"
         error_class = f"http_{status}" if status < 500 else "http_5xx"
         return Failure(error_class, retry, retry_after_seconds(exc.response.headers) if retry else None, text[:500])
-    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+    if _sdk_error(exc, "APIConnectionError"):  # includes APITimeoutError
         error_class, reason = transport_reason(exc)
         return Failure(error_class, True, None, reason[:500])
-    if isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError, MalformedResponse)):
+    if isinstance(exc, (json.JSONDecodeError, MalformedResponse)) or _sdk_error(exc, "APIResponseValidationError"):
         return Failure("malformed", True, None, f"malformed response: {exc}"[:500])
     return Failure("other", False, None, f"{type(exc).__name__}: {exc}"[:500])
-
-
-def classify(exc: BaseException) -> tuple[bool, float | None, str]:
-    """(retry?, Retry-After seconds, short description) for an exception raised by a call."""
-    failure = classify_failure(exc)
-    return failure.retry, failure.retry_after, failure.description
 
 
 @dataclass(frozen=True)
@@ -279,6 +286,7 @@ class OpenAIChatClient(ModelClient):
         # The SDK's aiohttp transport (DefaultAioHttpClient): about half the client CPU per request of
         # its default httpx2 transport, and one connection pool of any size (httpcore's pool scans every
         # connection for every request, which made a pool of 64 cost ~15 ms of CPU per request).
+        openai, httpx2 = import_sdk()
         timeout = httpx2.Timeout(timeout_s, connect=min(10.0, timeout_s))
         self._client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key or "not-needed", max_retries=0, timeout=timeout,

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from evaluation.errors import UnknownMethod
 from evaluation.prompting.answer_reading import (
     AMBIGUOUS,
     OK,
@@ -347,12 +348,9 @@ METHODS: dict[str, Method] = {
 METHOD_CHOICES = [(name, method.label) for name, method in METHODS.items()]
 
 
-class UnknownMethod(ValueError):
-    """A method name that is not in the registry."""
-
-
 def get_method(name: str) -> Method:
+    """The registry's method of this name; UnknownMethod (an Invalid of the method field) when there is none."""
     try:
         return METHODS[name]
     except KeyError:
-        raise UnknownMethod(f"unknown method {name!r}; choose from {', '.join(METHODS)}") from None
+        raise UnknownMethod(f"Unknown method {name!r}; choose from {', '.join(METHODS)}.", field="method") from None

@@ -16,6 +16,7 @@ from django.db.models import Count, F, Func, IntegerField, Q
 
 from annotation.models import Item
 from evaluation.models import Result, Run
+from evaluation.prompting.answer_reading import OK
 from evaluation.selectors import counts_cache
 from evaluation.statistics.metrics import RunMetrics, accuracy_interval
 from evaluation.statistics.paired import wilson_many
@@ -177,7 +178,7 @@ def row_counts(*, run_ids: Sequence[int], item_ids: Sequence[int] | None = None,
         t["n"] += rows
         t["keyinfo_sum"] += float(k_sum or 0.0)
         t["keyinfo_n"] += k_n
-        parsed_ok = parse_status == "ok"
+        parsed_ok = parse_status == OK
         if not parsed_ok:
             t["parse_failures"] += rows
         if is_correct is None:

@@ -18,7 +18,7 @@ from annotation import clue_graph
 from annotation.highlight import segments
 from annotation.selectors import content_changes_since, item_list
 from evaluation.models import JudgeRun, ModelEndpoint, Result, Run, RunStatus
-from evaluation.prompting.answer_reading import option_labels
+from evaluation.prompting.answer_reading import OK, option_labels
 from evaluation.prompting.methods import METHODS
 from evaluation.selectors.aggregates import JSONLength, metrics_many
 from evaluation.statistics.metrics import RowScore, RunMetrics, by_question_type, cost, summarize
@@ -28,7 +28,7 @@ from foundation.errors import Invalid
 RESULT_FILTERS = {
     "correct": Q(is_correct=True),
     "wrong": Q(is_correct=False),
-    "parse_failure": Q(error="") & ~Q(parse_status="ok"),
+    "parse_failure": Q(error="") & ~Q(parse_status=OK),
     "error": ~Q(error=""),
     "stale": ~Q(item_version=F("item__content_version")),
 }
@@ -247,12 +247,6 @@ def _summary(run: Run, rows: list[RowScore]) -> RunSummary:
 def run_summary(*, run: Run) -> RunSummary:
     """A run's metrics from its rows (what `evaluate` prints)."""
     return _summary(run, _row_scores([run.pk])[run.pk])
-
-
-def run_summaries(*, runs: list[Run]) -> list[RunSummary]:
-    """Metrics of several runs, computed in the database (equal to ``run_summary`` of each)."""
-    metrics = metrics_many(runs=runs)
-    return [_priced(run, metrics[run.pk][0], stale=metrics[run.pk][1].stale) for run in runs]
 
 
 def run_summary_and_question_types(*, run: Run) -> tuple[RunSummary, dict[str, RunMetrics]]:

@@ -16,8 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
-import numpy as np
-
+from evaluation.prompting.answer_reading import OK
 from evaluation.statistics.paired import wilson
 
 
@@ -58,6 +57,8 @@ class RunMetrics:
 def bootstrap_ci(groups: Sequence[Sequence[float]], *, resamples: int = 2000, level: float = 0.95,
                  seed: int = 0) -> tuple[float | None, float | None]:
     """Percentile bootstrap interval of the mean, resampling whole groups (items)."""
+    import numpy as np  # here, not at the top: the selectors import this module at URL loading
+
     if not groups:
         return None, None
     sums = np.array([sum(g) for g in groups], dtype=float)
@@ -84,8 +85,8 @@ def summarize(rows: Iterable[RowScore]) -> RunMetrics:
     choice = [r for r in scored if r.correct is not None]
     n = len(scored)
     correct = sum(1 for r in choice if r.correct)
-    failures = sum(1 for r in scored if r.parse_status != "ok")
-    parsed = [r for r in choice if r.parse_status == "ok"]
+    failures = sum(1 for r in scored if r.parse_status != OK)
+    parsed = [r for r in choice if r.parse_status == OK]
     by_item: dict[int, list[float]] = defaultdict(list)
     for r in choice:
         by_item[r.item_id].append(1.0 if r.correct else 0.0)

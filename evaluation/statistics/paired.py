@@ -8,16 +8,14 @@
   costs a web request 0.1-0.7 s;
 - :func:`wilson` / :func:`wilson_many`: the Wilson 95% interval (statsmodels ``proportion_confint``;
   one vectorised call for many proportions).
+
+numpy, scipy and statsmodels are imported inside the functions that use them (the selectors import this
+module at URL loading).
 """
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-
-import numpy as np
-from scipy.stats import binom
-from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.proportion import proportion_confint
 
 #: Significance level of the marks in the tables (after Holm's correction).
 ALPHA = 0.05
@@ -74,6 +72,8 @@ def pair_outcomes(reference: Mapping[Hashable, bool], other: Mapping[Hashable, b
 
 def mcnemar_exact(ref_right_other_wrong: int, ref_wrong_other_right: int) -> float:
     """Two-sided exact McNemar p-value from the two discordant counts (1.0 when there are none)."""
+    from statsmodels.stats.contingency_tables import mcnemar
+
     result = mcnemar([[0, ref_right_other_wrong], [ref_wrong_other_right, 0]], exact=True)
     return float(result.pvalue)
 
@@ -81,6 +81,9 @@ def mcnemar_exact(ref_right_other_wrong: int, ref_wrong_other_right: int) -> flo
 def mcnemar_exact_many(discordant: Sequence[tuple[int, int]]) -> list[float]:
     """Exact McNemar p-values of many (b, c) pairs at once: statsmodels' formula, min(1, 2 * Binom(b + c, 1/2)
     cdf at min(b, c)), vectorised."""
+    import numpy as np
+    from scipy.stats import binom
+
     if not discordant:
         return []
     counts = np.asarray(discordant, dtype=float).reshape(-1, 2)
@@ -90,6 +93,8 @@ def mcnemar_exact_many(discordant: Sequence[tuple[int, int]]) -> list[float]:
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:
     """Holm-corrected p-values in the same order; None entries (no test) stay None and are not counted."""
+    import numpy as np
+
     present = [i for i, p in enumerate(p_values) if p is not None]
     corrected: list[float | None] = [None] * len(p_values)
     if present:
@@ -105,6 +110,8 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
 
 def wilson(correct: int, n: int, *, alpha: float = 0.05) -> tuple[float | None, float | None]:
     """Wilson score interval of correct/n at level 1 - alpha (None, None when n is 0)."""
+    from statsmodels.stats.proportion import proportion_confint
+
     if n <= 0:
         return None, None
     low, high = proportion_confint(correct, n, alpha=alpha, method="wilson")
@@ -114,6 +121,9 @@ def wilson(correct: int, n: int, *, alpha: float = 0.05) -> tuple[float | None, 
 def wilson_many(correct: Sequence[int], n: Sequence[int], *, alpha: float = 0.05
                 ) -> list[tuple[float | None, float | None]]:
     """Wilson intervals of many proportions in one statsmodels call ((None, None) where n is 0)."""
+    import numpy as np
+    from statsmodels.stats.proportion import proportion_confint
+
     if not n:
         return []
     count, nobs = np.asarray(correct, dtype=float), np.asarray(n, dtype=float)

@@ -2,7 +2,8 @@
 
 Per item (a *flag* of one of :data:`FLAG_KINDS`):
 
-- ``duplicate_options``: two options with the same text (whitespace and case aside);
+- ``duplicate_options``: two options that are the same (annotation.item_checks.option_key: equal text, case,
+  spacing and surrounding punctuation aside; the rewrite page refuses them);
 - ``answer_text_repeated``: the correct option's text is also a wrong option, so an answer chosen by
   its text is ambiguous there;
 - ``unanchored_clue``: an evidence line whose clue is not found in the context (annotation.clue_graph's
@@ -20,12 +21,11 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
-from scipy import stats
-
 from annotation.clue_graph import ANCHOR_MIN_SCORE, anchor_clues, parse_evidence
+from annotation.item_checks import same_options
 
 FLAG_KINDS: dict[str, str] = {
-    "duplicate_options": "two options have the same text",
+    "duplicate_options": "two options are the same",
     "answer_text_repeated": "the correct option's text is also a wrong option",
     "unanchored_clue": "a clue (evidence line) is not found in the context",
     "missing_translation": "a language other items carry is missing or incomplete",
@@ -33,20 +33,14 @@ FLAG_KINDS: dict[str, str] = {
 TRANSLATED_FIELDS = ("context", "question", "options")
 
 
-def option_key(text: str) -> str:
-    """When two options are "the same text": equal up to whitespace and case."""
-    return " ".join(str(text).split()).casefold()
-
-
 def option_flags(options: Sequence[str], answer_index: int) -> dict[str, str]:
-    keys = [option_key(o) for o in options]
     flags = {}
-    repeated = [k for k, n in Counter(keys).items() if n > 1]
-    if repeated:
-        positions = [[i + 1 for i, k in enumerate(keys) if k == key] for key in repeated]
-        flags["duplicate_options"] = "; ".join("options " + " and ".join(map(str, p)) for p in positions)
-        if 0 <= answer_index < len(keys) and keys.count(keys[answer_index]) > 1:
-            others = [i + 1 for i, k in enumerate(keys) if k == keys[answer_index] and i != answer_index]
+    groups = same_options([str(o) for o in options])
+    if groups:
+        flags["duplicate_options"] = "; ".join("options " + " and ".join(str(i + 1) for i in g) for g in groups)
+        answer_group = next((g for g in groups if answer_index in g), None)
+        if answer_group:
+            others = [i + 1 for i in answer_group if i != answer_index]
             flags["answer_text_repeated"] = (f"the correct option {answer_index + 1} is also option(s) "
                                              f"{', '.join(map(str, others))}")
     return flags
@@ -139,6 +133,8 @@ class AnswerSkew:
 
 def answer_skew(items: Sequence[tuple[int, int]]) -> AnswerSkew:
     """``items`` are (option count, answer index)."""
+    from scipy import stats  # here, not at the top: the forms import this module at URL loading
+
     if not items:
         return AnswerSkew(option_count=0, n=0, counts=(), chi2=None, p_value=None, first_share=None)
     count = Counter(n for n, _ in items).most_common(1)[0][0]

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from studies.prolific.errors import ProlificRefused, ProlificUnavailable
+
+if TYPE_CHECKING:
+    import httpx  # imported by the client itself: the researchers' pages import this module at URL loading
 
 DEFAULT_BASE_URL = "https://api.prolific.com"
 
@@ -35,6 +36,8 @@ def bonuses_csv(rows: list[BonusRow]) -> str:
 class ProlificClient:
     def __init__(self, *, token: str, base_url: str = DEFAULT_BASE_URL, timeout_s: float = 10.0,
                  transport: httpx.BaseTransport | None = None):
+        import httpx
+
         self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=httpx.Timeout(timeout_s),
                                   headers={"Authorization": f"Token {token}"}, transport=transport,
                                   follow_redirects=False)
@@ -85,6 +88,8 @@ class ProlificClient:
 
     # ------------------------------------------------------------------ transport
     def _call(self, method: str, path: str, **kwargs) -> Any:
+        import httpx
+
         try:
             response = self._http.request(method, path, **kwargs)
         except (httpx.ConnectError, httpx.ConnectTimeout) as error:

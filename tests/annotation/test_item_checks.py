@@ -1,5 +1,5 @@
 """annotation.item_checks: the options of an item."""
-from annotation.item_checks import option_checks
+from annotation.item_checks import option_checks, same_options
 
 
 def test_option_checks():
@@ -8,3 +8,12 @@ def test_option_checks():
     assert kinds == {"duplicate_option", "empty_option", "no_correct_option"}
     assert [c.kind for c in option_checks(["Box A.", "box  a", "Box B"], 0)] == ["duplicate_option"]
     assert [c.kind for c in option_checks(["only one"], 0)] == ["too_few_options"]
+
+
+def test_same_options_ignore_case_spacing_and_surrounding_punctuation_but_not_inner_symbols():
+    assert same_options(["Box A.", "box  a", "Box B", "“box a”"]) == [[0, 1, 3]]
+    assert same_options(["", " ", "a"]) == []  # empty options are another check
+    # Real items (test split 1167, 2181): options that differ only in their operators are not the same.
+    assert same_options(["(3 + 3) × (8 ÷ 8)", "(3 - 3 + 8) × 8", "(3 + 3 ÷ 8) × 8", "(3 × 3) + (8 ÷ 8)"]) == []
+    assert same_options(["98-76+54+3+21=100", "98-76+54-3+21=100"]) == []
+    assert [c.kind for c in option_checks(["98-76+54+3+21=100", "98-76+54-3+21=100"], 0)] == []

@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from evaluation.errors import UnknownMethod
 from evaluation.prompting import prompts
 from evaluation.prompting.answer_reading import OK
 from evaluation.prompting.methods import (
@@ -64,8 +65,9 @@ def test_registry_has_every_method_of_the_issue():
     for method in METHODS.values():
         assert len(method.version()) == 12
     assert len({method.version() for method in METHODS.values()}) == len(METHODS)
-    with pytest.raises(ValueError):
+    with pytest.raises(UnknownMethod) as refused:
         get_method("no-such-method")
+    assert refused.value.field == "method" and refused.value.http_status == 400
 
 
 # The prompt versions stored on runs before shots became a parameter: the same name must give the same version.

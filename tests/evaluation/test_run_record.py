@@ -11,6 +11,7 @@ from django.db import connection
 
 from annotation.models import Item
 from evaluation.execution import chunks as execution
+from evaluation.execution.infrastructure import INFRASTRUCTURE_ERRORS
 from evaluation.models import Result, RunStatus
 from evaluation.selectors.run_record import run_record_counts
 from evaluation.services import runs as services
@@ -179,7 +180,7 @@ def test_a_database_error_mid_run_propagates_and_leaves_only_whole_rows(items):
                                   split="test", enqueue=False)
         with pytest.raises(Exception) as raised:
             execution.execute_chunk(run_id=run.pk)
-    assert isinstance(raised.value, execution.INFRASTRUCTURE_ERRORS), repr(raised.value)
+    assert isinstance(raised.value, INFRASTRUCTURE_ERRORS), repr(raised.value)
     assert killed
     connection.close()  # this thread's connection was ended too: a new one
     assert not Result.objects.filter(run=run).exclude(error="").exists()

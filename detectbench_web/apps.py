@@ -1,0 +1,14 @@
+import gc
+
+from django.apps import AppConfig
+
+
+class DetectbenchWebConfig(AppConfig):
+    name = "detectbench_web"
+
+    def ready(self) -> None:
+        """The apps are loaded: what exists now lives as long as the process. Freeze it (the collector never walks
+        it again, and forked workers share its pages) and turn collection back on (off since the package was
+        imported, see detectbench_web/__init__.py)."""
+        gc.freeze()
+        gc.enable()
