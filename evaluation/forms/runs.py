@@ -162,8 +162,24 @@ class LeaderboardForm(FlagExclusionForm):
 
 
 class RunCompareForm(FlagExclusionForm):
+    """Two runs picked from a list (method, model, option order, date and number; the newest finished first)."""
+
     a = forms.IntegerField(min_value=1, max_value=MAX_INT, label="Run A")
     b = forms.IntegerField(min_value=1, max_value=MAX_INT, label="Run B")
+
+    #: How many finished runs the lists offer (an older run is still reached by its number in the URL).
+    CHOICES = 500
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        from evaluation.forms.analysis import run_choice_label
+        from evaluation.models import Run, RunStatus
+
+        runs = (Run.objects.select_related("endpoint").defer("item_ids", "requested_ids")
+                .filter(status=RunStatus.FINISHED).order_by("-created_at")[:self.CHOICES])
+        choices = [("", "—")] + [(run.pk, f"{run_choice_label(run)} · {run.split or 'any split'}") for run in runs]
+        for name in ("a", "b"):
+            self.fields[name].widget = forms.Select(choices=choices)
 
 
 class ResultFilterForm(forms.Form):

@@ -174,3 +174,5 @@ def test_two_runs_with_no_common_item_say_so(researcher_client, detectbench_dir,
     page = _get(researcher_client, "evaluation:run_compare", query=f"a={a.pk}&b={b.pk}").content.decode()
     assert "No item in common: 3 item(s) only in A, 3 only in B" in page
     assert "agree on every paired item" not in page and "have no item in common" in page
+    # The runs are picked from lists that name them, not typed as numbers.
+    assert f'<option value="{a.pk}" selected>' in page and f"(#{b.pk})" in page
