@@ -139,17 +139,46 @@ def parse_run_ids(raw: str) -> list[int]:
     return parse_item_ids(raw)
 
 
+class RunPicker(forms.SelectMultiple):
+    """A list of runs to tick; ``runs=3,5`` and ``runs=3&runs=5`` in the URL mean the same."""
+
+    def value_from_datadict(self, data, files, name):
+        values = data.getlist(name) if hasattr(data, "getlist") else [data.get(name) or ""]
+        return [part.strip() for value in values for part in str(value).split(",") if part.strip()]
+
+    def format_value(self, value):
+        return [str(v) for v in (value or [])]
+
+
+class RunsField(forms.Field):
+    widget = RunPicker
+
+    def to_python(self, value) -> list[int]:
+        return parse_run_ids(",".join(value or []))
+
+
+def finished_run_choices(limit: int = 500) -> list[tuple[int, str]]:
+    """The newest finished runs as a person picks them: method, model, option order, date, number and split."""
+    from evaluation.forms.analysis import run_choice_label
+    from evaluation.models import Run, RunStatus
+
+    runs = (Run.objects.select_related("endpoint").defer("item_ids", "requested_ids")
+            .filter(status=RunStatus.FINISHED).order_by("-created_at")[:limit])
+    return [(run.pk, f"{run_choice_label(run)} · {run.split or 'any split'}") for run in runs]
+
+
 class LeaderboardForm(FlagExclusionForm):
     """The selection of a leaderboard: a split, or chosen runs (then their common items); never neither."""
 
     split = forms.CharField(required=False, max_length=40)
-    runs = forms.CharField(required=False, max_length=2000, help_text="Comma-separated run ids (instead of a split)")
+    runs = RunsField(required=False, help_text="Runs to show instead of a split (their common items)")
     option_order = forms.ChoiceField(choices=OptionOrder.choices, initial=OptionOrder.ORIGINAL, required=False)
     common = forms.BooleanField(required=False, label="Only the items common to every cell")
     reference = forms.CharField(required=False, max_length=400, help_text="METHOD@ENDPOINT of the reference cell")
 
-    def clean_runs(self) -> list[int]:
-        return parse_run_ids(self.cleaned_data.get("runs") or "")
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["runs"].widget.choices = finished_run_choices()
 
     def clean_option_order(self) -> str:
         return self.cleaned_data.get("option_order") or OptionOrder.ORIGINAL
@@ -172,12 +201,7 @@ class RunCompareForm(FlagExclusionForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        from evaluation.forms.analysis import run_choice_label
-        from evaluation.models import Run, RunStatus
-
-        runs = (Run.objects.select_related("endpoint").defer("item_ids", "requested_ids")
-                .filter(status=RunStatus.FINISHED).order_by("-created_at")[:self.CHOICES])
-        choices = [("", "—")] + [(run.pk, f"{run_choice_label(run)} · {run.split or 'any split'}") for run in runs]
+        choices = [("", "—")] + finished_run_choices(self.CHOICES)
         for name in ("a", "b"):
             self.fields[name].widget = forms.Select(choices=choices)
 

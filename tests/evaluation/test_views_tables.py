@@ -176,3 +176,15 @@ def test_two_runs_with_no_common_item_say_so(researcher_client, detectbench_dir,
     assert "agree on every paired item" not in page and "have no item in common" in page
     # The runs are picked from lists that name them, not typed as numbers.
     assert f'<option value="{a.pk}" selected>' in page and f"(#{b.pk})" in page
+
+
+def test_the_leaderboard_shows_the_runs_ticked_in_a_list(researcher_client, two_runs):
+    a, b = two_runs
+    page = _get(researcher_client, "evaluation:leaderboard", query="split=test").content.decode()
+    assert f'<option value="{a.pk}">' in page and f"(#{b.pk})" in page  # every finished run, by its name
+    only_a = _get(researcher_client, "evaluation:leaderboard", query=f"runs={a.pk}").content.decode()
+    both = _get(researcher_client, "evaluation:leaderboard", query=f"runs={a.pk}&runs={b.pk}").content.decode()
+    same = _get(researcher_client, "evaluation:leaderboard", query=f"runs={a.pk},{b.pk}").content.decode()
+    assert f'<option value="{a.pk}" selected>' in only_a and f'<option value="{b.pk}" selected>' not in only_a
+    cell_b = f"/evaluation/runs/{b.pk}/"
+    assert f'<option value="{b.pk}" selected>' in both and cell_b in both and cell_b in same and cell_b not in only_a
