@@ -86,6 +86,33 @@ def _study(items: list[Item], res: User) -> None:
     running = attempt_start(attempt_id=study_join(study=study, participant_id="PID-2").pk)
     question_open(attempt=running)  # shown, not answered: an active participant lease
     study_join(study=study, participant_id="PID-3")  # consented, not started
+    _prolific(study, finished, res)
+
+
+def _prolific(study, finished, res: User) -> None:
+    """The study's Prolific side: its connection, a submission, a logged webhook delivery, a paid bonus batch."""
+    from decimal import Decimal
+
+    from django.utils import timezone
+
+    from studies.prolific.models import (
+        BonusBatch,
+        BonusPayment,
+        ProlificConnection,
+        ProlificSubmission,
+        ProlificWebhookDelivery,
+    )
+
+    now = timezone.now()
+    connection = ProlificConnection.objects.create(study=study, prolific_study_id="PS-1", token_env="PROLIFIC_TOKEN")
+    ProlificSubmission.objects.create(submission_id="S1", participant_id="PID-1", connection=connection,
+                                      attempt=finished, status="AWAITING REVIEW", status_at=now)
+    ProlificWebhookDelivery.objects.create(event_id="ev-1", event_type="submission.status.change", resource_id="S1",
+                                           status="AWAITING REVIEW", sent_at=now, outcome="applied", attempt=finished)
+    batch = BonusBatch.objects.create(study=study, state="sent", currency="GBP", total=Decimal("0.70"),
+                                      proposed_by=res, approved_by=res, approved_at=now, sent_at=now)
+    BonusPayment.objects.create(batch=batch, attempt=finished, participant_id="PID-1", correct=2,
+                                amount=Decimal("0.70"))
 
 
 def _evaluation(res: User) -> None:

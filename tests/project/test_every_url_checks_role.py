@@ -10,7 +10,8 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 pytestmark = pytest.mark.django_db
 
-PUBLIC_PREFIXES = ("s/", "accounts/", "i18n/", "healthz", "favicon.ico", "admin/", "static/")
+# studies/prolific/webhook/ is Prolific's: anyone may post to it, and only a signed body is applied (tests/studies/prolific/).
+PUBLIC_PREFIXES = ("s/", "accounts/", "i18n/", "healthz", "favicon.ico", "admin/", "static/", "studies/prolific/webhook/")
 RESEARCHER_NAMESPACES = {"studies", "studies_api", "evaluation", "evaluation_api"}
 
 

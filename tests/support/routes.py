@@ -50,6 +50,7 @@ PARAMETERS = [
     ("annotation/", "stage", "=verification"),
     ("s/", "token", "token"), ("s/", "slug", "study"), ("s/", "rest", "=no/such/page"),
     ("studies/", "slug", "study"), ("api/studies/", "slug", "study"),
+    ("api/studies/", "submission_id", "=no-such-submission"),
     ("studies/", "attempt_id", "attempt"), ("api/studies/", "pk", "attempt"),
     ("evaluation/runs/", "pk", "run"), ("api/evaluation/runs/", "pk", "run"), ("evaluation/runs/", "result_pk", "result"),
     ("api/evaluation/endpoints/", "pk", "endpoint"), ("evaluation/endpoints/", "pk", "endpoint"),

@@ -122,3 +122,15 @@ def test_test_connection_reviews_and_batches_over_the_api(researcher_client, mak
         assert researcher_client.post(url + "bonus-batches/").status_code == 204  # nobody answered: nothing to pay
         assert researcher_client.post(url + "bonus-batches/999/send/").status_code == 404
         assert not stand_in.state.payments
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("form", ["multipart", "urlencoded"])
+def test_a_form_body_is_refused_as_unverifiable_never_a_500(client, form):
+    """A form body is parsed before the view (its raw bytes, which the signature covers, are gone)."""
+    if form == "multipart":
+        answer = client.post(URL, data={"status": "RETURNED"})
+    else:
+        answer = client.post(URL, data="status=RETURNED", content_type="application/x-www-form-urlencoded")
+    assert answer.status_code == 401 and answer.json()["code"] == "webhook_refused"
+    assert not ProlificSubmission.objects.exists()
