@@ -1,5 +1,5 @@
-"""Two rough edges a newcomer met: a study link that lost its trailing slash, and a new-study form whose
-grace period and bonus started empty although both are required."""
+"""The study link works without its trailing slash, and the new-study form starts with its required grace
+period and bonus filled in (both had started empty although required)."""
 import re
 
 from django.urls import reverse
