@@ -313,7 +313,7 @@ STUDY_JOIN_RATE_PER_ADDRESS = os.environ.get("STUDY_JOIN_RATE_PER_ADDRESS", "300
 
 # --- Security: Content-Security-Policy (issue 11; django-csp 4 format) ----------
 # Only this site's own files: htmx and the apps' scripts and styles are served from static.
-# No template holds an inline script or event handler (tests/project/test_hardening_csp.py fails on
+# No template holds an inline script or event handler (tests/project/test_content_security_policy.py fails on
 # a new one), so scripts come only from this site. Styles keep 'unsafe-inline': the matplotlib
 # figures are embedded as SVG markup styled by style="..." attributes (styles cannot run code).
 CSP_INLINE_SCRIPTS_TODAY = env_bool("CSP_INLINE_SCRIPTS_TODAY", False)
