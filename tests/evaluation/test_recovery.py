@@ -222,12 +222,17 @@ def module_worker(django_db_setup, django_db_blocker, tmp_path_factory):
 @with_worker
 def test_a_database_blip_mid_run_is_retried_and_stores_no_failed_row(items, module_worker):
     worker = module_worker["process"]
-    with ModelServer(latency_s=0.2) as server:
+    with ModelServer(latency_s=0.5) as server:  # a run of about 6 s: time to cut a connection mid-run
         ep = endpoint(server, max_concurrency=2, use_cache=False)
         run = services.run_launch(endpoint=ep, method="naive", ids=items, chunk_size=24)
         wait_for(lambda: Result.objects.filter(run=run).count() >= 4, 30, "some rows")
-        killed = terminate_worker_connections()
-        assert killed >= 1
+        # The worker holds a connection only while it writes (a flush every few hundred ms): terminate until one
+        # of its connections was cut mid-run.
+        killed, deadline = 0, time.monotonic() + 10
+        while not killed and time.monotonic() < deadline:
+            killed = terminate_worker_connections()
+            time.sleep(0.002)
+        assert killed >= 1 and Run.objects.get(pk=run.pk).status != RunStatus.FINISHED
         wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.FINISHED, 60, "the run to finish")
     log = worker.log.read_text(errors="replace")
     figures = assert_exactly_one_result_each_and_none_failed(run)
