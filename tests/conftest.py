@@ -216,3 +216,24 @@ def pytest_xdist_make_scheduler(config, log):
             return module if module in XDIST_WHOLE_MODULES else nodeid
 
     return _Scheduling(config, log)
+
+
+@pytest.fixture
+def database_down():
+    """While in use, every new connection of this process goes to a port where no database listens."""
+    from django.db import connection
+
+    settings_dict = connection.settings_dict
+    port = settings_dict.get("PORT")
+
+    class Down:
+        def __enter__(self):
+            connection.close()
+            settings_dict["PORT"] = "1"
+
+        def __exit__(self, *exc):
+            settings_dict["PORT"] = port
+            connection.close()
+
+    yield Down()
+    settings_dict["PORT"] = port

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.conf import settings
-from django.db import OperationalError, connection
+from django.db import OperationalError
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
@@ -57,25 +57,6 @@ def test_a_post_whose_connection_dropped_is_a_please_try_again_page_not_a_500(re
     body = response.content.decode()
     assert "<html" in body and 'class="topbar"' in body and "Please try again" in body
     assert "Traceback" not in body and "administrator command" not in body
-
-
-@pytest.fixture
-def database_down():
-    """While in use, every new connection of this process goes to a port where no database listens."""
-    settings_dict = connection.settings_dict
-    port = settings_dict.get("PORT")
-
-    class Down:
-        def __enter__(self):
-            connection.close()
-            settings_dict["PORT"] = "1"
-
-        def __exit__(self, *exc):
-            settings_dict["PORT"] = port
-            connection.close()
-
-    yield Down()
-    settings_dict["PORT"] = port
 
 
 def test_pages_and_apis_of_every_role_answer_503_while_the_database_is_down(researcher, annotator, database_down):

@@ -78,25 +78,6 @@ def test_terminated_database_connections_while_30_bots_answer(live_server, detec
     assert len(stored) == BOTS * 4
 
 
-@pytest.fixture
-def database_down():
-    """While in use, every new connection of this process goes to a port where no database listens."""
-    settings_dict = connection.settings_dict
-    port = settings_dict.get("PORT")
-
-    class Down:
-        def __enter__(self):
-            connection.close()
-            settings_dict["PORT"] = "1"
-
-        def __exit__(self, *exc):
-            settings_dict["PORT"] = port
-            connection.close()
-
-    yield Down()
-    settings_dict["PORT"] = port
-
-
 def test_a_fault_that_outlasts_the_retry_is_a_please_try_again_page_and_the_attempt_is_untouched(
         make_study, database_down):
     from django.test import Client
