@@ -243,7 +243,7 @@ def test_a_database_blip_mid_run_is_retried_and_stores_no_failed_row(items, modu
 @with_worker
 def test_a_sigkilled_worker_s_chunk_is_redelivered_without_a_manual_step(items, module_worker):
     worker, env = module_worker["process"], module_worker["env"]
-    with ModelServer(latency_s=0.2) as server:
+    with ModelServer(latency_s=0.5) as server:  # long enough that the kill lands mid-run on a loaded machine
         ep = endpoint(server, max_concurrency=2, use_cache=False)
         run = services.run_launch(endpoint=ep, method="naive", ids=items, chunk_size=24)
         wait_for(lambda: Result.objects.filter(run=run).count() >= 4, 30, "some rows")
