@@ -49,6 +49,7 @@ class BotResult:
     released: bool = False       # an attempt left unfinished was returned ("Stop and leave the study")
     acknowledged: list[int] = field(default_factory=list)   # positions whose answer the server accepted
     server_errors: dict[int, int] = field(default_factory=lambda: defaultdict(int))   # 5xx status -> times seen
+    connection_errors: int = 0   # requests sent again because the server closed or refused the connection
     timings: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
 
@@ -62,6 +63,10 @@ class Page:
     text: str
 
 
+#: How often a request is sent on a new connection when the server closed or refused the previous one.
+CONNECTION_TRIES = 4
+
+
 class Browser:
     """A minimal browser for one participant: one keep-alive connection, a cookie jar, GET after redirects."""
 
@@ -71,6 +76,7 @@ class Browser:
         self.timeout = timeout
         self.cookies: dict[str, str] = {}
         self.connection: http.client.HTTPConnection | None = None
+        self.connection_errors = 0  # connections the server closed or refused before it answered
 
     def request(self, method: str, url: str, data: dict | None = None, headers: dict | None = None) -> Page:
         body = urlencode(data).encode() if data is not None else None
@@ -91,7 +97,7 @@ class Browser:
             all_headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
         if body is not None:
             all_headers["Content-Type"] = "application/x-www-form-urlencoded"
-        for attempt in (1, 2):
+        for attempt in range(1, CONNECTION_TRIES + 1):
             if self.connection is None:
                 self.connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
             try:
@@ -99,11 +105,14 @@ class Browser:
                 response = self.connection.getresponse()
                 payload = response.read()
                 break
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-                # The server closed an idle keep-alive connection: open a new one and send again once.
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionRefusedError):
+                # The server closed an idle keep-alive connection, or its listen queue was full: open a new
+                # one and send again, after a moment (as a browser does); counted, and raised in the end.
                 self.close()
-                if attempt == 2:
+                self.connection_errors += 1
+                if attempt == CONNECTION_TRIES:
                     raise
+                time.sleep(0.2 * (attempt - 1))
         received = {}
         for name, value in response.getheaders():
             if name.lower() == "set-cookie":
@@ -204,6 +213,7 @@ class StudyBot:
         except Exception as error:  # noqa: BLE001 - a bot reports, it does not crash the swarm
             self.result.outcome, self.result.message = "error", f"{type(error).__name__}: {error}"
         finally:
+            self.result.connection_errors = self.client.connection_errors
             self.client.close()
         return self.result
 
@@ -219,7 +229,10 @@ class StudyBot:
             "SESSION_ID": f"s-{self.participant_id}"})
         match = re.search(r"/s/a/([^/]+)/", str(page.url))
         r.token = match.group(1) if match else ""
-        if self._ended(page) or not r.token:
+        if self._ended(page):
+            return
+        if not r.token:
+            r.outcome, r.message = "error", f"joining led to no attempt: HTTP {page.status_code} {page.url}"
             return
         if self.barrier is not None:
             self.barrier.wait(timeout=120)
@@ -361,4 +374,5 @@ def summarize(results: list[BotResult]) -> dict:
         for code, n in r.server_errors.items():
             server_errors[code] += n
     return {"outcomes": dict(outcomes), "latency": latency, "unfinished": unfinished,
-            "released": sum(u["released"] for u in unfinished), "server_errors": dict(server_errors)}
+            "released": sum(u["released"] for u in unfinished), "server_errors": dict(server_errors),
+            "connection_errors": sum(r.connection_errors for r in results)}
