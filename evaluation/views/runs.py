@@ -3,6 +3,7 @@
 The leaderboard, the two-run comparison and the exports are in `evaluation.views.tables`."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from urllib.parse import urlencode
@@ -126,15 +127,23 @@ def not_found(request, message: str) -> HttpResponse:
     return render(request, "404.html", {"request_path": request.path, "reason": message}, status=404)
 
 
-def _run_or_none(pk: int) -> Run | None:
-    return Run.objects.select_related("endpoint").filter(pk=pk).first()
+def with_run(view):
+    """Load the run named by the URL's `pk` (with its endpoint) and call `view(request, run, ...)`; a run that
+    does not exist is the site's 404 page naming it, in one place for every run page."""
+
+    @functools.wraps(view)
+    def wrapper(request, pk: int, *args, **kwargs):
+        run = Run.objects.select_related("endpoint").filter(pk=pk).first()
+        if run is None:
+            return not_found(request, _("There is no run %(n)s.") % {"n": pk})
+        return view(request, run, *args, **kwargs)
+
+    return wrapper
 
 
 @researcher_required
-def run_detail_view(request, pk: int):
-    run = _run_or_none(pk)
-    if run is None:
-        return not_found(request, _("There is no run %(n)s.") % {"n": pk})
+@with_run
+def run_detail_view(request, run: Run):
     progress = selectors.run_progress(run=run)
     if request.htmx and request.GET.get("part") == "progress":
         return render(request, "evaluation/run_detail.html#progress", {"run": run, "progress": progress})
@@ -164,24 +173,20 @@ def run_detail_view(request, pk: int):
 
 
 @researcher_required
-def result_detail_view(request, pk: int, result_pk: int):
+@with_run
+def result_detail_view(request, run: Run, result_pk: int):
     """One row in full: the messages sent, the raw output, the parsed answer, key information beside the clues."""
-    run = _run_or_none(pk)
-    if run is None:
-        return not_found(request, _("There is no run %(n)s.") % {"n": pk})
     try:
         detail = selectors.result_detail(run=run, pk=result_pk)
     except Http404:
-        return not_found(request, _("Run %(run)s has no result %(n)s.") % {"run": pk, "n": result_pk})
+        return not_found(request, _("Run %(run)s has no result %(n)s.") % {"run": run.pk, "n": result_pk})
     return render(request, "evaluation/result_detail.html", {"run": run, **detail})
 
 
 @researcher_required
 @require_POST
-def run_cancel_view(request, pk: int):
-    run = _run_or_none(pk)
-    if run is None:
-        return not_found(request, _("There is no run %(n)s.") % {"n": pk})
+@with_run
+def run_cancel_view(request, run: Run):
     run = services.run_cancel(run=run)
     messages.info(request, _("Run %(n)s cancelled.") % {"n": run.pk})
     return redirect("evaluation:run_detail", pk=run.pk)
@@ -189,10 +194,8 @@ def run_cancel_view(request, pk: int):
 
 @researcher_required
 @require_POST
-def run_resume_view(request, pk: int):
-    run = _run_or_none(pk)
-    if run is None:
-        return not_found(request, _("There is no run %(n)s.") % {"n": pk})
+@with_run
+def run_resume_view(request, run: Run):
     run = services.run_resume(run=run)
     messages.info(request, _("Run %(n)s re-launched: only missing or failed rows are computed.") % {"n": run.pk})
     return redirect("evaluation:run_detail", pk=run.pk)
