@@ -12,6 +12,7 @@ from annotation.models import (
     Draft,
     Item,
     ItemStatus,
+    ReviewAction,
     ReviewDecision,
     Stage,
     StageConfig,
@@ -38,6 +39,9 @@ def queue_overview(*, user) -> dict:
                    .values_list("status", "n"))
     mine = list(AnnotatorLease.objects.filter(annotator=user, status=AnnotatorLeaseStatus.LEASED, expires_at__gt=now)
                 .select_related("item").order_by("stage", "leased_at"))
+    sent_back = sent_back_items(items=[lease.item for lease in mine])
+    for lease in mine:
+        lease.sent_back = sent_back.get(lease.item_id)
     done = dict(AnnotatorLease.objects.filter(annotator=user, status=AnnotatorLeaseStatus.SUBMITTED)
                 .values_list("stage").annotate(n=Count("id")).values_list("stage", "n"))
     stages, previous = [], None
@@ -48,6 +52,31 @@ def queue_overview(*, user) -> dict:
         previous = stage
     return {"stages": stages, "imported": waiting.get(ItemStatus.IMPORTED, 0),
             "empty": not any(s["waiting"] or s["leases"] for s in stages)}
+
+
+def _unresolved(review: ReviewDecision | None, status: str) -> bool:
+    """A review sent the item back and the item, now in `status`, has not come back to review since: it is in the
+    stage it was sent back to or a later editing stage (all of them are redone)."""
+    if review is None or review.action != ReviewAction.SEND_BACK or not review.send_back_to:
+        return False
+    return status in [stage for stage in Stage(review.send_back_to).and_later() if stage != Stage.REVIEW]
+
+
+def open_send_back(*, item: Item) -> ReviewDecision | None:
+    """The review that sent the item back, while it is not resolved (the item's latest review, a send-back, and
+    the item not in review again since): its comment says what to fix, its reviewer who asked."""
+    latest = item.review_decisions.select_related("reviewer").order_by("-created_at", "-pk").first()
+    return latest if _unresolved(latest, item.status) else None
+
+
+def sent_back_items(*, items) -> dict[int, ReviewDecision]:
+    """:func:`open_send_back` of several items in one query: item id -> its unresolved send-back."""
+    status = {item.pk: item.status for item in items}
+    latest: dict[int, ReviewDecision] = {}
+    for review in (ReviewDecision.objects.filter(item_id__in=list(status)).select_related("reviewer")
+                   .order_by("item_id", "-created_at", "-pk")):
+        latest.setdefault(review.item_id, review)
+    return {pk: review for pk, review in latest.items() if _unresolved(review, status[pk])}
 
 
 def lease_for(*, user, item: Item, stage: str) -> AnnotatorLease | None:

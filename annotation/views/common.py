@@ -70,4 +70,5 @@ def after_decision(request, stage: str, *, message: str, stay: str) -> HttpRespo
 def stage_context(request, item, stage: str) -> dict:
     return {"item": item, "stage": stage, "stage_label": Stage(stage).label, "options": item_options(item),
             "lease": selectors.lease_for(user=request.user, item=item, stage=stage),
-            "in_stage": item.status == stage, "auto_advance": auto_advance(request)}
+            "in_stage": item.status == stage, "auto_advance": auto_advance(request),
+            "sent_back": selectors.open_send_back(item=item)}
