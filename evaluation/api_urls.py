@@ -17,6 +17,7 @@ urlpatterns = [
     path("sweeps/", apis_analysis.SweepLaunchApi.as_view(), name="sweep-launch"),
     path("sweeps/estimate/", apis_analysis.SweepEstimateApi.as_view(), name="sweep-estimate"),
     path("leaderboard/", apis_tables.LeaderboardApi.as_view(), name="leaderboard"),
+    path("leaderboard/pairwise/", apis_tables.LeaderboardPairwiseApi.as_view(), name="leaderboard-pairwise"),
     path("figures/", apis_analysis.FigureListApi.as_view(), name="figure-list"),
     path("figures/<slug:name>/", apis_analysis.FigureDataApi.as_view(), name="figure-data"),
     path("figures/<slug:name>/<slug:fmt>/", apis_analysis.FigureFileApi.as_view(), name="figure-file"),

@@ -20,6 +20,8 @@ urlpatterns = [
     path("runs.<str:fmt>", views_tables.run_list_export_view, name="run_list_export"),
     path("leaderboard/", views_tables.leaderboard_view, name="leaderboard"),
     path("leaderboard.<str:fmt>", views_tables.leaderboard_export_view, name="leaderboard_export"),
+    path("leaderboard/pairwise.<str:fmt>", views_tables.leaderboard_pairwise_export_view,
+         name="leaderboard_pairwise_export"),
     path("compare/", views_tables.comparison_redirect_view, name="comparison"),
     path("compare/runs/", views_tables.run_compare_view, name="run_compare"),
     path("judge/", judge_views.judge_run_list_view, name="judge_run_list"),

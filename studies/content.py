@@ -77,33 +77,57 @@ def clean_answer(*, context: str, n_options: int, chosen_option: Any, confidence
         if conf is None or not 1 <= conf <= 5:
             errors["confidence"] = "Confidence must be between 1 and 5."
     spans: list[dict] = []
-    if highlights in (None, ""):
-        highlights = []
-    if not isinstance(highlights, list) or len(highlights) > MAX_HIGHLIGHTS:
-        errors["highlights"] = f"Highlights must be a list of at most {MAX_HIGHLIGHTS} passages."
-    else:
-        seen = set()
-        for h in highlights:
-            if not isinstance(h, Mapping):
-                errors["highlights"] = "Each highlight needs start, end and text."
-                break
-            start, end, text = _as_int(h.get("start")), _as_int(h.get("end")), h.get("text")
-            if start is None or end is None or not isinstance(text, str):
-                errors["highlights"] = "Each highlight needs start, end and text."
-                break
-            if not 0 <= start < end <= len(context):
-                errors["highlights"] = "A highlight lies outside the context."
-                break
-            if context[start:end] != text:
-                errors["highlights"] = "A highlight does not match the context."
-                break
-            if (start, end) not in seen:
-                seen.add((start, end))
-                spans.append({"start": start, "end": end, "text": text})
-        spans.sort(key=lambda s: (s["start"], s["end"]))
+    try:
+        spans = clean_highlights(context=context, highlights=highlights)
+    except AnswerInvalid as invalid:
+        errors.update(invalid.messages)
     if errors:
         raise AnswerInvalid(errors)
     return option, conf, spans
+
+
+def clean_highlights(*, context: str, highlights: Any) -> list[dict]:
+    """Validate highlighted passages against the shown context: at most MAX_HIGHLIGHTS of them, each
+    {"start", "end", "text"} with 0 <= start < end <= len(context) and context[start:end] == text.
+
+    Returns them sorted by position without repeats; raises AnswerInvalid (field "highlights"). Used for
+    answers and for drafts alike, so a draft that is saved is a draft that can be submitted.
+    """
+    if highlights in (None, ""):
+        highlights = []
+    if not isinstance(highlights, list) or len(highlights) > MAX_HIGHLIGHTS:
+        raise AnswerInvalid({"highlights": f"Highlights must be a list of at most {MAX_HIGHLIGHTS} passages."})
+    spans: list[dict] = []
+    seen = set()
+    for h in highlights:
+        if not isinstance(h, Mapping):
+            raise AnswerInvalid({"highlights": "Each highlight needs start, end and text."})
+        start, end, text = _as_int(h.get("start")), _as_int(h.get("end")), h.get("text")
+        if start is None or end is None or not isinstance(text, str):
+            raise AnswerInvalid({"highlights": "Each highlight needs start, end and text."})
+        if not 0 <= start < end <= len(context):
+            raise AnswerInvalid({"highlights": "A highlight lies outside the context."})
+        if context[start:end] != text:
+            raise AnswerInvalid({"highlights": "A highlight does not match the context."})
+        if (start, end) not in seen:
+            seen.add((start, end))
+            spans.append({"start": start, "end": end, "text": text})
+    spans.sort(key=lambda s: (s["start"], s["end"]))
+    return spans
+
+
+def matching_highlights(*, context: str, highlights: Any) -> list[dict]:
+    """The stored highlights that still fit `context` (a draft made in another language of the item does not):
+    each kept as it is when it matches, the others left out. Never raises."""
+    if not isinstance(highlights, list):
+        return []
+    kept = []
+    for h in highlights[:MAX_HIGHLIGHTS]:
+        try:
+            kept.extend(clean_highlights(context=context, highlights=[h]))
+        except AnswerInvalid:
+            continue
+    return sorted({(s["start"], s["end"]): s for s in kept}.values(), key=lambda s: (s["start"], s["end"]))
 
 
 def _as_int(value: Any) -> int | None:

@@ -79,6 +79,19 @@ class AnswerRefused(StudyError):
         self.reason = str(reason)
 
 
+class DraftRefused(StudyError):
+    """A highlight draft for a question that is not open now: answered, timed out, not shown yet, or an attempt
+    that is not running. Nothing is stored; the page says so and leads to the question the participant is on."""
+
+    NOT_OPEN = "draft_not_open"
+    CLOSED = "draft_closed"
+    UNKNOWN = "draft_unknown"
+
+    def __init__(self, reason: str, message: str, http_status: int = 409):
+        super().__init__(message, code=reason, http_status=http_status)
+        self.reason = reason
+
+
 class StudySetupInvalid(Invalid):
     """A study's settings or item pool are wrong (400, beside the field they name)."""
 
@@ -159,7 +172,7 @@ class AnswerInvalid(Invalid):
 
 
 __all__ = [
-    "AnswerInvalid", "AnswerRefused", "AttemptNotRunning", "EmptyPool", "ParticipantIdTaken", "PoolFrozen",
+    "AnswerInvalid", "AnswerRefused", "AttemptNotRunning", "DraftRefused", "EmptyPool", "ParticipantIdTaken", "PoolFrozen",
     "PracticeItemInPool", "RatersBelowLoad", "RejectedItems", "StudyError", "StudyNotOpen", "StudySetupInvalid", "TranslationsMissing",
     "UnknownItems",
 ]

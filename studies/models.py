@@ -241,6 +241,12 @@ class ParticipantLease(models.Model):
     shown_at = models.DateTimeField(null=True, blank=True, help_text="First time the question was shown.")
     created_at = models.DateTimeField(auto_now_add=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    draft_highlights = models.JSONField(
+        default=list, blank=True,
+        help_text='The highlights made so far on the open question, saved as they are made ([{"start", "end", '
+                  '"text"}] in the shown context): any tab or browser that resumes the attempt shows them. Not an '
+                  'answer; the answer keeps the highlights it was submitted with.')
+    draft_saved_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["attempt_id", "position"]

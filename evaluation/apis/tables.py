@@ -15,6 +15,8 @@ from evaluation.forms.runs import MAX_INT, parse_run_ids
 from evaluation.models import OptionOrder, Run
 from evaluation.selectors.comparison import run_comparison
 from evaluation.selectors.leaderboard import leaderboard
+from evaluation.selectors.pairwise import pairwise_table
+from evaluation.statistics.paired import CORRECTIONS
 from evaluation.statistics.quality_checks import FLAG_KINDS
 from foundation.roles import IsResearcher
 
@@ -131,6 +133,62 @@ class LeaderboardApi(generics.GenericAPIView):
         table = leaderboard(split=d["split"], run_ids=d["runs"], option_order=d["option_order"],
                             common=d["common"], reference=d["reference"], exclude=query.exclusion(d))
         return Response(table.as_json())
+
+
+class PairwiseQuerySerializer(LeaderboardQuerySerializer):
+    correction = serializers.ChoiceField(choices=list(CORRECTIONS), default="holm",
+                                         help_text="holm: family-wise error (Holm); bh: false discovery rate "
+                                                   "(Benjamini-Hochberg)")
+
+
+class PairTestSerializer(serializers.Serializer):
+    a = serializers.CharField(help_text="METHOD@ENDPOINT, or humans")
+    b = serializers.CharField()
+    test = serializers.CharField(help_text="exact McNemar (cells) or item sign-flip (humans against a cell)")
+    n = serializers.IntegerField(help_text="(item, version) pairs both have")
+    a_only = serializers.IntegerField()
+    b_only = serializers.IntegerField()
+    a_accuracy = serializers.FloatField(allow_null=True)
+    b_accuracy = serializers.FloatField(allow_null=True)
+    difference = serializers.FloatField(allow_null=True)
+    ci95 = _FLOAT_PAIR
+    a_better = serializers.IntegerField()
+    b_better = serializers.IntegerField()
+    raters = serializers.IntegerField(allow_null=True, help_text="humans: answers on the n items")
+    p_value = serializers.FloatField(allow_null=True)
+    p_adjusted = serializers.FloatField(allow_null=True)
+    significant = serializers.BooleanField(allow_null=True)
+    winner = serializers.CharField(allow_blank=True)
+
+
+class PairwiseSerializer(serializers.Serializer):
+    scope = serializers.CharField()
+    labels = serializers.ListField(child=serializers.CharField())
+    correction = serializers.CharField()
+    correction_label = serializers.CharField()
+    alpha = serializers.FloatField()
+    notes = serializers.ListField(child=serializers.CharField())
+    tests = PairTestSerializer(many=True)
+
+
+class LeaderboardPairwiseApi(generics.GenericAPIView):
+    """Every pair of the leaderboard's cells (exact McNemar) and humans against each cell (item sign-flip test),
+    corrected together by Holm or Benjamini-Hochberg."""
+
+    permission_classes = [IsResearcher]
+    serializer_class = PairwiseSerializer
+
+    @extend_schema(tags=["evaluation"], parameters=[PairwiseQuerySerializer],
+                   responses={200: PairwiseSerializer,
+                              400: OpenApiResponse(description="no split or runs, unknown reference cell, "
+                                                               "runs of one cell or of different splits")})
+    def get(self, request):
+        query = PairwiseQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        d = query.validated_data
+        table = leaderboard(split=d["split"], run_ids=d["runs"], option_order=d["option_order"],
+                            common=d["common"], reference=d["reference"], exclude=query.exclusion(d))
+        return Response(pairwise_table(table, correction=d["correction"]).as_json() | {"scope": table.scope})
 
 
 class RunCompareQuerySerializer(ExclusionQuerySerializer):

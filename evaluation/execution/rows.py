@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from evaluation.model_calls.engine import JobResult, timeouts_of
 from evaluation.models import CachedResponse, Result, Run
-from evaluation.prompting.methods import Completion
+from evaluation.prompting.methods import TRUNCATED, Completion
 from evaluation.prompting.scoring import answer_shown_first, score_outcome
 
 RESULT_FIELDS = [
@@ -25,7 +25,6 @@ RESULT_FIELDS = [
     "attempts", "cached", "error", "finish_reason", "truncated", "spent_tokens_in", "spent_tokens_out", "timeouts",
     "error_class", "failed_call", "updated_at",
 ]
-TRUNCATED = "length"  # the OpenAI API's finish_reason for an output cut at max_tokens
 
 
 def result_row(run: Run, result: JobResult) -> Result:

@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable, Iterator
 
 from evaluation.selectors.leaderboard import Leaderboard
+from evaluation.statistics.pairwise import Pairwise
 from foundation import csv_safety
 
 LEADERBOARD_COLUMNS = [
@@ -133,6 +134,60 @@ def leaderboard_text(table: Leaderboard) -> str:
         for endpoint, b in zip(table.endpoints, baseline.cells):
             if b is not None:
                 lines.append(f"{baseline.label:<28} {endpoint.name[:28]:<28} {'':>5} {b.n:>6} {_num(b.value):>6}")
+    return "\n".join(lines) + "\n"
+
+
+PAIRWISE_COLUMNS = ["a", "b", "test", "n", "a_only", "b_only", "a_accuracy", "b_accuracy", "difference", "ci95_low",
+                    "ci95_high", "a_better", "b_better", "raters", "p_value", "p_adjusted", "correction",
+                    "significant"]
+
+
+def pairwise_rows(result: Pairwise) -> list[dict]:
+    """One flat row per pair (what the CSV holds)."""
+    rows = []
+    for t in result.tests:
+        j = t.as_json()
+        low, high = j.pop("ci95") or (None, None)
+        rows.append(j | {"ci95_low": low, "ci95_high": high, "correction": result.correction})
+    return rows
+
+
+def pairwise_csv(result: Pairwise) -> str:
+    return csv_text(pairwise_rows(result), PAIRWISE_COLUMNS)
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return "--"
+    return f"{value:.4f}" if value >= 1e-4 else r"$<$0.0001"
+
+
+def pairwise_latex(result: Pairwise, *, scope: str = "") -> str:
+    """Every pair as a booktabs table (a longtable beyond 40 pairs: needs \\usepackage{longtable}): the two
+    sides, n, their accuracies (%) on the common items, the pairs each side wins, p and the corrected p;
+    * = corrected p < alpha."""
+    long = len(result.tests) > 40
+    head = ["A", "B", "Test", "$n$", "Acc. A", "Acc. B", "A$>$B", "B$>$A", "$p$", "$p_{adj}$"]
+    begin = r"\begin{longtable}{llcrrrrrrr}" if long else r"\begin{tabular}{llcrrrrrrr}"
+    lines = ([] if long else [r"\begin{table}[t]", r"\centering", r"\small"]) + [begin, r"\toprule",
+                                                                               " & ".join(head) + r" \\",
+                                                                               r"\midrule"]
+    if long:
+        lines.append(r"\endhead")
+    for t in result.tests:
+        mark = r"$^{*}$" if t.significant else ""
+        lines.append(" & ".join([latex_escape(t.a), latex_escape(t.b), latex_escape(t.test), str(t.n),
+                                 _num(t.a_accuracy), _num(t.b_accuracy), str(t.a_better), str(t.b_better),
+                                 _p(t.p_value), _p(t.p_adjusted) + mark]) + r" \\")
+    caption = (f"Every pair compared{' on ' + scope if scope else ''}. Cells: exact McNemar test on the "
+               f"(item, version) pairs both have; humans: paired sign-flip test over items (each item's share of "
+               f"raters right against the model's outcome). All {len(result.tests)} tests corrected together by "
+               f"{result.correction_label}; * = corrected p < {result.alpha}.")
+    lines.append(r"\bottomrule")
+    if long:
+        lines += [r"\caption{" + latex_escape(caption) + r"}\\", r"\end{longtable}"]
+    else:
+        lines += [r"\end{tabular}", r"\caption{" + latex_escape(caption) + "}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 
 

@@ -6,6 +6,7 @@ from annotation.models import ItemStatus
 from evaluation.forms.analysis import FlagExclusionForm
 from evaluation.models import ModelEndpoint, OptionOrder
 from evaluation.prompting.methods import METHOD_CHOICES
+from evaluation.statistics.paired import CORRECTIONS
 
 
 class EndpointForm(forms.ModelForm):
@@ -175,6 +176,10 @@ class LeaderboardForm(FlagExclusionForm):
     option_order = forms.ChoiceField(choices=OptionOrder.choices, initial=OptionOrder.ORIGINAL, required=False)
     common = forms.BooleanField(required=False, label="Only the items common to every cell")
     reference = forms.CharField(required=False, max_length=400, help_text="METHOD@ENDPOINT of the reference cell")
+    pairwise = forms.ChoiceField(required=False, label="Every pair", help_text="Compare every pair of cells (and "
+                                 "humans against each), with this correction for multiplicity",
+                                 choices=[("", "off")] + [(k, f"{name} ({controls})")
+                                                          for k, (name, controls) in CORRECTIONS.items()])
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

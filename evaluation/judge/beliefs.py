@@ -8,8 +8,12 @@
   each verdict are summed, and the belief is the chosen verdict's share of the
   allowed ones: ``p(chosen) / sum over allowed p(v)`` (a softmax over the allowed
   verdicts' log-probabilities). The allowed verdicts of every task differ in their
-  first letter, so the first token decides. No belief when the endpoint returned no
-  log-probabilities or their text does not match the reply.
+  first letter, so the first token decides. An allowed verdict absent from the returned
+  top log-probabilities is not taken as impossible: it gets the most mass the list
+  allows (``unseen_rival_mass``: at most the least probable listed token, and together
+  at most 1 - the listed mass), so the belief is the lowest the list is consistent
+  with and never exactly 1 from a truncated list. No belief when the endpoint returned
+  no log-probabilities or their text does not match the reply.
 - ``sampled``: k replies to the same prompt; the majority verdict (ties: the earliest)
   with the share of the k replies that gave it (a reply that cannot be read counts
   against the majority).
@@ -107,7 +111,26 @@ def logprob_belief(tokens: Sequence[TokenLogprob], text: str, span: tuple[int, i
     total = sum(mass.values())
     if chosen not in mass or total <= 0:
         return None
-    return mass[chosen] / total
+    return mass[chosen] / (total + unseen_rival_mass(candidates.values(), len(set(choices) - set(mass))))
+
+
+def unseen_rival_mass(listed_logprobs: Iterable[float], unseen: int) -> float:
+    """The most probability the ``unseen`` allowed verdicts outside a returned top-logprob list can have together.
+
+    The list holds the most probable tokens, so each verdict outside it is at most as probable as the least
+    probable listed token, and all of them together at most the mass the list leaves over (1 - its sum). The
+    smaller bound is taken; when rounding makes the listed mass reach 1, the smallest listed probability alone
+    bounds them (something is missing, so it is never 0). The belief read with this mass is the lowest the
+    returned list allows: a truncated list never yields a belief of exactly 1.
+    """
+    if unseen <= 0:
+        return 0.0
+    probabilities = [math.exp(logprob) for logprob in listed_logprobs]
+    if not probabilities:
+        return 0.0
+    per_verdict = unseen * min(probabilities)
+    leftover = 1.0 - math.fsum(probabilities)
+    return min(per_verdict, leftover) if leftover > 0 else per_verdict
 
 
 def sampled_belief(labels: Sequence[str | None]) -> tuple[str | None, float | None]:

@@ -9,7 +9,7 @@ envelope that :func:`unpack_cached` opens again.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from evaluation.judge.beliefs import TokenLogprob, logprobs_as_json, read_logprobs
 from evaluation.model_calls.clients import OpenAIChatClient
@@ -33,9 +33,9 @@ class LogprobChatClient(OpenAIChatClient):
             content = ((json.loads(body)["choices"][0] or {}).get("logprobs") or {}).get("content")
         except (KeyError, IndexError, TypeError, AttributeError, ValueError):
             content = None
-        return JudgeCompletion(text=completion.text, tokens_in=completion.tokens_in,
-                               tokens_out=completion.tokens_out, latency_s=completion.latency_s,
-                               attempts=completion.attempts, logprobs=read_logprobs(content))
+        # Every field of the plain completion (finish_reason, failed attempts, ...), plus the log-probabilities.
+        return JudgeCompletion(**{f.name: getattr(completion, f.name) for f in fields(Completion)},
+                               logprobs=read_logprobs(content))
 
 
 def pack_for_cache(completion: Completion) -> str:

@@ -20,6 +20,7 @@ from evaluation.judge.client import unpack
 from evaluation.judge.parsing import ReplyInvalid, parse_reply, read_verdicts
 from evaluation.judge.specs import CLUE_GRAPH, DRAFT, FREE_TEXT, SCREENING, JudgeInput, get_task
 from evaluation.judge.templates import render, template_hash
+from evaluation.prompting.methods import TRUNCATED
 
 SCORED, UNSCORED = "scored", "unscored"
 NO_LOGPROBS = "the endpoint returned no log-probabilities for the verdict (belief unknown)."
@@ -45,10 +46,14 @@ class JudgeOutcome:
     latency_s: float = 0.0
     attempts: int = 0
     cached: bool = True
+    #: A reply was cut at the judge's token cap (the server's finish_reason "length").
+    truncated: bool = False
 
     def record(self, call_key: str, messages: list[dict], completion) -> tuple[str, tuple]:
         text, logprobs = unpack(completion)
-        self.exchanges.append({"call": call_key, "messages": messages, "output": text})
+        finish_reason = getattr(completion, "finish_reason", "")
+        self.exchanges.append({"call": call_key, "messages": messages, "output": text, "finish_reason": finish_reason})
+        self.truncated = self.truncated or finish_reason == TRUNCATED
         self.tokens += completion.tokens_in + completion.tokens_out
         self.latency_s += completion.latency_s
         self.attempts += completion.attempts
@@ -84,6 +89,8 @@ class JudgeSolver:
     def _unscored(self, reason: str, raw_output: str = "", outcome: JudgeOutcome | None = None) -> JudgeOutcome:
         outcome = outcome or JudgeOutcome(labels=[])
         outcome.labels = [LabelDraft(aspect, "", None, UNSCORED) for aspect in self.spec.aspect_names]
+        if outcome.truncated:
+            reason = f"{reason} (the reply was cut at the judge's token cap: raise max_tokens)"
         outcome.rationale = f"unscored: {reason}"[:2000]
         outcome.raw_output = raw_output
         return outcome

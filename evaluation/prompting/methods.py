@@ -28,6 +28,10 @@ from evaluation.prompting.prompts import Presented, render, templates_hash
 ASSEMBLY_VERSION = "1"
 
 
+#: The OpenAI API's finish_reason for an output cut at max_tokens.
+TRUNCATED = "length"
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str
@@ -36,7 +40,7 @@ class Completion:
     latency_s: float = 0.0
     attempts: int = 1
     cached: bool = False
-    #: The server's ``choices[0].finish_reason`` ("stop", "length" = cut at the token cap, ...); "" if not given.
+    #: The server's ``choices[0].finish_reason`` ("stop", TRUNCATED = cut at the token cap, ...); "" if not given.
     finish_reason: str = ""
     #: The attempts that failed before this answer: {"attempt", "error_class", "error", "wait_s"} each.
     failed_attempts: tuple = ()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from annotation.models import Item
 from evaluation.models import Result, Run
 from evaluation.selectors.aggregates import FRESH
 from evaluation.statistics.paired import wilson
@@ -52,3 +53,13 @@ def human_cells(*, runs: Sequence[Run], endpoint_ids: Sequence[int], item_ids) -
         out[endpoint_id] = HumanCell(items=len(answered), responses=sum(a.responses for a in answered),
                                      correct=sum(a.correct for a in answered))
     return out
+
+
+def item_answers(*, item_ids) -> dict[tuple[int, int], tuple[int, int]]:
+    """Participants' answers per item at its current version, {(item id, version): (correct, answers)}, for the
+    paired tests against the models (evaluation.statistics.pairwise: the item is the unit)."""
+    answers = study_selectors.response_outcomes(item_ids=item_ids)
+    if not answers:
+        return {}
+    versions = dict(Item.objects.filter(pk__in=list(answers)).values_list("pk", "content_version"))
+    return {(pk, versions[pk]): (a.correct, a.responses) for pk, a in answers.items() if pk in versions}

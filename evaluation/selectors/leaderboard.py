@@ -134,6 +134,7 @@ class Leaderboard:
     alpha: float = ALPHA
     excluded_kinds: tuple[str, ...] = ()  # quality flags whose items were left out
     excluded_items: int = 0  # flagged items of the table's item set left out
+    item_ids: list[int] | None = field(default=None, repr=False)  # the table's items (None: each cell's own)
 
     @property
     def cells(self) -> list[Cell]:
@@ -252,7 +253,8 @@ def leaderboard(*, split: str = "", run_ids: Sequence[int] = (), option_order: s
             rows.append({"method": method, "family": method.family, "cells": row})
     table = Leaderboard(split=split, run_ids=list(run_ids), option_order=option_order if not run_ids else "",
                         common=common, common_items=common_items if common_items is None else common_items - excluded,
-                        endpoints=endpoints, rows=rows, excluded_kinds=kinds, excluded_items=excluded)
+                        endpoints=endpoints, rows=rows, excluded_kinds=kinds, excluded_items=excluded,
+                        item_ids=item_ids)
     if ref_run is not None:
         _test_against(table, ref_run, item_ids)
     table.baselines = _baselines(table, item_ids)

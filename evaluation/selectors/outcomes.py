@@ -121,3 +121,24 @@ def _circular_verdicts(runs: Sequence[Run], item_ids: Sequence[int] | None) -> d
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return {run_id: (int(right or 0), int(n)) for run_id, right, n in cursor.fetchall()}
+
+
+def run_outcomes(runs: Sequence[Run], item_ids: Sequence[int] | None = None) -> dict[int, dict[tuple[int, int], bool]]:
+    """Each run's outcomes, {(item id, item version): right}: fresh, complete first samples (as the paired tests
+    count them), optionally only these items; one query for all the runs."""
+    out: dict[int, dict[tuple[int, int], bool]] = {r.pk: {} for r in runs}
+    if not runs or item_ids is not None and not item_ids:
+        return out
+    only, only_params = "", []
+    if item_ids is not None:
+        items_in, only_params = id_list(item_ids)
+        only = f"AND r.item_id IN ({items_in})"
+    parts, params = [], []
+    for run in runs:
+        parts.append(f"SELECT %s AS run_id, o.item_id, o.item_version, o.ok FROM ({outcome_sql(run, only=only)}) o")
+        params += [run.pk, *outcome_params(run, only_params)]
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        for run_id, item_id, version, ok in cursor.fetchall():
+            out[run_id][(item_id, version)] = bool(ok)
+    return out

@@ -8,13 +8,19 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 
 from evaluation.exports import tables as table_exports
+from evaluation.figures.drawing import FORMATS, inline_svg
+from evaluation.figures.drawing import render as render_file
+from evaluation.figures.matrix import draw_matrix
 from evaluation.forms.runs import LeaderboardForm, RunCompareForm
 from evaluation.models import Result, Run
 from evaluation.selectors import leaderboard as boards
 from evaluation.selectors import runs as selectors
 from evaluation.selectors.comparison import run_comparison
+from evaluation.selectors.pairwise import pairwise_table
+from evaluation.statistics.pairwise import Pairwise
 from evaluation.views.runs import accuracy_figure, cached_render
 from foundation.error_mapping import REFUSED, add_form_errors, error_page
 from foundation.roles import researcher_required
@@ -51,16 +57,67 @@ def leaderboard_view(request):
         except REFUSED as exc:
             add_form_errors(form, exc)
     query = request.GET.urlencode()
-    table_html = ""
+    table_html = pairwise_html = ""
     if table is not None:
         _link_cells(table, request)
         table_html = cached_render("evaluation/leaderboard.html#table", request, data=[table.as_json(), [(e.pk, e.name, e.kind, e.model) for e in table.endpoints]],
                                    context={"table": table, "width": 1 + 3 * len(table.endpoints)})
+        correction = form.cleaned_data.get("pairwise")
+        if correction and table.cells:
+            result = pairwise_table(table, correction=correction)
+            pairwise_html = cached_render("evaluation/leaderboard.html#pairwise", request, data=result.as_json(),
+                                          context={"pairwise": result, "query": query,
+                                                   "rows": [(t, _p_text(t.p_value), _p_text(t.p_adjusted))
+                                                            for t in result.tests],
+                                                   "matrix": _matrix_svg(result, table)})
     return render(request, "evaluation/leaderboard.html", {
         "form": form, "table": table, "splits": boards.splits_with_runs() if table is None else [],
-        "query": query, "table_html": table_html,
+        "query": query, "table_html": table_html, "pairwise_html": pairwise_html,
         "figure": _figure(table) if table is not None and table.cells else "",
     })
+
+
+#: The matrix figure is drawn up to this many rows (humans and cells); beyond, the table and the files remain.
+MATRIX_MAX_ROWS = 60
+
+
+def _draw_matrix(result: Pairwise, table: boards.Leaderboard):
+    difference, p = result.matrix()
+    return draw_matrix(result.labels, difference, p, title=f"Every pair: accuracy row - column, {result.correction_label}",
+                       alpha=result.alpha, note=f"Items: {table.scope}. * = corrected p < {result.alpha}.")
+
+
+def _p_text(p: float | None) -> str:
+    return "—" if p is None else f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def _matrix_svg(result: Pairwise, table: boards.Leaderboard) -> str:
+    if len(result.labels) < 2 or len(result.labels) > MATRIX_MAX_ROWS:
+        return ""
+    return mark_safe(inline_svg(_draw_matrix(result, table)))  # every text in it is escaped by the XML serializer
+
+
+@researcher_required
+def leaderboard_pairwise_export_view(request, fmt: str):
+    """Every pair of the leaderboard's cells as a file: the tests (csv, json, tex) or the matrix (svg, png, pdf);
+    ``pairwise`` names the correction (Holm when not given)."""
+    _check_format(fmt, ("csv", "json", "tex", *FORMATS))
+    form = LeaderboardForm(request.GET or None)
+    if not form.is_valid():
+        return HttpResponse(json.dumps(form.errors), status=400, content_type="application/json")
+    try:
+        table = boards.leaderboard(**form.selection())
+    except REFUSED as exc:
+        return error_page(request, exc)
+    result = pairwise_table(table, correction=form.cleaned_data["pairwise"] or "holm")
+    name = f"pairwise-{table.split or 'runs'}-{result.correction}"
+    if fmt in FORMATS:
+        response = HttpResponse(render_file(_draw_matrix(result, table), fmt), content_type=FORMATS[fmt])
+        response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
+        return response
+    body = {"csv": table_exports.pairwise_csv, "json": lambda r: json.dumps(r.as_json() | {"scope": table.scope}, indent=2),
+            "tex": lambda r: table_exports.pairwise_latex(r, scope=table.scope)}[fmt](result)
+    return _download(body, name=name, fmt=fmt)
 
 
 

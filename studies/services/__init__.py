@@ -12,9 +12,14 @@ from studies.services.attempts import (
     study_join,
 )
 from studies.services.responses import (
+    USE_DRAFT,
+    Draft,
     Question,
     Submitted,
     attempt_question,
+    draft_of,
+    highlight_draft,
+    highlight_draft_save,
     practice_check,
     question_open,
     response_submit,
@@ -30,7 +35,7 @@ from studies.services.setup import (
 )
 
 __all__ = [
-    "Question", "Submitted",
+    "USE_DRAFT", "Draft", "Question", "Submitted", "draft_of", "highlight_draft", "highlight_draft_save",
     "attempt_expire", "attempt_extend", "attempt_question", "attempt_return", "attempt_set_language", "attempt_start",
     "attempts_sweep",
     "practice_check", "pool_items_resolve", "question_open", "response_submit", "sample_pool", "shown_item_of",

@@ -11,8 +11,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation.models import Item
-from studies.content import clean_answer, shown_item
-from studies.errors import AnswerInvalid, AnswerRefused
+from studies.content import clean_answer, clean_highlights, matching_highlights, shown_item
+from studies.errors import AnswerInvalid, AnswerRefused, DraftRefused
 from studies.models import (
     Attempt,
     AttemptStatus,
@@ -34,6 +34,7 @@ class Question:
     total: int
     answered: int
     seconds_left: int    # min(attempt deadline, question deadline) - now
+    first_shown: bool = False  # shown for the first time now (so it has no highlight draft yet)
 
 
 def question_open(*, attempt: Attempt, now: datetime | None = None) -> Question | None:
@@ -116,6 +117,7 @@ def shown_item_of(lease: ParticipantLease) -> Item:
 def _question_from(attempt: Attempt, leases: list[ParticipantLease], now: datetime) -> Question:
     """The first active lease of `leases` as the current question; records when it is first shown."""
     lease = next(l for l in leases if l.status == ParticipantLeaseStatus.ACTIVE)
+    first_shown = lease.shown_at is None or lease.shown_at == now
     if lease.shown_at is None:  # first time shown (after an answer, its UPDATE did this already)
         ParticipantLease.objects.filter(pk=lease.pk, shown_at__isnull=True).update(shown_at=now)
         lease.shown_at = now
@@ -124,7 +126,8 @@ def _question_from(attempt: Attempt, leases: list[ParticipantLease], now: dateti
     if limit:
         left = min(left, max(0, int((lease.shown_at + timedelta(seconds=limit) - now).total_seconds())))
     answered = sum(1 for l in leases if l.status == ParticipantLeaseStatus.ANSWERED)
-    return Question(lease=lease, number=lease.position + 1, total=len(leases), answered=answered, seconds_left=left)
+    return Question(lease=lease, number=lease.position + 1, total=len(leases), answered=answered, seconds_left=left,
+                    first_shown=first_shown)
 
 
 def response_submit(*, token: str, position: int, chosen_option: Any, confidence: Any = None,
@@ -141,7 +144,8 @@ def response_submit(*, token: str, position: int, chosen_option: Any, confidence
     except AnswerRefused as refusal:
         _refusal_record(token=token, position=position, reason=refusal.reason, now=now,
                         payload=storable({"chosen_option": _bounded(chosen_option),
-                                          "confidence": _bounded(confidence), "highlights": highlights}))
+                                          "confidence": _bounded(confidence),
+                                          "highlights": None if highlights is USE_DRAFT else highlights}))
         raise
 
 
@@ -191,6 +195,9 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
     item = items[lease.item_id]
     shown = shown_item(context=item.context, question=item.question, options=item.options,
                        translations=item.translations, language=study.language_of(attempt.language))
+    if highlights is USE_DRAFT:  # the answer came without its highlights field: the ones saved as a draft
+        highlights = matching_highlights(context=shown.context, highlights=ParticipantLease.objects.filter(
+            pk=lease.pk).values_list("draft_highlights", flat=True).first())
     option, conf, spans = clean_answer(context=shown.context, n_options=len(shown.options),
                                        chosen_option=chosen_option, confidence=confidence, highlights=highlights)
     response = Response.objects.create(
@@ -226,6 +233,81 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
 
 
 CLOSED_MESSAGE = "This attempt is no longer running: time is up or it was closed."
+
+#: `response_submit(highlights=USE_DRAFT)`: the answer's highlights are the question's saved draft.
+USE_DRAFT = object()
+
+
+# --------------------------------------------------------------------------- highlight drafts
+
+@dataclass
+class Draft:
+    """The highlights saved so far on an attempt's open question."""
+
+    position: int
+    highlights: list[dict]
+
+
+def highlight_draft_save(*, token: str, position: Any, highlights: Any, now: datetime | None = None) -> Draft:
+    """Save the highlights made so far on the question the attempt is on (replacing the last draft).
+
+    Only the open question takes a draft: the attempt running and within its deadline (plus grace), the
+    question the first unanswered one, already shown and within its own limit. Anything else is refused
+    (DraftRefused: 404 unknown, 410 attempt not running, 409 another question is open) and nothing is stored.
+    The highlights are validated as an answer's are (AnswerInvalid). Holds the attempt's row lock, as an
+    answer does, so a draft can never land on a question after its answer.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        attempt = Attempt.objects.select_for_update(of=("self",)).select_related("study").filter(token=token).first()
+        if attempt is None:
+            raise DraftRefused(DraftRefused.UNKNOWN, "Unknown attempt.", 404)
+        lease = _open_lease(attempt, _as_position(position), now)
+        item = Item.objects.only(*SHOWN_ITEM_FIELDS).get(pk=lease.item_id)
+        shown = shown_item(context=item.context, question=item.question, options=item.options,
+                           translations=item.translations, language=attempt.study.language_of(attempt.language))
+        spans = clean_highlights(context=shown.context, highlights=highlights)
+        ParticipantLease.objects.filter(pk=lease.pk).update(draft_highlights=spans, draft_saved_at=now)
+    return Draft(position=lease.position, highlights=spans)
+
+
+def highlight_draft(*, token: str, position: Any, now: datetime | None = None) -> Draft:
+    """The draft of the question the attempt is on (the same refusals as saving one); reads only."""
+    now = now or timezone.now()
+    attempt = Attempt.objects.select_related("study").filter(token=token).first()
+    if attempt is None:
+        raise DraftRefused(DraftRefused.UNKNOWN, "Unknown attempt.", 404)
+    lease = _open_lease(attempt, _as_position(position), now)
+    return Draft(position=lease.position, highlights=draft_of(attempt=attempt, lease=lease))
+
+
+def draft_of(*, attempt: Attempt, lease: ParticipantLease, context: str | None = None) -> list[dict]:
+    """A lease's highlight draft, kept to the passages that fit the context shown now (`context`, else the item's
+    in the attempt's language): a draft made before a language switch does not fit the other text."""
+    draft = ParticipantLease.objects.filter(pk=lease.pk).values_list("draft_highlights", flat=True).first()
+    if not draft:
+        return []
+    if context is None:
+        item = shown_item_of(lease)
+        context = shown_item(context=item.context, question=item.question, options=item.options,
+                             translations=item.translations,
+                             language=attempt.study.language_of(attempt.language)).context
+    return matching_highlights(context=context, highlights=draft)
+
+
+def _open_lease(attempt: Attempt, position: int, now: datetime) -> ParticipantLease:
+    """The attempt's open question when it is at `position`, else DraftRefused."""
+    study = attempt.study
+    grace = timedelta(seconds=study.grace_seconds)
+    if attempt.status != AttemptStatus.STARTED or now > attempt.deadline + grace:
+        raise DraftRefused(DraftRefused.CLOSED, CLOSED_MESSAGE, 410)
+    current = next((l for l in _attempt_leases(attempt) if l.status == ParticipantLeaseStatus.ACTIVE), None)
+    if current is None or current.position != position or current.shown_at is None:
+        raise DraftRefused(DraftRefused.NOT_OPEN, "This question is not open: your attempt is on another one.")
+    limit = study.question_time_limit_seconds
+    if limit and now > current.shown_at + timedelta(seconds=limit) + grace:
+        raise DraftRefused(DraftRefused.NOT_OPEN, "The time for this question is up.")
+    return current
 
 
 def _bounded(value: Any, limit: int = 100) -> Any:

@@ -6,7 +6,9 @@ page for people (`participant_pages`): no debug page, traceback or bare status i
 """
 from __future__ import annotations
 
-from django.http import HttpResponse
+import json
+
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET
@@ -14,7 +16,7 @@ from django.views.decorators.http import require_GET
 from foundation.throttling import JoinThrottle
 from studies import selectors, services
 from studies.content import ShownItem, parse_highlights, shown_item
-from studies.errors import AnswerInvalid, AnswerRefused, ParticipantIdTaken, StudyNotOpen
+from studies.errors import AnswerInvalid, AnswerRefused, DraftRefused, ParticipantIdTaken, StudyNotOpen
 from studies.models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, RefusedAnswer, Study
 from studies.selectors import Entry
 from studies.views.participant_pages import error_page, language_param, participant_page, post_only, render_page
@@ -130,7 +132,12 @@ def attempt_view(request, token: str):
 
 def _question_context(attempt: Attempt, question: services.Question, **extra) -> dict:
     item = services.shown_item_of(question.lease)  # only the fields a participant may see
-    return {"question": question, "shown": _shown(item, attempt.study, attempt.language), **extra}
+    shown = _shown(item, attempt.study, attempt.language)
+    # The highlights saved so far on this question (another tab, another browser, before a reload).
+    draft = [] if question.first_shown else services.draft_of(attempt=attempt, lease=question.lease,
+                                                             context=shown.context)
+    return {"question": question, "shown": shown, "draft_json": json.dumps(draft, ensure_ascii=False),
+            "draft_url": reverse("studies_public:draft", args=[attempt.token]), **extra}
 
 
 def _end_page(request, attempt: Attempt, status: int = 200) -> HttpResponse:
@@ -164,10 +171,12 @@ def attempt_start_view(request, token: str):
 def answer_view(request, token: str):
     """Submit the current answer; htmx gets the next question (or a redirect to the end page)."""
     try:
+        # An answer without a highlights field (a page without script) takes the question's saved draft.
+        highlights = parse_highlights(request.POST["highlights"]) if "highlights" in request.POST else \
+            services.USE_DRAFT
         response = services.response_submit(
             token=token, position=request.POST.get("position"), chosen_option=request.POST.get("chosen_option"),
-            confidence=request.POST.get("confidence") or None,
-            highlights=parse_highlights(request.POST.get("highlights")),
+            confidence=request.POST.get("confidence") or None, highlights=highlights,
         )
     except AnswerRefused as refusal:
         attempt = selectors.attempt_by_token(token)
@@ -205,6 +214,35 @@ def _after_answer(request, attempt: Attempt) -> HttpResponse:
         redirect_response.headers["HX-Redirect"] = _hub(attempt)
         return redirect_response
     return redirect(_hub(attempt))
+
+
+@participant_page
+def draft_view(request, token: str):
+    """The open question's highlight draft, as JSON for the page's script: GET reads it, POST replaces it.
+
+    POST `position` and `highlights` (the JSON list the answer form sends): validated as an answer's
+    highlights are (400), refused for any question but the open one (409; 410 when the attempt is not running,
+    404 for an unknown attempt) with the attempt's address to continue from. CSRF as every form.
+    """
+    if request.method not in ("GET", "POST"):
+        return JsonResponse({"code": "method_not_allowed", "detail": "GET or POST."}, status=405)
+    data = request.POST if request.method == "POST" else request.GET
+    try:
+        if request.method == "POST":
+            draft = services.highlight_draft_save(token=token, position=data.get("position"),
+                                                  highlights=parse_highlights(data.get("highlights")))
+        else:
+            draft = services.highlight_draft(token=token, position=data.get("position"))
+    except DraftRefused as refusal:
+        body = {"code": refusal.code, "detail": refusal.message}
+        if refusal.http_status != 404:
+            body["continue_url"] = reverse("studies_public:attempt", args=[token])
+        return JsonResponse(body, status=refusal.http_status)
+    except AnswerInvalid as invalid:
+        return JsonResponse({"code": invalid.code, "errors": invalid.messages}, status=invalid.http_status)
+    response = JsonResponse({"position": draft.position, "highlights": draft.highlights})
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 @post_only

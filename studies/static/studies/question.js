@@ -13,10 +13,12 @@
   }
 
   function stored(key) {
+    if (!key) return null;
     try { return sessionStorage.getItem(key); } catch (e) { return null; }  /* private mode */
   }
 
   function store(key, value) {
+    if (!key) return;
     try {
       if (value === null) sessionStorage.removeItem(key); else sessionStorage.setItem(key, value);
     } catch (e) { /* private mode */ }
@@ -154,8 +156,14 @@
     var storeKey = q ? "dbstudy:" + q.getAttribute("data-attempt") + ":" + q.getAttribute("data-position") : null;
     var text = ctx.textContent;
     var spans = [];
-    try { if (storeKey) spans = JSON.parse(stored(storeKey) || "[]"); } catch (e) { spans = []; }
-    spans = spans.filter(function (s) { return text.slice(s.start, s.end) === s.text; });
+    /* The server's draft is where the highlights live (any tab, any browser that resumes the attempt); this tab
+       keeps a copy only of changes it could not save yet (no connection), which are newer than the server's. */
+    var draftUrl = box.getAttribute("data-draft-url");
+    var local = null;
+    try { local = JSON.parse(stored(storeKey) || "null"); } catch (e) { local = null; }
+    try { spans = JSON.parse(box.getAttribute("data-draft") || "[]"); } catch (e) { spans = []; }
+    if (local && !Array.isArray(local) && local.unsaved && Array.isArray(local.spans)) spans = local.spans;
+    spans = fitting(spans);
     var caret = 0;          /* the keyboard cursor, as an offset in the story */
     var pending = null;     /* the last selection in the story not added yet (touch: tapping the button may clear it) */
     var pointer = "mouse";  /* the kind of pointer that pressed on the story last */
@@ -168,6 +176,13 @@
     box.appendChild(caretMark);
 
     function quote(s) { return "\u201c" + s + "\u201d"; }
+
+    /* The highlights that fit this story (a draft made in another language of the item does not). */
+    function fitting(list) {
+      return (Array.isArray(list) ? list : []).filter(function (s) {
+        return s && typeof s.start === "number" && typeof s.end === "number" && text.slice(s.start, s.end) === s.text;
+      });
+    }
 
     function render() {
       ctx.textContent = "";
@@ -207,9 +222,114 @@
       input.value = JSON.stringify(spans);
     }
 
+    /* ------------------------------------------------ the draft on the server */
+
+    var draftStatus = box.querySelector("[data-draft-status]");
+    var closedNote = box.querySelector("[data-draft-closed]");
+    var form = box.querySelector("[data-answer-form]");
+    var saving = false, dirty = false, closed = false, answering = false, retryTimer = null, retryDelay = 2000;
+
+    function showDraftStatus(state) {
+      if (!draftStatus) return;
+      draftStatus.textContent = state ? (box.getAttribute("data-text-" + state) || "") : "";
+      draftStatus.setAttribute("data-state", state || "");
+    }
+
+    function csrfToken() {
+      var field = form && form.querySelector("input[name=csrfmiddlewaretoken]");
+      return field ? field.value : "";
+    }
+
+    /* The question is not open any more (answered in another tab, timed out): say so, save nothing more. */
+    function closeDraft() {
+      if (answering) return;
+      closed = true;
+      showDraftStatus(null);
+      store(storeKey, null);
+      if (closedNote) closedNote.hidden = false;
+    }
+
+    function retryLater() {
+      dirty = true;
+      showDraftStatus("unsaved");
+      clearTimeout(retryTimer);
+      retryTimer = setTimeout(send, retryDelay);
+      retryDelay = Math.min(retryDelay * 2, 30000);
+    }
+
+    /* One request at a time; changes made meanwhile are sent when it is back. */
+    function send() {
+      if (!draftUrl || !dirty || closed || answering || saving) return;
+      clearTimeout(retryTimer);
+      saving = true;
+      dirty = false;
+      var body = new FormData();
+      body.append("csrfmiddlewaretoken", csrfToken());
+      body.append("position", box.getAttribute("data-position"));
+      body.append("highlights", JSON.stringify(spans));
+      fetch(draftUrl, { method: "POST", body: body, credentials: "same-origin",
+                        headers: { "Accept": "application/json" } })
+        .then(function (r) {
+          saving = false;
+          if (r.ok) {
+            retryDelay = 2000;
+            if (dirty) { send(); return; }
+            store(storeKey, null);
+            showDraftStatus("saved");
+          } else if (r.status === 404 || r.status === 409 || r.status === 410) {
+            closeDraft();
+          } else if (r.status === 400) {  /* cannot happen from this page: the next change sends them again */
+            showDraftStatus(null);
+          } else {
+            retryLater();  /* 5xx, 403 (a session that changed): try again */
+          }
+        })
+        .catch(function () { saving = false; retryLater(); });
+    }
+
+    function persist() {
+      if (!draftUrl || closed || answering) return;
+      dirty = true;
+      store(storeKey, JSON.stringify({ spans: spans, unsaved: true }));
+      showDraftStatus("saving");
+      send();
+    }
+
+    /* Back in this tab (another tab may have highlighted meanwhile): the server's draft, unless this tab has
+       changes of its own on the way. */
+    function refresh() {
+      if (!ctx.isConnected) {
+        document.removeEventListener("visibilitychange", onVisible);
+        window.removeEventListener("focus", refresh);
+        window.removeEventListener("online", send);
+        return;
+      }
+      if (!draftUrl || closed || answering || saving || dirty) return;
+      var url = draftUrl + "?position=" + encodeURIComponent(box.getAttribute("data-position"));
+      fetch(url, { credentials: "same-origin", cache: "no-store", headers: { "Accept": "application/json" } })
+        .then(function (r) {
+          if (r.status === 404 || r.status === 409 || r.status === 410) { closeDraft(); return null; }
+          return r.ok ? r.json() : null;
+        })
+        .then(function (data) {
+          if (!data || saving || dirty || closed) return;
+          var fresh = fitting(data.highlights);
+          if (JSON.stringify(fresh) !== JSON.stringify(spans)) { spans = fresh; render(); }
+        })
+        .catch(function () { /* offline: keep what is shown */ });
+    }
+
+    function onVisible() { if (document.visibilityState === "visible") refresh(); }
+
+    if (draftUrl) {
+      document.addEventListener("visibilitychange", onVisible);
+      window.addEventListener("focus", refresh);
+      window.addEventListener("online", send);
+    }
+
     function save() {
-      if (storeKey) store(storeKey, JSON.stringify(spans));
       render();
+      persist();
     }
 
     /* Add a passage; overlapping or touching highlights merge into one. Returns the highlight it became. */
@@ -367,13 +487,16 @@
 
     if (addButton) addButton.addEventListener("click", function () { addSelection(false); });
 
-    var form = box.querySelector("[data-answer-form]");
-    if (form) form.addEventListener("submit", function () { input.value = JSON.stringify(spans); });
-    if (form && storeKey) {
+    if (form) {
+      form.addEventListener("submit", function () { input.value = JSON.stringify(spans); });
+      /* The answer carries the highlights: no draft is sent once it is on its way (it would be refused). */
+      form.addEventListener("htmx:beforeRequest", function () { answering = true; clearTimeout(retryTimer); });
       form.addEventListener("htmx:afterRequest", function (ev) {
         if (ev.detail.successful) store(storeKey, null);
+        else { answering = false; if (dirty) send(); }
       });
     }
+    if (local && local.unsaved && draftUrl) { dirty = true; send(); }  /* changes left unsaved before a reload */
     render();
     showPending();
   }

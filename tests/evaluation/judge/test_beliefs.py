@@ -75,3 +75,44 @@ def test_sequence_belief_and_the_logprob_round_trip():
     assert read_logprobs(logprobs_as_json(tokens)) == tokens
     assert read_logprobs(None) == ()
     assert read_logprobs([{"token": "a", "logprob": "bad"}]) == ()
+
+
+def _belief_at_verdict(top, chosen_piece="correct", choices=("correct", "incorrect")):
+    pieces = ['{"verdict": "', chosen_piece, '"}']
+    tokens = tokens_for(pieces, {1: top})
+    text = "".join(pieces)
+    verdict = read_verdicts(text, TASKS["free-text"].aspects).verdicts[0]
+    return logprob_belief(tokens, text, verdict.span, verdict.label, choices)
+
+
+def test_a_rival_verdict_outside_the_top_logprobs_is_bounded_by_them_never_a_belief_of_one():
+    """Issue 21: 203 of 1,035 labels were stored at exactly 1.0 because the rival verdict was not among the
+    returned top log-probabilities. Its probability is at most the smallest one returned and at most the mass
+    the list leaves over; the belief is the chosen verdict's share with the rival at that bound."""
+    # The list leaves 1 - (0.90 + 0.06 + 0.03) = 0.01 over; the smallest listed is 0.03: the rival is <= 0.01.
+    top = [("correct", math.log(0.90)), ("{", math.log(0.06)), ("The", math.log(0.03))]
+    belief = _belief_at_verdict(top)
+    assert belief < 1.0
+    assert belief == pytest.approx(0.90 / (0.90 + 0.01), abs=1e-12)
+    # Here the smallest listed probability is the tighter bound (leftover 0.2; smallest 0.001).
+    top = [("correct", math.log(0.799)), ("x", math.log(0.001))]
+    assert _belief_at_verdict(top) == pytest.approx(0.799 / (0.799 + 0.001), abs=1e-12)
+    # One token only (no alternatives asked for): the rival is at most min(p, 1 - p).
+    assert _belief_at_verdict([("correct", math.log(0.995))]) == pytest.approx(0.995 / (0.995 + 0.005), abs=1e-12)
+    # A confident list that rounds to a full mass still leaves the rival its smallest-listed bound.
+    top = [("correct", math.log(0.9999)), ("x", math.log(0.0001)), ("y", math.log(0.00001))]
+    belief = _belief_at_verdict(top)
+    assert belief < 1.0 and belief == pytest.approx(0.9999 / (0.9999 + 0.00001), abs=1e-12)
+    # Where both verdicts are listed, the belief is their softmax, as before.
+    top = [("correct", math.log(0.7)), ("incorrect", math.log(0.2))]
+    assert _belief_at_verdict(top) == pytest.approx(0.7 / 0.9, abs=1e-12)
+
+
+def test_with_three_verdicts_the_absent_ones_share_the_leftover():
+    choices = ("yes", "no", "unsure")
+    pieces = ['{"verdict": "', "yes", '"}']
+    top = [("yes", math.log(0.80)), ("no", math.log(0.15)), ("{", math.log(0.04))]  # leftover 0.01
+    tokens = tokens_for(pieces, {1: top})
+    text = "".join(pieces)
+    belief = logprob_belief(tokens, text, (12, 17), "yes", choices)
+    assert belief == pytest.approx(0.80 / (0.80 + 0.15 + 0.01), abs=1e-12)
