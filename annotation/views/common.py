@@ -11,6 +11,7 @@ from django.shortcuts import redirect
 
 from annotation import selectors, services
 from annotation.models import Stage
+from annotation.rules import rule_range, stage_rules
 from foundation.error_mapping import REFUSED, add_form_errors, as_service_error
 from foundation.errors import ServiceError
 
@@ -71,4 +72,5 @@ def stage_context(request, item, stage: str) -> dict:
     return {"item": item, "stage": stage, "stage_label": Stage(stage).label, "options": item_options(item),
             "lease": selectors.lease_for(user=request.user, item=item, stage=stage),
             "in_stage": item.status == stage, "auto_advance": auto_advance(request),
-            "sent_back": selectors.open_send_back(item=item)}
+            "sent_back": selectors.open_send_back(item=item),
+            "rules": stage_rules(stage), "rule_range": rule_range(stage)}

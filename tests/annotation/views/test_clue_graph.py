@@ -189,7 +189,7 @@ def test_row_badges_follow_the_preview_and_no_problems_only_when_every_clue_is_v
     # Clue 1 is verbatim, clue 3 only approximately in the story: the row badge and the anchoring list say so alike.
     assert 'id="clue-state-0">verbatim</span>' in html and 'id="clue-state-2">approximate</span>' in html
     assert 'id="anchor-2" data-state="fuzzy"' in html and re.search(r"approximate \(0\.\d\d\) — best span", text)
-    assert "No problems found" not in text and "exact" not in text
+    assert "No problems found" not in text and not re.search(r"\bexact\b", text)  # a badge says "verbatim"
     assert "Clue only approximately in the context: clue 3 (see Anchoring above)" in text
     data = graph_post(item)
     data["clue_text"][0] = "muddy boots were standing next to the desk"  # a paraphrase: only approximate now
@@ -237,3 +237,14 @@ def test_a_refused_clue_graph_save_redirects_and_keeps_the_graph(annotator_clien
     page = annotator_client.get(refused["Location"])
     assert "Not saved:" in _texts(page) and 'value="kept although refused"' in page.content.decode()
     assert Draft.objects.get(user=annotator, item=item).data["clues"][0][1] == "kept although refused"
+
+
+def test_the_clue_graph_page_shows_rules_3_1_to_3_3_and_the_question_above_the_editor(annotator_client):
+    (item,) = make_items(1, status=ItemStatus.CLUE_GRAPH)
+    html = annotator_client.get(reverse("annotation:clue_graph", args=[item.pk])).content.decode()
+    text = _texts(html)
+    assert 'href="#rule-31"' in html and 'id="rule-31"' in html
+    assert "3.1 Regenerate or rewrite if the “Key Information of Context” cannot exactly match" in text
+    assert "3.2 Regenerate or rewrite if the connection or reasoning is redundant." in text
+    assert "3.3 Delete the question or rewrite it" in text
+    assert html.index('id="cg-question"') < html.index('id="cg-editor"')

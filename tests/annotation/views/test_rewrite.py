@@ -158,3 +158,16 @@ def test_save_and_finish_is_all_or_nothing(annotator, annotator2):
     assert response.status_code == 302 and "Not saved:" in visible_text(editor.get(response["Location"]))
     item.refresh_from_db()
     assert item.version == 1 and item.status == ItemStatus.REWRITE  # the edit was not saved without the finish
+
+
+def test_the_rewrite_page_shows_the_rules_it_cites(annotator_client):
+    """"Rules 2.1–2.4" is a link to the rules themselves, in the paper's words (Table 7) and what they ask here."""
+    (item,) = make_items(1, status=ItemStatus.REWRITE)
+    page = annotator_client.get(reverse("annotation:rewrite", args=[item.pk]))
+    text = visible_text(page.content.decode())
+    assert "(rules 2.1–2.4)" in text and 'href="#stage-rules"' in page.content.decode()
+    for number, words in (("2.1", "Standardize the expression."), ("2.2", "Rewrite a decent answer to the question."),
+                          ("2.3", "Separate “Question” and “Context”."),
+                          ("2.4", "Write decent and confusing “Options” of the question.")):
+        assert f"{number} {words}" in text
+    assert "exactly one correct" in text
