@@ -17,13 +17,13 @@ from annotation.clue_graph.data import ClueGraph
 from annotation.clue_graph.nodes import clue_node_id, link_steps
 from annotation.text import node_key
 
-NODE_WIDTH = 210
-COLUMN_GAP = 70
-ROW_GAP = 14
-LINE_HEIGHT = 14
-CHARS_PER_LINE = 30
-MAX_LINES = 3
-PADDING = 8
+NODE_WIDTH = 290
+COLUMN_GAP = 80
+ROW_GAP = 16
+LINE_HEIGHT = 20
+CHARS_PER_LINE = 32
+MAX_LINES = 4
+PADDING = 10
 
 
 @dataclass
@@ -158,7 +158,7 @@ def render_svg(graph: DrawnGraph, *, title: str = "Clue graph") -> str:
                      f"<title>{escape(tooltip)}</title>"
                      f'<rect x="{node.x:.0f}" y="{node.y:.0f}" width="{node.width:.0f}" height="{node.height:.0f}"/>')
         for k, line in enumerate(_lines(node)):
-            parts.append(f'<text x="{node.x + PADDING:.0f}" y="{node.y + PADDING + (k + 1) * LINE_HEIGHT - 3:.0f}">'
+            parts.append(f'<text x="{node.x + PADDING:.0f}" y="{node.y + PADDING + (k + 1) * LINE_HEIGHT - 5:.0f}">'
                          f"{escape(line)}</text>")
         parts.append("</g>")
     parts.append("</svg>")

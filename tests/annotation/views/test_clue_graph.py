@@ -248,3 +248,13 @@ def test_the_clue_graph_page_shows_rules_3_1_to_3_3_and_the_question_above_the_e
     assert "3.2 Regenerate or rewrite if the connection or reasoning is redundant." in text
     assert "3.3 Delete the question or rewrite it" in text
     assert html.index('id="cg-question"') < html.index('id="cg-editor"')
+
+
+def test_the_drawing_has_the_question_and_answer_above_it_and_follows_the_preview(annotator_client):
+    (item,) = make_items(1, status=ItemStatus.CLUE_GRAPH)
+    html = annotator_client.get(reverse("annotation:clue_graph", args=[item.pk])).content.decode()
+    card = html[html.index('id="graph-card"'):]
+    assert card.index(item.question) < card.index('id="graph-picture"') and "The gardener" in card[:card.index("<svg")]
+    preview = annotator_client.post(reverse("annotation:clue_graph_preview", args=[item.pk]), graph_post(item),
+                                    HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="graph-card" hx-swap-oob="true"' in preview and 'id="graph-picture"' in preview
