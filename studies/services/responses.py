@@ -100,7 +100,8 @@ SHOWN_ITEM_FIELDS = ("id", "context", "question", "options", "translations")
 def _attempt_leases(attempt: Attempt) -> list[ParticipantLease]:
     """The attempt's leases in presentation order, with only what the question flow needs."""
     return list(
-        ParticipantLease.objects.filter(attempt=attempt).only("id", "position", "status", "shown_at", "item_id")
+        ParticipantLease.objects.filter(attempt=attempt)
+        .only("id", "position", "status", "shown_at", "item_id", "draft_highlights")
         .order_by("position")
     )
 
@@ -196,8 +197,7 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
     shown = shown_item(context=item.context, question=item.question, options=item.options,
                        translations=item.translations, language=study.language_of(attempt.language))
     if highlights is USE_DRAFT:  # the answer came without its highlights field: the ones saved as a draft
-        highlights = matching_highlights(context=shown.context, highlights=ParticipantLease.objects.filter(
-            pk=lease.pk).values_list("draft_highlights", flat=True).first())
+        highlights = matching_highlights(context=shown.context, highlights=lease.draft_highlights)
     option, conf, spans = clean_answer(context=shown.context, n_options=len(shown.options),
                                        chosen_option=chosen_option, confidence=confidence, highlights=highlights)
     response = Response.objects.create(
@@ -284,7 +284,9 @@ def highlight_draft(*, token: str, position: Any, now: datetime | None = None) -
 def draft_of(*, attempt: Attempt, lease: ParticipantLease, context: str | None = None) -> list[dict]:
     """A lease's highlight draft, kept to the passages that fit the context shown now (`context`, else the item's
     in the attempt's language): a draft made before a language switch does not fit the other text."""
-    draft = ParticipantLease.objects.filter(pk=lease.pk).values_list("draft_highlights", flat=True).first()
+    if "draft_highlights" in lease.get_deferred_fields():
+        lease.refresh_from_db(fields=["draft_highlights"])
+    draft = lease.draft_highlights
     if not draft:
         return []
     if context is None:

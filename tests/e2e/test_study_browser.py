@@ -1,5 +1,6 @@
 """A participant completes a short study in Debian's chromium: mouse highlighting, htmx answers, reload resumes."""
 import re
+import time
 
 import pytest
 from django.db import connections
@@ -23,8 +24,8 @@ def page(browser_page):
     connections.close_all()
 
 
-def _select_by_mouse(page, to_x=0.6, to_y=0.25):
-    """Press at the first character of the story and drag to a point further down (always covers text).
+def _select_by_mouse(page, to_x=0.6, to_y=0.25, from_x=None, from_y=None):
+    """Press at the first character of the story (or at a fraction of it) and drag to a point further down.
 
     Waits until question.js has set up the story (an htmx swap runs it after the new question is in the page).
     """
@@ -33,7 +34,10 @@ def _select_by_mouse(page, to_x=0.6, to_y=0.25):
     page.evaluate("window.scrollTo(0, document.getElementById('context').getBoundingClientRect().top"
                   " + window.scrollY - 120)")
     box = page.locator("#context").bounding_box()
-    page.mouse.move(box["x"] + 18, box["y"] + 28)
+    if from_x is None:
+        page.mouse.move(box["x"] + 18, box["y"] + 28)
+    else:
+        page.mouse.move(box["x"] + box["width"] * from_x, box["y"] + box["height"] * from_y)
     page.mouse.down()
     page.mouse.move(box["x"] + box["width"] * to_x, box["y"] + box["height"] * to_y, steps=8)
     page.mouse.up()
@@ -99,6 +103,15 @@ def test_participant_completes_study_with_highlights_and_reload_resumes(live_ser
     assert responses[0].highlights[0]["text"] == marked.strip()
 
 
+def _wait_for(condition, timeout: float = 5.0) -> None:
+    """Poll a condition checked from the test (the CSP forbids page.wait_for_function's string evaluation)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("still false after %s s" % timeout)
+        time.sleep(0.05)
+
+
 def _answer(page, option: int = 0) -> None:
     page.wait_for_selector("#question input[name=chosen_option]")
     page.locator("input[name=chosen_option]").nth(option).check()
@@ -143,3 +156,55 @@ def test_back_and_a_stale_tab_never_leave_a_participant_stuck(live_server, detec
     other.wait_for_selector("text=Question 3 of 3")
     other.close()
     assert Response.objects.filter(attempt__external_participant_id="pw-back").count() == 2
+
+
+def test_highlights_made_in_one_tab_are_there_in_another_tab_and_another_browser(live_server, detectbench_dir, page):
+    """The highlights are saved on the server as they are made: a second tab and a second browser that resumes
+    the attempt show them, a tab that comes back into view takes the other tab's changes, and the answer
+    carries them."""
+    ids = import_items(detectbench_dir, 3)
+    study_create(slug="drafts", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
+                 status=StudyStatus.OPEN, completion_code="DRAFTS-OK", consent_text="Please agree.")
+    link = f"{live_server.url}/s/drafts/?PROLIFIC_PID=pw-draft&STUDY_ID=s&SESSION_ID=sess-1"
+    page.goto(link, timeout=60000)
+    page.check("input[name=consent]")
+    page.click("button[type=submit]")
+    page.click("#start")
+    page.wait_for_selector("#question")
+    _select_by_mouse(page, 0.5, 0.2)
+    page.wait_for_selector("[data-draft-status][data-state=saved]")
+    first = page.locator("#context mark.clue").inner_text()
+
+    # A second tab of the same browser.
+    tab = page.context.new_page()
+    tab.goto(page.url)
+    tab.wait_for_selector("#context mark.clue")
+    assert tab.locator("#context mark.clue").inner_text() == first
+
+    # Another browser (no cookie) resuming from the platform's link with the same id and session.
+    other_browser = page.context.browser.new_context(viewport={"width": 1200, "height": 900})
+    try:
+        elsewhere = other_browser.new_page()
+        elsewhere.goto(link)
+        elsewhere.wait_for_selector("#context mark.clue")
+        assert elsewhere.locator("#context mark.clue").inner_text() == first
+        # A second clue there, further down the story.
+        _select_by_mouse(elsewhere, 0.6, 0.8, from_x=0.2, from_y=0.7)
+        _wait_for(lambda: elsewhere.locator("#context mark.clue").count() == 2)
+        elsewhere.wait_for_selector("[data-draft-status][data-state=saved]")
+        clues = elsewhere.locator("#context mark.clue").all_inner_texts()
+    finally:
+        other_browser.close()
+    assert clues[0] == first and len(clues) == 2
+
+    # The first tab comes back into view: it shows what was made elsewhere.
+    tab.close()
+    page.bring_to_front()
+    page.evaluate("window.dispatchEvent(new Event('focus'))")
+    _wait_for(lambda: page.locator("#context mark.clue").all_inner_texts() == clues)
+
+    page.locator("input[name=chosen_option]").first.check()
+    page.click("[data-submit]")
+    page.wait_for_selector("text=Question 2 of 2")
+    response = Response.objects.get(attempt__external_participant_id="pw-draft")
+    assert [h["text"] for h in response.highlights] == clues
