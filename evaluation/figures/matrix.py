@@ -59,6 +59,6 @@ def draw_matrix(labels: Sequence[str], difference: Sequence[Sequence[float | Non
         axes.set_title(_plain(title), loc="left")
         for spine in axes.spines.values():
             spine.set_visible(False)
-        if note:
-            figure.text(0.01, -0.02, _plain(note), fontsize=7, color="#5f6b7a", va="top", wrap=True)
+        if note:  # under the column names, however long they are
+            axes.set_xlabel(_plain(note), fontsize=7, color="#5f6b7a", loc="left")
     return Drawn(figure, title, tips)

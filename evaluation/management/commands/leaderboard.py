@@ -1,7 +1,9 @@
-"""`python manage.py leaderboard --split SPLIT [--reference METHOD@ENDPOINT] [--format table|json|csv|latex]
-[--out FILE]`: the leaderboard (paper Table 4) of a split, as on the page."""
+"""`python manage.py leaderboard --split SPLIT [--reference METHOD@ENDPOINT] [--pairwise holm|bh]
+[--format table|json|csv|latex] [--out FILE]`: the leaderboard (paper Table 4) of a split, as on the page; with
+--pairwise, every pair of its cells (and humans against each) instead, with that correction."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from django import forms
@@ -11,6 +13,8 @@ from evaluation.exports import tables as table_exports
 from evaluation.forms.runs import parse_item_ids
 from evaluation.models import OptionOrder
 from evaluation.selectors.leaderboard import leaderboard
+from evaluation.selectors.pairwise import pairwise_table
+from evaluation.statistics.paired import CORRECTIONS
 from evaluation.statistics.quality_checks import FLAG_KINDS
 from foundation.error_mapping import REFUSED, error_text
 
@@ -29,6 +33,21 @@ WRITERS = {
 }
 
 
+def _pairwise_text(table, o) -> str:
+    result = pairwise_table(table, correction=o["pairwise"])
+    if o["format"] == "csv":
+        return table_exports.pairwise_csv(result)
+    if o["format"] == "latex":
+        return table_exports.pairwise_latex(result, scope=table.scope)
+    if o["format"] == "json":
+        return json.dumps(result.as_json() | {"scope": table.scope}, indent=2)
+    lines = [f"Every pair: {table.scope}; {result.correction_label}, * = corrected p < {result.alpha}"]
+    for t in result.tests:
+        adjusted = "--" if t.p_adjusted is None else f"{t.p_adjusted:.4g}" + ("*" if t.significant else "")
+        lines.append(f"{t.a[:36]:<36} {t.b[:36]:<36} n={t.n:<5} {t.a_better:>4}/{t.b_better:<4} {adjusted}")
+    return "\n".join(lines) + "\n"
+
+
 class Command(BaseCommand):
     help = ("The leaderboard of a split (the latest finished run of each method on each endpoint): accuracy with "
             "its Wilson interval, KeyInfo, n, the first-option baseline and, against --reference, the discordant "
@@ -43,6 +62,9 @@ class Command(BaseCommand):
         parser.add_argument("--exclude-flagged", nargs="?", const="all", default="", metavar="KINDS",
                             help="Leave out the items the data-quality report flags: every kind, or the "
                                  f"comma-separated kinds given ({', '.join(FLAG_KINDS)})")
+        parser.add_argument("--pairwise", choices=list(CORRECTIONS), default="",
+                            help="Every pair of cells instead (exact McNemar; humans by item sign-flip), corrected "
+                                 "by holm (family-wise) or bh (Benjamini-Hochberg, false discovery rate)")
         parser.add_argument("--format", choices=sorted(WRITERS), default="table")
         parser.add_argument("--out", help="Write to this file instead of standard output")
 
@@ -59,7 +81,7 @@ class Command(BaseCommand):
                                 exclude=flag_kinds(o["exclude_flagged"]))
         except REFUSED as exc:
             raise CommandError(error_text(exc)) from exc
-        text = WRITERS[o["format"]](table)
+        text = WRITERS[o["format"]](table) if not o["pairwise"] else _pairwise_text(table, o)
         if o["out"]:
             Path(o["out"]).write_text(text, encoding="utf-8")
             self.stderr.write(f"wrote {len(table.cells)} cells to {o['out']}")
