@@ -19,12 +19,23 @@ the threshold, the hand-out comes from the random stream and is recorded as such
 Inclusion probabilities for inverse-probability weights: with k* the largest triage key the
 order stream has drawn, a label with triage key <= k* was certain to be handed out (pi = 1);
 any other label was handed out exactly when u <= u* (pi = u*).
+
+Labels can be added after reviewing began (a judge grading a second run into the same queue).
+Only the hand-outs made after a label was added say anything about it: a hand-out of triage key
+k by the order stream at time t means every label present at t with a smaller key had already
+been handed out, and a random hand-out of key u the same for every label present with a smaller
+u. So each label has its own frontier (u*, k*), over the hand-outs made since it was added
+(``frontiers``, from the hand-out records); a label added after the order stream passed its key
+and never handed out since is not certain to have been reviewed (its pi is its own u*, 0 while
+no random hand-out has come after it).
 """
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 TRIAGE = "triage"
 AUDIT = "audit"
@@ -90,11 +101,23 @@ def pick(candidates: Iterable[Candidate], stream: str, threshold: float | None =
 
 @dataclass(frozen=True)
 class Drawn:
-    """A label with the stream that first handed it out (None: never handed out)."""
+    """A label with the stream that first handed it out (None: never handed out) and when it was added (any
+    orderable time; None: there from the start)."""
 
     belief: float | None
     audit_key: float
     first_stream: str | None
+    added: Any = None
+
+
+@dataclass(frozen=True)
+class Handout:
+    """One hand-out: when, by which stream (the one actually used), and the handed-out label's belief and key."""
+
+    at: Any
+    stream: str
+    belief: float | None
+    audit_key: float
 
 
 def sampling_frontier(labels: Sequence[Drawn]) -> tuple[float, tuple[float, float] | None]:
@@ -116,7 +139,37 @@ def in_uniform_sample(label: Drawn, u_star: float) -> bool:
     return label.first_stream is not None and u_star > 0 and label.audit_key <= u_star
 
 
-def inclusion_probabilities(labels: Sequence[Drawn]) -> list[float]:
-    """The inclusion probability of every label (IPW weight = 1 / it, for drawn labels)."""
-    u_star, k_star = sampling_frontier(labels)
-    return [inclusion_probability(d, u_star, k_star) for d in labels]
+Frontier = tuple[float, "tuple[float, float] | None"]
+
+
+def frontiers(labels: Sequence[Drawn], handouts: Sequence[Handout] | None = None) -> list[Frontier]:
+    """Each label's (u*, k*): over the hand-outs made at or after the label was added.
+
+    Without hand-out records (``handouts`` None) every label has the one frontier of ``sampling_frontier``
+    (every label there from the start)."""
+    if handouts is None:
+        return [sampling_frontier(labels)] * len(labels)
+    ordered = sorted(handouts, key=lambda h: h.at)
+    times = [h.at for h in ordered]
+    # Suffix maxima: the largest random key and the largest triage key of the hand-outs from position i on.
+    u_from: list[float] = [0.0] * (len(ordered) + 1)
+    k_from: list[tuple[float, float] | None] = [None] * (len(ordered) + 1)
+    for i in range(len(ordered) - 1, -1, -1):
+        h = ordered[i]
+        u_from[i], k_from[i] = u_from[i + 1], k_from[i + 1]
+        if h.stream == RANDOM:
+            u_from[i] = max(u_from[i], float(h.audit_key))
+        elif h.stream == ORDER:
+            key = triage_key(h.belief, h.audit_key)
+            k_from[i] = key if k_from[i] is None else max(k_from[i], key)
+    result = []
+    for label in labels:
+        i = 0 if label.added is None else bisect.bisect_left(times, label.added)
+        result.append((u_from[i], k_from[i]))
+    return result
+
+
+def inclusion_probabilities(labels: Sequence[Drawn], handouts: Sequence[Handout] | None = None) -> list[float]:
+    """The inclusion probability of every label (IPW weight = 1 / it, for drawn labels); with ``handouts``, each
+    over the hand-outs made since the label was added."""
+    return [inclusion_probability(d, u, k) for d, (u, k) in zip(labels, frontiers(labels, handouts))]

@@ -6,7 +6,9 @@ sample), then two estimates, each with its n (labels, not reviews: with k review
 weighs 1/k of its label):
 * uniform: the reviews of labels in the uniform sample (audit key u <= u*, however they were
   handed out), every label counting once;
-* weighted: every queue review, weighted by 1 / the label's inclusion probability.
+* weighted: every queue review, weighted by 1 / the label's inclusion probability, over the
+  hand-outs made since the label was added (labels a judge adds after reviewing began are not
+  taken as reviewed: `review_order.frontiers`).
 An estimate is given from `trust.MIN_LABELS` labels (effective labels when weighted) on;
 below that each side says how many more uniform reviews it needs. The weighted estimate is
 refused while some scored label had no chance of review (nothing drawn at random yet, e.g. a
@@ -22,7 +24,7 @@ import math
 from collections import Counter
 
 from annotation import review_order, trust
-from annotation.models import BeliefLabel, BeliefQueue, BeliefReview, LabelSource, LabelStatus, ReviewVia
+from annotation.models import BeliefLabel, BeliefLease, BeliefQueue, BeliefReview, LabelSource, LabelStatus, ReviewVia
 from annotation.selectors.belief import PENDING, provenance
 
 EXPORT_COLUMNS = ("review_id", "label_id", "target", "aspect", "item_id", "item_version", "judge_label", "belief",
@@ -36,11 +38,35 @@ def _labels(queue: BeliefQueue) -> list[BeliefLabel]:
         "audit_key", "first_stream", "final_source"))
 
 
-def review_rows(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None) -> list[dict]:
+def _drawn(label: BeliefLabel) -> review_order.Drawn:
+    return review_order.Drawn(label.belief, label.audit_key, label.first_stream or None, added=label.created_at)
+
+
+def handouts(queue: BeliefQueue) -> list[review_order.Handout]:
+    """Every hand-out of the queue (a lease, whatever became of it): when, by which stream, of which label."""
+    return [review_order.Handout(at, stream, belief, key) for at, stream, belief, key in
+            BeliefLease.objects.filter(label__queue=queue).order_by("leased_at", "pk")
+            .values_list("leased_at", "stream", "label__belief", "label__audit_key")]
+
+
+def design(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None) -> dict[int, tuple[float, float, bool]]:
+    """Per label id: (its own frontier u*, its inclusion probability, whether it is in the uniform sample), each
+    over the hand-outs made since the label was added (a second run graded into the queue later is not taken as
+    reviewed: `review_order.frontiers`)."""
+    labels = _labels(queue) if labels is None else labels
+    drawn = [_drawn(label) for label in labels]
+    result = {}
+    for label, d, (u_star, k_star) in zip(labels, drawn, review_order.frontiers(drawn, handouts(queue))):
+        result[label.pk] = (u_star, review_order.inclusion_probability(d, u_star, k_star),
+                            review_order.in_uniform_sample(d, u_star))
+    return result
+
+
+def review_rows(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None,
+                sampling: dict[int, tuple[float, float, bool]] | None = None) -> list[dict]:
     """One row per queue review of a scored label, with its sampling design."""
     labels = _labels(queue) if labels is None else labels
-    drawn = {label.pk: review_order.Drawn(label.belief, label.audit_key, label.first_stream or None) for label in labels}
-    u_star, k_star = review_order.sampling_frontier(list(drawn.values()))
+    sampling = design(queue=queue, labels=labels) if sampling is None else sampling
     by_id = {label.pk: label for label in labels}
     reviews = list(BeliefReview.objects.filter(label__queue=queue, via=ReviewVia.QUEUE)
                    .select_related("reviewer").order_by("label_id", "created_at", "pk"))
@@ -50,8 +76,7 @@ def review_rows(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None) 
         label = by_id.get(review.label_id)
         if label is None or label.status != LabelStatus.SCORED:
             continue
-        pi = review_order.inclusion_probability(drawn[label.pk], u_star, k_star)
-        uniform = review_order.in_uniform_sample(drawn[label.pk], u_star)
+        _, pi, uniform = sampling[label.pk]
         rows.append({
             "review_id": review.pk, "label_id": label.pk, "target": label.target, "aspect": label.aspect,
             "item_id": label.item_id, "item_version": label.item_version, "judge_label": label.label,
@@ -140,16 +165,23 @@ def _weighted_missing(figures: dict, rows: list[dict], refused: str) -> str:
 def belief_trust(*, queue: BeliefQueue) -> dict:
     """Every trust figure of the queue, both estimates, and what they rest on."""
     labels = _labels(queue)
-    rows = review_rows(queue=queue, labels=labels)
+    sampling = design(queue=queue, labels=labels)
+    rows = review_rows(queue=queue, labels=labels, sampling=sampling)
     scored = [label.belief for label in labels if label.status == LabelStatus.SCORED]
     sources = Counter(provenance(label, queue.accept_threshold) for label in labels)
-    drawn = [review_order.Drawn(label.belief, label.audit_key, label.first_stream or None) for label in labels]
+    drawn = [_drawn(label) for label in labels]
     u_star, k_star = review_order.sampling_frontier(drawn)
-    unreachable = sum(1 for d, label in zip(drawn, labels) if label.status == LabelStatus.SCORED
-                      and review_order.inclusion_probability(d, u_star, k_star) <= 0)
-    refused = (f"no label has been drawn at random yet, so {unreachable} scored label(s) had no chance of review: "
-               "weighting the reviews chosen by belief cannot stand for them (no unbiased estimate without a uniform "
-               "sample)") if unreachable else ""
+    unreachable = sum(1 for label in labels if label.status == LabelStatus.SCORED and sampling[label.pk][1] <= 0)
+    if not unreachable:
+        refused = ""
+    elif u_star <= 0:
+        refused = (f"no label has been drawn at random yet, so {unreachable} scored label(s) had no chance of "
+                   "review: weighting the reviews chosen by belief cannot stand for them (no unbiased estimate "
+                   "without a uniform sample)")
+    else:
+        refused = (f"no label has been drawn at random since {unreachable} scored label(s) were added, so they had "
+                   "no chance of review yet: the reviews cannot stand for them until the random share has drawn "
+                   "after them")
     uniform = _figures(rows, "uniform_weight", queue.accept_threshold, scored)
     weighted = _figures(rows, "weight", queue.accept_threshold, scored, refused)
     uniform["missing"] = _uniform_missing(uniform, queue)

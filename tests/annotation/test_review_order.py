@@ -1,4 +1,5 @@
 """The belief-review hand-out policy (annotation.review_order is pure: no database)."""
+import heapq
 import random
 
 import pytest
@@ -100,3 +101,85 @@ def test_weighted_estimates_are_unbiased_where_the_triage_sample_alone_is_not():
     assert len(uniform) >= 80  # the 80 random draws and the triage picks that fall under u*
     assert abs(sum(uniform) / len(uniform) - truth) < 0.1
     assert sum(x["stream"] == ro.RANDOM for x in labels) == 80
+
+
+def test_a_label_added_after_reviewing_began_is_not_certain_to_have_been_handed_out():
+    """Issue 21: labels recorded after the order stream had passed their triage key (a judge grading a second
+    run into the same queue) were given inclusion probability 1 although never handed out. Only the hand-outs
+    made after a label was added say anything about it."""
+    early = [ro.Drawn(0.1, 0.80, ro.ORDER, added=0), ro.Drawn(0.3, 0.60, ro.ORDER, added=0),
+             ro.Drawn(0.9, 0.20, ro.RANDOM, added=0), ro.Drawn(0.7, 0.40, ro.RANDOM, added=0)]
+    handouts = [ro.Handout(1, ro.ORDER, 0.1, 0.80), ro.Handout(2, ro.ORDER, 0.3, 0.60),
+                ro.Handout(3, ro.RANDOM, 0.9, 0.20), ro.Handout(4, ro.RANDOM, 0.7, 0.40)]
+    late = [ro.Drawn(0.05, 0.50, None, added=5),  # below k* = (.3, .6), never handed out
+            ro.Drawn(0.2, 0.10, None, added=5)]   # below k* and below u* = .4, never handed out
+    labels = early + late
+    assert ro.inclusion_probabilities(labels, handouts) == [1.0, 1.0, 0.4, 0.4, 0.0, 0.0]
+    assert [ro.in_uniform_sample(d, u) for d, (u, _) in zip(labels, ro.frontiers(labels, handouts))] == \
+        [False, False, True, True, False, False]
+    # After the second run arrived: one random hand-out (the smallest key, .10) and one in triage order (.05).
+    handouts += [ro.Handout(6, ro.RANDOM, 0.2, 0.10), ro.Handout(7, ro.ORDER, 0.05, 0.50)]
+    late = [ro.Drawn(0.05, 0.50, ro.ORDER, added=5), ro.Drawn(0.2, 0.10, ro.RANDOM, added=5),
+            ro.Drawn(0.25, 0.30, None, added=5)]  # above the order stream's frontier since, above u = .10
+    labels = early + late
+    assert ro.inclusion_probabilities(labels, handouts) == [1.0, 1.0, 0.4, 0.4, 1.0, 0.1, 0.1]
+    # Without hand-out records every label counts as there from the start (the frontier of all hand-outs).
+    assert ro.inclusion_probabilities(early) == [1.0, 1.0, 0.4, 0.4]
+
+
+def _simulate_two_runs(seed, share=0.2, first=300, second=300, before=250, after=100):
+    """A queue in triage order: `first` labels, `before` hand-outs, `second` more labels, `after` hand-outs.
+    The judge is right with probability = its belief, the second run's judge far less often (belief * 0.3). The
+    streams pick as `ro.pick` does (the smallest triage key; the smallest audit key), kept in heaps."""
+    rng = random.Random(seed)
+    labels, handouts, by_key, by_u = [], [], [], []
+
+    def add(n, when, worse):
+        for _ in range(n):
+            x = {"id": len(labels), "belief": rng.random(), "u": rng.random(), "added": when, "stream": None}
+            x["right"] = rng.random() < x["belief"] * (0.3 if worse else 1.0)
+            labels.append(x)
+            heapq.heappush(by_key, (ro.triage_key(x["belief"], x["u"]), x["id"]))
+            heapq.heappush(by_u, (x["u"], x["id"]))
+
+    def review(count, start):
+        for number in range(start, start + count):
+            stream = ro.handout_stream(ro.TRIAGE, number, share)
+            heap = by_u if stream == ro.RANDOM else by_key
+            while labels[heap[0][1]]["stream"] is not None:
+                heapq.heappop(heap)
+            x = labels[heapq.heappop(heap)[1]]
+            x["stream"] = stream
+            handouts.append(ro.Handout(number, stream, x["belief"], x["u"]))
+
+    add(first, 0, worse=False)
+    review(before, 1)
+    add(second, before + 0.5, worse=True)
+    review(after, before + 1)
+    return labels, handouts
+
+
+def test_weighted_accuracy_stays_unbiased_when_a_second_run_joins_the_queue():
+    """200 simulated queues: the weighted accuracy with each label's own frontier is unbiased and its interval
+    covers near its nominal rate; with one frontier for all (labels added late counted as certainly
+    reviewed) it is biased upward."""
+    errors, old_errors, covered = [], [], 0
+    rounds = 200
+    for seed in range(rounds):
+        labels, handouts = _simulate_two_runs(seed)
+        truth = sum(x["right"] for x in labels) / len(labels)
+        drawn = [ro.Drawn(x["belief"], x["u"], x["stream"], added=x["added"]) for x in labels]
+        for pi, old in ((ro.inclusion_probabilities(drawn, handouts), False),
+                        (ro.inclusion_probabilities([ro.Drawn(d.belief, d.audit_key, d.first_stream) for d in drawn]),
+                         True)):
+            reviewed = [(x, p) for x, p in zip(labels, pi) if x["stream"]]
+            estimate = trust.accuracy([x["right"] for x, _ in reviewed], [1 / p for _, p in reviewed])
+            (old_errors if old else errors).append(estimate.value - truth)
+            if not old:
+                covered += estimate.low <= truth <= estimate.high
+    bias = sum(errors) / rounds
+    old_bias = sum(old_errors) / rounds
+    print(f"bias {bias:+.4f}, before the fix {old_bias:+.4f}; coverage {covered / rounds:.3f}")
+    assert old_bias > 0.04  # the unreviewed late labels (mostly wrong) counted as certainly reviewed
+    assert abs(bias) < 0.015
+    assert 0.90 * rounds <= covered <= rounds

@@ -155,3 +155,32 @@ def test_triage_says_when_it_has_nothing_to_order_by(queue, items, annotator, re
     belief_queue_policy_set(queue_id=queue.pk, order="audit")
     queue.refresh_from_db()
     assert triage_basis(queue=queue)["note"] == ""
+
+
+def test_a_second_run_graded_into_the_queue_is_not_taken_as_reviewed(queue, items, annotator, researcher):
+    """Issue 21: when a judge grades a second run into a queue whose reviewing has begun, its labels below the
+    order stream's frontier were given inclusion probability 1, never handed out as they were; the weighted
+    figures did not move. Each label's frontier is over the hand-outs made since it was added."""
+    record_free_text(queue, items, [round(0.30 + 0.6 * i / 40, 4) for i in range(40)])
+    _review(queue, annotator, 30)
+    before = belief_trust(queue=queue)
+    assert before["weighted"]["defined"]
+    k_star = before["k_star"]
+    # The second run: 20 labels, every belief below the frontier of the order stream, none handed out yet.
+    record_free_text(queue, items, [0.05 + 0.01 * i for i in range(20)], start=100)
+    late = BeliefLabel.objects.filter(queue=queue, target__in=[f"result:{100 + i}" for i in range(20)])
+    assert all((label.belief, label.audit_key) < k_star for label in late)
+    figures = belief_trust(queue=queue)
+    weighted = figures["weighted"]
+    assert not weighted["defined"] and weighted["accuracy"]["value"] is None  # the figures moved: refused
+    assert ("no label has been drawn at random since 20 scored label(s) were added, so they had no chance of "
+            "review yet") in weighted["reason"]
+    # Reviewing goes on: triage takes the new labels first, the random share draws among all that are left.
+    _review(queue, annotator, 10)
+    figures = belief_trust(queue=queue)
+    rows = {r["label_id"]: r for r in figures["rows"]}
+    for label in late:
+        label.refresh_from_db()
+        if label.first_stream == "order":
+            assert rows[label.pk]["inclusion_probability"] == 1.0
+    assert figures["weighted"]["defined"]
