@@ -1,4 +1,5 @@
-"""Checks an annotator sees while rewriting an item: its options (pure Python, no Django).
+"""Checks an annotator sees while working on an item: its options (rewriting), and clues that are not key
+information because they cover most of the context (the clue graph). Pure Python, no Django.
 
 Whether the clue graph's last conclusion names the answer is a clue-graph check:
 annotation.clue_graph.checks.reaches_answer.
@@ -49,4 +50,25 @@ def option_checks(options: Sequence[str], answer_index: int | None) -> list[Chec
             checks.append(Check("duplicate_option", f"options {first + 1} and {other + 1} are the same"))
     if answer_index is None or not 0 <= answer_index < len(options):
         checks.append(Check("no_correct_option", "choose exactly one correct option"))
+    return checks
+
+
+#: Key information is a few words of the context: a clue covering more than this share of the context's
+#: characters is most of the story (a warning: the clue graph can still be saved).
+BROAD_CLUE_SHARE = 0.5
+
+
+def clue_span_checks(context: str, clues: Sequence[tuple[int, int]]) -> list[Check]:
+    """Clues that cover most of the context: ``clues`` are (clue number, characters of the context it covers,
+    its span when it is found in the context, else its own length); one warning per clue above
+    BROAD_CLUE_SHARE."""
+    total = len(context.strip())
+    if not total:
+        return []
+    checks = []
+    for number, covered in clues:
+        share = covered / total
+        if share > BROAD_CLUE_SHARE:
+            checks.append(Check("broad_clue", f"clue {number} covers {share:.0%} of the context: key information is "
+                                              "the few words a step needs, not most of the story"))
     return checks

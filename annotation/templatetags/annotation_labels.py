@@ -27,8 +27,11 @@ ISSUE_LABELS = {
     IssueKind.NO_ANSWER: _("Does not reach the answer"),
 }
 
+#: Warnings of the item checks (annotation.item_checks) shown beside the clue-graph checks.
+CHECK_LABELS = {"broad_clue": _("Clue that covers most of the context")}
+
 LABELS: dict[str, str] = {
-    **{str(kind): label for kind, label in ISSUE_LABELS.items()},
+    **{str(kind): label for kind, label in ISSUE_LABELS.items()}, **CHECK_LABELS,
     **dict(Criterion.choices), **dict(Decision.choices), **dict(ItemStatus.choices), **dict(ReviewAction.choices),
 }
 

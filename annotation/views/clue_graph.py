@@ -18,6 +18,7 @@ from annotation.clue_graph.editing import EditableGraph, editable_graph
 from annotation.errors import StaleVersion
 from annotation.forms import GRAPH_META_KEYS, ClueGraphForm
 from annotation.highlight import segments
+from annotation.item_checks import clue_span_checks
 from annotation.models import Item, Stage
 from annotation.selectors.belief import clue_graph_draft
 from annotation.views.common import after_decision, attempt, stage_context
@@ -37,18 +38,24 @@ def graph_context(item, graph: EditableGraph, *, base_version: int) -> dict:
     """Everything the clue-graph screen shows for a graph: anchors, checks, rows, the SVG."""
     shown = editing.editor_view(graph, context=item.context, options=item.options, answer_index=item.answer_index,
                                 answer_text=item.answer_text)
+    # A clue covering most of the context is no key information: how much of it each clue covers (its span in
+    # the context, or its own text where that is longer or it is not found there).
+    covered = [(row.number, max(len(row.text.strip()), row.anchor.end - row.anchor.start
+                                if row.anchor is not None and row.state != "unanchored" else 0))
+               for row in shown.clue_rows if row.text.strip()]
+    warnings = clue_span_checks(item.context, covered)
     return {
         "item": item, "base_version": base_version, "meta": _graph_meta(graph),
         "clue_rows": [{"row": row, "state": row.state, "state_words": ANCHOR_STATE_WORDS[row.state]}
                       for row in shown.clue_rows],
         "step_rows": [{"row": row, "inputs": row.inputs} for row in shown.step_rows],
-        "issues": shown.issues,
+        "issues": shown.issues, "warnings": warnings,
         "segments": segments(item.context, shown.spans),
         "svg": mark_safe(render_svg(shown.drawn, title=f"Clue graph of {item}")),  # noqa: S308 - every text is escaped
         "unanchored": shown.unanchored,
         "fuzzy": shown.fuzzy,
-        # "No problems" only when the checks find none and every clue is verbatim in the context.
-        "all_clear": not shown.issues and not shown.unanchored and not shown.fuzzy,
+        # "No problems" only when the checks find none, every clue is verbatim in the context and none covers most of it.
+        "all_clear": not shown.issues and not shown.unanchored and not shown.fuzzy and not warnings,
     }
 
 

@@ -1,5 +1,5 @@
-"""annotation.item_checks: the options of an item."""
-from annotation.item_checks import option_checks, same_options
+"""annotation.item_checks: the options of an item, clues that cover most of the context."""
+from annotation.item_checks import clue_span_checks, option_checks, same_options
 
 
 def test_option_checks():
@@ -17,3 +17,11 @@ def test_same_options_ignore_case_spacing_and_surrounding_punctuation_but_not_in
     assert same_options(["(3 + 3) × (8 ÷ 8)", "(3 - 3 + 8) × 8", "(3 + 3 ÷ 8) × 8", "(3 × 3) + (8 ÷ 8)"]) == []
     assert same_options(["98-76+54+3+21=100", "98-76+54-3+21=100"]) == []
     assert [c.kind for c in option_checks(["98-76+54+3+21=100", "98-76+54-3+21=100"], 0)] == []
+
+
+def test_a_clue_covering_more_than_half_of_the_context_is_flagged():
+    context = "x" * 100
+    assert clue_span_checks(context, [(1, 20), (2, 50)]) == []  # half is not most
+    (check,) = clue_span_checks(context, [(1, 20), (2, 51), (3, 0)])
+    assert check.kind == "broad_clue" and check.message.startswith("clue 2 covers 51% of the context")
+    assert clue_span_checks("", [(1, 5)]) == []

@@ -258,3 +258,25 @@ def test_the_drawing_has_the_question_and_answer_above_it_and_follows_the_previe
     preview = annotator_client.post(reverse("annotation:clue_graph_preview", args=[item.pk]), graph_post(item),
                                     HTTP_HX_REQUEST="true").content.decode()
     assert 'id="graph-card" hx-swap-oob="true"' in preview and 'id="graph-picture"' in preview
+
+
+def test_a_clue_spanning_most_of_the_context_is_a_warning_not_no_problems(annotator_client):
+    (item,) = make_items(1, status=ItemStatus.CLUE_GRAPH)
+    data = graph_post(item)
+    # Every clue verbatim and used, the answer reached: nothing to report ...
+    data.update({"clue_text": data["clue_text"][:2], "clue_implication": data["clue_implication"][:2]})
+    url = reverse("annotation:clue_graph_preview", args=[item.pk])
+    assert "No problems found" in _texts(annotator_client.post(url, data, HTTP_HX_REQUEST="true"))
+    # ... until clue 1 is most of the story (verbatim, still used by the step through its implication).
+    data["clue_text"][0] = item.context[:int(len(item.context) * 0.8)]
+    text = _texts(annotator_client.post(url, data, HTTP_HX_REQUEST="true"))
+    assert "No problems found" not in text
+    assert "Clue that covers most of the context: clue 1 covers 80% of the context" in text
+    # The reviewer sees it too.
+    data["note"] = ""
+    assert annotator_client.post(reverse("annotation:clue_graph", args=[item.pk]), data).status_code == 302
+    item.refresh_from_db()
+    item.status = ItemStatus.REVIEW
+    item.save(update_fields=["status"])
+    review = _texts(annotator_client.get(reverse("annotation:review", args=[item.pk])))
+    assert "Clue that covers most of the context: clue 1 covers 80%" in review
