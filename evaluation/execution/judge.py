@@ -2,7 +2,9 @@
 
 Called by the Celery task (and in-process by ``judge --wait``). A model judge runs on
 the same engine as a model run: the endpoint's client with its shared limiter and
-retries, the response cache, concurrency up to the endpoint's limit. Labels are
+retries, the response cache (read with the model runs' own reader, finish_reason included),
+concurrency up to the endpoint's limit, and the model runs' circuit breaker (an endpoint that keeps
+failing fails the judge run with the reason, after a bounded number of requests). Labels are
 written only through annotation's ``belief_labels_record`` (INSERT ... ON CONFLICT DO
 NOTHING on (queue, target, aspect, item version)), every few hundred milliseconds, so
 a run killed mid-way keeps what it wrote and a re-run computes only the targets that
@@ -24,13 +26,14 @@ from django.utils import timezone
 from annotation.models import BeliefLabel, Item, LabelStatus
 from annotation.models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED
 from annotation.services.belief import belief_labels_record
-from evaluation.execution.chunks import endpoint_refusal, make_limiter, run_event_loop
+from evaluation.execution.chunks import endpoint_refusal, make_breaker, make_limiter, run_event_loop
+from evaluation.execution.rows import cache_fetch as cache_fetch_rows
 from evaluation.judge import specs
 from evaluation.judge.beliefs import LOGPROB, SAMPLED
 from evaluation.judge.client import TOP_LOGPROBS, LogprobChatClient, pack_for_cache
 from evaluation.judge.solving import JudgeOutcome, JudgeSolver
 from evaluation.judge.specs import JudgeInput
-from evaluation.model_calls.clients import RetryPolicy
+from evaluation.model_calls.clients import CircuitBreaker, EndpointDown, RetryPolicy
 from evaluation.model_calls.engine import RAMP_SPACING_S, Engine, Job, JobResult
 from evaluation.models import CachedResponse, Result, RunStatus
 from evaluation.models.judge import JudgeConfig, JudgeRun
@@ -124,7 +127,12 @@ def execute_judge_run(*, judge_run_id: int) -> JudgeRun:
     elif pending and (refusal := endpoint_refusal(judge_run.config.endpoint)):
         errors.append(refusal)  # no request: the run ends with it as its last error
     elif pending:
-        run_event_loop(_execute_model(judge_run, solver, pending, errors))
+        try:
+            run_event_loop(_execute_model(judge_run, solver, pending, errors))
+        except EndpointDown as exc:  # the circuit breaker opened: the judge run fails with its reason, as a run does
+            errors.append(str(exc))
+            JudgeRun.objects.filter(pk=judge_run.pk, status=RunStatus.RUNNING).update(
+                status=RunStatus.FAILED, finished_at=timezone.now())
     return refresh_judge_run(judge_run_id=judge_run.pk, wall_s=time.monotonic() - started,
                              last_error=errors[-1] if errors else "")
 
@@ -139,20 +147,15 @@ def _execute_builtin(judge_run: JudgeRun, solver: JudgeSolver, pending: list[Jud
         belief_labels_record(queue=queue, rows=rows)
 
 
-def _client(config: JudgeConfig, params: dict) -> LogprobChatClient:
+def _client(config: JudgeConfig, params: dict, breaker: CircuitBreaker | None = None) -> LogprobChatClient:
     endpoint = config.endpoint
     api_key = os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
     return LogprobChatClient(
         base_url=endpoint.base_url, model=endpoint.model, api_key=api_key, params=params,
         timeout_s=endpoint.timeout_s, limiter=make_limiter(endpoint),
         retry=RetryPolicy(max_attempts=endpoint.max_attempts, total_s=endpoint.retry_budget_s),
-        max_connections=endpoint.max_concurrency,
+        max_connections=endpoint.max_concurrency, breaker=breaker,
     )
-
-
-def _cache_fetch(keys: list[str]) -> dict[str, Completion]:
-    return {c.key: Completion(text=c.text, tokens_in=c.tokens_in, tokens_out=c.tokens_out, cached=True)
-            for c in CachedResponse.objects.filter(key__in=keys)}
 
 
 def _write(judge_run: JudgeRun, solver: JudgeSolver, results: list[JobResult], errors: list[str]) -> None:
@@ -165,7 +168,7 @@ def _write(judge_run: JudgeRun, solver: JudgeSolver, results: list[JobResult], e
     if rows:
         belief_labels_record(queue=judge_run.config.queue, rows=rows)
     cached = [CachedResponse(key=key, model=judge_run.config.endpoint.model, text=pack_for_cache(c),
-                             tokens_in=c.tokens_in, tokens_out=c.tokens_out)
+                             tokens_in=c.tokens_in, tokens_out=c.tokens_out, finish_reason=(c.finish_reason or "")[:30])
               for r in results if r.outcome is not None and r.new_cache for key, c in r.new_cache.items()]
     if cached and judge_run.config.endpoint.use_cache:
         CachedResponse.objects.bulk_create(cached, ignore_conflicts=True)
@@ -177,10 +180,10 @@ async def _execute_model(judge_run: JudgeRun, solver: JudgeSolver, pending: list
     loop = asyncio.get_running_loop()
     db = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"judge-run-{judge_run.pk}-db")
     params = judge_params(config)
-    client = _client(config, params)
+    client = _client(config, params, breaker=make_breaker())  # the model runs' breaker, with their settings
 
     async def cache_fetch(keys: list[str]) -> dict[str, Completion]:
-        return await loop.run_in_executor(db, _cache_fetch, keys)
+        return await loop.run_in_executor(db, cache_fetch_rows, keys)  # the model runs' own cache read
 
     engine = Engine(method=solver, client=client, k=config.samples, concurrency=endpoint.max_concurrency,
                     base_url=endpoint.base_url, model=endpoint.model, params=params,

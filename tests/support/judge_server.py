@@ -22,6 +22,7 @@ from tests.support.model_server import ModelServer
 class ScriptedReply:
     text: str
     logprobs: list[dict] | None = None  # the chat API's logprobs.content, or None (not returned)
+    finish_reason: str = "stop"  # "length": the reply was cut at max_tokens
 
 
 def token_entry(token: str, logprob: float, top: Sequence[tuple[str, float]] = ()) -> dict:
@@ -60,13 +61,15 @@ class JudgeServer(ModelServer):
         reply = self.script(request)
         _CURRENT.set(reply)  # this connection's task only: read by the responder, then by the lines below
         status, payload, extra = await super()._chat(body)
-        if status != 200 or reply.logprobs is None:
+        if status != 200 or (reply.logprobs is None and reply.finish_reason == "stop"):
             return status, payload, extra
         try:
             data = json.loads(payload)
         except ValueError:  # an injected malformed body
             return status, payload, extra
-        data["choices"][0]["logprobs"] = {"content": reply.logprobs}
+        data["choices"][0]["finish_reason"] = reply.finish_reason
+        if reply.logprobs is not None:
+            data["choices"][0]["logprobs"] = {"content": reply.logprobs}
         return status, json.dumps(data).encode(), extra
 
 
