@@ -36,21 +36,48 @@ def judge_run_line(*, judge_run: JudgeRun) -> dict:
 
 @dataclass(frozen=True)
 class JudgedAccuracy:
-    """A free-text run's accuracy according to one judge configuration (final label when reviewed)."""
+    """A free-text run's accuracy according to one judge configuration (final label when reviewed).
+
+    Every result the model gave (rows without an infrastructure error, as for multiple choice) is in one of four
+    kinds: graded (a verdict, the reviewer's final label else the judge's), unanswered (the model gave no answer:
+    wrong, as a missing answer is in multiple choice), unreadable (the judge's reply could not be read) and
+    pending (not judged yet). Accuracy is correct / (graded + unanswered); the unscored share is what nobody
+    knows (unreadable + pending) of n.
+    """
 
     config: str
-    n: int  # result rows of the run
-    scored: int  # results with a scored label
+    n: int  # result rows of the run without an infrastructure error
+    scored: int  # graded: results with a verdict (the judge's, or a final human label)
     correct: int
     reviewed: int  # results whose label has a final (human) label
+    unanswered: int = 0  # the model gave no answer (counted wrong)
+    unreadable: int = 0  # the judge's reply could not be read (no verdict)
+    pending: int = 0  # no label from this judge yet
+
+    @property
+    def counted(self) -> int:
+        """The denominator: graded results and the model's non-answers."""
+        return self.scored + self.unanswered
 
     @property
     def accuracy(self) -> float | None:
-        return self.correct / self.scored if self.scored else None
+        return self.correct / self.counted if self.counted else None
+
+    def _share(self, count: int) -> float | None:
+        return count / self.n if self.n else None
 
     @property
     def unscored_share(self) -> float | None:
-        return (self.n - self.scored) / self.n if self.n else None
+        """Of n, the results whose correctness nobody knows: the judge's unreadable replies and those not judged."""
+        return self._share(self.unreadable + self.pending)
+
+    @property
+    def unanswered_share(self) -> float | None:
+        return self._share(self.unanswered)
+
+    @property
+    def unreadable_share(self) -> float | None:
+        return self._share(self.unreadable)
 
     @property
     def accuracy_pct(self) -> float | None:
@@ -61,33 +88,47 @@ class JudgedAccuracy:
         return None if self.unscored_share is None else 100.0 * self.unscored_share
 
     def as_json(self) -> dict:
-        return {**asdict(self), "accuracy": self.accuracy, "unscored_share": self.unscored_share}
+        return {**asdict(self), "accuracy": self.accuracy, "counted": self.counted,
+                "unscored_share": self.unscored_share, "unanswered_share": self.unanswered_share,
+                "unreadable_share": self.unreadable_share}
 
 
 def free_text_accuracy(*, run: Run) -> list[JudgedAccuracy]:
-    """Per judge configuration that judged this free-text run: the share of results whose final label
-    (the reviewed one if any, else the judge's) is correct among the scored ones, and the share unscored
-    (not judged yet, or the judge's reply could not be read). Empty for other methods."""
+    """Per judge configuration that judged this free-text run: the share of results whose final label (the
+    reviewed one if any, else the judge's) is correct, a result without an answer counting as wrong, with the
+    unscored results told apart (the judge's unreadable replies, those not judged yet). Empty for other
+    methods."""
     if run.method != specs.FREE_TEXT:
         return []
-    n = Result.objects.filter(run=run).count()
-    targets = [f"result:{pk}" for pk in Result.objects.filter(run=run).values_list("pk", flat=True)]
+    answered = dict(Result.objects.filter(run=run, error="").values_list("pk", "free_answer"))
+    n = len(answered)
+    targets = {f"result:{pk}": bool((answer or "").strip()) for pk, answer in answered.items()}
     if not targets:
         return []
-    per_queue: dict[int, dict[str, int]] = {}
     latest: dict[tuple[int, str], tuple[int, str, str, str]] = {}
     for queue_id, target, version, status, label, final in BeliefLabel.objects.filter(
-            task=specs.FREE_TEXT, aspect="verdict", target__in=targets).values_list(
+            task=specs.FREE_TEXT, aspect="verdict", target__in=list(targets)).values_list(
             "queue_id", "target", "item_version", "status", "label", "final_label"):
         key = (queue_id, target)
         if key not in latest or version > latest[key][0]:
             latest[key] = (version, status, label, final)
-    for (queue_id, _), (_, status, label, final) in latest.items():
-        counts = per_queue.setdefault(queue_id, {"scored": 0, "correct": 0, "reviewed": 0})
-        counts["reviewed"] += bool(final)
-        if status == LabelStatus.SCORED or final:
-            counts["scored"] += 1
-            counts["correct"] += (final or label) == specs.CORRECT
-    names = dict(JudgeConfig.objects.filter(queue_id__in=per_queue).values_list("queue_id", "name"))
-    return sorted((JudgedAccuracy(config=names.get(q, f"queue {q}"), n=n, **c) for q, c in per_queue.items()),
-                  key=lambda a: a.config)
+    queues = sorted({queue_id for queue_id, _ in latest})
+    names = dict(JudgeConfig.objects.filter(queue_id__in=queues).values_list("queue_id", "name"))
+    accuracies = []
+    for queue_id in queues:
+        c = {"scored": 0, "correct": 0, "reviewed": 0, "unanswered": 0, "unreadable": 0, "pending": 0}
+        for target, has_answer in targets.items():
+            found = latest.get((queue_id, target))
+            status, label, final = found[1:] if found is not None else ("", "", "")
+            c["reviewed"] += bool(final)
+            if final or (has_answer and status == LabelStatus.SCORED):
+                c["scored"] += 1
+                c["correct"] += (final or label) == specs.CORRECT
+            elif not has_answer:
+                c["unanswered"] += 1  # whatever the judge said or did not say: no answer is wrong
+            elif found is not None and status == LabelStatus.UNSCORED:
+                c["unreadable"] += 1
+            else:
+                c["pending"] += 1
+        accuracies.append(JudgedAccuracy(config=names.get(queue_id, f"queue {queue_id}"), n=n, **c))
+    return sorted(accuracies, key=lambda a: a.config)

@@ -43,7 +43,8 @@ def test_create_configs_launch_and_list_judge_runs(researcher_client, free_text_
     run = researcher_client.get(api + f"runs/{free_text_run.pk}/").json()
     [judged] = run["judged_accuracy"]
     assert judged["config"] == "builtin" and judged["scored"] == detail["scored"]
-    assert judged["unscored_share"] == pytest.approx((judged["n"] - judged["scored"]) / judged["n"])
+    assert judged["unscored_share"] == pytest.approx(
+        (judged["n"] - judged["scored"] - judged["unanswered"]) / judged["n"])
 
     refused = researcher_client.post(api + "judge-runs/", {"config": "builtin", "split": "test"},
                                      content_type="application/json")

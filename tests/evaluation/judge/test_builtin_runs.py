@@ -55,6 +55,7 @@ def test_judge_builtin_run_wait_prints_its_line_and_the_run_gets_an_accuracy(fre
     [accuracy] = selectors.free_text_accuracy(run=free_text_run)
     assert (accuracy.config, accuracy.n, accuracy.scored, accuracy.correct) == ("builtin", results, line["scored"], correct)
     assert accuracy.unscored_share == pytest.approx((results - line["scored"]) / results)
+    assert accuracy.unanswered == accuracy.unreadable == accuracy.pending == 0
 
     # Re-running computes nothing new: exactly one label per target.
     [again] = judge("--config", "builtin", "--run", str(free_text_run.pk), "--wait")
@@ -137,9 +138,9 @@ def test_the_run_page_shows_the_judged_accuracy_with_the_unscored_share(free_tex
     [line] = judge("--config", "builtin", "--run", str(free_text_run.pk), "--wait")
     [accuracy] = selectors.free_text_accuracy(run=free_text_run)
     page = researcher_client.get(f"/evaluation/runs/{free_text_run.pk}/").content.decode()
-    assert f"{100 * accuracy.correct / accuracy.scored:.1f}%" in page
-    assert f"judged by builtin: {accuracy.correct}/{line['scored']} scored correct" in page
-    assert f"{100 / accuracy.n:.1f}% of {accuracy.n} still unscored" in page
+    assert f"{100 * accuracy.correct / (accuracy.scored + 1):.1f}%" in page
+    assert f"judged by builtin: {accuracy.correct}/{line['scored'] + 1} correct" in page
+    assert "1 without an answer (counted wrong)" in page and "unscored" not in page  # the model's, not the judge's
 
 
 def test_a_cancelled_judge_run_computes_nothing(free_text_run):
@@ -148,3 +149,38 @@ def test_a_cancelled_judge_run_computes_nothing(free_text_run):
     services.judge_run_cancel(judge_run=judge_run)
     judge_run = services.judge_run_execute_in_process(judge_run=judge_run)
     assert judge_run.status == RunStatus.CANCELLED and not BeliefLabel.objects.exists()
+
+
+def test_no_answer_counts_as_wrong_and_the_unscored_share_says_whose_it_is(free_text_run, researcher_client):
+    """Issue 21: a free-text run's judged accuracy dropped unanswered results from its denominator, so a model
+    that declines hard items scored higher. No answer counts as wrong (multiple-choice accuracy's rule); what is
+    left unscored is told apart: the model's non-answers, the judge's unreadable replies, results not judged
+    yet. Rows that failed for infrastructure reasons are left out, as for multiple choice."""
+    results = list(Result.objects.filter(run=free_text_run).order_by("pk"))
+    Result.objects.filter(pk__in=[r.pk for r in results[:2]]).update(free_answer="")  # the model declined two
+    Result.objects.filter(pk=results[2].pk).update(error="connection refused", error_class="connection_refused")
+    judge("--config", "builtin", "--run", str(free_text_run.pk), "--wait")
+    # The judge's reply for one answered result could not be read.
+    unreadable = BeliefLabel.objects.get(target=f"result:{results[3].pk}")
+    BeliefLabel.objects.filter(pk=unreadable.pk).update(status="unscored", label="", belief=None,
+                                                      raw_output="I think it is right")
+    [accuracy] = selectors.free_text_accuracy(run=free_text_run)
+    labels = BeliefLabel.objects.filter(task="free-text")
+    correct = labels.filter(status="scored", label="correct").count()
+    graded = labels.filter(status="scored").count()
+    n = len(results) - 1  # the infrastructure failure is no result of the model's
+    assert (accuracy.n, accuracy.scored, accuracy.correct) == (n, graded, correct)
+    assert (accuracy.unanswered, accuracy.unreadable, accuracy.pending) == (2, 1, 0)
+    assert graded == n - 3
+    assert accuracy.accuracy == pytest.approx(correct / (graded + 2))  # the two non-answers are wrong
+    assert accuracy.unanswered_share == pytest.approx(2 / n)
+    assert accuracy.unreadable_share == pytest.approx(1 / n)
+    assert accuracy.unscored_share == pytest.approx(1 / n)  # only what nobody knows: the unreadable reply
+    page = researcher_client.get(f"/evaluation/runs/{free_text_run.pk}/").content.decode()
+    assert f"judged by builtin: {correct}/{graded + 2} correct" in page
+    assert "2 without an answer (counted wrong)" in page
+    assert "1 reply of the judge unreadable" in page
+    data = researcher_client.get(f"/api/evaluation/runs/{free_text_run.pk}/").json()
+    [judged] = data["judged_accuracy"]
+    assert (judged["unanswered"], judged["unreadable"], judged["pending"]) == (2, 1, 0)
+    assert judged["accuracy"] == pytest.approx(correct / (graded + 2))
