@@ -280,3 +280,18 @@ def test_a_clue_spanning_most_of_the_context_is_a_warning_not_no_problems(annota
     item.save(update_fields=["status"])
     review = _texts(annotator_client.get(reverse("annotation:review", args=[item.pk])))
     assert "Clue that covers most of the context: clue 1 covers 80%" in review
+
+
+def test_every_out_of_band_swap_of_the_preview_has_its_target_on_the_page(annotator_client):
+    """Typing a new reasoning-step input into the empty field: the preview's note for it replaces an element of
+    the page (htmx:oobErrorNoTarget in the console before)."""
+    (item,) = make_items(1, status=ItemStatus.CLUE_GRAPH)
+    page = annotator_client.get(reverse("annotation:clue_graph", args=[item.pk])).content.decode()
+    ids_on_page = set(re.findall(r'\bid="([^"]+)"', page))
+    data = graph_post(item)
+    data["step_0_inputs"] = [*data["step_0_inputs"], "the moon was full"]  # typed into "another input"
+    preview = annotator_client.post(reverse("annotation:clue_graph_preview", args=[item.pk]), data,
+                                    HTTP_HX_REQUEST="true").content.decode()
+    oob = re.findall(r'\bid="([^"]+)" hx-swap-oob="true"', preview)
+    assert "step-0-input-2-note" in oob and "graph-card" in oob
+    assert set(oob) <= ids_on_page, set(oob) - ids_on_page
