@@ -166,14 +166,8 @@ CELERY_TIMEZONE = "UTC"
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 #: How often the periodic sweep closes study attempts whose deadline passed (seconds).
 STUDIES_SWEEP_INTERVAL_S = float(os.environ.get("STUDIES_SWEEP_INTERVAL_S", "30"))
-#: Prolific (studies/prolific/): the API's base URL, its time-out, the NAME of the environment variable that holds
-#: the webhook secret (the secret itself is only ever read from the environment), how old a signed webhook may be
-#: before it counts as a replay, and how long a bonus sender holds a batch (longer than any call may take).
-PROLIFIC_API_URL = os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com")
-PROLIFIC_API_TIMEOUT_S = float(os.environ.get("PROLIFIC_API_TIMEOUT_S", "10"))
-PROLIFIC_WEBHOOK_SECRET_ENV = os.environ.get("PROLIFIC_WEBHOOK_SECRET_ENV", "PROLIFIC_WEBHOOK_SECRET")
-PROLIFIC_WEBHOOK_MAX_AGE_S = int(os.environ.get("PROLIFIC_WEBHOOK_MAX_AGE_S", "300"))
-PROLIFIC_BONUS_CLAIM_S = int(os.environ.get("PROLIFIC_BONUS_CLAIM_S", "120"))
+from detectbench_web.settings.prolific import *  # noqa: E402,F403 - Prolific's settings, in their own module
+
 #: How often expired annotator leases are swept back to the queue (seconds).
 ANNOTATION_LEASE_SWEEP_INTERVAL_S = float(os.environ.get("ANNOTATION_LEASE_SWEEP_INTERVAL_S", "300"))
 #: Runs heal themselves (evaluation.execution.recovery): a chunk's heartbeat period; chunk retries on a Redis or
@@ -194,6 +188,8 @@ CELERY_BEAT_SCHEDULE = {
         "task": "evaluation.tasks.reconcile_runs", "schedule": EVALUATION_RECONCILE_INTERVAL_S},
     "studies-sweep-expired-attempts": {
         "task": "studies.tasks.sweep_expired_attempts", "schedule": STUDIES_SWEEP_INTERVAL_S},
+    "studies-resume-bonus-batches": {  # a bonus batch whose sender died is finished (reconciled, never paid twice)
+        "task": "studies.tasks.resume_bonus_batches", "schedule": STUDIES_SWEEP_INTERVAL_S},
     # Stale "next item" leases come back on demand; the sweep keeps the progress board tidy.
     "annotation-expire-leases": {
         "task": "annotation.tasks.leases_expire_sweep", "schedule": ANNOTATION_LEASE_SWEEP_INTERVAL_S},

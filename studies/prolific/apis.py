@@ -3,6 +3,7 @@ submissions (approve, reject), bonus batches (propose, approve, send). Thin: a s
 or selector answers; refusals become JSON through the project's DRF exception handler."""
 from __future__ import annotations
 
+from django.db import transaction
 from django.shortcuts import get_object_or_404
 from rest_framework import serializers, status
 from rest_framework.generics import GenericAPIView
@@ -12,6 +13,7 @@ from foundation.roles import IsResearcher
 from studies.models import Study
 from studies.prolific import selectors, services
 from studies.prolific.models import BonusBatch, ProlificConnection, ProlificSubmission
+from studies.tasks import send_bonus_batch
 
 
 class ConnectionSerializer(serializers.ModelSerializer):
@@ -128,10 +130,14 @@ class BonusBatchApproveApi(_StudyApi):
 
 
 class BonusBatchSendApi(_StudyApi):
-    """Send an approved batch (or finish one left sending): reconciled with Prolific first, never paid twice."""
+    """Send an approved batch (or finish one left sending or failed) through the worker: 202, then the batch's
+    state tells the outcome. Reconciled with Prolific before paying, never paid twice; a batch that may not be sent
+    is refused at once (409)."""
 
     serializer_class = BonusBatchSerializer
 
     def post(self, request, slug: str, pk: int):
         batch = get_object_or_404(BonusBatch, pk=pk, study=self.study())
-        return ApiResponse(BonusBatchSerializer(services.bonus_batch_send(batch_id=batch.pk)).data)
+        batch = services.bonus_batch_check_sendable(batch_id=batch.pk)
+        transaction.on_commit(lambda: send_bonus_batch.delay(batch.pk))
+        return ApiResponse(BonusBatchSerializer(batch).data, status=status.HTTP_202_ACCEPTED)

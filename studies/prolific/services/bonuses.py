@@ -99,11 +99,30 @@ def bonus_batch_send(*, batch_id: int) -> BonusBatch:
         BonusBatch.objects.filter(pk=batch.pk).update(send_claimed_until=None)
 
 
+SENDABLE = (BonusBatchState.APPROVED, BonusBatchState.SENDING, BonusBatchState.FAILED)
+
+
+def bonus_batch_check_sendable(*, batch_id: int) -> BonusBatch:
+    """The batch, if it may be sent now (approved, or left sending or failed); refused with the reason otherwise."""
+    batch = BonusBatch.objects.get(pk=batch_id)
+    if batch.state not in SENDABLE:
+        raise BonusBatchRefused(f"Only an approved batch can be sent; this one is {batch.state}.")
+    return batch
+
+
+def bonus_batches_to_resume() -> list[int]:
+    """Batches left "sending" that no sender holds (its sender crashed or gave up on a lost answer): the periodic
+    resume sends them again, which reconciles with Prolific first and so never pays twice."""
+    now = timezone.now()
+    return list(BonusBatch.objects.filter(state=BonusBatchState.SENDING).filter(
+        Q(send_claimed_until__isnull=True) | Q(send_claimed_until__lte=now)).values_list("pk", flat=True))
+
+
 @transaction.atomic
 def _claim(batch_id: int) -> BonusBatch:
     now = timezone.now()
     batch = BonusBatch.objects.select_for_update().get(pk=batch_id)
-    if batch.state not in (BonusBatchState.APPROVED, BonusBatchState.SENDING, BonusBatchState.FAILED):
+    if batch.state not in SENDABLE:
         raise BonusBatchRefused(f"Only an approved batch can be sent; this one is {batch.state}.")
     if batch.send_claimed_until and batch.send_claimed_until > now:
         raise BonusBatchRefused("Another sender is sending this batch right now.")

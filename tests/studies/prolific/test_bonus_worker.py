@@ -1,0 +1,89 @@
+"""Bonus batches sent by a real Celery worker against the stand-in Prolific API: the worker is SIGKILLed after
+Prolific recorded the payment but before its answer arrived, a new worker is started, and the periodic resume
+finishes the batch by reconciling with Prolific: every participant is paid exactly once (counted at the
+stand-in). The send API answers 202 and refuses a batch that may not be sent."""
+from __future__ import annotations
+
+import signal
+import time
+from collections import Counter
+from decimal import Decimal
+
+import pytest
+
+from studies.prolific import services as prolific
+from studies.prolific.models import BonusBatch, BonusBatchState
+from studies.services import attempt_start, question_open, response_submit, study_join
+from studies.tasks import resume_bonus_batches
+from tests.conftest import start_celery_worker, subprocess_env
+from tests.support.prolific_server import ProlificStandIn
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SECRET, TOKEN, PSTUDY = "whsec-worker-0123456789", "token-worker", "64f0c0ffee0000000000f00d"
+CLAIM_S = 3  # how long a sender holds a batch, in the workers of this test (long enough for no call here)
+
+
+def _wait(condition, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"waited {timeout_s} s for {what}")
+
+
+def test_a_worker_killed_in_the_middle_of_a_bonus_batch_pays_everyone_exactly_once(
+        make_study, researcher_client, tmp_path, monkeypatch, settings):
+    monkeypatch.setenv("PROLIFIC_TEST_TOKEN", TOKEN)
+    with ProlificStandIn(token=TOKEN, webhook_secret=SECRET) as stand_in:
+        settings.PROLIFIC_API_URL = stand_in.base_url
+        env = subprocess_env(PROLIFIC_API_URL=stand_in.base_url, PROLIFIC_TEST_TOKEN=TOKEN,
+                             PROLIFIC_API_TIMEOUT_S="30", PROLIFIC_BONUS_CLAIM_S=str(CLAIM_S))
+        study = make_study(n_items=8, per_participant=4, raters=3, time_limit_seconds=3600,
+                           bonus_per_correct=Decimal("0.50"), slug="bonus-worker")
+        prolific.connection_set(study_id=study.pk, prolific_study_id=PSTUDY, token_env="PROLIFIC_TEST_TOKEN")
+        stand_in.add_study(PSTUDY, places=6)
+        for n in range(6):
+            pid = f"5f{n:022d}"
+            attempt = study_join(study=study, participant_id=pid, external_study_id=PSTUDY,
+                                 session_id=stand_in.add_submission(PSTUDY, pid))
+            attempt = attempt_start(attempt_id=attempt.pk)
+            while (question := question_open(attempt=attempt)) is not None:
+                response_submit(token=attempt.token, position=question.lease.position,
+                                chosen_option=question.lease.item.answer_index)  # all right: every bonus > 0
+        batch = prolific.bonus_batch_propose(study_id=study.pk)
+        payees = Counter(batch.payments.values_list("participant_id", flat=True))
+        assert len(payees) == 6
+        send = f"/api/studies/{study.slug}/prolific/bonus-batches/{batch.pk}/send/"
+        refused = researcher_client.post(send)  # proposed, not approved: refused at once, nothing queued
+        assert refused.status_code == 409 and "approved" in refused.json()["detail"]
+        prolific.bonus_batch_approve(batch_id=batch.pk)
+
+        worker = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)
+        try:
+            stand_in.pay_then_hang_s = 20  # Prolific pays, then its answer does not come before the kill
+            accepted = researcher_client.post(send)
+            assert accepted.status_code == 202, accepted.content
+            _wait(lambda: sum(stand_in.paid_per_participant(PSTUDY).values()) == 6, 30, "Prolific to record the pay")
+            worker.stop(signal.SIGKILL)  # the worker dies between Prolific's payment and the app's record of it
+        finally:
+            worker.stop()
+        batch.refresh_from_db()
+        assert batch.state == BonusBatchState.SENDING and batch.prolific_bulk_id
+
+        stand_in.pay_then_hang_s = 0
+        again = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)
+        try:
+            time.sleep(CLAIM_S + 0.5)  # the dead sender's hold runs out
+            resume_bonus_batches.delay()  # what beat does every STUDIES_SWEEP_INTERVAL_S
+            _wait(lambda: BonusBatch.objects.get(pk=batch.pk).state == BonusBatchState.SENT, 30, "the batch sent")
+        finally:
+            again.stop()
+        paid = stand_in.paid_per_participant(PSTUDY)
+    batch.refresh_from_db()
+    assert batch.reconciled  # found paid at Prolific, not paid again
+    assert paid == payees and set(paid.values()) == {1}, paid
+    assert len(stand_in.state.bulk) == 1
+    print(f"\nbonus batch: worker SIGKILLed after Prolific paid; {sum(paid.values())} payments for {len(payees)} "
+          f"participants after the restart (send attempts {batch.send_attempts})")
