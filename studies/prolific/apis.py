@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response as ApiResponse
@@ -136,6 +137,7 @@ class BonusBatchSendApi(_StudyApi):
 
     serializer_class = BonusBatchSerializer
 
+    @extend_schema(request=None, responses={202: BonusBatchSerializer})
     def post(self, request, slug: str, pk: int):
         batch = get_object_or_404(BonusBatch, pk=pk, study=self.study())
         batch = services.bonus_batch_check_sendable(batch_id=batch.pk)
