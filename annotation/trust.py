@@ -28,7 +28,8 @@ An estimate is given only where it is defined: from at least ``MIN_LABELS`` revi
 ``reason`` saying what is missing, never a 0.000 that stands for "not enough data". Kappa also
 needs the judge and the people each to have used two labels or more (a rater who gives one label
 throughout agrees by chance only: kappa is 0, or undefined, by construction); its interval is
-clipped to [-1, 1], and a degenerate (zero-width) one is not shown.
+clipped to [-1, 1], and a degenerate (zero-width) one is not shown. Over labels of several questions (a
+screening queue's six aspects) kappa is given per question only (``pooled_kappa_reason``).
 
 numpy, scipy, scikit-learn and statsmodels are imported inside the functions that use them, so that
 importing this module (the annotation selectors do, at URL loading) costs nothing.
@@ -216,6 +217,17 @@ def kappa(judge: Sequence[Hashable], human: Sequence[Hashable], weights: Sequenc
     return Estimate(value, max(-1.0, value - half), min(1.0, value + half), n, n_eff)
 
 
+def pooled_kappa_reason(questions: Sequence[Hashable] | None) -> str:
+    """Why no kappa is given over reviews of several questions ('' for one): one table pooling, say, six yes/no
+    questions measures that people pick from the same labels as the judge, not that they agree with it (reviewers
+    answering at random got 0.46 on a screening queue)."""
+    distinct = sorted({str(q) for q in questions or ()})
+    if len(distinct) <= 1:
+        return ""
+    return (f"the labels answer {len(distinct)} questions ({', '.join(distinct)}): kappa is given per criterion, "
+            "never pooled into one table")
+
+
 def bin_index(belief: float, bins: int = DEFAULT_BINS) -> int:
     """The reliability bin of a belief: floor(belief * bins), 1.0 in the last bin."""
     if not 0.0 <= belief <= 1.0:
@@ -322,14 +334,15 @@ def trust_figures(judge: Sequence[Hashable], human: Sequence[Hashable], beliefs:
                   weights: Sequence[float] | None = None, *, threshold: float | None = None,
                   population: Sequence[float] | None = None, labels: Sequence[Hashable] | None = None,
                   bins: int = DEFAULT_BINS, groups: Sequence[Hashable] | None = None, min_n: int = MIN_LABELS,
-                  refused: str = "") -> dict:
+                  refused: str = "", questions: Sequence[Hashable] | None = None) -> dict:
     """Every trust figure of one set of reviews, as plain data.
 
     ``n`` counts labels (``groups``: each review's label), ``n_reviews`` the reviews, ``n_agree`` the reviews
     that agree with the judge. ``defined`` says whether any estimate can be given (``min_n`` labels, nothing
     ``refused``), ``reason`` why not; ECE and Brier are None where undefined, and every estimate carries its own
     ``reason``. ``refused``: a reason no estimate of this kind holds whatever the n (e.g. labels that had no
-    chance of review).
+    chance of review). ``questions``: each review's question (a screening label's aspect); over more than one,
+    kappa is not given (``pooled_kappa_reason``): compute it per question.
     """
     agree = agreement(judge, human)
     n = label_count(len(agree), groups)
@@ -348,7 +361,9 @@ def trust_figures(judge: Sequence[Hashable], human: Sequence[Hashable], beliefs:
         "reason": reason,
         "min_n": min_n,
         "accuracy": given(accuracy(agree, weights, groups=groups, min_n=min_n)),
-        "kappa": given(kappa(judge, human, weights, labels, groups=groups, min_n=min_n)),
+        "kappa": given(kappa(judge, human, weights, labels, groups=groups, min_n=min_n)
+                       if not pooled_kappa_reason(questions) else
+                       Estimate(None, None, None, n, n_eff, pooled_kappa_reason(questions))),
         "ece": None if reason else expected_calibration_error(beliefs, agree, weights, bins),
         "brier": None if reason else brier_score(beliefs, agree, weights),
         "bins": [b.as_dict() for b in reliability_bins(beliefs, agree, weights, bins)],

@@ -99,22 +99,36 @@ def _figures(rows: list[dict], weight_key: str, threshold: float | None, populat
     return trust.trust_figures(
         [r["judge_label"] for r in chosen], [r["human_label"] for r in chosen], [r["belief"] for r in chosen],
         None if equal else weights, threshold=threshold, population=population,
-        groups=[r["label_id"] for r in chosen], refused=refused if chosen else "")
+        groups=[r["label_id"] for r in chosen], refused=refused if chosen else "",
+        questions=[r["aspect"] for r in chosen])
 
 
-def _by_aspect(rows: list[dict]) -> list[dict]:
-    uniform = [r for r in rows if r["uniform_weight"] > 0]
+def _aspect_estimates(chosen: list[dict], weight_key: str, refused: str) -> dict:
+    weights = [r[weight_key] for r in chosen]
+    w = None if len(set(weights)) <= 1 else weights
+    groups = [r["label_id"] for r in chosen]
+    n = trust.label_count(len(chosen), groups)
+    if refused and chosen:
+        missing = trust.Estimate(None, None, None, n, trust.effective_n(w, len(chosen), groups), refused).as_dict()
+        return {"n": n, "accuracy": missing, "kappa": missing}
+    return {"n": n,
+            "accuracy": trust.accuracy([r["agrees"] for r in chosen], w, groups=groups,
+                                       min_n=trust.MIN_LABELS).as_dict(),
+            "kappa": trust.kappa([r["judge_label"] for r in chosen], [r["human_label"] for r in chosen], w,
+                                 groups=groups, min_n=trust.MIN_LABELS).as_dict()}
+
+
+def _by_aspect(rows: list[dict], refused: str = "") -> list[dict]:
+    """Per question (aspect) of the queue: accuracy and kappa with their n and intervals, from the uniform sample
+    and from every review weighted (a queue of several questions gives kappa only here)."""
     result = []
-    for aspect in sorted({r["aspect"] for r in uniform}):
-        chosen = [r for r in uniform if r["aspect"] == aspect]
-        weights = [r["uniform_weight"] for r in chosen]
-        w = None if len(set(weights)) <= 1 else weights
-        groups = [r["label_id"] for r in chosen]
-        result.append({"aspect": aspect, "n": trust.label_count(len(chosen), groups), "n_reviews": len(chosen),
-                       "accuracy": trust.accuracy([r["agrees"] for r in chosen], w, groups=groups,
-                                                  min_n=trust.MIN_LABELS).as_dict(),
-                       "kappa": trust.kappa([r["judge_label"] for r in chosen], [r["human_label"] for r in chosen],
-                                            w, groups=groups, min_n=trust.MIN_LABELS).as_dict()})
+    for aspect in sorted({r["aspect"] for r in rows}):
+        of_aspect = [r for r in rows if r["aspect"] == aspect]
+        uniform = _aspect_estimates([r for r in of_aspect if r["uniform_weight"] > 0], "uniform_weight", "")
+        weighted = _aspect_estimates([r for r in of_aspect if r["weight"] > 0], "weight", refused)
+        result.append({"aspect": aspect, "n": uniform["n"], "n_reviews": len(of_aspect),
+                       "accuracy": uniform["accuracy"], "kappa": uniform["kappa"],
+                       "uniform": uniform, "weighted": weighted})
     return result
 
 
@@ -195,7 +209,7 @@ def belief_trust(*, queue: BeliefQueue) -> dict:
         "min_labels": trust.MIN_LABELS,
         "uniform": uniform,
         "weighted": weighted,
-        "by_aspect": _by_aspect(rows),
+        "by_aspect": _by_aspect(rows, refused),
         "u_star": u_star,
         "k_star": k_star,
         "provenance": {key: sources.get(key, 0) for key in [*LabelSource.values, PENDING]},

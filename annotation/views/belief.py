@@ -152,7 +152,16 @@ def belief_trust_view(request, name: str):
         "reliability_svg": reliability_svg(figures["uniform"]["bins"], title="Reliability (uniform sample)"),
         "coverage_svg": coverage_svg(figures["uniform"]["curve"], threshold=queue.accept_threshold),
         "queues": BeliefQueue.objects.order_by("name"),
+        "criteria": _criterion_rows(figures),
     }, status=status)
+
+
+def _criterion_rows(figures: dict) -> list[dict]:
+    """Per question of the queue (a screening queue's aspects): accuracy and kappa, uniform and weighted."""
+    return [{"aspect": a["aspect"], "rows": [
+        {"id": f"{key}-{a['aspect']}", "name": name, "uniform": a["uniform"][key], "weighted": a["weighted"][key]}
+        for key, name in (("accuracy", "Accuracy (agreement with people)"), ("kappa", "Cohen's kappa"))]}
+        for a in figures["by_aspect"]]
 
 
 FIGURE_ROWS = (("accuracy", "Accuracy (agreement with people)"), ("kappa", "Cohen's kappa"),
