@@ -1,5 +1,6 @@
 """A participant in Debian's chromium highlights clues with the keyboard alone and by touch, and the timer stays
 in view, warns at 5 minutes and at 1 minute (to screen readers too) and ends on the page the study defines."""
+import re
 import time
 from datetime import timedelta
 
@@ -85,8 +86,10 @@ def test_keyboard_alone_selects_adds_and_removes_clues_and_submits(live_server, 
     _press(page, "ArrowRight", 4)
     _press(page, "Shift+ArrowRight", 12)
     page.keyboard.press("Enter")
-    start = 4 + len(context[4:16]) - len(context[4:16].lstrip())
-    first = context[4:16].strip()
+    # The highlight covers the whole words the selection touched ("stormy nigh" becomes "stormy night").
+    start, end = whole_words(context, 4, 16)
+    start += len(context[start:end]) - len(context[start:end].lstrip())
+    first = context[start:end].strip()
     page.wait_for_selector("#context mark.clue")
     assert page.locator("#context mark.clue").inner_text() == first
     assert page.locator("[data-highlight-list] li").count() == 1
@@ -129,30 +132,148 @@ def test_keyboard_alone_selects_adds_and_removes_clues_and_submits(live_server, 
     assert response.highlights == [{"start": start, "end": start + len(first), "text": first}]
 
 
-def test_touch_selection_is_added_with_the_add_selection_button(live_server, detectbench_dir, page):
+#: A phone: Playwright's touch emulation in chromium (`(pointer: coarse)` matches) at 390x844 CSS pixels.
+PHONE = {"has_touch": True, "is_mobile": True, "viewport": {"width": 390, "height": 844}, "device_scale_factor": 3}
+ALONE_WORD = re.compile(r"(?<![\w'’-])[A-Za-z]{5,}(?![\w'’-])")
+
+
+def whole_words(context: str, start: int, end: int) -> tuple[int, int]:
+    """A passage widened to whole words (letters, digits and apostrophes inside a word)."""
+    while start > 0 and re.match(r"[\w'’]", context[start - 1]) and re.match(r"[\w'’]", context[start]):
+        start -= 1
+    while end < len(context) and re.match(r"[\w'’]", context[end]) and re.match(r"[\w'’]", context[end - 1]):
+        end += 1
+    return start, end
+
+
+def _clue_ranges(context: str, n: int = 3) -> list[tuple[int, int]]:
+    """n passages spread over the story, each from inside one word to inside a word two or three words on (what
+    a thumb on the selection handles leaves behind: "e years after young Edmu")."""
+    words = list(ALONE_WORD.finditer(context))
+    ranges = []
+    for fraction in [(i + 0.5) / (n + 1) for i in range(n)]:
+        first = next(w for w in words if w.start() >= fraction * len(context) and
+                     (not ranges or w.start() > ranges[-1][1] + 20))
+        last = next(w for w in words if w.start() > first.end() + 8)
+        ranges.append((first.start() + 2, last.start() + 3))
+    return ranges
+
+
+def _select_range(tab, start: int, end: int) -> None:
+    """Select the story's characters start..end as the selection handles would (the text is split by marks)."""
+    tab.evaluate("""([start, end]) => {
+        const story = document.getElementById('context');
+        const walker = document.createTreeWalker(story, NodeFilter.SHOW_TEXT);
+        const points = [];
+        let node, seen = 0;
+        while ((node = walker.nextNode())) {
+          for (const at of [start, end]) {
+            if (points.length < 2 && at >= seen && at <= seen + node.nodeValue.length && points.length === [start, end].indexOf(at))
+              points.push([node, at - seen]);
+          }
+          seen += node.nodeValue.length;
+        }
+        window.getSelection().setBaseAndExtent(points[0][0], points[0][1], points[1][0], points[1][1]);
+    }""", [start, end])
+
+
+def _range_box(tab, start: int, end: int) -> dict:
+    """The client rectangle of the story's characters start..end (the first line they are on)."""
+    return tab.evaluate("""([start, end]) => {
+        const story = document.getElementById('context');
+        const walker = document.createTreeWalker(story, NodeFilter.SHOW_TEXT);
+        let node, seen = 0;
+        while ((node = walker.nextNode())) {
+          if (start < seen + node.nodeValue.length) {
+            const r = document.createRange();
+            r.setStart(node, start - seen);
+            r.setEnd(node, Math.min(node.nodeValue.length, start - seen + 2));
+            const box = r.getClientRects()[0];
+            return {x: box.x, y: box.y, width: box.width, height: box.height};
+          }
+          seen += node.nodeValue.length;
+        }
+    }""", [start, end])
+
+
+def test_on_a_phone_three_clues_are_highlighted_beside_the_selection_and_cover_whole_words(
+        live_server, detectbench_dir, page):
+    """390x844 with touch: each selection gets an "Add highlight" control beside it, in view, so no clue needs a
+    scroll to a button; the highlights snap to whole words; the help speaks of touch; a tapped highlight can be
+    removed beside it too."""
     _study(detectbench_dir, "touch")
-    browser = page.context.browser
-    phone = browser.new_context(has_touch=True, is_mobile=True, viewport={"width": 390, "height": 740})
+    phone = page.context.browser.new_context(**PHONE)
     try:
         tab = phone.new_page()
         tab.set_default_timeout(15000)
+        tab.on("pageerror", lambda e: print("pageerror:", e))
         attempt = _start(tab, live_server, "touch", "touch-1")
         context = _shown_context(attempt)
-        button = tab.locator("[data-add-selection]")
-        assert button.is_disabled()
-        # What the phone's selection handles leave behind: a selection of the story's first 30 characters.
-        tab.evaluate("""() => { const node = document.querySelector('#context').firstChild;
-                                window.getSelection().setBaseAndExtent(node, 0, node, 30); }""")
-        _wait_until(tab, "!document.querySelector('[data-add-selection]').disabled")
-        assert context[:30].strip()[:20] in tab.locator("[data-selection-preview]").inner_text()
-        button.tap()
-        tab.wait_for_selector("#context mark.clue")
-        assert tab.locator("#context mark.clue").inner_text() == context[:30].strip()
-        assert button.is_disabled()
+        assert tab.evaluate("matchMedia('(pointer: coarse)').matches")
+
+        # The help speaks of touch (and not of a mouse or keys); no button below the story to scroll to.
+        help_text = tab.locator("[id^=highlight-help]").inner_text()
+        assert "touch and hold" in help_text and "Add highlight" in help_text
+        assert "Mouse" not in help_text and "Keyboard" not in help_text
+        assert not tab.locator("[data-add-selection]").is_visible()
+
+        expected = []
+        for start, end in _clue_ranges(context):
+            # Read on to the clue: the story scrolls as a reader scrolls it, with the clue mid-screen.
+            line = _range_box(tab, start, end)
+            tab.evaluate(f"window.scrollBy(0, {line['y'] - 844 * 0.45})")
+            tab.wait_for_timeout(100)
+            line = _range_box(tab, start, end)
+            tab.touchscreen.tap(line["x"] + 2, line["y"] + line["height"] / 2)  # the thumb on the story
+            _select_range(tab, start, end)
+            _wait_until(tab, "!document.querySelector('[data-float]').hidden")
+            scrolled = tab.evaluate("window.scrollY")
+            button = tab.locator("[data-float-add]").bounding_box()
+            bar = tab.locator("#timer-bar").bounding_box()
+            # Beside the selection and wholly in view: under the sticky timer, above the bottom of the screen.
+            assert button["y"] >= bar["y"] + bar["height"] and button["y"] + button["height"] <= 844, button
+            assert 0 <= button["x"] and button["x"] + button["width"] <= 390, button
+            assert abs(button["y"] - (line["y"] + line["height"])) < 200, (button, line)
+            count = tab.locator("#context mark.clue").count()
+            tab.touchscreen.tap(button["x"] + button["width"] / 2, button["y"] + button["height"] / 2)
+            _wait_until(tab, f"document.querySelectorAll('#context mark.clue').length === {count + 1}")
+            assert tab.evaluate("window.scrollY") == scrolled  # added without any scrolling
+            assert tab.locator("[data-float]").is_hidden()
+            expected.append(context[slice(*whole_words(context, start, end))])
+
+        marks = tab.locator("#context mark.clue").all_inner_texts()
+        assert marks == expected, (marks, expected)
+        for (start, end), shown in zip(_clue_ranges(context), marks):  # whole words, not "e years … Edmu"
+            assert len(shown) > end - start
+
+        # A tap on a highlight offers to remove it, beside it; it can be added again the same way.
+        second = tab.locator("#context mark.clue").nth(1)
+        second.scroll_into_view_if_needed()
+        line = second.evaluate("m => { const r = m.getClientRects()[0]; return {x: r.x, y: r.y, width: r.width, height: r.height}; }")
+        tab.touchscreen.tap(line["x"] + line["width"] / 2, line["y"] + line["height"] / 2)
+        remove = tab.locator("[data-float-remove]")
+        remove.wait_for(state="visible")
+        assert remove.get_attribute("aria-label") == f"Remove this clue: {expected[1]}"
+        removal = remove.bounding_box()
+        assert 0 <= removal["y"] and removal["y"] + removal["height"] <= 844
+        tab.touchscreen.tap(removal["x"] + removal["width"] / 2, removal["y"] + removal["height"] / 2)
+        _wait_until(tab, "document.querySelectorAll('#context mark.clue').length === 2")
+        start, end = _clue_ranges(context)[1]
+        _select_range(tab, start, end)
+        add = tab.locator("[data-float-add]")
+        add.wait_for(state="visible")
+        add_box = add.bounding_box()
+        tab.touchscreen.tap(add_box["x"] + add_box["width"] / 2, add_box["y"] + add_box["height"] / 2)
+        _wait_until(tab, "document.querySelectorAll('#context mark.clue').length === 3")
+
         tab.locator("input[name=chosen_option]").first.tap()
         tab.locator("[data-submit]").tap()
         tab.wait_for_selector("text=Question 2 of 2")
-        assert Response.objects.get(attempt=attempt).highlights[0]["text"] == context[:30].strip()
+        highlights = Response.objects.get(attempt=attempt).highlights
+        assert [h["text"] for h in highlights] == expected
+        for h in highlights:
+            assert (h["start"], h["end"]) == whole_words(context, h["start"], h["end"])
+            assert context[h["start"]:h["end"]] == h["text"]
     finally:
         phone.close()
 

@@ -68,3 +68,15 @@ def test_shown_item_says_which_language_was_shown():
                       language="zh-hans").language == "zh-hans"
     assert shown_item(context="c", question="q", options=["a"], translations={"zh-hans": zh},
                       language="zh-hans").language == ""
+
+
+def test_highlights_widened_to_whole_words_are_accepted_as_the_page_sends_them():
+    """The page widens a selection to whole words ("utler was in the gar" -> "butler was in the garden."): the
+    server takes the widened passage as it is, trailing punctuation and Chinese words included."""
+    widened = CTX.index("butler"), CTX.index("garden.") + len("garden.")
+    spans = [{"start": widened[0], "end": widened[1], "text": CTX[slice(*widened)]}]
+    _, _, cleaned = clean_answer(context=CTX, n_options=4, chosen_option=0, confidence=None, highlights=spans)
+    assert cleaned == spans and cleaned[0]["text"] == "butler was in the garden."
+    zh = "管家说他整晚都在花园里。但是他的鞋子是干的。"
+    word = {"start": zh.index("鞋子"), "end": zh.index("鞋子") + 2, "text": "鞋子"}
+    assert clean_answer(context=zh, n_options=4, chosen_option=1, confidence=None, highlights=[word])[2] == [word]

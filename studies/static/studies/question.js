@@ -140,6 +140,47 @@
     Home: ["backward", "lineboundary"], End: ["forward", "lineboundary"]
   };
 
+  /* ------------------------------------------------------------------ whole words */
+
+  var WORD_CHAR = /[\p{L}\p{N}\p{M}_'\u2019]/u, HAN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u;
+
+  /* The words of a text as [start, end] offsets: the browser's word segmentation for the story's language
+     (dictionary-based for Chinese), else runs of letters and digits with each Chinese character a word. */
+  function wordsOf(text, lang) {
+    var words = [];
+    if (window.Intl && Intl.Segmenter) {
+      try {
+        var segments = new Intl.Segmenter(lang || undefined, { granularity: "word" }).segment(text);
+        for (var it = segments[Symbol.iterator](), step = it.next(); !step.done; step = it.next()) {
+          var seg = step.value;
+          if (seg.isWordLike) words.push([seg.index, seg.index + seg.segment.length]);
+        }
+        return words;
+      } catch (e) { words = []; }
+    }
+    var start = -1;
+    for (var i = 0; i <= text.length; i++) {
+      var ch = text[i] || "";
+      var han = ch && HAN.test(ch), inWord = ch && !han && WORD_CHAR.test(ch);
+      if (start >= 0 && !inWord) { words.push([start, i]); start = -1; }
+      if (han) words.push([i, i + 1]);
+      else if (inWord && start < 0) start = i;
+    }
+    return words;
+  }
+
+  /* A selection widened to whole words: an end inside a word moves to that word's edge
+     ("e years after young Edmu" -> "The years after young Edmund"). */
+  function snapToWords(words, start, end) {
+    for (var i = 0; i < words.length; i++) {
+      var w = words[i];
+      if (w[0] < start && start < w[1]) start = w[0];
+      if (w[0] < end && end < w[1]) end = w[1];
+      if (w[0] >= end) break;
+    }
+    return { start: start, end: end };
+  }
+
   /* ------------------------------------------------------------------ the highlighter */
 
   function initHighlighter(box) {
@@ -164,6 +205,15 @@
     try { spans = JSON.parse(box.getAttribute("data-draft") || "[]"); } catch (e) { spans = []; }
     if (local && !Array.isArray(local) && local.unsaved && Array.isArray(local.spans)) spans = local.spans;
     spans = fitting(spans);
+    var words = wordsOf(text, ctx.getAttribute("lang") || document.documentElement.lang);
+    var floatBox = box.querySelector("[data-float]");
+    var floatAdd = box.querySelector("[data-float-add]");
+    var floatRemove = box.querySelector("[data-float-remove]");
+    var floatTarget = -1;   /* the highlight the floating "Remove" stands beside */
+    var floatHide = null;
+    var floatPressed = false;
+    var lastAdd = 0;        /* when a mouse drag last added a highlight */
+    var viaKeyboard = false;
     var caret = 0;          /* the keyboard cursor, as an offset in the story */
     var pending = null;     /* the last selection in the story not added yet (touch: tapping the button may clear it) */
     var pointer = "mouse";  /* the kind of pointer that pressed on the story last */
@@ -208,9 +258,7 @@
         rm.setAttribute("aria-label", (box.getAttribute("data-text-remove") || "Remove") + ": " + s.text);
         rm.textContent = "\u00d7";
         rm.addEventListener("click", function () {
-          var removed = spans.splice(i, 1)[0];
-          save();
-          say(status, (box.getAttribute("data-text-removed") || "") + " " + quote(removed.text));
+          remove(i);
           var buttons = list.querySelectorAll(".remove-highlight");
           (buttons[Math.min(i, buttons.length - 1)] || ctx).focus();
         });
@@ -334,6 +382,9 @@
 
     /* Add a passage; overlapping or touching highlights merge into one. Returns the highlight it became. */
     function add(start, end) {
+      var snapped = snapToWords(words, start, end);
+      start = snapped.start;
+      end = snapped.end;
       while (start < end && /\s/.test(text[start])) start++;
       while (end > start && /\s/.test(text[end - 1])) end--;
       if (end <= start) return null;
@@ -350,16 +401,100 @@
       save();
       say(status, (box.getAttribute("data-text-added") || "") + " " + quote(added.text));
       showPending();
+      hideFloat();
       return added;
+    }
+
+    function remove(i) {
+      var removed = spans.splice(i, 1)[0];
+      save();
+      say(status, (box.getAttribute("data-text-removed") || "") + " " + quote(removed.text));
+      hideFloat();
+      return removed;
     }
 
     function showPending() {
       if (addButton) addButton.disabled = !pending;
       if (preview) {
-        var t = pending ? text.slice(pending.start, pending.end).trim() : "";
+        var snapped = pending ? snapToWords(words, pending.start, pending.end) : null;
+        var t = snapped ? text.slice(snapped.start, snapped.end).trim() : "";
         preview.textContent = t ? quote(t.length > 80 ? t.slice(0, 77) + "\u2026" : t) : "";
       }
     }
+
+    /* ------------------------------------------------ the floating control (touch) */
+
+    /* "Add highlight" just below the selection (clear of the selection handles), or above it when the screen
+       ends first; "Remove highlight" beside a tapped highlight. Always placed inside the visible part of the
+       page, below the sticky timer: nobody has to scroll to reach it. */
+    var HANDLE_GAP = 30;
+
+    function placeFloat(rects) {
+      if (!floatBox || !rects.length) return;
+      clearTimeout(floatHide);
+      floatBox.hidden = false;
+      var base = box.getBoundingClientRect();
+      var first = rects[0], last = rects[rects.length - 1];
+      var h = floatBox.offsetHeight, w = floatBox.offsetWidth;
+      var bar = document.getElementById("timer-bar");
+      var ceiling = (bar ? Math.max(0, bar.getBoundingClientRect().bottom) : 0) + 4;
+      var floor = window.innerHeight - h - 4;
+      var top = last.bottom + HANDLE_GAP;
+      if (top > floor) top = first.top - HANDLE_GAP - h;
+      top = Math.max(ceiling, Math.min(floor, top));
+      var left = Math.max(0, Math.min(base.width - w, last.right - base.left - w / 2));
+      floatBox.style.top = (top - base.top) + "px";
+      floatBox.style.left = left + "px";
+    }
+
+    function hideFloat() {
+      clearTimeout(floatHide);
+      if (floatBox) floatBox.hidden = true;
+      floatTarget = -1;
+      floatPressed = false;
+    }
+
+    function rectsOf(start, end) {
+      var a = pointAt(ctx, start), b = pointAt(ctx, end);
+      var r = document.createRange();
+      r.setStart(a.node, a.offset);
+      r.setEnd(b.node, b.offset);
+      return Array.prototype.filter.call(r.getClientRects(), function (x) { return x.width > 0 || x.height > 0; });
+    }
+
+    /* A selection made by touch or pen (not the mouse, which adds on release, nor the keyboard, which adds with
+       Enter): offer to add it, beside it. */
+    function offerAdd() {
+      if (!floatBox || pointer === "mouse" || viaKeyboard || !pending) return;
+      floatTarget = -1;
+      if (floatAdd) floatAdd.hidden = false;
+      if (floatRemove) floatRemove.hidden = true;
+      var snapped = snapToWords(words, pending.start, pending.end);
+      placeFloat(rectsOf(snapped.start, snapped.end));
+    }
+
+    function offerRemove(i) {
+      if (!floatBox) return;
+      floatTarget = i;
+      if (floatAdd) floatAdd.hidden = true;
+      if (floatRemove) {
+        floatRemove.hidden = false;
+        floatRemove.setAttribute("aria-label", (box.getAttribute("data-text-remove") || "Remove") + ": " + spans[i].text);
+      }
+      placeFloat(rectsOf(spans[i].start, spans[i].end));
+    }
+
+    if (floatBox) {
+      /* Pressing the control may clear the selection before its click arrives: keep it until then. */
+      floatBox.addEventListener("pointerdown", function () { floatPressed = true; clearTimeout(floatHide); });
+      floatBox.addEventListener("pointercancel", function () { floatPressed = false; });
+      floatBox.addEventListener("mousedown", function (ev) { ev.preventDefault(); });
+    }
+    if (floatAdd) floatAdd.addEventListener("click", function () { addSelection(false); hideFloat(); });
+    if (floatRemove) floatRemove.addEventListener("click", function () {
+      if (floatTarget >= 0 && floatTarget < spans.length) remove(floatTarget);
+      hideFloat();
+    });
 
     /* A visible cursor for keyboard users: the story is not editable, so the browser draws none. */
     function showCaret() {
@@ -424,22 +559,33 @@
       var at = (selectionIn(ctx) || { focus: caret }).focus;
       var i = spans.findIndex(function (s) { return s.start <= at && at <= s.end; });
       if (i < 0) return;
-      var removed = spans.splice(i, 1)[0];
-      save();
-      say(status, (box.getAttribute("data-text-removed") || "") + " " + quote(removed.text));
+      var removed = remove(i);
       ctx.focus();
       placeCaret(removed.start);
       showCaret();
     }
 
-    ctx.addEventListener("pointerdown", function (ev) { pointer = ev.pointerType || "mouse"; pressing = true; });
+    ctx.addEventListener("pointerdown", function (ev) {
+      pointer = ev.pointerType || "mouse";
+      pressing = true;
+      viaKeyboard = false;
+    });
+    /* A tap or click on a highlight (no selection made): offer to remove it, beside it. */
+    ctx.addEventListener("click", function (ev) {
+      var mark = ev.target.closest ? ev.target.closest("mark.clue") : null;
+      var sel = window.getSelection();
+      if (!mark || (sel && !sel.isCollapsed) || Date.now() - lastAdd < 400) return;
+      var i = parseInt(mark.getAttribute("data-index"), 10);
+      if (i >= 0 && i < spans.length) offerRemove(i);
+    });
     ctx.addEventListener("mouseup", function () {
       pressing = false;
-      if (pointer !== "mouse") return;  /* touch and pen: adjust the selection, then tap "Add selection" */
+      if (pointer !== "mouse") return;  /* touch and pen: adjust the selection, then tap "Add highlight" beside it */
       var sel = selectionIn(ctx);
       if (!sel || sel.end <= sel.start) return;
       window.getSelection().removeAllRanges();
       add(sel.start, sel.end);
+      lastAdd = Date.now();  /* the click that ends this drag is not a click on the new highlight */
     });
 
     ctx.addEventListener("focus", function () {
@@ -450,6 +596,7 @@
     ctx.addEventListener("blur", function () { caretMark.hidden = true; });
 
     ctx.addEventListener("keydown", function (ev) {
+      viaKeyboard = true;
       if (ev.ctrlKey && !ev.shiftKey && (ev.key === "a" || ev.key === "c")) return;  /* select all, copy */
       if (ev.key === "Enter" || ((ev.key === "h" || ev.key === "H") && !ev.ctrlKey && !ev.metaKey && !ev.altKey)) {
         ev.preventDefault();
@@ -482,7 +629,20 @@
       if (sel) caret = sel.focus;
       showPending();
       showCaret();
+      if (sel && sel.end > sel.start) offerAdd();
+      else if (floatBox && !floatBox.hidden && floatTarget < 0 && !floatPressed) {
+        clearTimeout(floatHide);
+        floatHide = setTimeout(hideFloat, 400);  /* unless the control itself is being pressed */
+      }
     }
+
+    /* A press anywhere else puts the floating control away (a press on a highlight may offer it again). */
+    function onPressElsewhere(ev) {
+      if (!ctx.isConnected) { document.removeEventListener("pointerdown", onPressElsewhere, true); return; }
+      if (!floatBox || floatBox.hidden || floatBox.contains(ev.target)) return;
+      if (floatTarget >= 0) hideFloat();
+    }
+    document.addEventListener("pointerdown", onPressElsewhere, true);
     document.addEventListener("selectionchange", onSelectionChange);
 
     if (addButton) addButton.addEventListener("click", function () { addSelection(false); });
