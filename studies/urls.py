@@ -1,5 +1,6 @@
 from django.urls import path
 
+from studies.prolific import pages as prolific_pages
 from studies.prolific import views as prolific_views
 from studies.views import researchers as views
 
@@ -13,6 +14,16 @@ urlpatterns = [
     path("<slug:slug>/exclude-untranslated/", views.study_exclude_untranslated_view, name="exclude_untranslated"),
     path("<slug:slug>/results/", views.study_results_view, name="study_results"),
     path("<slug:slug>/export.<str:fmt>", views.study_export_view, name="study_export"),
+    path("<slug:slug>/prolific/", prolific_pages.prolific_view, name="prolific"),
+    path("<slug:slug>/prolific/test/", prolific_pages.prolific_test_view, name="prolific_test"),
+    path("<slug:slug>/prolific/submissions/<str:submission_id>/review/", prolific_pages.prolific_review_view,
+         name="prolific_review"),
+    path("<slug:slug>/prolific/bonus/propose/", prolific_pages.prolific_bonus_view, {"action": "propose"},
+         name="prolific_bonus_propose"),
+    path("<slug:slug>/prolific/bonus/<int:pk>/approve/", prolific_pages.prolific_bonus_view, {"action": "approve"},
+         name="prolific_bonus_approve"),
+    path("<slug:slug>/prolific/bonus/<int:pk>/send/", prolific_pages.prolific_bonus_view, {"action": "send"},
+         name="prolific_bonus_send"),
     path("<slug:slug>/attempts/<int:attempt_id>/extend/", views.attempt_extend_view, name="attempt_extend"),
     path("<slug:slug>/attempts/<int:attempt_id>/expire/", views.attempt_expire_view, name="attempt_expire"),
 ]

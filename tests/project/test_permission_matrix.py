@@ -131,6 +131,12 @@ MATRIX: dict[str, tuple] = {
     'studies:exclude_untranslated': (RESEARCHERS, '405 POST=302'),
     'studies:study_export': (RESEARCHERS, '200'),
     'studies:study_results': (RESEARCHERS, '200'),
+    'studies:prolific': (RESEARCHERS, '200'),
+    'studies:prolific_test': (RESEARCHERS, '405 POST=302'),
+    'studies:prolific_review': (RESEARCHERS, '405 POST=302'),
+    'studies:prolific_bonus_propose': (RESEARCHERS, '405 POST=302'),
+    'studies:prolific_bonus_approve': (RESEARCHERS, '405 POST=404'),
+    'studies:prolific_bonus_send': (RESEARCHERS, '405 POST=404'),
     'studies:study_create': (RESEARCHERS, '200'),
     # evaluation pages and API
     'evaluation_api:run-compare': (RESEARCHERS, '405 GET=400 HEAD=400 OPTIONS=200'),
@@ -148,6 +154,8 @@ MATRIX: dict[str, tuple] = {
     'evaluation_api:judge-run-cancel': (RESEARCHERS, '405 POST=404 OPTIONS=200'),
     'evaluation_api:judge-run-resume': (RESEARCHERS, '405 POST=404 OPTIONS=200'),
     'evaluation_api:leaderboard': (RESEARCHERS, '405 GET=400 HEAD=400 OPTIONS=200'),
+    'evaluation_api:leaderboard-pairwise': (RESEARCHERS, '405 GET=400 HEAD=400 OPTIONS=200'),
+    'evaluation_api:one-scale': (RESEARCHERS, '405 GET=400 HEAD=400 OPTIONS=200'),
     'evaluation_api:run-list': (RESEARCHERS, '200 POST=400 PUT=405 PATCH=405 DELETE=405'),
     'evaluation_api:run-detail': (RESEARCHERS, '405 GET=200 HEAD=200 OPTIONS=200'),
     'evaluation_api:run-cancel': (RESEARCHERS, '405 POST=200 OPTIONS=200'),
@@ -162,6 +170,9 @@ MATRIX: dict[str, tuple] = {
     'evaluation:figure': (RESEARCHERS, '405 GET=400'),
     'evaluation:judge_run_list': (RESEARCHERS, '200'),
     'evaluation:leaderboard_export': (RESEARCHERS, '400'),
+    'evaluation:leaderboard_pairwise_export': (RESEARCHERS, '400'),
+    'evaluation:one_scale': (RESEARCHERS, '405 GET=200'),
+    'evaluation:one_scale_file': (RESEARCHERS, '405 GET=400'),
     'evaluation:leaderboard': (RESEARCHERS, '200'),
     'evaluation:quality': (RESEARCHERS, '405 GET=200'),
     'evaluation:run_list_export': (RESEARCHERS, '200'),
@@ -461,6 +472,7 @@ PARAMETERS = [
     ("api/evaluation/endpoints/", "pk", "endpoint"), ("evaluation/endpoints/", "pk", "endpoint"),
     ("api/evaluation/judge-runs/", "pk", "=999999"),
     ("evaluation/figures/", "name", "=accuracy-by-steps"), ("api/evaluation/figures/", "name", "=accuracy-by-steps"),
+    ("evaluation/one-scale/", "name", "=respondents"),
 ]
 _CONVERTER = re.compile(r"<(?:(?P<conv>[^>:]+):)?(?P<name>[^>]+)>")
 _GROUP = re.compile(r"\(\?P<(?P<name>[^>]+)>(?P<body>[^)]*)\)")

@@ -52,6 +52,7 @@ PARAMETERS = [
     ("studies/", "slug", "study"), ("api/studies/", "slug", "study"),
     ("api/studies/", "submission_id", "=no-such-submission"),
     ("studies/", "attempt_id", "attempt"), ("api/studies/", "pk", "attempt"),
+    ("studies/", "submission_id", "=no-such-submission"), ("studies/", "pk", "=999999"),
     ("evaluation/runs/", "pk", "run"), ("api/evaluation/runs/", "pk", "run"), ("evaluation/runs/", "result_pk", "result"),
     ("api/evaluation/endpoints/", "pk", "endpoint"), ("evaluation/endpoints/", "pk", "endpoint"),
     ("api/evaluation/judge-runs/", "pk", "=999999"),
