@@ -3,6 +3,7 @@ from django.urls import path
 from evaluation.apis import analysis as apis_analysis
 from evaluation.apis import judge as judge_apis
 from evaluation.apis import runs as apis
+from evaluation.apis import scale as apis_scale
 from evaluation.apis import tables as apis_tables
 
 app_name = "evaluation_api"
@@ -22,6 +23,7 @@ urlpatterns = [
     path("figures/<slug:name>/", apis_analysis.FigureDataApi.as_view(), name="figure-data"),
     path("figures/<slug:name>/<slug:fmt>/", apis_analysis.FigureFileApi.as_view(), name="figure-file"),
     path("quality/", apis_analysis.QualityReportApi.as_view(), name="quality-report"),
+    path("one-scale/", apis_scale.OneScaleApi.as_view(), name="one-scale"),
     path("compare/", apis_tables.RunCompareApi.as_view(), name="run-compare"),
     path("judge-configs/", judge_apis.JudgeConfigListApi.as_view(), name="judge-config-list"),
     path("judge-runs/", judge_apis.JudgeRunListApi.as_view(), name="judge-run-list"),

@@ -11,6 +11,7 @@ class EvaluationConfig(AppConfig):
             ("Compare", "evaluation:comparison"),
             ("Figures", "evaluation:figures"),
             ("Data quality", "evaluation:quality"),
+            ("One scale", "evaluation:one_scale"),
         ]
     }
 

@@ -30,4 +30,6 @@ urlpatterns = [
     path("figures/<slug:name>/", views_analysis.figure_view, name="figure"),
     path("figures/<slug:name>.<str:fmt>", views_analysis.figure_file_view, name="figure_file"),
     path("quality/", views_analysis.quality_view, name="quality"),
+    path("one-scale/", views_analysis.one_scale_view, name="one_scale"),
+    path("one-scale/<slug:name>.<str:fmt>", views_analysis.one_scale_file_view, name="one_scale_file"),
 ]

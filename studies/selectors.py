@@ -388,3 +388,11 @@ def response_outcomes(*, item_ids) -> dict[int, ItemAnswers]:
     rows = (Response.objects.filter(item_id__in=item_ids, item_version=F("item__content_version")).order_by()
             .values("item_id").annotate(responses=Count("pk"), correct=Count("pk", filter=Q(is_correct=True))))
     return {r["item_id"]: ItemAnswers(responses=r["responses"], correct=r["correct"]) for r in rows}
+
+
+def response_rows(*, item_ids) -> list[tuple[int, str, int, int, bool]]:
+    """Every accepted answer on these items, at whatever item version it was scored on: (attempt id, study slug,
+    item id, item version, right), ordered by attempt; one query (the item-response fit of evaluation reads it:
+    each attempt is a respondent, each (item, version) an item)."""
+    return list(Response.objects.filter(item_id__in=item_ids).order_by("attempt_id", "pk")
+                .values_list("attempt_id", "attempt__study__slug", "item_id", "item_version", "is_correct"))

@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable, Iterator
 
 from evaluation.selectors.leaderboard import Leaderboard
+from evaluation.selectors.one_scale import OneScale
 from evaluation.statistics.pairwise import Pairwise
 from foundation import csv_safety
 
@@ -189,6 +190,27 @@ def pairwise_latex(result: Pairwise, *, scope: str = "") -> str:
     else:
         lines += [r"\end{tabular}", r"\caption{" + latex_escape(caption) + "}", r"\end{table}"]
     return "\n".join(lines) + "\n"
+
+
+RESPONDENT_COLUMNS = ["key", "kind", "label", "answers", "correct", "accuracy", "ability", "se", "ci95_low",
+                      "ci95_high", "model", "split"]
+ITEM_SCALE_COLUMNS = ["item", "external_id", "version", "current", "difficulty", "difficulty_se", "discrimination",
+                      "discrimination_se", "people_answers", "people_correct", "people_accuracy", "model_answers",
+                      "model_correct", "model_accuracy", "people_difficulty", "model_difficulty", "contrast_z",
+                      "model", "split"]
+
+
+def respondents_csv(result: OneScale) -> str:
+    """Every respondent (models first, then people, each by ability) with its ability and 95% interval."""
+    rows = [r.as_json() | {"ci95_low": r.low, "ci95_high": r.high, "model": result.model, "split": result.split}
+            for r in result.respondents]
+    return csv_text(rows, RESPONDENT_COLUMNS)
+
+
+def items_csv(result: OneScale) -> str:
+    """Every item (at one content version): difficulty, discrimination, each group's answers and difficulty."""
+    rows = [i.as_json() | {"model": result.model, "split": result.split} for i in result.items]
+    return csv_text(rows, ITEM_SCALE_COLUMNS)
 
 
 RESULT_JSONL_FIELDS = ("item_id", "item_version", "sample_index", "messages", "raw_output", "shown_order",

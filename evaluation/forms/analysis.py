@@ -32,6 +32,16 @@ class SplitForm(forms.Form):
         self.fields["split"].choices = [(s, s) for s in splits]
 
 
+class OneScaleForm(SplitForm):
+    """The one-scale page: a split and the item-response model (automatic unless one is forced)."""
+
+    model = forms.ChoiceField(required=False, initial="auto", label=_("Model"), choices=[
+        ("auto", _("automatic (2PL with enough answers per item, else Rasch)")), ("2pl", "2PL"), ("rasch", "Rasch")])
+
+    def clean_model(self) -> str:
+        return self.cleaned_data.get("model") or "auto"
+
+
 class FigureForm(SplitForm, FlagExclusionForm):
     option_order = forms.ChoiceField(choices=[("", _("any (each run labelled)"))] + list(OptionOrder.choices),
                                      required=False, initial=OptionOrder.ORIGINAL, label=_("Option order"))

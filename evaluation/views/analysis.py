@@ -1,5 +1,6 @@
 """Researcher pages for analysis: the paper's figures (inline SVG; PNG, PDF, SVG and JSON downloads), the
-data-quality report of a split (page and JSON), and the request count of a launch before it starts."""
+data-quality report of a split (page and JSON), one scale for people and models (item-response fit: page, CSV,
+JSON, figure files), and the request count of a launch before it starts."""
 from __future__ import annotations
 
 from django.http import Http404, HttpResponse, JsonResponse
@@ -8,13 +9,16 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from evaluation.errors import EmptyFigure
+from evaluation.exports import tables as table_exports
 from evaluation.figures.data import FIGURES
 from evaluation.figures.drawing import FORMATS, draw, inline_svg
 from evaluation.figures.drawing import render as render_file
-from evaluation.forms.analysis import FigureForm, SplitForm
+from evaluation.figures.scale import draw_scale
+from evaluation.forms.analysis import FigureForm, OneScaleForm, SplitForm
 from evaluation.forms.runs import RunLaunchForm
 from evaluation.models import OptionOrder
 from evaluation.selectors import analysis, quality
+from evaluation.selectors.one_scale import OneScale, one_scale
 from evaluation.services.sweeps import sweep_estimate
 from foundation.error_mapping import REFUSED, error_text
 from foundation.roles import researcher_required
@@ -128,3 +132,79 @@ def launch_estimate_view(request):
         except REFUSED as exc:
             context["error"] = error_text(exc)
     return render(request, "evaluation/_launch_estimate.html", context)
+
+
+def _one_scale_form(request) -> OneScaleForm:
+    return OneScaleForm(request.GET if "split" in request.GET else None, splits=quality.quality_splits())
+
+
+def _scale_figure(result: OneScale):
+    return draw_scale([p.ability for p in result.people], [(m.label, m.ability, m.low, m.high) for m in result.models],
+                      [i.difficulty for i in result.items],
+                      title=f"People and models on one scale ({result.model}), split {result.split}",
+                      note=f"{len(result.people)} study attempts, {len(result.models)} model runs, "
+                           f"{len(result.items)} items, {result.answers} answers; models with 95% intervals.")
+
+
+def _quartiles(values: list[float]) -> dict | None:
+    if not values:
+        return None
+    import numpy as np
+
+    q1, median, q3 = np.quantile(values, [0.25, 0.5, 0.75])
+    return {"n": len(values), "q1": float(q1), "median": float(median), "q3": float(q3)}
+
+
+#: The page lists this many items by difficulty (the CSV has them all).
+ITEMS_SHOWN = 200
+PEOPLE_SHOWN = 100
+
+
+@researcher_required
+@require_GET
+def one_scale_view(request):
+    """People and models on one ability scale: the fit, the figure, respondents, items, and the items that are hard
+    for one group and easy for the other."""
+    form = _one_scale_form(request)
+    context = {"form": form, "result": None}
+    if form.is_valid():
+        try:
+            result = one_scale(split=form.cleaned_data["split"], model=form.cleaned_data["model"])
+        except EmptyFigure as empty:
+            context["empty"] = empty.message
+        else:
+            people = result.people
+            context.update(result=result, query=request.GET.urlencode(), people=people[:PEOPLE_SHOWN],
+                           svg=mark_safe(inline_svg(_scale_figure(result))),  # escaped by the XML serializer
+                           summary=_quartiles([p.ability for p in people]),
+                           items=sorted(result.items, key=lambda i: -i.difficulty)[:ITEMS_SHOWN],
+                           items_shown=min(ITEMS_SHOWN, len(result.items)))
+    return render(request, "evaluation/one_scale.html", context)
+
+
+ONE_SCALE_FILES = {"respondents": ("csv",), "items": ("csv",), "scale": ("json",), "figure": tuple(FORMATS)}
+
+
+@researcher_required
+@require_GET
+def one_scale_file_view(request, name: str, fmt: str):
+    """The one-scale fit as files: respondents.csv, items.csv, scale.json, figure.png|pdf|svg."""
+    if fmt not in ONE_SCALE_FILES.get(name, ()):
+        raise Http404("No such file.")
+    form = _one_scale_form(request)
+    if not form.is_valid():
+        return JsonResponse({"code": "invalid", "detail": "Choose a split.", "errors": form.errors}, status=400)
+    try:
+        result = one_scale(split=form.cleaned_data["split"], model=form.cleaned_data["model"])
+    except EmptyFigure as empty:
+        return JsonResponse({"code": empty.code, "detail": empty.message}, status=empty.http_status)
+    if name == "figure":
+        response = HttpResponse(render_file(_scale_figure(result), fmt), content_type=FORMATS[fmt])
+    elif name == "scale":
+        response = JsonResponse(result.as_json())
+    else:
+        body = (table_exports.respondents_csv if name == "respondents" else table_exports.items_csv)(result)
+        response = HttpResponse(body, content_type="text/csv; charset=utf-8")
+    filename = f"one-scale-{name}-{result.split}.{fmt}".replace('"', "")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
