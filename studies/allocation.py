@@ -12,7 +12,9 @@ have spare quota but not enough distinct ones.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
+import heapq
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -44,11 +46,26 @@ def choose_items(slots: Iterable[Slot], n: int, *, seed: int | str) -> list[int]
     Among items with equal remaining quota, items that lost a rater (a dropout) come first, so the
     next participant takes over what a dropout left; then a seeded random order.
     """
-    open_slots = [s for s in slots if s.remaining > 0]
-    if n <= 0 or len(open_slots) < n:
+    # By (remaining, released) level, fullest first: whole levels are taken as they are, and only the level that
+    # is split needs the seeded tie-breaks (a hash per item, the costly part), and only its n smallest.
+    levels: dict[tuple[int, bool], list[Slot]] = {}
+    for s in slots:
+        if s.remaining > 0:
+            levels.setdefault((-s.remaining, not s.released), []).append(s)
+    if n <= 0 or sum(map(len, levels.values())) < n:
         return None
-    open_slots.sort(key=lambda s: (-s.remaining, not s.released, tie_break(seed, s.key)))
-    return [s.key for s in open_slots[:n]]
+    chosen: list[Slot] = []
+    for level in sorted(levels):
+        members, wanted = levels[level], n - len(chosen)
+        key = functools.partial(_tie_key, seed)
+        chosen += sorted(members, key=key) if len(members) <= wanted else heapq.nsmallest(wanted, members, key=key)
+        if len(chosen) == n:
+            break
+    return [s.key for s in chosen]
+
+
+def _tie_key(seed: int | str, slot: Slot) -> bytes:
+    return tie_break(seed, slot.key)
 
 
 def presentation_order(keys: Sequence[int], *, seed: int | str) -> list[int]:

@@ -1,7 +1,11 @@
 """Participant allocation (pure): fullest-first keeps quotas balanced so every attempt can be filled."""
 import random
 
-from studies.allocation import Slot, choose_items, presentation_order
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from studies.allocation import Slot, choose_items, presentation_order, tie_break
 
 
 def _simulate(chooser, n_items=250, raters=3, per=15):
@@ -89,3 +93,16 @@ def test_presentation_order_is_seeded_and_a_permutation():
     a, b = presentation_order(keys, seed="x:1"), presentation_order(keys, seed="x:1")
     assert a == b and sorted(a) == keys
     assert presentation_order(keys, seed="x:2") != a
+
+
+@given(st.lists(st.tuples(st.integers(1, 4), st.integers(0, 4), st.booleans()), max_size=60),
+       st.integers(0, 20), st.integers(0, 10**6))
+@hypothesis_settings(max_examples=300, deadline=None)
+def test_choose_items_equals_the_rule_as_written(specs, n, seed):
+    """The level-by-level selection (tie-breaks only where a level is split) takes exactly the items of the rule
+    as the module states it: sort every open item by (most remaining, lost a rater, seeded key), take n."""
+    slots = [Slot(key, quota, min(load, quota), released) for key, (quota, load, released) in enumerate(specs)]
+    open_slots = [s for s in slots if s.remaining > 0]
+    expected = None if n <= 0 or len(open_slots) < n else [s.key for s in sorted(
+        open_slots, key=lambda s: (-s.remaining, not s.released, tie_break(seed, s.key)))[:n]]
+    assert choose_items(slots, n, seed=seed) == expected
