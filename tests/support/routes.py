@@ -39,7 +39,8 @@ def all_routes(*, admin: bool = True) -> list[Route]:
 
 
 #: Which stored object fills a path parameter: (route prefix, parameter) -> key of the world's values, a
-#: literal ("=..."), or FORMATS (every format a file route is asked for). The first matching rule wins.
+#: literal ("=..."), a tuple of literals (each is asked), or FORMATS (every format a file route is asked for).
+#: The first matching rule wins.
 FORMATS = "formats"
 PARAMETERS = [
     ("annotation/items/", "pk", "item"), ("api/annotation/items/", "pk", "item"),
@@ -57,6 +58,7 @@ PARAMETERS = [
     ("api/evaluation/endpoints/", "pk", "endpoint"), ("evaluation/endpoints/", "pk", "endpoint"),
     ("api/evaluation/judge-runs/", "pk", "=999999"),
     ("evaluation/figures/", "name", "=accuracy-by-steps"), ("api/evaluation/figures/", "name", "=accuracy-by-steps"),
+    ("evaluation/one-scale/", "name", ("respondents", "items", "scale", "figure")),
     ("", "fmt", FORMATS),
 ]
 _CONVERTER = re.compile(r"<(?:(?P<conv>[^>:]+):)?(?P<name>[^>]+)>")
@@ -81,6 +83,8 @@ def urls(route: Route, values: dict, *, formats: tuple[str, ...] = ("csv",)) -> 
             if param == name and route.pattern.startswith(prefix):
                 if key == FORMATS:
                     return list(formats)
+                if isinstance(key, tuple):
+                    return list(key)
                 return [key[1:] if key.startswith("=") else str(values[key])]
         raise LookupError(f"no value for <{name}> in {route.pattern}: add a rule to tests/support/routes.PARAMETERS")
 
