@@ -174,7 +174,8 @@ def test_trust_figures_bundle():
     assert figures["n"] == 6 and figures["n_reviews"] == 6 and figures["n_agree"] == 4 and figures["defined"]
     assert figures["accuracy"]["value"] == pytest.approx(4 / 6)
     assert figures["kappa"]["value"] == pytest.approx(agreement.cohen_kappa(judge, human))
-    assert figures["ece"] == pytest.approx(trust.expected_calibration_error(BELIEFS, [j == h for j, h in zip(judge, human)]))
+    assert figures["ece_plugin"] == pytest.approx(
+        trust.expected_calibration_error(BELIEFS, [j == h for j, h in zip(judge, human)]))
     assert figures["above_threshold"]["n"] == 2 and figures["coverage_above_threshold"] == pytest.approx(2 / 6)
 
 
@@ -197,9 +198,9 @@ def test_no_estimate_below_the_minimum_and_the_reason_says_what_is_missing():
     figures = trust.trust_figures(judge, human, [0.9] * 8, threshold=0.8)
     assert (figures["n"], figures["n_reviews"], figures["n_agree"], figures["defined"]) == (8, 8, 6, False)
     assert figures["reason"] == "8 reviewed label(s); an estimate needs at least 10"
-    for key in ("accuracy", "kappa", "above_threshold"):
+    for key in ("accuracy", "kappa", "ece", "above_threshold"):
         assert figures[key]["value"] is None and figures[key]["reason"], key
-    assert figures["ece"] is None and figures["brier"] is None and figures["coverage_above_threshold"] is None
+    assert figures["ece_plugin"] is None and figures["brier"] is None and figures["coverage_above_threshold"] is None
     # Ten labels: the estimate is there, with its interval and its n.
     figures = trust.trust_figures(judge + ["correct", "incorrect"], human + ["correct", "correct"], [0.9] * 10)
     assert figures["defined"] and figures["accuracy"]["value"] == pytest.approx(0.7)
@@ -220,7 +221,7 @@ def test_a_refused_estimate_has_no_value_whatever_the_n():
     figures = trust.trust_figures(judge, human, [0.7] * 20, refused="no label was drawn at random")
     assert not figures["defined"] and figures["reason"] == "no label was drawn at random"
     assert figures["accuracy"]["value"] is None and figures["accuracy"]["reason"] == "no label was drawn at random"
-    assert figures["kappa"]["value"] is None and figures["ece"] is None
+    assert figures["kappa"]["value"] is None and figures["ece"]["value"] is None
 
 
 def test_with_k_reviewers_n_counts_labels_not_reviews():
@@ -235,3 +236,84 @@ def test_with_k_reviewers_n_counts_labels_not_reviews():
     assert trust.effective_n(None, 24, groups) == pytest.approx(12)
     figures = trust.trust_figures(["a"] * 24, ["a"] * 21 + ["b"] * 3, [0.8] * 24, groups=groups)
     assert (figures["n"], figures["n_reviews"], figures["n_agree"]) == (12, 24, 21)
+
+
+# --- calibration error: debiased, with an interval (issue 21) ------------------------------------------------
+
+def _calibrated_judge(rng, n, gap=0.035):
+    """Beliefs uniform on [0.5, 1); right with probability belief - gap: the binned ECE is `gap` exactly."""
+    import numpy as np
+
+    beliefs = rng.uniform(0.5, 1.0, n)
+    return beliefs, rng.random(n) < beliefs - gap
+
+
+def test_ece_is_debiased_and_its_interval_covers_a_nearly_calibrated_judge():
+    """Issue 21: the plug-in ECE of a nearly calibrated judge (true ECE 0.035) came out at 0.116 with no
+    interval. 200 rounds of 200 uniform reviews: the debiased estimate is near the truth on average (the
+    plug-in is not) and its bootstrap interval covers the truth near its nominal 95%."""
+    import numpy as np
+
+    rng = np.random.default_rng(21)
+    truth, rounds = 0.035, 200
+    values, plugins, covered = [], [], 0
+    for _ in range(rounds):
+        beliefs, agree = _calibrated_judge(rng, 200)
+        estimate = trust.calibration_error(list(beliefs), list(agree), rounds=200, seed=int(rng.integers(1 << 30)))
+        assert estimate.n == 200 and 0.0 <= estimate.low <= estimate.value <= estimate.high <= 1.0
+        values.append(estimate.value)
+        plugins.append(trust.expected_calibration_error(list(beliefs), list(agree)))
+        covered += estimate.low <= truth <= estimate.high
+    assert np.mean(plugins) > truth + 0.02  # the plug-in's upward bias
+    assert abs(np.mean(values) - truth) < 0.01
+    assert 0.90 * rounds <= covered <= 0.99 * rounds
+
+
+def test_weighted_ece_interval_respects_the_triage_design():
+    """Reviews in triage order (lowest belief first, a 20% uniform share), weighted by one over their inclusion
+    probability: the debiased ECE's bootstrap (within each stratum of equal weight) covers the truth."""
+    import numpy as np
+
+    from annotation import review_order as ro
+
+    rng = np.random.default_rng(7)
+    truth, rounds, covered, values = 0.035, 100, 0, []
+    for _ in range(rounds):
+        beliefs, right = _calibrated_judge(rng, 600)
+        keys = rng.random(600)
+        by_key = sorted(range(600), key=lambda i: (beliefs[i], keys[i]))
+        by_u = sorted(range(600), key=lambda i: keys[i])
+        stream = [None] * 600
+        order_at = u_at = 0
+        for number in range(1, 301):
+            use_random = ro.is_random_handout(number, 0.2)
+            pool, at = (by_u, u_at) if use_random else (by_key, order_at)
+            while stream[pool[at]] is not None:
+                at += 1
+            stream[pool[at]] = ro.RANDOM if use_random else ro.ORDER
+            if use_random:
+                u_at = at
+            else:
+                order_at = at
+        drawn = [ro.Drawn(float(beliefs[i]), float(keys[i]), stream[i]) for i in range(600)]
+        pi = ro.inclusion_probabilities(drawn)
+        reviewed = [i for i in range(600) if stream[i]]
+        estimate = trust.calibration_error([float(beliefs[i]) for i in reviewed], [bool(right[i]) for i in reviewed],
+                                           [1 / pi[i] for i in reviewed], rounds=200,
+                                           seed=int(rng.integers(1 << 30)))
+        values.append(estimate.value)
+        covered += estimate.low <= truth <= estimate.high
+    assert abs(np.mean(values) - truth) < 0.015
+    assert 0.88 * rounds <= covered <= rounds
+
+
+def test_ece_needs_the_minimum_of_labels_and_is_in_the_figures_with_its_interval():
+    estimate = trust.calibration_error([0.9] * 5, [True] * 5, min_n=trust.MIN_LABELS)
+    assert estimate.value is None and estimate.reason == "5 reviewed label(s); an estimate needs at least 10"
+    beliefs = [0.55 + 0.04 * (i % 10) for i in range(40)]
+    agree = [i % 3 != 0 for i in range(40)]
+    figures = trust.trust_figures(["a"] * 40, ["a" if x else "b" for x in agree], beliefs)
+    ece = figures["ece"]
+    assert ece["n"] == 40 and ece["low"] <= ece["value"] <= ece["high"]
+    assert figures["ece_plugin"] == pytest.approx(trust.expected_calibration_error(beliefs, agree))
+    assert ece == trust.trust_figures(["a"] * 40, ["a" if x else "b" for x in agree], beliefs)["ece"]  # seeded

@@ -8,6 +8,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
+from scipy.stats import norm
 
 from annotation.models import BeliefLabel, BeliefReview
 from annotation.services.belief import belief_queue_policy_set
@@ -53,15 +54,25 @@ def _stored():
 
 
 def _ece(beliefs, agree, weights):
+    """The debiased ECE (issue 21), recomputed: per bin the weighted gap d between agreement and belief, its
+    Hajek variance s^2, and 2|d| - E|N(d, s^2)|; clipped at 0."""
     beliefs, agree, weights = map(np.asarray, (beliefs, agree, weights))
     bins = np.minimum(np.floor(np.round(beliefs * 10, 9)).astype(int), 9)
     total = 0.0
     for b in range(10):
         mask = bins == b
         if mask.any():
-            w = weights[mask]
-            total += w.sum() / weights.sum() * abs((w * agree[mask]).sum() / w.sum() - (w * beliefs[mask]).sum() / w.sum())
-    return total
+            w, x = weights[mask], agree[mask] - beliefs[mask]
+            d = (w * x).sum() / w.sum()
+            k = mask.sum()
+            if k > 1:
+                s = np.sqrt((w ** 2 * (x - d) ** 2).sum() / w.sum() ** 2 * k / (k - 1))
+            else:
+                s = np.sqrt((w ** 2 * beliefs[mask] * (1 - beliefs[mask])).sum() / w.sum() ** 2)
+            folded = s * np.sqrt(2 / np.pi) * np.exp(-d * d / (2 * s * s)) + d * (1 - 2 * norm.cdf(-d / s)) if s > 0 \
+                else abs(d)
+            total += w.sum() / weights.sum() * (2 * abs(d) - folded)
+    return max(0.0, total)
 
 
 def _expected(rows, weights):
