@@ -194,7 +194,7 @@ class StudyBot:
             # "Please try again" (the server kept the participant's place): a person waits a moment and does.
             if response.status_code != 503 or retry == RETRIES_503:
                 return response
-            time.sleep(0.3 * (retry + 1))
+            time.sleep(min(2.0, 0.3 * (retry + 1)))
         return response
 
     def _csrf(self) -> str:
@@ -314,7 +314,7 @@ class StudyBot:
 #: Outcomes that may leave an attempt running (holding its items until its deadline).
 UNFINISHED = ("error", "stopped", "refused")
 #: How often a bot reloads after "please try again" (503) before it counts the request as failed.
-RETRIES_503 = 5
+RETRIES_503 = 10
 
 
 def run_bots(base_url: str, slug: str, participants: int, *, concurrency: int = 10, accuracy: float | None = None,
