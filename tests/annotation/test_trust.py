@@ -242,8 +242,6 @@ def test_with_k_reviewers_n_counts_labels_not_reviews():
 
 def _calibrated_judge(rng, n, gap=0.035):
     """Beliefs uniform on [0.5, 1); right with probability belief - gap: the binned ECE is `gap` exactly."""
-    import numpy as np
-
     beliefs = rng.uniform(0.5, 1.0, n)
     return beliefs, rng.random(n) < beliefs - gap
 

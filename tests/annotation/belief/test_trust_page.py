@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from django.test import Client
 from django.urls import reverse
-from sklearn.metrics import cohen_kappa_score
 from scipy.stats import norm
+from sklearn.metrics import cohen_kappa_score
 
 from annotation.models import BeliefLabel, BeliefReview
 from annotation.services.belief import belief_queue_policy_set
