@@ -67,3 +67,11 @@ def test_a_stage_with_items_counts_them_and_the_empty_notice_is_gone(annotator_c
     text = visible_text(annotator_client.get(reverse("annotation:queue")))
     assert "Nothing to work on yet" not in text
     assert "2 items in this stage · you completed 0" in text
+
+
+def test_the_queue_says_in_words_what_k_is(annotator_client):
+    set_k(Stage.VERIFICATION, 2)
+    text = visible_text(annotator_client.get(reverse("annotation:queue")).content.decode())
+    assert ("k = 2: 2 different annotators complete this stage for each item, each on their own; the item moves on "
+            "when all 2 have. When their decisions differ, a third person settles it in Adjudication.") in text
+    assert "k = 1: one annotator completes this stage for each item, then the item moves on." in text
