@@ -72,7 +72,9 @@ class BeliefQueue(models.Model):
     order = models.CharField(max_length=10, choices=ReviewOrder.choices, default=ReviewOrder.TRIAGE)
     random_share = models.FloatField(default=0.2, help_text="Share of every hand-out drawn uniformly at random.")
     reviewers_per_label = models.PositiveSmallIntegerField(default=1, help_text="k: reviews each label gets.")
-    blind = models.BooleanField(default=False, help_text="Hide the judge's label until the reviewer has answered.")
+    # Blind by default: a reviewer who sees the judge's label first tends to agree with it, which inflates the trust
+    # figures measured from the reviews; a researcher may turn it off on the trust page.
+    blind = models.BooleanField(default=True, help_text="Hide the judge's label until the reviewer has answered.")
     accept_threshold = models.FloatField(
         null=True, blank=True, help_text="Labels with belief >= this are accepted without review (audits aside).")
     lease_minutes = models.PositiveIntegerField(default=30)

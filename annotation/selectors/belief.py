@@ -29,6 +29,7 @@ from annotation.models import (
     LabelStatus,
     LabelTask,
     ReviewOrder,
+    ReviewVia,
 )
 from annotation.models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED, KEEP_ASPECT
 from annotation.screening import SCREENING_CRITERIA
@@ -217,13 +218,21 @@ def triage_basis(*, queue: BeliefQueue) -> dict:
 
 
 def belief_queues(*, user) -> list[BeliefQueue]:
-    """The queues with how many labels each has, how many still need a review, the user's part, and what triage
-    can order them by (``triage``, see :func:`triage_basis`)."""
+    """The queues with how many labels each has, how many wait for a final label, the reviews of the queue (made
+    from its hand-outs: ``n_reviewed`` labels, ``n_mine`` of them by the user), the labels decided on a workflow
+    screen instead (``n_elsewhere``: a verification decision or a clue-graph draft decision is no review of the
+    queue), and what triage can order them by (``triage``, see :func:`triage_basis`)."""
     needing = BeliefLabel.objects.filter(queue=OuterRef("pk")).exclude(status=LabelStatus.ERROR).filter(final_source="")
+    in_queue = Q(labels__reviews__via=ReviewVia.QUEUE)
     queues = (BeliefQueue.objects.annotate(
         n_labels=Count("labels", distinct=True),
-        n_reviewed=Count("labels", filter=~Q(labels__final_source=""), distinct=True),
-        n_mine=Count("labels__reviews", filter=Q(labels__reviews__reviewer=user), distinct=True),
+        n_waiting=Count("labels", filter=Q(labels__final_source="", labels__status__in=[LabelStatus.SCORED,
+                                                                                         LabelStatus.UNSCORED]),
+                        distinct=True),
+        n_reviewed=Count("labels", filter=in_queue, distinct=True),
+        n_elsewhere=Count("labels", filter=Q(labels__reviews__via__in=[ReviewVia.VERIFICATION, ReviewVia.CLUE_GRAPH]),
+                          distinct=True),
+        n_mine=Count("labels__reviews", filter=in_queue & Q(labels__reviews__reviewer=user), distinct=True),
         has_pending=Exists(needing),
     ).order_by("name"))
     live = {lease.label.queue_id: lease for lease in BeliefLease.objects.filter(

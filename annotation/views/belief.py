@@ -1,11 +1,13 @@
-"""Belief-label review: the queues (annotators), a label under review (htmx), the trust figures
-and review policy of a queue with their export (researchers), and the clue-graph draft decision.
+"""Belief-label review: the queues (annotators), a label under review (one key answers it and opens the next),
+the trust figures and review policy of a queue with their export (researchers), and the clue-graph draft decision.
 """
 from __future__ import annotations
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from annotation.forms_belief import BeliefPolicyForm, BeliefReviewForm, DraftDecisionForm
@@ -29,6 +31,17 @@ from foundation.roles import annotator_required, researcher_required
 
 #: Payload keys of the judge's side not listed beside its label (the subject is shown in its own place).
 UNLISTED_PAYLOAD = ("anchors",)
+#: What a reviewer reads for the judge's payload fields (an unknown field is shown by its name, spaced).
+PAYLOAD_NAMES = {
+    "matched_option": gettext_lazy("Closest option"),
+    "similarities": gettext_lazy("Similarity to each option"),
+    "margin": gettext_lazy("Margin over the next closest option"),
+    "votes": gettext_lazy("Votes of the samples"),
+    "samples": gettext_lazy("Samples"),
+    "stated_confidence": gettext_lazy("Confidence the judge stated"),
+    "verdict_without_belief": gettext_lazy("Verdict before its belief was read"),
+    "anchored_share": gettext_lazy("Key information found in the context"),
+}
 ASPECT_TEXT = {"verdict": "Is the free-text answer the same as the gold option?", "keep": "Keep or delete the item?",
                "graph": "Is the drafted clue graph right?"}
 
@@ -55,19 +68,68 @@ def _aspect_text(label) -> str:
     return ASPECT_TEXT.get(label.aspect, label.aspect)
 
 
+def _number(value) -> str:
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def _payload_value(key: str, value, item) -> str | None:
+    """A payload value as a reviewer reads it: an option by its number and text, numbers rounded, lists joined;
+    None when there is nothing to say (no closest option, an empty list)."""
+    if value is None or value == [] or value == {} or value == "":
+        return None
+    if key == "matched_option" and isinstance(value, int) and 0 <= value < len(item.options):
+        return f"{value + 1}. {item.options[value]}"
+    if key == "similarities" and isinstance(value, list):
+        return " · ".join(f"{i + 1}: {_number(v)}" for i, v in enumerate(value))
+    if key == "anchored_share" and isinstance(value, (int, float)):
+        return f"{value:.0%}"
+    if isinstance(value, list):
+        return ", ".join(_number(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_number(v)}" for k, v in value.items())
+    return _number(value)
+
+
+def payload_rows(payload: dict, item) -> list[tuple[str, str]]:
+    """The judge's payload as (name, value) rows in words: no codes ("matched_option"), no "None"."""
+    rows = []
+    for key, value in payload.items():
+        shown = None if key in UNLISTED_PAYLOAD else _payload_value(key, value, item)
+        if shown is not None:
+            rows.append((str(PAYLOAD_NAMES.get(key, key.replace("_", " ").capitalize())), shown))
+    return rows
+
+
 def _review_context(request, lease, form=None) -> dict:
     """The page's context holds the label only as `shown_label` gives it to this reviewer (never the row)."""
     label = shown_label(lease.label, user=request.user)
     review = getattr(lease, "review", None) if lease.status == BeliefLeaseStatus.SUBMITTED else None
     judge = label.judge
+    item = lease.label.item
     return {
         "lease": {"pk": lease.pk}, "label": label, "judge": judge, "queue": lease.label.queue,
-        "item": lease.label.item, "options": item_options(lease.label.item), "review": review,
+        "item": item, "options": item_options(item), "review": review,
         "choices": label.choices, "hide_judge": judge is None,
         "form": form or BeliefReviewForm(choices=label.choices),
         "aspect_text": _aspect_text(label),
-        "payload_rows": [(k, v) for k, v in judge.payload.items() if k not in UNLISTED_PAYLOAD] if judge else [],
+        "payload_rows": payload_rows(judge.payload, item) if judge else [],
     }
+
+
+def _answer_summary(request, lease) -> str:
+    """What the reviewer said of a label and, now that they answered, what the judge said: the message shown on the
+    next label's page."""
+    label = shown_label(lease.label, user=request.user)
+    review = lease.review
+    said = _("%(item)s: you said “%(label)s”.") % {"item": lease.label.item, "label": review.human_label}
+    judge = label.judge
+    if judge is None or not judge.label:
+        return said
+    verdict = _("you agreed") if review.agrees else _("you overrode it")
+    if judge.belief is None:
+        return said + " " + _("The judge said “%(label)s”: %(verdict)s.") % {"label": judge.label, "verdict": verdict}
+    return said + " " + _("The judge said “%(label)s” with belief %(belief).2f: %(verdict)s.") % {
+        "label": judge.label, "belief": judge.belief, "verdict": verdict}
 
 
 @annotator_required
@@ -92,6 +154,10 @@ def belief_review_view(request, pk: int):
                 status = 409
             else:
                 lease = belief_lease_for(lease_id=pk)
+                if request.POST.get("next"):
+                    # One action per label: the answer is saved and the next label opens, with what was said.
+                    messages.success(request, _answer_summary(request, lease))
+                    return belief_next_view(request, lease.label.queue.name)
                 if not request.htmx:
                     return redirect("annotation:belief_review", pk=pk)
                 return render(request, "annotation/belief_review.html#answer", _review_context(request, lease))

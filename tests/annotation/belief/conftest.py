@@ -12,4 +12,4 @@ def items(db):
 
 @pytest.fixture
 def queue(db):
-    return belief_queue_for(name="judge-a", order="triage", random_share=0.2)
+    return belief_queue_for(name="judge-a", order="triage", random_share=0.2, blind=False)  # sighted review

@@ -60,7 +60,8 @@ def test_queue_for_gets_or_creates_and_checks_the_policy(db):
     first = belief_queue_for(name="builtin", order="audit", random_share=0.5)
     assert belief_queue_for(name="builtin", order="triage") == first
     first.refresh_from_db()
-    assert (first.order, first.random_share, first.reviewers_per_label, first.blind) == ("audit", 0.5, 1, False)
+    # Blind review is the default of a new queue (a reviewer who sees the judge's label first tends to agree).
+    assert (first.order, first.random_share, first.reviewers_per_label, first.blind) == ("audit", 0.5, 1, True)
     with pytest.raises(Invalid):
         belief_queue_for(name="Not a slug!")
     with pytest.raises(Invalid):

@@ -18,7 +18,7 @@ DELETE_FOR_MATH = {"keep": ("delete", 0.83), "1.1": ("no", 0.9), "1.2": ("yes", 
 
 @pytest.fixture
 def screening_queue(db):
-    return belief_queue_for(name="screen")
+    return belief_queue_for(name="screen", blind=False)  # suggestions are shown only outside blind review
 
 
 @pytest.fixture
@@ -86,7 +86,7 @@ def _draft_label(queue, item):
                                                       ("discard", "discarded", False)])
 def test_clue_graph_draft_accept_edit_discard(annotator_client, annotator, action, outcome, changed):
     (item,) = make_items(1, status=ItemStatus.CLUE_GRAPH, source="g")
-    label = _draft_label(belief_queue_for(name="drafts"), item)
+    label = _draft_label(belief_queue_for(name="drafts", blind=False), item)
     page = annotator_client.get(reverse("annotation:clue_graph", args=[item.pk])).content.decode()
     assert 'id="judge-draft"' in page and "someone came from the garden" in page
     response = annotator_client.post(reverse("annotation:belief_draft", args=[label.pk]),
