@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class AnnotationConfig(AppConfig):
@@ -6,8 +7,8 @@ class AnnotationConfig(AppConfig):
     verbose_name = "Items and curation"
     # Navigation offered to each role by the base layout and the home page.
     home_links = {
-        "annotators": [("Work queue", "annotation:queue"), ("Adjudication", "annotation:adjudication_list"),
-                       ("Review judge labels", "annotation:belief_queues")],
-        "researchers": [("Curation progress", "annotation:progress"), ("Agreement", "annotation:agreement"),
-                        ("Judge trust", "annotation:belief_trust_index")],
+        "annotators": [(_("Work queue"), "annotation:queue"), (_("Adjudication"), "annotation:adjudication_list"),
+                       (_("Review judge labels"), "annotation:belief_queues")],
+        "researchers": [(_("Curation progress"), "annotation:progress"), (_("Agreement"), "annotation:agreement"),
+                        (_("Judge trust"), "annotation:belief_trust_index")],
     }

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class EvaluationConfig(AppConfig):
@@ -6,12 +7,12 @@ class EvaluationConfig(AppConfig):
     verbose_name = "Model evaluation"
     home_links: dict = {
         "researchers": [
-            ("Runs", "evaluation:run_list"),
-            ("Endpoints", "evaluation:endpoint_list"),
-            ("Compare", "evaluation:comparison"),
-            ("Figures", "evaluation:figures"),
-            ("Data quality", "evaluation:quality"),
-            ("One scale", "evaluation:one_scale"),
+            (_("Runs"), "evaluation:run_list"),
+            (_("Endpoints"), "evaluation:endpoint_list"),
+            (_("Compare"), "evaluation:comparison"),
+            (_("Figures"), "evaluation:figures"),
+            (_("Data quality"), "evaluation:quality"),
+            (_("One scale"), "evaluation:one_scale"),
         ]
     }
 
