@@ -8,8 +8,10 @@ class EvaluationConfig(AppConfig):
     home_links: dict = {
         "researchers": [
             (_("Runs"), "evaluation:run_list"),
+            (_("Leaderboard"), "evaluation:leaderboard"),
+            (_("Compare runs"), "evaluation:run_compare"),
+            (_("Judge runs"), "evaluation:judge_run_list"),
             (_("Endpoints"), "evaluation:endpoint_list"),
-            (_("Compare"), "evaluation:comparison"),
             (_("Figures"), "evaluation:figures"),
             (_("Data quality"), "evaluation:quality"),
             (_("One scale"), "evaluation:one_scale"),
