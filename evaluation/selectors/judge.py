@@ -5,7 +5,7 @@ from dataclasses import asdict, dataclass
 
 from django.db.models import Count, QuerySet
 
-from annotation.models import BeliefLabel, LabelStatus
+from annotation.models import BeliefLabel, Item, LabelStatus
 from evaluation.judge import specs
 from evaluation.models import Result, Run
 from evaluation.models.judge import JudgeConfig, JudgeRun
@@ -15,8 +15,14 @@ def judge_config_list() -> QuerySet[JudgeConfig]:
     return JudgeConfig.objects.select_related("endpoint", "queue").annotate(run_count=Count("runs")).order_by("name")
 
 
+def item_splits() -> list[str]:
+    """The splits the items have (what a screening or clue-graph judge run may judge)."""
+    return list(Item.objects.order_by("split").values_list("split", flat=True).distinct())
+
+
 def judge_run_list(*, config: str = "", task: str = "", target_run: int | None = None) -> QuerySet[JudgeRun]:
-    runs = JudgeRun.objects.select_related("config").defer("targets")
+    runs = (JudgeRun.objects.select_related("config__endpoint", "target_run__endpoint")
+            .defer("targets", "target_run__item_ids", "target_run__requested_ids"))
     if config:
         runs = runs.filter(config__name=config)
     if task:

@@ -1,6 +1,7 @@
 """The judge page of the dashboard: launch a judge run, see configurations and runs; refusals as form errors."""
 import pytest
 
+from evaluation.forms.analysis import run_choice_label
 from evaluation.models.judge import JudgeRun
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -17,7 +18,8 @@ def test_launch_from_the_dashboard_and_see_the_run(researcher_client, free_text_
     judge_run = JudgeRun.objects.get()
     assert (judge_run.task, judge_run.target_run_id, judge_run.status) == ("free-text", free_text_run.pk, "queued")
     page = researcher_client.get("/evaluation/judge/").content.decode()
-    assert f"run #{free_text_run.pk}" in page and 'hx-trigger="every 2s"' in page  # polls while queued
+    # Named by the judge and the run it judged (method, model, ...), not by ids; polled while queued.
+    assert f"builtin on {run_choice_label(free_text_run)}" in page and 'hx-trigger="every 2s"' in page
     partial = researcher_client.get("/evaluation/judge/", headers={"HX-Request": "true"}).content.decode()
     assert partial.lstrip().startswith('<div id="judge-runs"')
 
