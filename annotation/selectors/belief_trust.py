@@ -23,8 +23,17 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from annotation import review_order, trust
-from annotation.models import BeliefLabel, BeliefLease, BeliefQueue, BeliefReview, LabelSource, LabelStatus, ReviewVia
+from annotation import ppi, review_order, trust
+from annotation.models import (
+    BeliefLabel,
+    BeliefLease,
+    BeliefQueue,
+    BeliefReview,
+    LabelSource,
+    LabelStatus,
+    LabelTask,
+    ReviewVia,
+)
 from annotation.selectors.belief import PENDING, provenance
 
 EXPORT_COLUMNS = ("review_id", "label_id", "target", "aspect", "item_id", "item_version", "judge_label", "belief",
@@ -35,7 +44,7 @@ EXPORT_COLUMNS = ("review_id", "label_id", "target", "aspect", "item_id", "item_
 def _labels(queue: BeliefQueue) -> list[BeliefLabel]:
     return list(BeliefLabel.objects.filter(queue=queue).exclude(status=LabelStatus.ERROR).only(
         "id", "target", "aspect", "item_id", "item_version", "label", "belief", "belief_source", "status",
-        "audit_key", "first_stream", "final_source"))
+        "audit_key", "first_stream", "final_source", "created_at", "task", "choices"))
 
 
 def _drawn(label: BeliefLabel) -> review_order.Drawn:
@@ -210,8 +219,73 @@ def belief_trust(*, queue: BeliefQueue) -> dict:
         "uniform": uniform,
         "weighted": weighted,
         "by_aspect": _by_aspect(rows, refused),
+        "powered": powered_shares(queue=queue, sampling=sampling),
         "u_star": u_star,
         "k_star": k_star,
         "provenance": {key: sources.get(key, 0) for key in [*LabelSource.values, PENDING]},
         "rows": rows,
     }
+
+
+#: What each task's judge-powered estimate is the share of: (aspect, positive label, what the share is).
+POWERED_QUANTITIES = {
+    LabelTask.FREE_TEXT: ("verdict", "correct", "share of answers correct"),
+    LabelTask.SCREENING: ("keep", "keep", "share of items kept"),
+    LabelTask.CLUE_GRAPH: ("graph", "draft", "share of drafts accepted as they are"),
+}
+
+
+def powered_share(*, queue: BeliefQueue, task: str, targets: list[str] | None = None, known_zeros: int = 0,
+                  sampling: dict[int, tuple[float, float, bool]] | None = None) -> dict | None:
+    """The share of targets people would give the task's positive label (`POWERED_QUANTITIES`), three ways, each
+    with its n: the judge alone (its labels, no interval: nothing says how far they are off), people alone (the
+    queue's reviews weighted by one over each label's inclusion probability) and judge-powered (PPI++ with the
+    same weights, `annotation.ppi`). ``targets``: only these (e.g. a run's results); ``known_zeros``: further
+    targets known to be negative without review (a free-text run's results without an answer). None when the
+    queue has no such label."""
+    aspect, positive, what = POWERED_QUANTITIES[task]
+    labels = [label for label in _labels(queue) if label.task == task and label.aspect == aspect]
+    if targets is not None:
+        wanted = set(targets)
+        labels = [label for label in labels if label.target in wanted]
+    # One label per target: its latest content version.
+    latest: dict[str, BeliefLabel] = {}
+    for label in labels:
+        if label.target not in latest or label.item_version > latest[label.target].item_version:
+            latest[label.target] = label
+    labels = list(latest.values())
+    if not labels and not known_zeros:
+        return None
+    sampling = design(queue=queue) if sampling is None else sampling
+    reviews: dict[int, list[str]] = {}
+    for label_id, human in (BeliefReview.objects.filter(label__in=[label.pk for label in labels], via=ReviewVia.QUEUE)
+                            .values_list("label_id", "human_label")):
+        reviews.setdefault(label_id, []).append(human)
+    predictions, observed, inclusion = [], [], []
+    for label in labels:
+        scored = label.status == LabelStatus.SCORED
+        predictions.append(ppi.prediction(label.label, label.belief, positive, label.choices) if scored else None)
+        given = reviews.get(label.pk)
+        observed.append(sum(h == positive for h in given) / len(given) if given else None)
+        inclusion.append(sampling[label.pk][1])
+    predictions += [0.0] * known_zeros
+    observed += [0.0] * known_zeros
+    inclusion += [1.0] * known_zeros
+    scored = [label for label in labels if label.status == LabelStatus.SCORED]
+    judge = (sum(label.label == positive for label in scored) / (len(scored) + known_zeros)
+             if scored or known_zeros else None)
+    return {
+        "task": task, "aspect": aspect, "positive": positive, "what": what, "n": len(labels) + known_zeros,
+        "known_zeros": known_zeros,
+        "judge": {"value": judge, "n": len(scored) + known_zeros, "unscored": len(labels) - len(scored)},
+        "people": ppi.powered_mean(predictions, observed, inclusion, lam=0.0).as_dict(),
+        "powered": ppi.powered_mean(predictions, observed, inclusion).as_dict(),
+    }
+
+
+def powered_shares(*, queue: BeliefQueue, sampling: dict[int, tuple[float, float, bool]] | None = None) -> list[dict]:
+    """`powered_share` of every task the queue has labels of."""
+    tasks = set(BeliefLabel.objects.filter(queue=queue).values_list("task", flat=True).distinct())
+    sampling = design(queue=queue) if sampling is None else sampling
+    found = [powered_share(queue=queue, task=task, sampling=sampling) for task in POWERED_QUANTITIES if task in tasks]
+    return [share for share in found if share is not None]
