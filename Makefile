@@ -6,11 +6,9 @@ TEST_ENV := DJANGO_SETTINGS_MODULE=detectbench_web.settings.test
 
 .PHONY: install run test lint bench services clean real-model
 
+# pip runs only when the dependencies in pyproject.toml changed (scripts/install.sh keeps their hash in the stamp).
 $(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
-	touch $@
+	./scripts/install.sh "$(PYTHON)" "$(VENV)"
 
 install: $(VENV)/.installed
 
@@ -37,7 +35,7 @@ bench: install services
 	$(TEST_ENV) $(PY) -m pytest tests/perf -m perf -s $(PYTEST_ARGS)
 
 clean:
-	rm -rf var/db.sqlite3* var/celery-broker var/staticfiles var/log
+	rm -rf var/db.sqlite3* var/celery-broker var/staticfiles var/staticfiles.stamp var/log var/celerybeat-schedule* var/setup-demo-runs.lock
 
 # A real model (llama.cpp + SmolLM2-135M) answering a few items; not part of `make test` (first build ~20 min).
 real-model: install

@@ -38,7 +38,7 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
             "SECRET_KEY must be set in the environment when DEBUG is off "
-            "(for a local demo set DEBUG=1, as `make run` does; see .env.example)")
+            "(`make run` keeps a local one in var/secret_key; or set DEBUG=1 to try the app; see .env.example)")
     SECRET_KEY = "dev-insecure-key-only-for-local-use-with-debug-on"
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]" if DEBUG else "")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import io
 
 from django.apps import apps
 from django.core.management import call_command
@@ -11,12 +12,7 @@ from tests.conftest import REPO_DIR
 RUN_SH = REPO_DIR / "scripts" / "run.sh"
 DEMO_PASSWORDS = {"researcher": "researcher-demo", "annotator": "annotator-demo", "annotator2": "annotator-demo"}
 # Lines of scripts/run.sh that make_run_database() repeats; a test fails when run.sh no longer has them.
-RUN_SH_LINES = (
-    "manage.py load_sample_data", "manage.py create_demo_accounts",
-    "--time-limit 1800 --status open --completion-code DEMO2026 --timeout-code DEMO2026-TIMEOUT",
-    "--method naive,detective-thinking --split test --in-process --wait --no-progress",
-    "for model in first-option lexical random",
-)
+RUN_SH_LINES = ("manage.py setup_demo --runs worker",)
 
 
 # The data migrations that write rows (the others only backfill existing rows).
@@ -35,16 +31,11 @@ def migrated_rows() -> None:
 
 
 def make_run_database() -> None:
-    """What scripts/run.sh does to a fresh (migrated) database, with the same commands and arguments.
+    """What scripts/run.sh sets up in a fresh (migrated) database: its one command, `setup_demo`.
 
+    run.sh hands the model and judge runs to the worker it starts; here they run in this process (no worker
+    needed), and static files are not collected (the test settings serve them from the apps).
     Call it where no event loop runs (not inside Playwright's sync API): `evaluate` runs one.
     """
     migrated_rows()
-    call_command("load_sample_data")
-    call_command("create_demo_accounts")
-    call_command("create_study", "--slug", "demo", "--title", "Demo study", "--split", "test",
-                 "--per-participant", "5", "--raters", "3", "--time-limit", "1800", "--status", "open",
-                 "--completion-code", "DEMO2026", "--timeout-code", "DEMO2026-TIMEOUT")
-    for model in ("first-option", "lexical", "random"):
-        call_command("evaluate", "--builtin", model, "--method", "naive,detective-thinking", "--split", "test",
-                     "--in-process", "--wait", "--no-progress")
+    call_command("setup_demo", "--runs", "here", "--no-static", stdout=io.StringIO())
