@@ -1,4 +1,5 @@
 """Settings: embedded default, environment-driven PostgreSQL/Redis, and a production deploy check."""
+import json
 import subprocess
 import sys
 
@@ -61,14 +62,19 @@ def test_importing_settings_creates_no_folder(tmp_path):
     assert not var.exists()
 
 
-def test_beat_schedule_is_declared_in_settings(tmp_path):
-    code = ("import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'detectbench_web.settings.base');"
-            "django.setup(); from detectbench_web.celery import app;"
-            "print(sorted(e['task'] for e in app.conf.beat_schedule.values()))")
+def test_beat_schedule_is_declared_in_settings_and_names_registered_tasks(tmp_path):
+    """Every periodic task is declared in the settings and names a task the worker has (found by autodiscovery),
+    so a renamed or removed task cannot leave beat sending messages nobody runs."""
+    code = ("import django, json, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'detectbench_web.settings.base');"
+            "django.setup(); from detectbench_web.celery import app; app.loader.import_default_modules();"
+            "names = sorted(e['task'] for e in app.conf.beat_schedule.values());"
+            "print(json.dumps({'scheduled': names, 'unknown': [n for n in names if n not in app.tasks]}))")
     out = _run({"VAR_DIR": str(tmp_path), "DEBUG": "1"}, "-c", code)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == ("['annotation.tasks.leases_expire_sweep', 'evaluation.tasks.reconcile_runs', "
-                                  "'studies.tasks.sweep_expired_attempts']")
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["unknown"] == []
+    assert {"annotation.tasks.leases_expire_sweep", "evaluation.tasks.reconcile_runs",
+            "studies.tasks.sweep_expired_attempts", "studies.tasks.resume_bonus_batches"} <= set(found["scheduled"])
 
 
 def test_dot_env_file_is_read_and_the_environment_wins(tmp_path):
