@@ -5,7 +5,8 @@ from dataclasses import asdict, dataclass
 
 from django.db.models import Count, QuerySet
 
-from annotation.models import BeliefLabel, Item, LabelStatus
+from annotation.models import BeliefLabel, BeliefQueue, Item, LabelStatus
+from annotation.selectors.belief_trust import powered_share
 from evaluation.judge import specs
 from evaluation.models import Result, Run
 from evaluation.models.judge import JudgeConfig, JudgeRun
@@ -59,6 +60,8 @@ class JudgedAccuracy:
     unanswered: int = 0  # the model gave no answer (counted wrong)
     unreadable: int = 0  # the judge's reply could not be read (no verdict)
     pending: int = 0  # no label from this judge yet
+    powered: dict | None = None  # the judge-powered (PPI++) accuracy under the queue's review design
+    people: dict | None = None  # the accuracy from the queue's reviews alone (weighted), for comparison
 
     @property
     def counted(self) -> int:
@@ -136,5 +139,21 @@ def free_text_accuracy(*, run: Run) -> list[JudgedAccuracy]:
                 c["unreadable"] += 1
             else:
                 c["pending"] += 1
-        accuracies.append(JudgedAccuracy(config=names.get(queue_id, f"queue {queue_id}"), n=n, **c))
+        powered = _powered(queue_id, [t for t, has_answer in targets.items() if has_answer],
+                           n - sum(targets.values()), c["pending"])
+        accuracies.append(JudgedAccuracy(config=names.get(queue_id, f"queue {queue_id}"), n=n, **c, **powered))
     return sorted(accuracies, key=lambda a: a.config)
+
+
+def _powered(queue_id: int, answered: list[str], unanswered: int, pending: int) -> dict:
+    """The run's accuracy from the judge and the queue's reviews (annotation.ppi under the queue's design), and
+    from the reviews alone; results without an answer are known to be wrong. Refused while results are not
+    judged yet (they had no chance of review)."""
+    if pending:
+        reason = f"{pending} result(s) not judged yet: they had no chance of review"
+        refused = {"value": None, "low": None, "high": None, "n": len(answered) + unanswered, "n_reviewed": 0,
+                   "n_uniform": 0, "lam": None, "reason": reason}
+        return {"powered": refused, "people": refused}
+    share = powered_share(queue=BeliefQueue.objects.get(pk=queue_id), task=specs.FREE_TEXT, targets=answered,
+                          known_zeros=unanswered)
+    return {"powered": share["powered"], "people": share["people"]} if share else {}

@@ -184,3 +184,39 @@ def test_no_answer_counts_as_wrong_and_the_unscored_share_says_whose_it_is(free_
     [judged] = data["judged_accuracy"]
     assert (judged["unanswered"], judged["unreadable"], judged["pending"]) == (2, 1, 0)
     assert judged["accuracy"] == pytest.approx(correct / (graded + 2))
+
+
+def test_the_run_page_and_api_show_the_judge_powered_accuracy(free_text_run, researcher_client, annotator):
+    """Issue 21, point 1: beside the judge's accuracy, the judge-powered one (PPI++ under the queue's review design)
+    and the reviews' alone, each with its n; results without an answer are known to be wrong."""
+    from annotation.selectors.belief_trust import powered_share
+    from annotation.services.belief import belief_queue_policy_set
+    from annotation.services.belief_review import belief_lease_next, belief_review_submit
+
+    first = Result.objects.filter(run=free_text_run).order_by("pk").first()
+    Result.objects.filter(pk=first.pk).update(free_answer="")
+    judge("--config", "builtin", "--run", str(free_text_run.pk), "--wait")
+    [before] = selectors.free_text_accuracy(run=free_text_run)
+    assert before.powered["value"] is None and "had no chance of review" in before.powered["reason"]
+    config = services.judge_config_builtin()
+    belief_queue_policy_set(queue_id=config.queue_id, order="audit")
+    for _ in range(14):  # uniform draws: each label reviewed with probability u*
+        lease = belief_lease_next(queue_id=config.queue_id, user=annotator)
+        label = lease.label
+        human = label.label if label.status == "scored" else "incorrect"
+        belief_review_submit(lease_id=lease.pk, user=annotator, human_label=human)
+    [accuracy] = selectors.free_text_accuracy(run=free_text_run)
+    answered = [f"result:{pk}" for pk in Result.objects.filter(run=free_text_run).exclude(pk=first.pk)
+                .values_list("pk", flat=True)]
+    share = powered_share(queue=config.queue, task="free-text", targets=answered, known_zeros=1)
+    assert accuracy.powered == share["powered"] and accuracy.people == share["people"]
+    powered = accuracy.powered
+    assert powered["value"] is not None and powered["n"] == accuracy.n and powered["low"] <= powered["value"] <= powered["high"]
+    reviewed = BeliefLabel.objects.filter(target__in=answered, reviews__isnull=False).distinct().count()
+    assert powered["n_reviewed"] == reviewed + 1  # the one without an answer is known, as if reviewed
+    page = researcher_client.get(f"/evaluation/runs/{free_text_run.pk}/").content.decode()
+    assert f'data-value="{powered["value"]!r}"' in page or f'data-value="{powered["value"]:.17g}"' in page
+    assert f"[{powered['low']:.3f}, {powered['high']:.3f}] n = {accuracy.n}; {reviewed + 1} reviewed" in page
+    data = researcher_client.get(f"/api/evaluation/runs/{free_text_run.pk}/").json()
+    assert data["judged_accuracy"][0]["powered"]["value"] == pytest.approx(powered["value"])
+    assert data["judged_accuracy"][0]["people"]["value"] == pytest.approx(accuracy.people["value"])
