@@ -1,6 +1,7 @@
 from django.urls import path
 
 from evaluation.views import analysis as views_analysis
+from evaluation.views import endpoints as views_endpoints
 from evaluation.views import judge as judge_views
 from evaluation.views import runs as views
 from evaluation.views import tables as views_tables
@@ -9,6 +10,7 @@ app_name = "evaluation"
 urlpatterns = [
     path("endpoints/", views.endpoint_list_view, name="endpoint_list"),
     path("endpoints/<int:pk>/edit/", views.endpoint_edit_view, name="endpoint_edit"),
+    path("endpoints/check/", views_endpoints.endpoint_check_view, name="endpoint_check"),
     path("runs/", views.run_list_view, name="run_list"),
     path("runs/launch/", views.run_launch_view, name="run_launch"),
     path("runs/<int:pk>/", views.run_detail_view, name="run_detail"),

@@ -165,6 +165,7 @@ MATRIX: dict[str, tuple] = {
     'evaluation:run_compare': (RESEARCHERS, '200'),
     'evaluation:endpoint_list': (RESEARCHERS, '200'),
     'evaluation:endpoint_edit': (RESEARCHERS, '200'),
+    'evaluation:endpoint_check': (RESEARCHERS, '405 POST=200'),
     'evaluation:figures': (RESEARCHERS, '405 GET=200'),
     'evaluation:figure_file': (RESEARCHERS, '405 GET=400'),
     'evaluation:figure': (RESEARCHERS, '405 GET=400'),
