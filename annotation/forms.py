@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from django import forms
 from django.conf import settings
+from django.utils.translation import gettext_lazy as _
 
 from annotation.clue_graph.editing import EditableGraph, EditableStep
 from annotation.item_checks import option_checks
@@ -13,16 +14,17 @@ from annotation.models import CRITERIA, Criterion, Decision, ReviewAction, Stage
 
 
 class ItemImportForm(forms.Form):
-    file = forms.FileField(help_text="Official DetectBench JSONL, one record per line.")
-    source = forms.CharField(initial="detectbench-v1.3", max_length=100)
+    file = forms.FileField(label=_("File"), help_text=_("Official DetectBench JSONL, one record per line."))
+    source = forms.CharField(label=_("Source"), initial="detectbench-v1.3", max_length=100)
     split = forms.CharField(initial="test", max_length=40)
-    dry_run = forms.BooleanField(required=False, help_text="Validate and report only.")
-    skip_invalid = forms.BooleanField(required=False, help_text="Import the valid lines and list the bad ones.")
+    dry_run = forms.BooleanField(required=False, label=_("Dry run"), help_text=_("Validate and report only."))
+    skip_invalid = forms.BooleanField(required=False, label=_("Skip invalid"),
+                                      help_text=_("Import the valid lines and list the bad ones."))
     curated = forms.ChoiceField(
-        label="Items edited in the app", initial="refuse", required=False,
-        choices=[("refuse", "Refuse the import and list them (nothing is written)"),
-                 ("keep", "Keep the app's edits; import the rest"),
-                 ("overwrite", "Overwrite them with the file (a new revision that names what it replaced)")])
+        label=_("Items edited in the app"), initial="refuse", required=False,
+        choices=[("refuse", _("Refuse the import and list them (nothing is written)")),
+                 ("keep", _("Keep the app's edits; import the rest")),
+                 ("overwrite", _("Overwrite them with the file (a new revision that names what it replaced)"))])
 
     def clean_curated(self) -> str:
         return self.cleaned_data.get("curated") or "refuse"

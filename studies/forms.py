@@ -94,6 +94,7 @@ class StudyForm(forms.ModelForm):
         error_messages={"min_value": _("The bonus cannot be negative.")})
     practice_item = forms.ModelChoiceField(
         queryset=Item.objects.none(), required=False, label=_("Practice item"),
+        widget=forms.Select(attrs={"translate": "no"}),  # the choices are items' questions: data
         help_text=_("Shown untimed before Start, with feedback; never one of the study's items."))
     completion_url = forms.URLField(required=False, assume_scheme="https", label=_("Completion URL"),
                                     help_text=_("Redirect after the last answer (Prolific style)."))
@@ -111,7 +112,13 @@ class StudyForm(forms.ModelForm):
             "instructions", "practice_item", "bonus_per_correct", "bonus_currency", "completion_code",
             "completion_url", "timeout_completion_code", "timeout_instruction",
         ]
-        labels = {"pool_include_rejected": _("Include items annotators rejected")}
+        labels = {
+            "pool_include_rejected": _("Include items annotators rejected"), "slug": _("Slug"), "title": _("Title"),
+            "status": _("Status"), "seed": _("Seed"), "language": _("Language"), "consent_text": _("Consent text"),
+            "instructions": _("Instructions"), "bonus_currency": _("Bonus currency"),
+            "completion_code": _("Completion code"), "timeout_completion_code": _("Timeout completion code"),
+            "timeout_instruction": _("Timeout instruction"),
+        }
         widgets = {
             "consent_text": forms.Textarea(attrs={"rows": 8}),
             "instructions": forms.Textarea(attrs={"rows": 4}),

@@ -54,21 +54,21 @@ class Study(models.Model):
     title = models.CharField(max_length=200)
     status = models.CharField(max_length=10, choices=StudyStatus.choices, default=StudyStatus.DRAFT)
     per_participant = models.PositiveSmallIntegerField(default=15)
-    raters = models.PositiveSmallIntegerField(default=3, help_text="Answers wanted per item.")
-    time_limit_seconds = models.PositiveIntegerField(default=DEFAULT_TIME_LIMIT, help_text="For the whole attempt.")
+    raters = models.PositiveSmallIntegerField(default=3, help_text=_("Answers wanted per item."))
+    time_limit_seconds = models.PositiveIntegerField(default=DEFAULT_TIME_LIMIT, help_text=_("For the whole attempt."))
     question_time_limit_seconds = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Optional limit per question; empty = none."
+        null=True, blank=True, help_text=_("Optional limit per question; empty = none.")
     )
     grace_seconds = models.PositiveSmallIntegerField(
-        default=5, help_text="Answers this many seconds after a deadline are accepted and flagged late."
+        default=5, help_text=_("Answers this many seconds after a deadline are accepted and flagged late.")
     )
     language = models.CharField(
         max_length=10, blank=True, choices=STUDY_LANGUAGES,
-        help_text="Language of the items shown (an item's translation) and of the participant pages.",
+        help_text=_("Language of the items shown (an item's translation) and of the participant pages."),
     )
     extra_languages = models.JSONField(
         default=list, blank=True,
-        help_text='Other languages a participant may switch to ("" = the original English); each needs translations.',
+        help_text=_('Other languages a participant may switch to ("" = the original English); each needs translations.'),
     )
     consent_text = models.TextField(blank=True)
     instructions = models.TextField(blank=True)
@@ -76,20 +76,20 @@ class Study(models.Model):
     bonus_per_correct = models.DecimalField(max_digits=7, decimal_places=2, default=0)
     bonus_currency = models.CharField(max_length=8, default="GBP")
     completion_code = models.CharField(max_length=64, blank=True)
-    completion_url = models.URLField(blank=True, help_text="Redirect after the last answer (Prolific style).")
+    completion_url = models.URLField(blank=True, help_text=_("Redirect after the last answer (Prolific style)."))
     timeout_completion_code = models.CharField(
         max_length=64, blank=True,
-        help_text="Code shown when the time runs out (answers so far are kept); empty = ask the participant to "
-                  "return the study instead.",
+        help_text=_("Code shown when the time runs out (answers so far are kept); empty = ask the participant to "
+                    "return the study instead."),
     )
     timeout_instruction = models.TextField(
-        blank=True, help_text="What a participant whose time ran out (or who stopped) should do; empty = a standard "
-                              "instruction.")
-    seed = models.IntegerField(default=0, help_text="Seeds the item sample and every participant's order.")
+        blank=True, help_text=_("What a participant whose time ran out (or who stopped) should do; empty = a "
+                                "standard instruction."))
+    seed = models.IntegerField(default=0, help_text=_("Seeds the item sample and every participant's order."))
     pool_split = models.CharField(max_length=40, blank=True)
     pool_sample = models.PositiveIntegerField(null=True, blank=True)
     pool_include_rejected = models.BooleanField(
-        default=False, help_text="Draw the pool also from items that annotators rejected (left out by default).")
+        default=False, help_text=_("Draw the pool also from items that annotators rejected (left out by default)."))
     items = models.ManyToManyField(Item, through="StudyItem", related_name="studies")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -24,6 +24,7 @@ from annotation.text import (
     numbers,
     word_key,
 )
+from foundation.words import gettext
 
 
 class IssueKind(enum.StrEnum):
@@ -98,10 +99,10 @@ def _check_repeats(
         issues: list[Issue] = []
         found.append(issues)
         if key in seen:
-            issues.append(Issue(IssueKind.REPEATED_STEP, f"step repeats line {seen[key]}: {step.output!r}",
+            issues.append(Issue(IssueKind.REPEATED_STEP, gettext("step repeats line %(line)s: %(output)s", line=seen[key], output=repr(step.output)),
                                 step.line_no, section=section))
         elif not restated and step.output and (derived.find_same(step.output) or known.find_same(step.output)):
-            issues.append(Issue(IssueKind.REDUNDANT_STEP, f"output {step.output!r} was already derived",
+            issues.append(Issue(IssueKind.REDUNDANT_STEP, gettext("output %(output)s was already derived", output=repr(step.output)),
                                 step.line_no, section=section))
         seen.setdefault(key, step.line_no)
         if step.output:
@@ -153,12 +154,13 @@ def check_graph(graph: ClueGraph, context: str, *, min_score: float = ANCHOR_MIN
         if anchor is None or anchor.score < min_score:
             score = 0.0 if anchor is None else anchor.score
             issues.append(Issue(IssueKind.UNANCHORED_CLUE,
-                                f"clue {clue.index + 1} not found in the context (best score {score:.2f})",
+                                gettext("clue %(n)s not found in the context (best score %(score)s)", n=clue.index + 1,
+                                        score=f"{score:.2f}"),
                                 clue.line_no, clue.index, "evidence"))
         elif not anchor.exact:
             issues.append(Issue(IssueKind.FUZZY_CLUE,
-                                f"clue {clue.index + 1} matches the context only approximately "
-                                f"(score {anchor.score:.2f}): {anchor.text!r}",
+                                gettext("clue %(n)s matches the context only approximately (score %(score)s): %(text)s",
+                                        n=clue.index + 1, score=f"{anchor.score:.2f}", text=repr(anchor.text)),
                                 clue.line_no, clue.index, "evidence"))
 
     links = link_steps(graph)
@@ -171,7 +173,7 @@ def check_graph(graph: ClueGraph, context: str, *, min_score: float = ANCHOR_MIN
     final = links[-1].step.output if links else ""
     for section, line_no, text in graph.unparsed_lines:
         if _says_something(text, every_node, final):
-            issues.append(Issue(IssueKind.UNPARSED_LINE, f"cannot parse {text!r}", line_no, section=section))
+            issues.append(Issue(IssueKind.UNPARSED_LINE, gettext("cannot parse %(text)s", text=repr(text)), line_no, section=section))
 
     known = NodeIndex()
     for clue in graph.clues:
@@ -183,7 +185,8 @@ def check_graph(graph: ClueGraph, context: str, *, min_score: float = ANCHOR_MIN
         for given, sources in zip(link.step.inputs, link.sources):
             if sources is None:
                 issues.append(Issue(IssueKind.DANGLING_REFERENCE,
-                                    f"step input {given!r} is neither a clue, an implication nor an earlier step's output",
+                                    gettext("step input %(input)s is neither a clue, an implication nor an earlier step's output",
+                                            input=repr(given)),
                                     link.step.line_no, section=link.section, subject=given))
         issues.extend(step_issues)
 
@@ -192,13 +195,13 @@ def check_graph(graph: ClueGraph, context: str, *, min_score: float = ANCHOR_MIN
                 for ids in link.sources if ids for node in ids}
         for clue in graph.clues:
             if clue_node_id(clue.index) not in used:
-                issues.append(Issue(IssueKind.UNUSED_CLUE, f"clue {clue.index + 1} is not used by any step",
+                issues.append(Issue(IssueKind.UNUSED_CLUE, gettext("clue %(n)s is not used by any step", n=clue.index + 1),
                                     clue.line_no, clue.index, "evidence"))
     final = graph.steps[-1] if graph.steps else (graph.evidence_steps[-1] if graph.evidence_steps else None)
     if final is None:
-        issues.append(Issue(IssueKind.NO_CONCLUSION, "the clue graph has no reasoning steps", section="reasoning"))
+        issues.append(Issue(IssueKind.NO_CONCLUSION, gettext("the clue graph has no reasoning steps"), section="reasoning"))
     elif not final.output.strip():
-        issues.append(Issue(IssueKind.NO_CONCLUSION, "the last step has no conclusion", final.line_no,
+        issues.append(Issue(IssueKind.NO_CONCLUSION, gettext("the last step has no conclusion"), final.line_no,
                             section="reasoning"))
     return issues
 
@@ -236,5 +239,5 @@ def answer_issue(final_output: str | None, options: Sequence[str], answer_index:
     """The ``no_answer`` issue when the last conclusion does not name the correct option, else None."""
     if reaches_answer(final_output, options, answer_index):
         return None
-    return Issue(IssueKind.NO_ANSWER, f"the last conclusion does not name the answer “{answer_text}”",
+    return Issue(IssueKind.NO_ANSWER, gettext("the last conclusion does not name the answer “%(answer)s”", answer=answer_text),
                  section="reasoning")

@@ -154,7 +154,7 @@ def render_svg(graph: DrawnGraph, *, title: str = "Clue graph") -> str:
                      f'd="M {x1:.0f} {y1:.0f} C {mid:.0f} {y1:.0f}, {mid:.0f} {y2:.0f}, {x2:.0f} {y2:.0f}"/>')
     for node in graph.nodes:
         tooltip = node.label + (f" → {node.detail}" if node.detail else "")
-        parts.append(f'<g class="node {" ".join(node.classes)}" id="node-{node.id}" data-node="{node.id}">'
+        parts.append(f'<g class="node {" ".join(node.classes)}" id="node-{node.id}" data-node="{node.id}" translate="no">'
                      f"<title>{escape(tooltip)}</title>"
                      f'<rect x="{node.x:.0f}" y="{node.y:.0f}" width="{node.width:.0f}" height="{node.height:.0f}"/>')
         for k, line in enumerate(_lines(node)):

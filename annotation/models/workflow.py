@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from annotation.models.belief import LabelSource
 from annotation.models.items import Item
@@ -29,10 +30,10 @@ class StageConfig(models.Model):
 
 
 class AnnotatorLeaseStatus(models.TextChoices):
-    LEASED = "leased", "Leased"
-    SUBMITTED = "submitted", "Submitted"
-    RELEASED = "released", "Released"  # given back or expired: the slot is free again
-    SUPERSEDED = "superseded", "Superseded"  # the item was sent back to this stage: start afresh
+    LEASED = "leased", _("Leased")
+    SUBMITTED = "submitted", _("Submitted")
+    RELEASED = "released", _("Released")  # given back or expired: the slot is free again
+    SUPERSEDED = "superseded", _("Superseded")  # the item was sent back to this stage: start afresh
 
     @classmethod
     def live(cls) -> list[AnnotatorLeaseStatus]:
@@ -87,19 +88,19 @@ class AnnotatorLease(models.Model):
 class Criterion(models.TextChoices):
     """Table 7, question verification: delete the item if any of these holds."""
 
-    NEEDS_MEDIA = "needs_media", "1.1 Needs non-text information (images, audio)"
-    HEAVY_MATH = "heavy_math", "1.2 Heavy mathematics or domain knowledge"
-    NO_DAILY_SCENARIO = "no_daily_scenario", "1.3 No ample daily scenario"
-    WRONG_ANSWER = "wrong_answer", "1.4 The answer is not correct"
-    BIAS = "bias", "1.5 Discrimination or bias (gender, race, nation, religion)"
+    NEEDS_MEDIA = "needs_media", _("1.1 Needs non-text information (images, audio)")
+    HEAVY_MATH = "heavy_math", _("1.2 Heavy mathematics or domain knowledge")
+    NO_DAILY_SCENARIO = "no_daily_scenario", _("1.3 No ample daily scenario")
+    WRONG_ANSWER = "wrong_answer", _("1.4 The answer is not correct")
+    BIAS = "bias", _("1.5 Discrimination or bias (gender, race, nation, religion)")
 
 
 CRITERIA = tuple(Criterion.values)
 
 
 class Decision(models.TextChoices):
-    KEEP = "keep", "Keep"
-    DELETE = "delete", "Delete"
+    KEEP = "keep", _("Keep")
+    DELETE = "delete", _("Delete")
 
 
 class VerificationDecision(models.Model):
@@ -142,8 +143,8 @@ class VerificationDecision(models.Model):
 
 
 class AdjudicationStatus(models.TextChoices):
-    OPEN = "open", "Open"
-    RESOLVED = "resolved", "Resolved"
+    OPEN = "open", _("Open")
+    RESOLVED = "resolved", _("Resolved")
 
 
 class Adjudication(models.Model):
@@ -174,8 +175,8 @@ class Adjudication(models.Model):
 
 
 class ReviewAction(models.TextChoices):
-    APPROVE = "approve", "Approve and publish"
-    SEND_BACK = "send_back", "Send back"
+    APPROVE = "approve", _("Approve and publish")
+    SEND_BACK = "send_back", _("Send back")
 
 
 class ReviewDecision(models.Model):

@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 from django_htmx.http import reswap, retarget
 
@@ -51,7 +52,8 @@ def graph_context(item, graph: EditableGraph, *, base_version: int) -> dict:
         "step_rows": [{"row": row, "inputs": row.inputs} for row in shown.step_rows],
         "issues": shown.issues, "warnings": warnings,
         "segments": segments(item.context, shown.spans),
-        "svg": mark_safe(render_svg(shown.drawn, title=f"Clue graph of {item}")),  # noqa: S308 - every text is escaped
+        # every text is escaped
+        "svg": mark_safe(render_svg(shown.drawn, title=_("Clue graph of %(item)s") % {"item": item})),  # noqa: S308
         "unanchored": shown.unanchored,
         "fuzzy": shown.fuzzy,
         # "No problems" only when the checks find none, every clue is verbatim in the context and none covers most of it.

@@ -90,7 +90,7 @@ def leaderboard_latex(table: Leaderboard) -> str:
         if row["family"] != family:
             family = row["family"]
             lines.append(rf"\multicolumn{{{width}}}{{l}}{{\emph{{{latex_escape(family)}}}}} \\")
-        parts = [latex_escape(row["method"].label)]
+        parts = [latex_escape(row["method"].paper_label)]
         for cell in row["cells"]:
             if cell is None:
                 parts += ["--", "--", "--"]

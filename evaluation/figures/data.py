@@ -19,22 +19,24 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
+from foundation.words import gettext, gettext_noop
+
 #: Figure names, as on the page, in the command and in the download URLs: (title, kind).
 FIGURES: dict[str, str] = {
-    "keyinfo-accuracy": "KeyInfo against accuracy across runs (Fig. 4)",
-    "accuracy-by-context-length": "Accuracy by context length (Fig. 5a)",
-    "accuracy-by-option-length": "Accuracy by option length (Fig. 5b)",
-    "accuracy-by-clues": "Accuracy by number of clues (Fig. 5c)",
-    "accuracy-by-steps": "Accuracy by number of reasoning steps (Fig. 5d)",
-    "accuracy-by-question-type": "Accuracy per question type (Fig. 6)",
-    "human-vs-model": "Human against model accuracy per item",
+    "keyinfo-accuracy": gettext_noop("KeyInfo against accuracy across runs (Fig. 4)"),
+    "accuracy-by-context-length": gettext_noop("Accuracy by context length (Fig. 5a)"),
+    "accuracy-by-option-length": gettext_noop("Accuracy by option length (Fig. 5b)"),
+    "accuracy-by-clues": gettext_noop("Accuracy by number of clues (Fig. 5c)"),
+    "accuracy-by-steps": gettext_noop("Accuracy by number of reasoning steps (Fig. 5d)"),
+    "accuracy-by-question-type": gettext_noop("Accuracy per question type (Fig. 6)"),
+    "human-vs-model": gettext_noop("Human against model accuracy per item"),
 }
 #: Fig. 5's features: figure name -> (ItemFacts attribute, axis label).
 FEATURES: dict[str, tuple[str, str]] = {
-    "accuracy-by-context-length": ("context_words", "context length (words)"),
-    "accuracy-by-option-length": ("option_words", "option length (mean words per option)"),
-    "accuracy-by-clues": ("clues", "number of clues (evidence lines)"),
-    "accuracy-by-steps": ("steps", "number of reasoning steps"),
+    "accuracy-by-context-length": ("context_words", gettext_noop("context length (words)")),
+    "accuracy-by-option-length": ("option_words", gettext_noop("option length (mean words per option)")),
+    "accuracy-by-clues": ("clues", gettext_noop("number of clues (evidence lines)")),
+    "accuracy-by-steps": ("steps", gettext_noop("number of reasoning steps")),
 }
 
 
@@ -113,8 +115,8 @@ def keyinfo_accuracy(runs: Sequence[RunRows], *, note: str = "") -> Scatter:
     points = tuple(Point(label=r.label, x=r.keyinfo, y=r.accuracy, n=r.n, run_id=r.run_id)
                    for r in runs if r.rows and r.keyinfo is not None)
     r, p = _r([pt.x for pt in points], [pt.y for pt in points])
-    return Scatter(name="keyinfo-accuracy", title=FIGURES["keyinfo-accuracy"], x_label="KeyInfo (ROUGE-L F1)",
-                   y_label="accuracy", points=points, r=r, p_value=p, note=note)
+    return Scatter(name="keyinfo-accuracy", title=gettext(FIGURES["keyinfo-accuracy"]),
+                   x_label=gettext("KeyInfo (ROUGE-L F1)"), y_label=gettext("accuracy"), points=points, r=r, p_value=p, note=note)
 
 
 @dataclass(frozen=True)
@@ -228,7 +230,7 @@ def _grouped(name: str, x_label: str, groups: list[str], group_of: Mapping[int, 
     per_group = [0] * len(groups)
     for index in group_of.values():
         per_group[index] += 1
-    return Grouped(name=name, title=FIGURES[name], x_label=x_label, groups=tuple(groups),
+    return Grouped(name=name, title=gettext(FIGURES[name]), x_label=gettext(x_label), groups=tuple(groups),
                    items_per_group=tuple(per_group), series=tuple(series), note=note)
 
 
@@ -249,7 +251,7 @@ def accuracy_by_question_type(runs: Sequence[RunRows], facts: Mapping[int, ItemF
     answered = {item_id for run in runs for item_id, _ in run.rows if item_id in facts}
     present = [t for t in order if any(facts[i].question_type == t for i in answered)]
     group_of = {i: present.index(facts[i].question_type) for i in answered}
-    return _grouped("accuracy-by-question-type", "question type", present, group_of, runs, note)
+    return _grouped("accuracy-by-question-type", gettext_noop("question type"), present, group_of, runs, note)
 
 
 def human_vs_model(human: Mapping[int, tuple[int, int]], model: Mapping[int, tuple[int, int]], *,
@@ -257,13 +259,14 @@ def human_vs_model(human: Mapping[int, tuple[int, int]], model: Mapping[int, tup
     """Per item answered by both: (share of participants right, share of model rows right); ``human`` and
     ``model`` map item id -> (correct, n). r over those items."""
     points = tuple(
-        Point(label=f"item {item_id}", x=human[item_id][0] / human[item_id][1], y=model[item_id][0] / model[item_id][1],
+        Point(label=gettext("item %(id)s", id=item_id), x=human[item_id][0] / human[item_id][1], y=model[item_id][0] / model[item_id][1],
               n=human[item_id][1], item_id=item_id)
         for item_id in sorted(set(human) & set(model)) if human[item_id][1] and model[item_id][1]
     )
     r, p = _r([pt.x for pt in points], [pt.y for pt in points])
-    return Scatter(name="human-vs-model", title=FIGURES["human-vs-model"], x_label="participants right (share)",
-                   y_label=f"model rows right (share, {model_label})", points=points, r=r, p_value=p, note=note)
+    return Scatter(name="human-vs-model", title=gettext(FIGURES["human-vs-model"]),
+                   x_label=gettext("participants right (share)"),
+                   y_label=gettext("model rows right (share, %(models)s)", models=model_label), points=points, r=r, p_value=p, note=note)
 
 
 def per_item(runs: Sequence[RunRows]) -> dict[int, tuple[int, int]]:
@@ -290,9 +293,11 @@ class Selection:
     notes: list[str] = field(default_factory=list)
 
     def text(self) -> str:
-        parts = [f"split {self.split}", f"{self.runs} run(s)", f"{self.items} item(s) common to them"]
+        parts = [gettext("split %(split)s", split=self.split), gettext("%(n)s run(s)", n=self.runs),
+                 gettext("%(n)s item(s) common to them", n=self.items)]
         if self.dropped_not_common:
-            parts.append(f"{self.dropped_not_common} item(s) not in every run dropped")
+            parts.append(gettext("%(n)s item(s) not in every run dropped", n=self.dropped_not_common))
         if self.excluded_kinds:
-            parts.append(f"{self.dropped_flagged} flagged item(s) excluded ({', '.join(self.excluded_kinds)})")
+            parts.append(gettext("%(n)s flagged item(s) excluded (%(kinds)s)", n=self.dropped_flagged,
+                             kinds=", ".join(self.excluded_kinds)))
         return "; ".join(parts + self.notes)

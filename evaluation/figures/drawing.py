@@ -18,6 +18,7 @@ from xml.etree import ElementTree as ET
 
 from annotation.trust_figure import SVG_NS, _prefix_ids, _presentation_attributes
 from evaluation.figures.data import Grouped, Scatter
+from foundation.words import gettext
 
 FORMATS = {"svg": "image/svg+xml", "png": "image/png", "pdf": "application/pdf"}
 STYLE = {"font.size": 9, "axes.titlesize": 10, "axes.spines.top": False, "axes.spines.right": False,
@@ -121,7 +122,7 @@ class Bar:
     baseline: float | None = None  # e.g. what always answering the first option scores on the same rows
 
 
-def bar_chart(bars: list[Bar], *, title: str, baseline_label: str = "always first option") -> str:
+def bar_chart(bars: list[Bar], *, title: str, baseline_label: str = "") -> str:
     """Horizontal bars in [0, 1] with 95% interval whiskers and a dashed baseline mark per bar, as inline SVG.
 
     Each bar has its own baseline: runs with original and permuted options (or question
@@ -129,11 +130,13 @@ def bar_chart(bars: list[Bar], *, title: str, baseline_label: str = "always firs
     tenth of a second or more, so the same bars are drawn once per process (a finished run's
     page is read many times).
     """
-    return _bar_chart(tuple(bars), title, baseline_label)
+    baseline_label = baseline_label or gettext("always first option")
+    mark = gettext("red dashed mark: %(what)s", what=baseline_label)
+    return _bar_chart(tuple(bars), title, baseline_label, mark)  # words resolved here: cached per language
 
 
 @functools.lru_cache(maxsize=256)
-def _bar_chart(bars: tuple[Bar, ...], title: str, baseline_label: str) -> str:
+def _bar_chart(bars: tuple[Bar, ...], title: str, baseline_label: str, mark: str) -> str:
     import matplotlib
 
     with _LOCK, matplotlib.rc_context(STYLE):
@@ -163,7 +166,7 @@ def _bar_chart(bars: tuple[Bar, ...], title: str, baseline_label: str) -> str:
         axes.set_axisbelow(True)
         axes.set_title(_plain(title), loc="left")
         if any(bar.baseline is not None for bar in bars):
-            figure.text(0.01, 0.0, f"red dashed mark: {_plain(baseline_label)}", color=BASELINE, fontsize=8)
+            figure.text(0.01, 0.0, _plain(mark), color=BASELINE, fontsize=8)
     return inline_svg(Drawn(figure, title, tips))
 
 
@@ -176,9 +179,9 @@ def _caption(figure: Figure, text: str) -> None:
 
 def _r_text(data: Scatter, unit: str) -> str:
     if data.r is None:
-        return f"r undefined (n = {data.n} {unit})"
+        return gettext("r undefined (n = %(n)s %(unit)s)", n=data.n, unit=unit)
     p = "" if data.p_value is None else f", p = {data.p_value:.3g}"
-    return f"Pearson r = {data.r:.3f}{p} (n = {data.n} {unit})"
+    return gettext("Pearson r = %(r)s%(p)s (n = %(n)s %(unit)s)", r=f"{data.r:.3f}", p=p, n=data.n, unit=unit)
 
 
 def draw_scatter(data: Scatter) -> Drawn:
@@ -219,7 +222,7 @@ def draw_scatter(data: Scatter) -> Drawn:
             axes.plot(grid, slope * grid + intercept, color="#5f6b7a", linewidth=1, linestyle="--")
         axes.set_xlabel(_plain(data.x_label))
         axes.set_ylabel(_plain(data.y_label))
-        axes.set_title(_plain(f"{data.title}\n{_r_text(data, 'runs' if per_run else 'items')}"), loc="left")
+        axes.set_title(_plain(f"{data.title}\n{_r_text(data, gettext('runs') if per_run else gettext('items'))}"), loc="left")
         axes.grid(color="#eef0f3", linewidth=0.8)
         axes.set_axisbelow(True)
         _caption(figure, data.note)
@@ -258,7 +261,7 @@ def draw_grouped(data: Grouped) -> Drawn:
         axes.set_ylim(0, 1.02)
         axes.set_yticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
         axes.set_xlabel(_plain(data.x_label))
-        axes.set_ylabel("accuracy")
+        axes.set_ylabel(gettext("accuracy"))
         axes.set_title(_plain(data.title), loc="left")
         axes.grid(axis="y", color="#eef0f3", linewidth=0.8)
         axes.set_axisbelow(True)

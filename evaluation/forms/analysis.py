@@ -1,5 +1,6 @@
 """Forms of the analysis pages: which split (always one), option order and flagged items a figure uses."""
 from django import forms
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from evaluation.models import OptionOrder
@@ -11,7 +12,7 @@ class FlagExclusionForm(forms.Form):
 
     exclude_flagged = forms.BooleanField(required=False, label=_("Exclude flagged items"),
                                          help_text=_("Every item the data-quality report flags, of any kind."))
-    exclude = forms.MultipleChoiceField(choices=list(FLAG_KINDS.items()), required=False,
+    exclude = forms.MultipleChoiceField(choices=lambda: [(kind, gettext(text)) for kind, text in FLAG_KINDS.items()], required=False,
                                         widget=forms.CheckboxSelectMultiple,
                                         label=_("Exclude items flagged with"))
 

@@ -1,11 +1,12 @@
 from django import forms
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation.item_facts import QUESTION_TYPES
 from annotation.models import ItemStatus
 from evaluation.forms.analysis import FlagExclusionForm
 from evaluation.models import ModelEndpoint, OptionOrder
-from evaluation.prompting.methods import METHOD_CHOICES
+from evaluation.prompting.methods import method_choices
 from evaluation.statistics.paired import CORRECTIONS
 
 
@@ -63,10 +64,10 @@ def parse_item_ids(raw: str) -> list[int]:
         if not part:
             continue
         if not part.isdigit() or not 1 <= int(part) <= MAX_INT:
-            raise forms.ValidationError("Item ids must be positive whole numbers separated by commas.")
+            raise forms.ValidationError(_("Item ids must be positive whole numbers separated by commas."))
         ids.append(int(part))
     if len(ids) > MAX_IDS:
-        raise forms.ValidationError(f"At most {MAX_IDS} item ids.")
+        raise forms.ValidationError(_("At most %(n)s item ids.") % {"n": MAX_IDS})
     return ids
 
 
@@ -83,7 +84,7 @@ class RunLaunchForm(forms.Form):
                                                widget=forms.CheckboxSelectMultiple,
                                                label=_("Endpoints"),
                                                help_text=_("Each endpoint ticked is asked with every method ticked."))
-    methods = forms.MultipleChoiceField(choices=METHOD_CHOICES, widget=forms.CheckboxSelectMultiple,
+    methods = forms.MultipleChoiceField(choices=method_choices, widget=forms.CheckboxSelectMultiple,
                                         label=_("Methods"),
                                         help_text=_("Each (endpoint, method) ticked becomes a run of its own."))
     split = forms.CharField(initial="test", required=False, max_length=40, label=_("Split"))
@@ -122,7 +123,7 @@ class RunLaunchForm(forms.Form):
     def clean_endpoints(self):
         endpoints = self.cleaned_data.get("endpoints")
         if endpoints is not None and len(endpoints) > MAX_SWEEP_ENDPOINTS:
-            raise forms.ValidationError(f"At most {MAX_SWEEP_ENDPOINTS} endpoints in one sweep.")
+            raise forms.ValidationError(_("At most %(n)s endpoints in one sweep.") % {"n": MAX_SWEEP_ENDPOINTS})
         return endpoints
 
     def selection(self) -> dict:
@@ -172,14 +173,14 @@ class LeaderboardForm(FlagExclusionForm):
     """The selection of a leaderboard: a split, or chosen runs (then their common items); never neither."""
 
     split = forms.CharField(required=False, max_length=40)
-    runs = RunsField(required=False, help_text="Runs to show instead of a split (their common items)")
+    runs = RunsField(required=False, help_text=_("Runs to show instead of a split (their common items)"))
     option_order = forms.ChoiceField(choices=OptionOrder.choices, initial=OptionOrder.ORIGINAL, required=False)
-    common = forms.BooleanField(required=False, label="Only the items common to every cell")
-    reference = forms.CharField(required=False, max_length=400, help_text="METHOD@ENDPOINT of the reference cell")
-    pairwise = forms.ChoiceField(required=False, label="Every pair", help_text="Compare every pair of cells (and "
-                                 "humans against each), with this correction for multiplicity",
-                                 choices=[("", "off")] + [(k, f"{name} ({controls})")
-                                                          for k, (name, controls) in CORRECTIONS.items()])
+    common = forms.BooleanField(required=False, label=_("Only the items common to every cell"))
+    reference = forms.CharField(required=False, max_length=400, help_text=_("METHOD@ENDPOINT of the reference cell"))
+    pairwise = forms.ChoiceField(required=False, label=_("Every pair"), help_text=_("Compare every pair of cells (and "
+                                 "humans against each), with this correction for multiplicity"),
+                                 choices=lambda: [("", gettext("off"))] + [(k, f"{name} ({gettext(controls)})")
+                                                                          for k, (name, controls) in CORRECTIONS.items()])
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -198,8 +199,8 @@ class LeaderboardForm(FlagExclusionForm):
 class RunCompareForm(FlagExclusionForm):
     """Two runs picked from a list (method, model, option order, date and number; the newest finished first)."""
 
-    a = forms.IntegerField(min_value=1, max_value=MAX_INT, label="Run A")
-    b = forms.IntegerField(min_value=1, max_value=MAX_INT, label="Run B")
+    a = forms.IntegerField(min_value=1, max_value=MAX_INT, label=_("Run A"))
+    b = forms.IntegerField(min_value=1, max_value=MAX_INT, label=_("Run B"))
 
     #: How many finished runs the lists offer (an older run is still reached by its number in the URL).
     CHOICES = 500
@@ -214,7 +215,7 @@ class RunCompareForm(FlagExclusionForm):
 class ResultFilterForm(forms.Form):
     """The run page's row filters."""
 
-    status = forms.ChoiceField(required=False, choices=[("", "all"), ("correct", "correct"), ("wrong", "wrong"),
-                                                        ("parse_failure", "parse failures"), ("error", "errors"),
-                                                        ("stale", "stale (item changed since)")])
-    question_type = forms.ChoiceField(required=False, choices=[("", "any type")] + [(t, t) for t in QUESTION_TYPES])
+    status = forms.ChoiceField(required=False, choices=[("", _("all")), ("correct", _("correct")), ("wrong", _("wrong")),
+                                                        ("parse_failure", _("parse failures")), ("error", _("errors")),
+                                                        ("stale", _("stale (item changed since)"))])
+    question_type = forms.ChoiceField(required=False, choices=[("", _("any type"))] + [(t, t) for t in QUESTION_TYPES])

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import models
 from django.db.models import F, Q
+from django.utils.translation import gettext_lazy as _
 
 from evaluation.model_calls.builtin_models import BUILTIN_MODELS
 from evaluation.model_calls.credentials import (
@@ -96,8 +97,8 @@ TABLE9_EXTRA = {"top_k": 5}
 
 
 class EndpointKind(models.TextChoices):
-    OPENAI = "openai", "OpenAI-compatible API"
-    BUILTIN = "builtin", "Built-in offline model"
+    OPENAI = "openai", _("OpenAI-compatible API")
+    BUILTIN = "builtin", _("Built-in offline model")
 
 
 class ModelEndpoint(models.Model):
@@ -105,27 +106,27 @@ class ModelEndpoint(models.Model):
 
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=10, choices=EndpointKind.choices, default=EndpointKind.OPENAI)
-    base_url = models.URLField(max_length=300, blank=True, help_text="e.g. https://api.openai.com/v1 or http://localhost:8000/v1")
-    model = models.CharField(max_length=200, help_text="Model name, or random / first-option / lexical for built-ins.")
+    base_url = models.URLField(max_length=300, blank=True, help_text=_("e.g. https://api.openai.com/v1 or http://localhost:8000/v1"))
+    model = models.CharField(max_length=200, help_text=_("Model name, or random / first-option / lexical for built-ins."))
     api_key_env = models.CharField(
         max_length=100, blank=True,
-        help_text="Name of the environment variable that holds the API key (the key itself is never stored).",
+        help_text=_("Name of the environment variable that holds the API key (the key itself is never stored)."),
     )
     temperature = models.FloatField(null=True, blank=True)
     top_p = models.FloatField(null=True, blank=True)
     max_tokens = models.PositiveIntegerField(null=True, blank=True)
     seed = models.IntegerField(null=True, blank=True)
-    extra_params = models.JSONField(default=dict, blank=True, help_text='Sent as extra body, e.g. {"top_k": 5}.')
-    max_concurrency = models.PositiveIntegerField(default=8, help_text="Requests in flight at once, over all workers.")
+    extra_params = models.JSONField(default=dict, blank=True, help_text=_('Sent as extra body, e.g. {"top_k": 5}.'))
+    max_concurrency = models.PositiveIntegerField(default=8, help_text=_("Requests in flight at once, over all workers."))
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     timeout_s = models.FloatField(default=120.0)
     max_attempts = models.PositiveSmallIntegerField(default=6)
-    retry_budget_s = models.FloatField(default=600.0, help_text="Give a request up after this many seconds of retries.")
+    retry_budget_s = models.FloatField(default=600.0, help_text=_("Give a request up after this many seconds of retries."))
     price_in_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
-                                            help_text="Price per million input tokens.")
+                                            help_text=_("Price per million input tokens."))
     price_out_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
-                                             help_text="Price per million output tokens.")
-    use_cache = models.BooleanField(default=True, help_text="Reuse stored responses to identical requests.")
+                                             help_text=_("Price per million output tokens."))
+    use_cache = models.BooleanField(default=True, help_text=_("Reuse stored responses to identical requests."))
     created_at = models.DateTimeField(auto_now_add=True)
     #: Raised by one on every save: an edit made from an older version is refused (no lost update).
     version = models.PositiveIntegerField(default=1, editable=False)

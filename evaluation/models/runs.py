@@ -5,6 +5,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from evaluation.models.endpoints import ModelEndpoint
 from evaluation.prompting.answer_reading import PARSE_STATUSES
@@ -12,17 +13,17 @@ from evaluation.prompting.methods import METHODS
 
 
 class RunStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    FINISHED = "finished", "Finished"
-    CANCELLED = "cancelled", "Cancelled"
-    FAILED = "failed", "Failed"
+    QUEUED = "queued", _("Queued")
+    RUNNING = "running", _("Running")
+    FINISHED = "finished", _("Finished")
+    CANCELLED = "cancelled", _("Cancelled")
+    FAILED = "failed", _("Failed")
 
 
 class OptionOrder(models.TextChoices):
-    ORIGINAL = "original", "Original"
-    PERMUTED = "permuted", "Permuted (seeded per item)"
-    CIRCULAR = "circular", "Circular (every rotation; right only if all are)"
+    ORIGINAL = "original", _("Original")
+    PERMUTED = "permuted", _("Permuted (seeded per item)")
+    CIRCULAR = "circular", _("Circular (every rotation; right only if all are)")
 
 
 class Run(models.Model):

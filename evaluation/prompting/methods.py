@@ -23,6 +23,7 @@ from evaluation.prompting.answer_reading import (
     section_text,
 )
 from evaluation.prompting.prompts import Presented, render, templates_hash
+from foundation.words import gettext, gettext_noop
 
 # Bump when the way prompts are assembled changes (not the template texts: those are hashed).
 ASSEMBLY_VERSION = "1"
@@ -121,6 +122,13 @@ class Method:
 
     @property
     def label(self) -> str:
+        """The method's name in the language of the page (the paper's English name outside a request)."""
+        base = gettext(self.base_label)
+        return gettext("%(method)s (%(shots)s-shot)", method=base, shots=self.shots) if self.shots else base
+
+    @property
+    def paper_label(self) -> str:
+        """The paper's English name, for the exported tables."""
         return f"{self.base_label} ({self.shots}-shot)" if self.shots else self.base_label
 
     def __repr__(self) -> str:
@@ -349,7 +357,21 @@ METHODS: dict[str, Method] = {
         NaiveKeyInfo(shots=3), NaiveAnswer(), NaiveAnswer(shots=3), FreeText(),
     )
 }
-METHOD_CHOICES = [(name, method.label) for name, method in METHODS.items()]
+METHOD_CHOICES = [(name, method.paper_label) for name, method in METHODS.items()]
+#: The names and families above, for the catalog (Method.label and the leaderboard say them translated).
+METHOD_WORDS = (
+    gettext_noop("Naive"), gettext_noop("Naive w/ Key Info"), gettext_noop("Naive w/ Answer"), gettext_noop("Self-CoT"),
+    gettext_noop("Auto-CoT"), gettext_noop("Self-Consistency"), gettext_noop("Complexity-CoT"), gettext_noop("PS-CoT"),
+    gettext_noop("Detective Thinking Prompt"), gettext_noop("DT Prompt w/ MR Chat"),
+    gettext_noop("Free text (options hidden)"), gettext_noop("Naive Questioning"),
+    gettext_noop("Question with Extra Key Information"), gettext_noop("Process Enhanced Method"),
+    gettext_noop("Output Ensemble Method"), gettext_noop("Multi-step Chain-of-Thought"), gettext_noop("Free text"),
+)
+
+
+def method_choices() -> list[tuple[str, str]]:
+    """The registry as form choices, each named in the language of the page."""
+    return [(name, method.label) for name, method in METHODS.items()]
 
 
 def get_method(name: str) -> Method:

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
+from foundation.words import gettext_noop
+
 #: Significance level of the marks in the tables (after Holm's correction).
 ALPHA = 0.05
 
@@ -130,8 +132,8 @@ def benjamini_hochberg(p_values: Sequence[float | None]) -> list[float | None]:
 
 #: The corrections a researcher chooses from: name -> (label, what it controls).
 CORRECTIONS: dict[str, tuple[str, str]] = {
-    "holm": ("Holm", "family-wise error rate"),
-    "bh": ("Benjamini-Hochberg", "false discovery rate"),
+    "holm": ("Holm", gettext_noop("family-wise error rate")),
+    "bh": ("Benjamini-Hochberg", gettext_noop("false discovery rate")),
 }
 
 

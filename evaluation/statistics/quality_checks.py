@@ -23,12 +23,13 @@ from dataclasses import asdict, dataclass, field
 
 from annotation.clue_graph import ANCHOR_MIN_SCORE, anchor_clues, parse_evidence
 from annotation.item_checks import same_options
+from foundation.words import gettext_noop
 
 FLAG_KINDS: dict[str, str] = {
-    "duplicate_options": "two options are the same",
-    "answer_text_repeated": "the correct option's text is also a wrong option",
-    "unanchored_clue": "a clue (evidence line) is not found in the context",
-    "missing_translation": "a language other items carry is missing or incomplete",
+    "duplicate_options": gettext_noop("two options are the same"),
+    "answer_text_repeated": gettext_noop("the correct option's text is also a wrong option"),
+    "unanchored_clue": gettext_noop("a clue (evidence line) is not found in the context"),
+    "missing_translation": gettext_noop("a language other items carry is missing or incomplete"),
 }
 TRANSLATED_FIELDS = ("context", "question", "options")
 

@@ -162,7 +162,7 @@ def run_detail_view(request, run: Run):
     free_text = run.method in selectors.FREE_TEXT_METHODS
     context.update({
         "summary": summary, "m": summary.metrics, "types": types,
-        "figure": accuracy_figure("Accuracy by question type (95% CI)", list(types.items())),
+        "figure": accuracy_figure(_("Accuracy by question type (95% CI)"), list(types.items())),
         "judged": judged if not run.is_active and run.status != RunStatus.FAILED else [],
         "accuracy_gap": selectors.accuracy_gap(run, summary.metrics, resolved=progress.resolved, total=progress.total,
                                                judged=bool(judged)),

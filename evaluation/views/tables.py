@@ -9,6 +9,7 @@ from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext
 
 from evaluation.exports import tables as table_exports
 from evaluation.figures.drawing import FORMATS, inline_svg
@@ -155,7 +156,7 @@ FIGURE_MAX_CELLS = 40
 def _figure(table: boards.Leaderboard) -> str:
     if len(table.cells) > FIGURE_MAX_CELLS:
         return ""
-    return accuracy_figure("Accuracy per cell (95% CI)",
+    return accuracy_figure(gettext("Accuracy per cell (95% CI)"),
                             [(f"{c.method} · {c.endpoint.name}", c.metrics) for c in table.cells])
 
 
