@@ -34,6 +34,7 @@ from annotation.selectors.items import (
     item_history,
     item_list,
     item_revisions,
+    item_splits,
     revision_snapshot,
 )
 from annotation.selectors.progress import agreement_rows, progress_board, verification_agreement
@@ -54,7 +55,7 @@ from annotation.selectors.workflow import (
 __all__ = [
     "content_changes_since",
     "item_browser", "item_changes_since_previous", "item_changes_since_stage", "item_conflict", "item_detail",
-    "item_facets", "item_history", "item_list", "item_revisions", "revision_snapshot",
+    "item_facets", "item_history", "item_list", "item_revisions", "item_splits", "revision_snapshot",
     "agreement_rows", "progress_board", "verification_agreement",
     "adjudication_detail", "curation_counts", "draft_for", "lease_for", "open_adjudications", "open_send_back",
     "queue_overview", "review_by", "sent_back_items",

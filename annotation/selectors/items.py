@@ -45,10 +45,15 @@ def item_list(
     return items
 
 
+def item_splits() -> list[str]:
+    """The splits the items have, in order."""
+    return list(Item.objects.order_by("split").values_list("split", flat=True).distinct())
+
+
 def item_facets() -> dict:
     """Distinct values for the browser's filters."""
     return {
-        "splits": list(Item.objects.order_by("split").values_list("split", flat=True).distinct()),
+        "splits": item_splits(),
         "sources": list(Item.objects.order_by("source").values_list("source", flat=True).distinct()),
         "status_counts": dict(Item.objects.values_list("status").annotate(n=Count("id")).values_list("status", "n")),
     }

@@ -5,10 +5,12 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import urlencode
+from django.utils.translation import gettext as _
 
 from annotation import selectors
 from annotation.errors import CuratedConflicts, ImportRejected
-from annotation.forms import ItemFilterForm, ItemImportForm
+from annotation.forms import ItemFilterForm
+from annotation.forms_import import ItemImportForm
 from annotation.item_facts import QUESTION_TYPES
 from annotation.models import Item, ItemStatus
 from annotation.services import item_import
@@ -47,8 +49,9 @@ def item_detail_view(request, pk: int):
 @researcher_required
 def item_import_view(request):
     report, errors, status = None, [], 200
+    splits = selectors.item_splits()
     if request.method == "POST":
-        form = ItemImportForm(request.POST, request.FILES)
+        form = ItemImportForm(request.POST, request.FILES, splits=splits)
         if form.is_valid():
             upload = form.cleaned_data["file"]
             report, refusal = attempt(lambda: item_import(
@@ -66,7 +69,8 @@ def item_import_view(request):
             elif refusal is not None:
                 return error_page(request, refusal)
             else:
-                messages.success(request, f"{upload.name}: {report.summary()}")
+                messages.success(request, _("%(file)s into split %(split)s: %(summary)s") % {
+                    "file": upload.name, "split": form.cleaned_data["split"], "summary": report.summary()})
                 if not report.dry_run and not report.errors:
                     kept = {"done": 1, "split": form.cleaned_data["split"], "source": form.cleaned_data["source"]}
                     return redirect(f"{request.path}?{urlencode(kept)}")  # the next upload keeps split and source
@@ -74,6 +78,7 @@ def item_import_view(request):
         else:
             status = 400  # e.g. no file or an empty one (the form says which)
     else:
-        form = ItemImportForm(initial={k: request.GET[k] for k in ("split", "source") if request.GET.get(k)})
+        form = ItemImportForm(initial={k: request.GET[k] for k in ("split", "source") if request.GET.get(k)},
+                              splits=splits)
     return render(request, "annotation/item_import.html", {"form": form, "report": report, "errors": errors[:200],
                                                            "error_count": len(errors)}, status=status)

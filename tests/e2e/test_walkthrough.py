@@ -248,12 +248,13 @@ def _researcher_hour(page, base: str, upload: Path, shots: Shots, n_items: int, 
 
     page.goto(f"{base}/annotation/items/import/")
     page.set_input_files("input[name=file]", str(upload))
-    page.fill("input[name=split]", "pilot")
+    page.select_option("select[name=split]", "new split")  # a new split is typed on purpose
+    page.fill("input[name=new_split]", "pilot")
     page.fill("input[name=source]", "walkthrough")
     with page.expect_navigation():
         page.click("main button[type=submit]")
-    assert f"{upload.name}: " in _text(page, ".messages") and f"created {n_items}" in _text(page, ".messages")
-    assert page.input_value("input[name=split]") == "pilot"  # the next upload keeps the chosen split
+    assert f"{upload.name} into split pilot: " in _text(page, ".messages") and f"created {n_items}" in _text(page, ".messages")
+    assert page.input_value("select[name=split]") == "pilot"  # the next upload keeps the chosen split
     shots(page, "researcher-imported")
 
     page.goto(f"{base}/studies/new/")
