@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.models import BeliefLabel, BeliefReview, ItemStatus, ReviewDecision, Stage
+from annotation.models import Adjudication, BeliefLabel, BeliefReview, ItemStatus, ReviewDecision, Stage
 from annotation.services.belief import belief_queue_for
 from tests.annotation.belief.support import record_free_text
 from tests.annotation.workflow_support import make_items, set_k
@@ -135,8 +135,10 @@ def test_every_annotation_screen_runs_without_a_console_error(live_server, brows
     assert "ann1 sent this item back" in other.inner_text("#sent-back")
     shots(other, "sent-back")
 
+    adjudication = Adjudication.objects.create(item=verify_item, stage=Stage.VERIFICATION)
     for path in (f"/annotation/items/{graph_item.pk}/history/", "/annotation/items/",
-                 f"/annotation/items/{graph_item.pk}/", "/annotation/adjudication/", "/annotation/belief/"):
+                 f"/annotation/items/{graph_item.pk}/", "/annotation/adjudication/",
+                 f"/annotation/adjudication/{adjudication.pk}/", "/annotation/belief/"):
         page.goto(base + path)
         _settled(page)
     shots(page, "belief-queues")
