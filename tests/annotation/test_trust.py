@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from annotation import agreement, trust
+from annotation import agreement, calibration, trust
 
 Z95 = 1.959963984540054
 
@@ -257,7 +257,7 @@ def test_ece_is_debiased_and_its_interval_covers_a_nearly_calibrated_judge():
     values, plugins, covered = [], [], 0
     for _ in range(rounds):
         beliefs, agree = _calibrated_judge(rng, 200)
-        estimate = trust.calibration_error(list(beliefs), list(agree), rounds=200, seed=int(rng.integers(1 << 30)))
+        estimate = calibration.calibration_error(list(beliefs), list(agree), rounds=200, seed=int(rng.integers(1 << 30)))
         assert estimate.n == 200 and 0.0 <= estimate.low <= estimate.value <= estimate.high <= 1.0
         values.append(estimate.value)
         plugins.append(trust.expected_calibration_error(list(beliefs), list(agree)))
@@ -296,7 +296,7 @@ def test_weighted_ece_interval_respects_the_triage_design():
         drawn = [ro.Drawn(float(beliefs[i]), float(keys[i]), stream[i]) for i in range(600)]
         pi = ro.inclusion_probabilities(drawn)
         reviewed = [i for i in range(600) if stream[i]]
-        estimate = trust.calibration_error([float(beliefs[i]) for i in reviewed], [bool(right[i]) for i in reviewed],
+        estimate = calibration.calibration_error([float(beliefs[i]) for i in reviewed], [bool(right[i]) for i in reviewed],
                                            [1 / pi[i] for i in reviewed], rounds=200,
                                            seed=int(rng.integers(1 << 30)))
         values.append(estimate.value)
@@ -306,7 +306,7 @@ def test_weighted_ece_interval_respects_the_triage_design():
 
 
 def test_ece_needs_the_minimum_of_labels_and_is_in_the_figures_with_its_interval():
-    estimate = trust.calibration_error([0.9] * 5, [True] * 5, min_n=trust.MIN_LABELS)
+    estimate = calibration.calibration_error([0.9] * 5, [True] * 5, min_n=trust.MIN_LABELS)
     assert estimate.value is None and estimate.reason == "5 reviewed label(s); an estimate needs at least 10"
     beliefs = [0.55 + 0.04 * (i % 10) for i in range(40)]
     agree = [i % 3 != 0 for i in range(40)]

@@ -47,6 +47,11 @@ def test_reviewers_answering_at_random_get_no_pooled_kappa_and_about_zero_per_cr
             assert kappa["n"] == 20 and -1 <= kappa["low"] <= kappa["value"] <= kappa["high"] <= 1, (aspect, kappa)
             assert abs(kappa["value"]) < 0.5
             assert row[side]["accuracy"]["low"] is not None
+    # The share of items kept, three ways (every label reviewed here: the people's share, exactly).
+    [kept] = figures["powered"]
+    assert (kept["task"], kept["positive"], kept["n"]) == ("screening", "keep", 20)
+    assert kept["powered"]["value"] == pytest.approx(kept["people"]["value"])
+    assert kept["powered"]["n_reviewed"] == 20
     client = Client()
     client.force_login(researcher)
     page = client.get(reverse("annotation:belief_trust", args=[queue.name])).content.decode()
