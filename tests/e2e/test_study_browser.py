@@ -108,7 +108,7 @@ def _wait_for(condition, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError("still false after %s s" % timeout)
+            raise AssertionError(f"still false after {timeout} s")
         time.sleep(0.05)
 
 
