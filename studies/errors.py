@@ -38,6 +38,19 @@ class ParticipantIdTaken(StudyError):
         self.participant_id = participant_id
 
 
+class PlaceholderId(StudyError):
+    """The study link carries a placeholder that the recruitment platform never filled (``{{%PROLIFIC_PID%}}``) as
+    an id: joining with it would give every such visitor the same "participant". `fields` names them."""
+
+    code = "placeholder_id"
+    http_status = 400
+
+    def __init__(self, fields: list[str]):
+        super().__init__(f"The study link carries an unfilled placeholder as {', '.join(fields)}.",
+                         field=fields[0] if fields else None)
+        self.fields = list(fields)
+
+
 class AttemptNotRunning(StudyError):
     """A researcher action that needs a running attempt (extend)."""
 
@@ -172,7 +185,7 @@ class AnswerInvalid(Invalid):
 
 
 __all__ = [
-    "AnswerInvalid", "AnswerRefused", "AttemptNotRunning", "DraftRefused", "EmptyPool", "ParticipantIdTaken", "PoolFrozen",
+    "AnswerInvalid", "AnswerRefused", "AttemptNotRunning", "DraftRefused", "EmptyPool", "ParticipantIdTaken", "PlaceholderId", "PoolFrozen",
     "PracticeItemInPool", "RatersBelowLoad", "RejectedItems", "StudyError", "StudyNotOpen", "StudySetupInvalid", "TranslationsMissing",
     "UnknownItems",
 ]

@@ -2,6 +2,7 @@ from django.urls import path
 
 from studies.prolific import pages as prolific_pages
 from studies.prolific import views as prolific_views
+from studies.views import preview
 from studies.views import researchers as views
 
 app_name = "studies"
@@ -13,6 +14,13 @@ urlpatterns = [
     path("<slug:slug>/edit/", views.study_edit_view, name="study_edit"),
     path("<slug:slug>/exclude-untranslated/", views.study_exclude_untranslated_view, name="exclude_untranslated"),
     path("<slug:slug>/results/", views.study_results_view, name="study_results"),
+    # A researcher walks the study as a participant; it is kept in the session only (studies/views/preview.py).
+    path("<slug:slug>/preview/", preview.study_preview_view, name="study_preview"),
+    path("<slug:slug>/preview/answer/", preview.study_preview_answer_view, name="study_preview_answer"),
+    path("<slug:slug>/preview/draft/", preview.study_preview_draft_view, name="study_preview_draft"),
+    path("<slug:slug>/preview/practice/", preview.study_preview_practice_view, name="study_preview_practice"),
+    path("<slug:slug>/preview/end/<str:kind>/", preview.study_preview_end_view, name="study_preview_end"),
+    path("<slug:slug>/preview/<str:step>/", preview.study_preview_step_view, name="study_preview_step"),
     path("<slug:slug>/export.<str:fmt>", views.study_export_view, name="study_export"),
     path("<slug:slug>/prolific/", prolific_pages.prolific_view, name="prolific"),
     path("<slug:slug>/prolific/test/", prolific_pages.prolific_test_view, name="prolific_test"),

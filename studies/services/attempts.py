@@ -16,7 +16,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from studies.allocation import Slot, choose_items, presentation_order
-from studies.errors import AttemptNotRunning, StudyNotOpen
+from studies.errors import AttemptNotRunning, PlaceholderId, StudyNotOpen
+from studies.links import unfilled_fields
 from studies.models import (
     Attempt,
     AttemptStatus,
@@ -33,11 +34,19 @@ def study_join(*, study: Study, participant_id: str = "", external_study_id: str
                cookie_token: str = "", user_agent: str = "", language: str | None = None) -> Attempt:
     """Join a study after consent; idempotent on the browser's attempt cookie, or on the external participant
     id together with its session id (ParticipantIdTaken when the id has an attempt neither of them opens).
+    An id that is an unfilled placeholder of the study link (``{{%PROLIFIC_PID%}}``) is refused (PlaceholderId).
 
     `language` is the one the participant chose on the consent page (None or one the study does not offer:
     the study's own); a returning participant keeps the attempt's.
     """
     participant_id = participant_id.strip()[:100]
+    unfilled = unfilled_fields({"PROLIFIC_PID": participant_id, "STUDY_ID": external_study_id,
+                                "SESSION_ID": session_id})
+    if unfilled:  # a placeholder as an id: refused (the browser's own attempt still resumes)
+        own = attempt_resumable(study=study, cookie_token=cookie_token) if cookie_token else None
+        if own is not None:
+            return own
+        raise PlaceholderId(unfilled)
     existing = attempt_resumable(study=study, participant_id=participant_id, session_id=session_id,
                                  cookie_token=cookie_token)
     if existing is not None:

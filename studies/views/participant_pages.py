@@ -63,6 +63,15 @@ def language_switch(request, study: Study, shown: str, attempt: Attempt | None, 
     return options
 
 
+def participant_urls(study: Study, attempt: Attempt | None) -> dict:
+    """The addresses a participant page's forms and links lead to (a preview passes its own)."""
+    urls = {"join": reverse("studies_public:join", args=[study.slug])}
+    if attempt is not None:
+        urls.update({name: reverse(f"studies_public:{name}", args=[attempt.token])
+                     for name in ("attempt", "start", "answer", "return", "language", "practice", "draft")})
+    return urls
+
+
 def render_page(request, study: Study, template: str, context: dict, *, status: int = 200,
                 attempt: Attempt | None = None, chosen: str | None = None) -> HttpResponse:
     """A participant page in the participant's language (the attempt's, else `chosen`, else the study's)."""
@@ -71,6 +80,7 @@ def render_page(request, study: Study, template: str, context: dict, *, status: 
     shown = study.language_of(chosen)
     context = {
         "study": study, "attempt": attempt, "AttemptStatus": AttemptStatus, "Reason": RefusedAnswer.Reason,
+        "urls": participant_urls(study, attempt),
         "language_switch": language_switch(request, study, shown, attempt, context.get("external")),
         "shown_language": shown or ORIGINAL, **context,
     }

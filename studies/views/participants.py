@@ -13,17 +13,25 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from foundation.roles import is_researcher
 from foundation.throttling import JoinThrottle
 from studies import selectors, services
 from studies.content import ShownItem, parse_highlights, shown_item
-from studies.errors import AnswerInvalid, AnswerRefused, DraftRefused, ParticipantIdTaken, StudyNotOpen
+from studies.errors import (
+    AnswerInvalid,
+    AnswerRefused,
+    DraftRefused,
+    ParticipantIdTaken,
+    PlaceholderId,
+    StudyNotOpen,
+)
+from studies.links import EXTERNAL_PARAMS, completion_link, is_prolific_url, unfilled_fields
 from studies.models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, RefusedAnswer, Study
 from studies.selectors import Entry
 from studies.views.participant_pages import error_page, language_param, participant_page, post_only, render_page
 
 COOKIE_PREFIX = "dbstudy_"
 COOKIE_MAX_AGE = 14 * 24 * 3600
-EXTERNAL_PARAMS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
 
 
 def _shown(item, study: Study, language: str | None) -> ShownItem:
@@ -35,9 +43,19 @@ def _hub(attempt: Attempt) -> str:
     return reverse("studies_public:attempt", args=[attempt.token])
 
 
-def _consent(external: dict, **extra) -> dict:
-    """The consent page's context: a study without its own consent text shows the standard one."""
-    return {"external": external, "default_consent_text": DEFAULT_CONSENT_TEXT, **extra}
+def _consent(request, study: Study, external: dict, **extra) -> dict:
+    """The consent page's context: a study without its own consent text shows the standard one; a researcher
+    signed in is told that joining takes a real place, and where the preview is."""
+    preview_url = reverse("studies:study_preview", args=[study.slug]) if is_researcher(request.user) else ""
+    return {"external": external, "default_consent_text": DEFAULT_CONSENT_TEXT, "preview_url": preview_url, **extra}
+
+
+def _placeholder_page(request, study: Study, external: dict, fields: list[str], chosen: str | None) -> HttpResponse:
+    """The link's ids were never filled in by the platform: say which, take no place."""
+    return render_page(request, study, "studies/public/placeholder.html", {
+        "fields": [{"name": name, "value": external.get(name, "")} for name in fields],
+        "preview_url": reverse("studies:study_preview", args=[study.slug]) if is_researcher(request.user) else "",
+    }, status=PlaceholderId.http_status, chosen=chosen)
 
 
 def _taken_page(request, study: Study, chosen: str | None) -> HttpResponse:
@@ -55,6 +73,15 @@ def _unknown_attempt(request) -> HttpResponse:
 def study_landing(request, slug: str):
     """The public link: resume an existing attempt, else consent. GET never takes a place (link scanners)."""
     external = {name: request.GET.get(name, "")[:100] for name in EXTERNAL_PARAMS}
+    unfilled = unfilled_fields(external)
+    if unfilled:  # a link whose ids the platform never filled in: no consent, no place
+        study = selectors.study_public(slug)
+        if study is None:
+            return error_page(request, 404, what="study")
+        own = selectors.attempt_resumable(study=study, cookie_token=request.COOKIES.get(COOKIE_PREFIX + slug, ""))
+        if own is not None:
+            return redirect(_hub(own))
+        return _placeholder_page(request, study, external, unfilled, language_param(request.GET.get("lang")))
     entry = selectors.study_entry(slug=slug, participant_id=external["PROLIFIC_PID"],
                                   session_id=external["SESSION_ID"],
                                   cookie_token=request.COOKIES.get(COOKIE_PREFIX + slug, ""))
@@ -70,7 +97,8 @@ def study_landing(request, slug: str):
                            chosen=chosen)
     if entry.entry == Entry.FULL:
         return render_page(request, entry.study, "studies/public/full.html", {}, chosen=chosen)
-    return render_page(request, entry.study, "studies/public/consent.html", _consent(external), chosen=chosen)
+    return render_page(request, entry.study, "studies/public/consent.html", _consent(request, entry.study, external),
+                       chosen=chosen)
 
 
 @participant_page
@@ -83,8 +111,8 @@ def study_join_view(request, slug: str):
     external = {name: request.POST.get(name, "") for name in EXTERNAL_PARAMS}
     chosen = language_param(request.POST.get("language"))
     if request.POST.get("consent") != "yes":
-        return render_page(request, study, "studies/public/consent.html", _consent(external, consent_error=True),
-                           status=400, chosen=chosen)
+        return render_page(request, study, "studies/public/consent.html",
+                           _consent(request, study, external, consent_error=True), status=400, chosen=chosen)
     wait = JoinThrottle().wait_if_over(request)  # per address: a class behind one NAT fits, a join flood does not
     if wait is not None:
         response = error_page(request, 429, study=study, what="join", back_url=reverse("studies_public:landing",
@@ -102,6 +130,8 @@ def study_join_view(request, slug: str):
                            chosen=chosen)
     except ParticipantIdTaken:
         return _taken_page(request, study, chosen)
+    except PlaceholderId as refusal:
+        return _placeholder_page(request, study, external, refusal.fields, chosen)
     response = redirect(_hub(attempt))
     response.set_cookie(COOKIE_PREFIX + slug, attempt.token, max_age=COOKIE_MAX_AGE, httponly=True,
                         samesite="Lax", secure=request.is_secure())
@@ -136,7 +166,9 @@ def _question_context(attempt: Attempt, question: services.Question, **extra) ->
     # The highlights saved so far on this question (another tab, another browser, before a reload).
     draft = [] if question.first_shown else services.draft_of(attempt=attempt, lease=question.lease,
                                                              context=shown.context)
+    limit_first = bool(attempt.study.question_time_limit_seconds) and attempt.seconds_left() > question.seconds_left
     return {"question": question, "shown": shown, "draft_json": json.dumps(draft, ensure_ascii=False),
+            "question_limit_first": limit_first,
             "draft_url": reverse("studies_public:draft", args=[attempt.token]), **extra}
 
 
@@ -147,8 +179,24 @@ def _end_page(request, attempt: Attempt, status: int = 200) -> HttpResponse:
     counts = selectors.attempt_counts(attempt)
     finished = attempt.status == AttemptStatus.FINISHED
     template = "studies/public/complete.html" if finished else "studies/public/ended.html"
-    return render_page(request, study, template, {"counts": counts, "bonus": counts["bonus"]}, status=status,
-                       attempt=attempt)
+    return render_page(request, study, template, {"counts": counts, "bonus": counts["bonus"],
+                                                  **end_links(study, attempt.status, bool(attempt.external_participant_id))},
+                       status=status, attempt=attempt)
+
+
+def end_links(study: Study, status: str, from_prolific: bool) -> dict:
+    """The end page's code and its way back to the platform: the completion code (finished) or the time-out code
+    (expired), and the completion link for it (the study's completion URL, else Prolific's for a participant who
+    came from Prolific); a participant who stopped or was closed gets neither."""
+    if status == AttemptStatus.FINISHED:
+        code = study.completion_code
+    elif status == AttemptStatus.EXPIRED:
+        code = study.timeout_completion_code
+    else:
+        return {"code": "", "return_url": "", "return_to_prolific": False}
+    url = completion_link(completion_url=study.completion_url, code=code, from_prolific=from_prolific,
+                          finished=status == AttemptStatus.FINISHED)
+    return {"code": code, "return_url": url, "return_to_prolific": bool(url) and is_prolific_url(url)}
 
 
 @post_only

@@ -312,9 +312,15 @@ def test_sticky_timer_warns_at_five_and_one_minute_and_ends_on_the_timeout_page(
                 timeout=15000)
     assert "timer-urgent" in page.locator("[data-timer]").get_attribute("class")
 
-    # Time runs out: the page moves on by itself to what the study defines for a timeout.
+    # Time runs out: the timer says so (not "Time left: Time is up") and what happens now, then the page moves on
+    # by itself to what the study defines for a timeout.
     Attempt.objects.filter(pk=attempt.pk).update(deadline=timezone.now() + timedelta(seconds=3))
     page.reload()
+    _wait_until(page, "document.querySelector('[data-seconds-left]').textContent === 'Time is up'", timeout=8000)
+    shown = page.locator("[data-timer]").inner_text()
+    assert shown.startswith("Time is up") and "Time left" not in shown, shown
+    assert not page.locator("[data-timer-label]").is_visible()
+    assert "Your answers so far are kept" in page.locator("[data-timer-warning]").inner_text()
     page.wait_for_selector("#ended", timeout=15000)
     assert page.locator("#completion-code").inner_text() == "LATE-42"
     assert "Your answer has been saved and is kept for the study." in page.locator("#ended").inner_text()

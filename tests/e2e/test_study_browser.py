@@ -208,3 +208,43 @@ def test_highlights_made_in_one_tab_are_there_in_another_tab_and_another_browser
     page.wait_for_selector("text=Question 2 of 2")
     response = Response.objects.get(attempt__external_participant_id="pw-draft")
     assert [h["text"] for h in response.highlights] == clues
+
+
+def test_a_researcher_previews_the_study_and_nothing_is_recorded(live_server, detectbench_dir, page, researcher):
+    """The monitor's "Preview as a participant": consent, instructions, questions with highlighting, the end page
+    with the code to copy and the way back to Prolific; no attempt, lease or answer is written."""
+    ids = import_items(detectbench_dir, 4)
+    study = study_create(slug="preview", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
+                         status=StudyStatus.OPEN, completion_code="PREVIEW-OK", consent_text="Please agree.")
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    page.goto(f"{live_server.url}/accounts/login/", timeout=60000)
+    page.fill("input[name=username]", "res1")
+    page.fill("input[name=password]", "pw-res1")
+    page.click("button[type=submit], input[type=submit]")
+    page.wait_for_load_state()
+    page.goto(f"{live_server.url}/studies/{study.slug}/")
+    page.click("#preview-link")
+    assert "nothing is recorded" in page.locator("#preview-banner").inner_text()
+    page.check("input[name=consent]")
+    page.click("#consent button[type=submit]")
+    page.click("#start")
+    page.wait_for_selector("text=Question 1 of 2")
+    _select_by_mouse(page, 0.5, 0.2)
+    page.wait_for_selector("[data-draft-status][data-state=saved]")
+    clue = page.locator("#context mark.clue").inner_text()
+    page.reload()  # the preview's draft comes back like a participant's
+    page.wait_for_selector("#context mark.clue")
+    assert page.locator("#context mark.clue").inner_text() == clue
+    _answer(page)
+    page.wait_for_selector("text=Question 2 of 2")
+    _answer(page, 1)
+    page.wait_for_selector("#completion-code")
+    assert page.locator("#completion-code").inner_text() == "PREVIEW-OK"
+    page.click("[data-copy=completion-code]")
+    _wait_for(lambda: page.locator("[data-copy-status]").inner_text() == "Copied.")
+    assert page.evaluate("navigator.clipboard.readText()") == "PREVIEW-OK"
+    link = page.locator("#return-link")
+    assert link.inner_text() == "Return to Prolific"
+    assert link.get_attribute("href") == "https://app.prolific.com/submissions/complete?cc=PREVIEW-OK"
+    assert not Attempt.objects.exists() and not Response.objects.exists()
+    assert set(study.pool.values_list("load", flat=True)) == {0}

@@ -104,6 +104,7 @@ MATRIX: dict[str, tuple] = {
     'studies_public:not_found': (ANYONE, '404'),
     'studies_public:attempt': (ANYONE, '405 GET=200'),
     'studies_public:answer': (ANYONE, '302 POST=410'),
+    'studies_public:draft': (ANYONE, '405 GET=410 POST=410'),
     'studies_public:language': (ANYONE, '302'),
     'studies_public:practice': (ANYONE, '302 POST=404'),
     'studies_public:return': (ANYONE, '302'),
@@ -137,6 +138,12 @@ MATRIX: dict[str, tuple] = {
     'studies:prolific_bonus_propose': (RESEARCHERS, '405 POST=302'),
     'studies:prolific_bonus_approve': (RESEARCHERS, '405 POST=404'),
     'studies:prolific_bonus_send': (RESEARCHERS, '405 POST=404'),
+    'studies:study_preview': (RESEARCHERS, '200'),
+    'studies:study_preview_step': (RESEARCHERS, '405 POST=302'),
+    'studies:study_preview_answer': (RESEARCHERS, '405 POST=302'),
+    'studies:study_preview_draft': (RESEARCHERS, '405 GET=409 POST=409'),
+    'studies:study_preview_end': (RESEARCHERS, '200'),
+    'studies:study_preview_practice': (RESEARCHERS, '405 POST=302'),
     'studies:study_create': (RESEARCHERS, '200'),
     # evaluation pages and API
     'evaluation_api:run-compare': (RESEARCHERS, '405 GET=400 HEAD=400 OPTIONS=200'),
@@ -469,6 +476,7 @@ PARAMETERS = [
     ("studies/", "slug", "study"), ("api/studies/", "slug", "study"),
     ("api/studies/", "submission_id", "=no-such-submission"),
     ("studies/", "attempt_id", "attempt"), ("api/studies/", "pk", "attempt"),
+    ("studies/", "step", "=start"), ("studies/", "kind", "=finished"),  # a researcher's preview
     ("evaluation/runs/", "pk", "run"), ("api/evaluation/runs/", "pk", "run"), ("evaluation/runs/", "result_pk", "result"),
     ("api/evaluation/endpoints/", "pk", "endpoint"), ("evaluation/endpoints/", "pk", "endpoint"),
     ("api/evaluation/judge-runs/", "pk", "=999999"),

@@ -54,6 +54,7 @@ PARAMETERS = [
     ("api/studies/", "submission_id", "=no-such-submission"),
     ("studies/", "attempt_id", "attempt"), ("api/studies/", "pk", "attempt"),
     ("studies/", "submission_id", "=no-such-submission"), ("studies/", "pk", "=999999"),
+    ("studies/", "step", "=start"), ("studies/", "kind", "=finished"),  # a researcher's preview
     ("evaluation/runs/", "pk", "run"), ("api/evaluation/runs/", "pk", "run"), ("evaluation/runs/", "result_pk", "result"),
     ("api/evaluation/endpoints/", "pk", "endpoint"), ("evaluation/endpoints/", "pk", "endpoint"),
     ("api/evaluation/judge-runs/", "pk", "=999999"),

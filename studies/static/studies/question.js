@@ -70,8 +70,14 @@
       var left = (endsAt - Date.now()) / 1000;
       warn(left);
       if (left <= 0) {
+        /* "Time is up", not "Time left: Time is up"; and what happens now. */
+        var label = box ? box.querySelector("[data-timer-label]") : null;
+        if (label) label.hidden = true;
         el.textContent = el.getAttribute("data-expired-text") || "0:00";
-        say(announcer, el.getAttribute("data-expired-text"));
+        var note = el.getAttribute("data-expired-note") || "";
+        if (box) { box.classList.add("timer-warn", "timer-urgent"); }
+        if (warning) { warning.hidden = !note; warning.textContent = note; }
+        say(announcer, (el.getAttribute("data-expired-text") || "") + ". " + note);
         clearInterval(timerHandle);
         document.querySelectorAll("[data-submit]").forEach(function (b) { b.disabled = true; });
         /* Let the server decide what comes next (next question or the end page) once the grace period is over. */
@@ -660,6 +666,41 @@
     render();
     showPending();
   }
+
+  /* ------------------------------------------------------------------ copying the completion code */
+
+  function selectContents(el) {
+    var range = document.createRange();
+    range.selectNodeContents(el);
+    var sel = window.getSelection();
+    sel.removeAllRanges();
+    sel.addRange(range);
+  }
+
+  /* <button data-copy="ID">: copies the text of #ID (the clipboard API, else the selection and copy); says whether
+     it worked, and leaves the code selected when it did not, so that it can be copied by hand. */
+  document.addEventListener("click", function (ev) {
+    var button = ev.target.closest ? ev.target.closest("[data-copy]") : null;
+    if (!button) return;
+    var target = document.getElementById(button.getAttribute("data-copy"));
+    if (!target) return;
+    var status = button.parentNode.querySelector("[data-copy-status]");
+    var text = target.textContent.trim();
+    function said(ok) {
+      if (status) status.textContent = button.getAttribute(ok ? "data-text-copied" : "data-text-failed") || "";
+      button.setAttribute("data-copied", ok ? "yes" : "no");
+      if (!ok) selectContents(target);
+    }
+    function byHand() {
+      selectContents(target);
+      try { return document.execCommand("copy"); } catch (e) { return false; }
+    }
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(function () { said(true); }, function () { said(byHand()); });
+    } else {
+      said(byHand());
+    }
+  });
 
   /* ------------------------------------------------------------------ confirmations */
 
