@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from annotation.forms import NamedErrorsMixin
 from annotation.models import BeliefQueue, ReviewOrder
@@ -26,9 +27,9 @@ class BeliefPolicyForm(NamedErrorsMixin, forms.ModelForm):
     order = forms.ChoiceField(choices=ReviewOrder.choices)
     random_share = forms.FloatField(
         min_value=0, max_value=1,
-        help_text="The share of hand-outs drawn uniformly at random: they make the uniform sample every trust "
-                  "estimate rests on. 0 in triage order gives no uniform sample, so no unbiased estimate: the "
-                  "trust figures then refuse to estimate beyond the labels reviewed.")
+        help_text=_("The share of hand-outs drawn uniformly at random: they make the uniform sample every trust "
+                    "estimate rests on. 0 in triage order gives no uniform sample, so no unbiased estimate: the "
+                    "trust figures then refuse to estimate beyond the labels reviewed."))
     reviewers_per_label = forms.IntegerField(min_value=1, max_value=20)
     accept_threshold = forms.FloatField(min_value=0, max_value=1, required=False)
     lease_minutes = forms.IntegerField(min_value=1, max_value=24 * 60)

@@ -39,6 +39,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from foundation.words import gettext
+
 CONFIDENCE = 0.95
 #: The fewest reviewed targets from the uniform share (pi < 1) an estimate is given from.
 MIN_UNIFORM = 10
@@ -107,15 +109,15 @@ def powered_mean(predictions: Sequence[float | None], observed: Sequence[float |
         return PoweredEstimate(None, None, None, n, n_reviewed, n_uniform, None, reason)
 
     if n == 0:
-        return refused("no target")
+        return refused(gettext("no target"))
     unreachable = sum(1 for y, p in zip(observed, inclusion) if y is None and p <= 0)
     if unreachable:
-        return refused(f"{unreachable} target(s) had no chance of review (nothing drawn at random since they were "
-                       "added): no unbiased estimate")
+        return refused(gettext("%(n)s target(s) had no chance of review (nothing drawn at random since they were "
+                               "added): no unbiased estimate", n=unreachable))
     unreviewed = n - n_reviewed
     if unreviewed and n_uniform < min_uniform:
-        return refused(f"{n_uniform} reviewed target(s) from the uniform share; an estimate needs at least "
-                       f"{min_uniform}")
+        return refused(gettext("%(n)s reviewed target(s) from the uniform share; an estimate needs at least %(min)s",
+                               n=n_uniform, min=min_uniform))
     weights = [1 / p for _, _, p in sample]
     total = sum(weights)
     f_mean = sum(w * f for w, (f, _, _) in zip(weights, sample)) / total

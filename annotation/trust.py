@@ -44,6 +44,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
+from foundation.words import gettext
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -145,10 +147,11 @@ def too_few(n: int, n_eff: float, min_n: int, weighted: bool) -> str:
     if n_eff >= min_n - 1e-9:
         return ""
     if n == 0:
-        return "no reviewed label"
+        return gettext("no reviewed label")
     if weighted:
-        return f"{n} reviewed label(s) count as {n_eff:.1f} once weighted; an estimate needs at least {min_n}"
-    return f"{n} reviewed label(s); an estimate needs at least {min_n}"
+        return gettext("%(n)s reviewed label(s) count as %(n_eff)s once weighted; an estimate needs at least %(min)s",
+                       n=n, n_eff=f"{n_eff:.1f}", min=min_n)
+    return gettext("%(n)s reviewed label(s); an estimate needs at least %(min)s", n=n, min=min_n)
 
 
 def agreement(judge: Sequence[Hashable], human: Sequence[Hashable]) -> list[bool]:
@@ -197,12 +200,13 @@ def kappa(judge: Sequence[Hashable], human: Sequence[Hashable], weights: Sequenc
     missing = too_few(n, n_eff, max(1, min_n), weights is not None)
     if missing:
         return Estimate(None, None, None, n, n_eff, missing)
-    for side, values in (("the judge", judge), ("the people", human)):
+    for side, values in ((gettext("the judge"), judge), (gettext("the people"), human)):
         used = {x for x, weight in zip(values, w) if weight > 0}
         if len(used) < 2:
             return Estimate(None, None, None, n, n_eff,
-                            f"{side} gave one label ({next(iter(used))}) to every reviewed label: agreement beyond "
-                            "chance cannot be measured until both sides have used two labels")
+                            gettext("%(side)s gave one label (%(label)s) to every reviewed label: agreement beyond "
+                                    "chance cannot be measured until both sides have used two labels",
+                                    side=side, label=next(iter(used))))
     categories = list(labels) if labels is not None else sorted({*judge, *human}, key=str)
     position = {c: i for i, c in enumerate(categories)}
     table = np.zeros((len(categories), len(categories)))
@@ -214,7 +218,7 @@ def kappa(judge: Sequence[Hashable], human: Sequence[Hashable], weights: Sequenc
         warnings.simplefilter("ignore", RuntimeWarning)
         std = float(cohens_kappa(table * n_eff, return_results=True).std_kappa)
     if not math.isfinite(std) or std <= 0:  # a degenerate table: no interval rather than [v, v]
-        return Estimate(value, None, None, n, n_eff, "the table of labels is degenerate: no interval")
+        return Estimate(value, None, None, n, n_eff, gettext("the table of labels is degenerate: no interval"))
     half = float(norm.ppf(0.5 + CONFIDENCE / 2)) * std
     return Estimate(value, max(-1.0, value - half), min(1.0, value + half), n, n_eff)
 
@@ -226,8 +230,8 @@ def pooled_kappa_reason(questions: Sequence[Hashable] | None) -> str:
     distinct = sorted({str(q) for q in questions or ()})
     if len(distinct) <= 1:
         return ""
-    return (f"the labels answer {len(distinct)} questions ({', '.join(distinct)}): kappa is given per criterion, "
-            "never pooled into one table")
+    return gettext("the labels answer %(n)s questions (%(questions)s): kappa is given per criterion, never pooled "
+                   "into one table", n=len(distinct), questions=", ".join(distinct))
 
 
 def bin_index(belief: float, bins: int = DEFAULT_BINS) -> int:

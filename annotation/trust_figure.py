@@ -5,15 +5,31 @@ that draw, not with the module (the pages import it at URL loading).
 """
 from __future__ import annotations
 
+import functools
 import io
 import re
 from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
+from foundation.words import gettext
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 SIZE = (4.6, 3.4)
+#: Fonts for Chinese labels, the first installed one is used (Debian: fonts-noto-cjk, fonts-droid-fallback,
+#: fonts-wqy-zenhei); matplotlib's own DejaVu Sans draws Latin text and falls back to it glyph by glyph.
+CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Droid Sans Fallback", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei")
+
+
+@functools.lru_cache(maxsize=1)
+def fonts() -> dict:
+    """rcParams naming the fonts of the labels: DejaVu Sans, then the CJK fonts this machine has (named families,
+    not the generic sans-serif: matplotlib falls back glyph by glyph only along the families named)."""
+    from matplotlib import font_manager
+
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    return {"font.family": ["DejaVu Sans", *(name for name in CJK_FONTS if name in installed)]}
 BAR = "#4c78a8"
 LINE = "#888888"
 
@@ -73,9 +89,14 @@ def reliability_svg(bins: list[dict], *, title: str = "Reliability") -> str:
     """Bars: agreement with people per belief bin; the diagonal is perfect calibration; the
     number over each bar is its count of reviews."""
     # A bare Figure (not pyplot) draws without any display or global backend state.
+    import matplotlib
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=SIZE)
+    with matplotlib.rc_context(fonts()):
+        return _reliability(Figure(figsize=SIZE), bins, title)
+
+
+def _reliability(figure: Figure, bins: list[dict], title: str) -> str:
     axes = figure.add_subplot()
     width = bins[0]["upper"] - bins[0]["lower"] if bins else 0.1
     for b in bins:
@@ -88,8 +109,8 @@ def reliability_svg(bins: list[dict], *, title: str = "Reliability") -> str:
     axes.plot([0, 1], [0, 1], linestyle="--", color=LINE, linewidth=1)
     axes.set_xlim(0, 1)
     axes.set_ylim(0, 1.05)
-    axes.set_xlabel("judge's belief")
-    axes.set_ylabel("agreement with people")
+    axes.set_xlabel(gettext("judge's belief"))
+    axes.set_ylabel(gettext("agreement with people"))
     axes.set_title(title, fontsize=10)
     return _svg(figure, title)
 
@@ -97,20 +118,26 @@ def reliability_svg(bins: list[dict], *, title: str = "Reliability") -> str:
 def coverage_svg(curve: list[dict], *, threshold: float | None = None) -> str:
     """Coverage (share of labels with belief >= t) and agreement above t, against t."""
     # A bare Figure (not pyplot) draws without any display or global backend state.
+    import matplotlib
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=SIZE)
+    with matplotlib.rc_context(fonts()):
+        return _coverage(Figure(figsize=SIZE), curve, threshold)
+
+
+def _coverage(figure: Figure, curve: list[dict], threshold: float | None) -> str:
     axes = figure.add_subplot()
     xs = [p["threshold"] for p in curve]
     axes.plot(xs, [p["coverage"] if p["coverage"] is not None else float("nan") for p in curve],
-              label="coverage", color=LINE)
+              label=gettext("coverage"), color=LINE)
     axes.plot(xs, [p["agreement"] if p["agreement"] is not None else float("nan") for p in curve],
-              label="agreement above t", color=BAR, marker="o", markersize=3)
+              label=gettext("agreement above t"), color=BAR, marker="o", markersize=3)
     if threshold is not None:
         axes.axvline(threshold, color="black", linestyle=":", linewidth=1)
     axes.set_xlim(0, 1)
     axes.set_ylim(0, 1.05)
-    axes.set_xlabel("threshold t on the judge's belief")
+    axes.set_xlabel(gettext("threshold t on the judge's belief"))
     axes.legend(fontsize=7, loc="lower left")
-    axes.set_title("Coverage and agreement", fontsize=10)
-    return _svg(figure, "Coverage and agreement")
+    title = gettext("Coverage and agreement")
+    axes.set_title(title, fontsize=10)
+    return _svg(figure, title)

@@ -10,6 +10,7 @@ from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
+from django.utils.translation import gettext, gettext_noop
 from rest_framework.permissions import BasePermission
 
 ANNOTATORS = "annotators"
@@ -38,6 +39,9 @@ def is_annotator(user) -> bool:
 
 
 ROLE_CHECKS: dict[str, Callable] = {ANNOTATORS: is_annotator, RESEARCHERS: is_researcher}
+#: What a 403 page says to a user without the role (in the page's language).
+ROLE_REFUSALS = {ANNOTATORS: gettext_noop("This page is for annotators."),
+                 RESEARCHERS: gettext_noop("This page is for researchers.")}
 
 
 def role_required(role: str):
@@ -50,7 +54,7 @@ def role_required(role: str):
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
             if not check(request.user):
-                raise PermissionDenied(f"This page is for {role}.")
+                raise PermissionDenied(gettext(ROLE_REFUSALS[role]))
             return view(request, *args, **kwargs)
 
         return wrapper

@@ -12,46 +12,47 @@ import random
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from annotation import review_order
 from annotation.models.items import Item
 
 
 class LabelTask(models.TextChoices):
-    FREE_TEXT = "free-text", "Free-text answer"
-    SCREENING = "screening", "Screening (Table 7)"
-    CLUE_GRAPH = "clue-graph", "Clue-graph draft"
+    FREE_TEXT = "free-text", _("Free-text answer")
+    SCREENING = "screening", _("Screening (Table 7)")
+    CLUE_GRAPH = "clue-graph", _("Clue-graph draft")
 
 
 class LabelStatus(models.TextChoices):
-    SCORED = "scored", "Scored"
-    UNSCORED = "unscored", "Unscored"  # the judge's reply could not be parsed: raw text kept
-    ERROR = "error", "Error"
+    SCORED = "scored", _("Scored")
+    UNSCORED = "unscored", _("Unscored")  # the judge's reply could not be parsed: raw text kept
+    ERROR = "error", _("Error")
 
 
 class ReviewOrder(models.TextChoices):
-    TRIAGE = review_order.TRIAGE, "Lowest belief first (triage)"
-    AUDIT = review_order.AUDIT, "Uniform random (audit)"
+    TRIAGE = review_order.TRIAGE, _("Lowest belief first (triage)")
+    AUDIT = review_order.AUDIT, _("Uniform random (audit)")
 
 
 class HandoutStream(models.TextChoices):
-    RANDOM = review_order.RANDOM, "Uniform random share"
-    ORDER = review_order.ORDER, "Queue order"
+    RANDOM = review_order.RANDOM, _("Uniform random share")
+    ORDER = review_order.ORDER, _("Queue order")
 
 
 class LabelSource(models.TextChoices):
     """Where a final label (or decision) came from."""
 
-    JUDGE_ACCEPTED = "judge-accepted", "Judge accepted"
-    JUDGE_OVERRIDDEN = "judge-overridden", "Judge overridden"
-    HUMAN_ONLY = "human-only", "Human only"
-    AUTO_ACCEPTED = "auto-accepted", "Accepted without review (belief above threshold)"
+    JUDGE_ACCEPTED = "judge-accepted", _("Judge accepted")
+    JUDGE_OVERRIDDEN = "judge-overridden", _("Judge overridden")
+    HUMAN_ONLY = "human-only", _("Human only")
+    AUTO_ACCEPTED = "auto-accepted", _("Accepted without review (belief above threshold)")
 
 
 class ReviewVia(models.TextChoices):
-    QUEUE = "queue", "Review queue"
-    VERIFICATION = "verification", "Verification screen"
-    CLUE_GRAPH = "clue-graph", "Clue-graph screen"
+    QUEUE = "queue", _("Review queue")
+    VERIFICATION = "verification", _("Verification screen")
+    CLUE_GRAPH = "clue-graph", _("Clue-graph screen")
 
 
 KEEP_ASPECT = "keep"
@@ -147,9 +148,9 @@ class BeliefLabel(models.Model):
 
 
 class BeliefLeaseStatus(models.TextChoices):
-    LEASED = "leased", "Leased"
-    SUBMITTED = "submitted", "Submitted"
-    RELEASED = "released", "Released"  # given back or expired
+    LEASED = "leased", _("Leased")
+    SUBMITTED = "submitted", _("Submitted")
+    RELEASED = "released", _("Released")  # given back or expired
 
 
 class BeliefLease(models.Model):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Count, Exists, F, Min, OuterRef, Q, QuerySet
+from django.utils.translation import gettext
 
 from annotation.models import (
     BeliefLabel,
@@ -199,14 +200,16 @@ def triage_bases(*, queues: list[BeliefQueue]) -> dict[int, dict]:
         note = ""
         if queue.order == ReviewOrder.TRIAGE and total:
             if not distinct:
-                note = (f"The judge gave none of the {total} label(s) awaiting review a belief: triage has nothing "
-                        "to order by, so they come in random order.")
+                note = gettext("The judge gave none of the %(n)s label(s) awaiting review a belief: triage has "
+                               "nothing to order by, so they come in random order.") % {"n": total}
             elif nothing:
-                note = (f"All {total} label(s) awaiting review have the judge's belief {row['lowest']:.2f}: triage "
-                        "has nothing to order by, so they come in random order.")
+                note = gettext("All %(n)s label(s) awaiting review have the judge's belief %(belief)s: triage has "
+                               "nothing to order by, so they come in random order.") % {
+                    "n": total, "belief": f"{row['lowest']:.2f}"}
             elif no_belief:
-                note = (f"{no_belief} of the {total} label(s) awaiting review have no belief from the judge: "
-                        "triage hands them out first, in random order, then the rest by lowest belief.")
+                note = gettext("%(none)s of the %(n)s label(s) awaiting review have no belief from the judge: triage "
+                               "hands them out first, in random order, then the rest by lowest belief.") % {
+                    "none": no_belief, "n": total}
         bases[queue.pk] = {"pending": total, "no_belief": no_belief, "distinct_beliefs": distinct, "note": note,
                            "nothing_to_order_by": nothing}
     return bases

@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+from django.utils.translation import gettext, gettext_noop
+
 from annotation import ppi, review_order, trust
 from annotation.models import (
     BeliefLabel,
@@ -157,15 +159,15 @@ def _uniform_missing(figures: dict, queue: BeliefQueue) -> str:
     if figures["defined"]:
         return ""
     needed = trust.MIN_LABELS - figures["n"]
-    have = f"The uniform sample has {figures['n']} reviewed label(s); an estimate needs {trust.MIN_LABELS}: " \
-           f"{needed} more uniform review(s)."
+    have = gettext("The uniform sample has %(n)s reviewed label(s); an estimate needs %(min)s: %(needed)s more uniform "
+             "review(s).") % {"n": figures["n"], "min": trust.MIN_LABELS, "needed": needed}
     if queue.order == review_order.AUDIT:
-        return f"{have} In audit order every hand-out is a uniform draw."
+        return have + " " + gettext("In audit order every hand-out is a uniform draw.")
     if queue.random_share <= 0:
-        return (f"{have} The random share is 0, so none will come in triage order: set a random share above 0, "
-                "or the audit order.")
-    return (f"{have} At a random share of {queue.random_share:.0%}, that is about "
-            f"{math.ceil(needed / queue.random_share)} more hand-out(s).")
+        return have + " " + gettext("The random share is 0, so none will come in triage order: set a random share above 0, "
+                              "or the audit order.")
+    return have + " " + gettext("At a random share of %(share)s, that is about %(more)s more hand-out(s).") % {
+        "share": f"{queue.random_share:.0%}", "more": math.ceil(needed / queue.random_share)}
 
 
 def _weighted_missing(figures: dict, rows: list[dict], refused: str) -> str:
@@ -173,16 +175,16 @@ def _weighted_missing(figures: dict, rows: list[dict], refused: str) -> str:
     if figures["defined"]:
         return ""
     if figures["n"] == 0:
-        return f"No reviewed label yet; an estimate needs {trust.MIN_LABELS}."
+        return gettext("No reviewed label yet; an estimate needs %(min)s.") % {"min": trust.MIN_LABELS}
     if refused:
-        return f"No weighted estimate: {refused}."
+        return gettext("No weighted estimate: %(why)s.") % {"why": refused}
     # Each label drawn with probability u* < 1 weighs 1/u*; n_eff is at least their number, so this many more
     # uniform reviews bring it to the minimum at the latest.
     drawn = len({r["label_id"] for r in rows if 0 < r["inclusion_probability"] < 1})
     needed = max(1, trust.MIN_LABELS - drawn)
-    return (f"The {figures['n']} reviewed label(s) count as {figures['n_eff']:.1f} once weighted "
-            f"(the labels drawn at random weigh one over the chance of their draw); an estimate needs "
-            f"{trust.MIN_LABELS}: about {needed} more uniform review(s).")
+    return gettext("The %(n)s reviewed label(s) count as %(n_eff)s once weighted (the labels drawn at random weigh one "
+             "over the chance of their draw); an estimate needs %(min)s: about %(needed)s more uniform review(s).") % {
+        "n": figures["n"], "n_eff": f"{figures['n_eff']:.1f}", "min": trust.MIN_LABELS, "needed": needed}
 
 
 def belief_trust(*, queue: BeliefQueue) -> dict:
@@ -198,13 +200,13 @@ def belief_trust(*, queue: BeliefQueue) -> dict:
     if not unreachable:
         refused = ""
     elif u_star <= 0:
-        refused = (f"no label has been drawn at random yet, so {unreachable} scored label(s) had no chance of "
-                   "review: weighting the reviews chosen by belief cannot stand for them (no unbiased estimate "
-                   "without a uniform sample)")
+        refused = gettext("no label has been drawn at random yet, so %(n)s scored label(s) had no chance of review: "
+                    "weighting the reviews chosen by belief cannot stand for them (no unbiased estimate without a "
+                    "uniform sample)") % {"n": unreachable}
     else:
-        refused = (f"no label has been drawn at random since {unreachable} scored label(s) were added, so they had "
-                   "no chance of review yet: the reviews cannot stand for them until the random share has drawn "
-                   "after them")
+        refused = gettext("no label has been drawn at random since %(n)s scored label(s) were added, so they had no "
+                    "chance of review yet: the reviews cannot stand for them until the random share has drawn after "
+                    "them") % {"n": unreachable}
     uniform = _figures(rows, "uniform_weight", queue.accept_threshold, scored)
     weighted = _figures(rows, "weight", queue.accept_threshold, scored, refused)
     uniform["missing"] = _uniform_missing(uniform, queue)
@@ -229,9 +231,9 @@ def belief_trust(*, queue: BeliefQueue) -> dict:
 
 #: What each task's judge-powered estimate is the share of: (aspect, positive label, what the share is).
 POWERED_QUANTITIES = {
-    LabelTask.FREE_TEXT: ("verdict", "correct", "share of answers correct"),
-    LabelTask.SCREENING: ("keep", "keep", "share of items kept"),
-    LabelTask.CLUE_GRAPH: ("graph", "draft", "share of drafts accepted as they are"),
+    LabelTask.FREE_TEXT: ("verdict", "correct", gettext_noop("share of answers correct")),
+    LabelTask.SCREENING: ("keep", "keep", gettext_noop("share of items kept")),
+    LabelTask.CLUE_GRAPH: ("graph", "draft", gettext_noop("share of drafts accepted as they are")),
 }
 
 
@@ -275,7 +277,7 @@ def powered_share(*, queue: BeliefQueue, task: str, targets: list[str] | None = 
     judge = (sum(label.label == positive for label in scored) / (len(scored) + known_zeros)
              if scored or known_zeros else None)
     return {
-        "task": task, "aspect": aspect, "positive": positive, "what": what, "n": len(labels) + known_zeros,
+        "task": task, "aspect": aspect, "positive": positive, "what": gettext(what), "n": len(labels) + known_zeros,
         "known_zeros": known_zeros,
         "judge": {"value": judge, "n": len(scored) + known_zeros, "unscored": len(labels) - len(scored)},
         "people": ppi.powered_mean(predictions, observed, inclusion, lam=0.0).as_dict(),

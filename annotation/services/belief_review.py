@@ -19,6 +19,7 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotation import review_order
 from annotation.models import (
@@ -214,7 +215,7 @@ def belief_review_submit(*, lease_id: int, user, human_label: str, comment: str 
     if lease is None:
         raise NotFound(f"no lease {lease_id}")
     if lease.reviewer_id != user.pk:
-        raise Forbidden("this label was handed to someone else")
+        raise Forbidden(gettext("this label was handed to someone else"))
     if lease.status == BeliefLeaseStatus.SUBMITTED:
         raise Conflict("you have already reviewed this label", code="already_reviewed")
     label = BeliefLabel.objects.select_for_update().select_related("queue").get(pk=lease.label_id)
@@ -222,7 +223,7 @@ def belief_review_submit(*, lease_id: int, user, human_label: str, comment: str 
         taken = BeliefLease.objects.filter(label=label, status=BeliefLeaseStatus.LEASED, expires_at__gt=now).exclude(
             pk=lease.pk).exists()
         if taken:
-            raise Conflict("your lease expired and the label was handed to someone else", code="lease_expired")
+            raise Conflict(gettext("your lease expired and the label was handed to someone else"), code="lease_expired")
         if BeliefReview.objects.filter(label=label).count() >= label.queue.reviewers_per_label:
             raise Conflict("your lease expired and the label has its reviews", code="lease_expired")
     _check_choice(label, human_label)

@@ -42,8 +42,8 @@ PAYLOAD_NAMES = {
     "verdict_without_belief": gettext_lazy("Verdict before its belief was read"),
     "anchored_share": gettext_lazy("Key information found in the context"),
 }
-ASPECT_TEXT = {"verdict": "Is the free-text answer the same as the gold option?", "keep": "Keep or delete the item?",
-               "graph": "Is the drafted clue graph right?"}
+ASPECT_TEXT = {"verdict": gettext_lazy("Is the free-text answer the same as the gold option?"),
+               "keep": gettext_lazy("Keep or delete the item?"), "graph": gettext_lazy("Is the drafted clue graph right?")}
 
 
 @annotator_required
@@ -57,14 +57,14 @@ def belief_next_view(request, name: str):
     queue = get_object_or_404(BeliefQueue, name=name)
     lease = belief_lease_next(queue_id=queue.pk, user=request.user)
     if lease is None:
-        messages.info(request, f"No judge labels left for you in {queue.name}.")
+        messages.info(request, _("No judge labels left for you in %(queue)s.") % {"queue": queue.name})
         return redirect("annotation:belief_queues")
     return redirect("annotation:belief_review", pk=lease.pk)
 
 
 def _aspect_text(label) -> str:
     if label.task == LabelTask.SCREENING and label.aspect in SCREENING_CRITERIA:
-        return f"Does criterion {Criterion(SCREENING_CRITERIA[label.aspect]).label} hold?"
+        return _("Does criterion %(criterion)s hold?") % {"criterion": Criterion(SCREENING_CRITERIA[label.aspect]).label}
     return ASPECT_TEXT.get(label.aspect, label.aspect)
 
 
@@ -139,7 +139,7 @@ def belief_review_view(request, pk: int):
     if lease is None:
         raise Http404("no such lease")
     if lease.reviewer_id != request.user.pk:
-        raise Forbidden("this label was handed to someone else")
+        raise Forbidden(_("this label was handed to someone else"))
     status = 200
     form = None
     if request.method == "POST":
@@ -205,7 +205,7 @@ def belief_trust_view(request, name: str):
                 add_form_errors(form, exc)
                 status = 400
             else:
-                messages.success(request, f"Review policy of {queue.name} saved.")
+                messages.success(request, _("Review policy of %(queue)s saved.") % {"queue": queue.name})
                 return redirect("annotation:belief_trust", name=queue.name)
         else:
             status = 400
@@ -215,7 +215,7 @@ def belief_trust_view(request, name: str):
     return render(request, "annotation/belief_trust.html", {
         "queue": queue, "figures": figures, "form": form, "rows": _figure_rows(figures),
         "triage": triage_basis(queue=queue),
-        "reliability_svg": reliability_svg(figures["uniform"]["bins"], title="Reliability (uniform sample)"),
+        "reliability_svg": reliability_svg(figures["uniform"]["bins"], title=_("Reliability (uniform sample)")),
         "coverage_svg": coverage_svg(figures["uniform"]["curve"], threshold=queue.accept_threshold),
         "queues": BeliefQueue.objects.order_by("name"),
         "criteria": _criterion_rows(figures),
@@ -226,14 +226,14 @@ def _criterion_rows(figures: dict) -> list[dict]:
     """Per question of the queue (a screening queue's aspects): accuracy and kappa, uniform and weighted."""
     return [{"aspect": a["aspect"], "rows": [
         {"id": f"{key}-{a['aspect']}", "name": name, "uniform": a["uniform"][key], "weighted": a["weighted"][key]}
-        for key, name in (("accuracy", "Accuracy (agreement with people)"), ("kappa", "Cohen's kappa"))]}
+        for key, name in (("accuracy", _("Accuracy (agreement with people)")), ("kappa", _("Cohen's kappa")))]}
         for a in figures["by_aspect"]]
 
 
-FIGURE_ROWS = (("accuracy", "Accuracy (agreement with people)"), ("kappa", "Cohen's kappa"),
-               ("ece", "Expected calibration error"), ("brier", "Brier score"),
-               ("above_threshold", "Agreement above the threshold"),
-               ("coverage_above_threshold", "Share of labels above the threshold"))
+FIGURE_ROWS = (("accuracy", gettext_lazy("Accuracy (agreement with people)")), ("kappa", gettext_lazy("Cohen's kappa")),
+               ("ece", gettext_lazy("Expected calibration error")), ("brier", gettext_lazy("Brier score")),
+               ("above_threshold", gettext_lazy("Agreement above the threshold")),
+               ("coverage_above_threshold", gettext_lazy("Share of labels above the threshold")))
 
 
 def _figure_rows(figures: dict) -> list[dict]:

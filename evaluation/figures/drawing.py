@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
-from annotation.trust_figure import SVG_NS, _prefix_ids, _presentation_attributes
+from annotation.trust_figure import SVG_NS, _prefix_ids, _presentation_attributes, fonts
 from evaluation.figures.data import Grouped, Scatter
 from foundation.words import gettext
 
@@ -38,6 +38,11 @@ def _color(index: int, count: int):
     if count <= len(COLORS):
         return COLORS[index]
     return matplotlib.colormaps["tab20"](index % 20)
+def style() -> dict:
+    """The house style with the fonts this machine has for Chinese labels."""
+    return {**STYLE, **fonts()}
+
+
 #: rcParams are global: one figure at a time is built and saved (threads of one server process).
 _LOCK = threading.RLock()
 
@@ -73,7 +78,7 @@ def inline_svg(drawn: Drawn) -> str:
     """The figure as an <svg> element for a page (ids prefixed, scales with its container)."""
     import matplotlib
 
-    with _LOCK, matplotlib.rc_context(STYLE):
+    with _LOCK, matplotlib.rc_context(style()):
         buffer = io.StringIO()
         drawn.figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     root = ET.fromstring(buffer.getvalue().encode())
@@ -102,9 +107,9 @@ def render(drawn: Drawn, fmt: str) -> bytes:
 
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}; choose from {', '.join(FORMATS)}")
-    style = {**STYLE, "svg.fonttype": "path"}
+    rc = {**style(), "svg.fonttype": "path"}
     metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None, "ModDate": None}, "png": {}}[fmt]
-    with _LOCK, matplotlib.rc_context(style):
+    with _LOCK, matplotlib.rc_context(rc):
         buffer = io.BytesIO()
         drawn.figure.savefig(buffer, format=fmt, bbox_inches="tight", metadata=metadata)
     return buffer.getvalue()
@@ -139,7 +144,7 @@ def bar_chart(bars: list[Bar], *, title: str, baseline_label: str = "") -> str:
 def _bar_chart(bars: tuple[Bar, ...], title: str, baseline_label: str, mark: str) -> str:
     import matplotlib
 
-    with _LOCK, matplotlib.rc_context(STYLE):
+    with _LOCK, matplotlib.rc_context(style()):
         figure = _figure((6.4, 0.9 + 0.34 * max(1, len(bars))))
         axes = figure.add_subplot()
         tips: dict[str, tuple[str, str]] = {}
@@ -190,7 +195,7 @@ def draw_scatter(data: Scatter) -> Drawn:
     import numpy as np
 
     per_run = data.name == "keyinfo-accuracy"
-    with _LOCK, matplotlib.rc_context(STYLE):
+    with _LOCK, matplotlib.rc_context(style()):
         figure = _figure((6.0, 4.4))
         axes = figure.add_subplot()
         tips = {}
@@ -236,7 +241,7 @@ def draw_grouped(data: Grouped) -> Drawn:
     import numpy as np
 
     bars = data.name == "accuracy-by-question-type"
-    with _LOCK, matplotlib.rc_context(STYLE):
+    with _LOCK, matplotlib.rc_context(style()):
         figure = _figure((7.2, 4.4))
         axes = figure.add_subplot()
         tips = {}

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evaluation.figures.drawing import _LOCK, STYLE, Drawn, _figure, _plain, _shorten
+from evaluation.figures.drawing import _LOCK, Drawn, _figure, _plain, _shorten, style
+from foundation.words import gettext
 
 #: Up to this many rows the corrected p is written in each square; beyond, only the colour and the star.
 ANNOTATE_MAX = 14
@@ -25,13 +26,13 @@ def draw_matrix(labels: Sequence[str], difference: Sequence[Sequence[float | Non
     values = np.array([[np.nan if v is None else v for v in row] for row in difference], dtype=float).reshape(
         size, size)
     limit = max(0.05, float(np.nanmax(np.abs(values)))) if np.isfinite(values).any() else 1.0
-    with _LOCK, matplotlib.rc_context(STYLE):
+    with _LOCK, matplotlib.rc_context(style()):
         side = min(14.0, 2.6 + 0.42 * size)
         figure = _figure((side + 1.2, side))
         axes = figure.add_subplot()
         image = axes.imshow(np.ma.masked_invalid(values), cmap="RdBu", vmin=-limit, vmax=limit)
         colorbar = figure.colorbar(image, ax=axes, fraction=0.046, pad=0.04)
-        colorbar.set_label("accuracy, row - column (on common items)")
+        colorbar.set_label(gettext("accuracy, row - column (on common items)"))
         tips = {}
         for i in range(size):
             for j in range(size):

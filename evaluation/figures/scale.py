@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evaluation.figures.drawing import _LOCK, COLORS, STYLE, Drawn, _figure, _plain, _shorten
+from evaluation.figures.drawing import _LOCK, COLORS, Drawn, _figure, _plain, _shorten, style
 
 #: At most this many models get a row of their own (the best and the worst kept, the middle elided).
 MAX_MODEL_ROWS = 40
@@ -24,7 +24,7 @@ def draw_scale(people: Sequence[float], models: Sequence[tuple[str, float, float
         models = models[:half] + models[-half:]
     values = [*people, *difficulties, *(m[2] for m in models), *(m[3] for m in models)]
     low, high = (min(values) - 0.3, max(values) + 0.3) if values else (-3.0, 3.0)
-    with _LOCK, matplotlib.rc_context(STYLE):
+    with _LOCK, matplotlib.rc_context(style()):
         rows = max(1, len(models))
         figure = _figure((7.2, 2.6 + 0.24 * rows))
         grid = figure.add_gridspec(2, 1, height_ratios=[2.2, max(1.0, 0.24 * rows)], hspace=0.08)

@@ -6,6 +6,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from django.utils.translation import gettext
+
 from annotation.item_facts import QUESTION_TYPES
 from annotation.models import Item
 from annotation.text import token_count, word_count
@@ -121,7 +123,7 @@ def figure_inputs(*, split: str, option_order: str = OptionOrder.ORIGINAL, exclu
     selection.items = len(common)
     selection.stale_rows = stale
     if stale:
-        selection.notes.append(f"{stale} stale row(s) dropped (item changed since)")
+        selection.notes.append(gettext("%(n)s stale row(s) dropped (item changed since)") % {"n": stale})
     with_order = not option_order
     kept = []
     for run in runs:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from django.utils.translation import gettext
+
 from evaluation.models import Result, Run
 from evaluation.selectors.quality import check_kinds, flagged_item_ids
 from evaluation.statistics.paired import Paired, pair_outcomes
@@ -86,7 +88,7 @@ def _outcomes(run: Run) -> tuple[dict[tuple[int, int], bool], dict[tuple[int, in
 def run_comparison(*, a: Run, b: Run, exclude: Sequence[str] = ()) -> RunComparison:
     """``exclude``: leave out the items flagged with these kinds in the data-quality report of the runs' split."""
     if a.pk == b.pk:
-        raise Invalid("Choose two different runs.", field="b")
+        raise Invalid(gettext("Choose two different runs."), field="b")
     if a.split and b.split and a.split != b.split:
         raise Invalid(f"Run #{a.pk} is on split {a.split} and run #{b.pk} on {b.split}: they share no items.",
                       field="b")

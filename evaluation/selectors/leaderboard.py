@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext, gettext_noop, pgettext, pgettext_lazy
+
 from annotation.models import Item
 from evaluation.models import ModelEndpoint, OptionOrder, Run, RunStatus
 from evaluation.prompting.methods import METHODS
@@ -150,6 +152,23 @@ class Leaderboard:
                     + ", ".join(f"#{pk}" for pk in self.run_ids) + " (at their current versions)")
         where = f"split {self.split}, {self.option_order} option order"
         return f"{where}, the {self.common_items} items common to every cell" if self.common else where
+
+    @property
+    def scope_shown(self) -> str:
+        """`scope` in the page's language (the exports keep the English `scope`)."""
+        if self.run_ids:
+            text = gettext("the %(n)s items common to runs %(runs)s (at their current versions)") % {
+                "n": self.common_items, "runs": ", ".join(f"#{pk}" for pk in self.run_ids)}
+        else:
+            text = gettext("split %(split)s, %(order)s option order") % {
+                "split": self.split, "order": pgettext("option order", self.option_order)}
+            if self.common:
+                text = gettext("%(where)s, the %(n)s items common to every cell") % {"where": text,
+                                                                                    "n": self.common_items}
+        if self.excluded_kinds:
+            text += gettext("; %(n)s flagged item(s) excluded (%(kinds)s, from the data-quality report)") % {
+                "n": self.excluded_items, "kinds": ", ".join(self.excluded_kinds)}
+        return text
 
     @property
     def exclusion_text(self) -> str:
@@ -311,10 +330,10 @@ def _baselines(table: Leaderboard, item_ids: list[int] | None) -> list[BaselineR
         chance.append(BaselineCell(n=choice, value=sum(c.counts.chance for c in column) / choice)
                       if choice else None)
     rows = [
-        BaselineRow("first-option", "Always the first option",
-                    "the share of the column's rows whose correct option was shown first", first),
-        BaselineRow("random", "Random guess (expected)", "the mean of 1 / number of options over the column's rows",
-                    chance),
+        BaselineRow("first-option", gettext_noop("Always the first option"),
+                    gettext_noop("the share of the column's rows whose correct option was shown first"), first),
+        BaselineRow("random", gettext_noop("Random guess (expected)"),
+                    gettext_noop("the mean of 1 / number of options over the column's rows"), chance),
     ]
     candidates = item_ids if item_ids is not None else Item.objects.filter(split=table.split).values("pk")
     people = humans.human_cells(runs=[c.run for c in table.cells], endpoint_ids=[e.pk for e in table.endpoints],
@@ -326,6 +345,12 @@ def _baselines(table: Leaderboard, item_ids: list[int] | None) -> list[BaselineR
             low, high = h.interval
             cells.append(BaselineCell(n=h.responses, value=h.accuracy, low=low, high=high, items=h.items)
                          if h.responses else None)
-        rows.append(BaselineRow("humans", "Humans (studies)",
-                                "participants' answers on the column's items at the same item versions", cells))
+        rows.append(BaselineRow("humans", gettext_noop("Humans (studies)"),
+                                gettext_noop("participants' answers on the column's items at the same item versions"),
+                                cells))
     return rows
+
+
+#: The option orders as `Leaderboard.scope_shown` says them, for the catalog.
+OPTION_ORDER_WORDS = (pgettext_lazy("option order", "original"), pgettext_lazy("option order", "permuted"),
+                      pgettext_lazy("option order", "circular"))

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 
 from django.core.cache import cache
 from django.db.models import F
+from django.utils.translation import gettext
 
 from annotation.models import Item
 from evaluation.errors import EmptyFigure
@@ -155,8 +156,9 @@ def one_scale(*, split: str, model: str = "auto") -> OneScale:
     keys = [k for k in keys if k in answered]
     items = sorted({item for _, item, _ in rows})
     if len(keys) < 2 or len(items) < 2:
-        raise EmptyFigure(f"Too little to fit on split {split!r}: {len(keys)} respondent(s) with answers and "
-                          f"{len(items)} item(s). Finish model runs on it or collect study answers.")
+        raise EmptyFigure(gettext("Too little to fit on split %(split)s: %(respondents)s respondent(s) with answers "
+                                  "and %(items)s item(s). Finish model runs on it or collect study answers.")
+                          % {"split": repr(split), "respondents": len(keys), "items": len(items)})
     respondent_index = {k: i for i, k in enumerate(keys)}
     item_index = {k: i for i, k in enumerate(items)}
     r = [respondent_index[k] for k, _, _ in rows]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET
 
 from evaluation.errors import EmptyFigure
@@ -49,7 +50,7 @@ def figures_view(request):
     form = _figure_form(request)
     chosen = form.is_valid()
     return render(request, "evaluation/figures.html", {
-        "form": form, "chosen": chosen, "figures": FIGURES.items(),
+        "form": form, "chosen": chosen, "figures": [(name, gettext(title)) for name, title in FIGURES.items()],
         "query": request.GET.urlencode() if chosen else "", "formats": ("png", "pdf", "svg", "json"),
     })
 

@@ -14,6 +14,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
+from django.utils import translation
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -79,9 +80,10 @@ def run_list_view(request):
 
 def cached_render(template: str, request, *, data, context: dict) -> str:
     """A table partial rendered once per distinct content: the key is a digest of every number and name it
-    shows (``data``) and of the request's query (its links), so a cached copy is never out of date; a large
-    table then costs its data, not its ~1,000 template nodes, on each request."""
-    digest = hashlib.sha1(json.dumps([template, request.GET.urlencode(), data], sort_keys=True, default=str)
+    shows (``data``), of the request's query (its links) and of the page's language, so a cached copy is never out
+    of date; a large table then costs its data, not its ~1,000 template nodes, on each request."""
+    shown = [template, request.GET.urlencode(), translation.get_language(), data]
+    digest = hashlib.sha1(json.dumps(shown, sort_keys=True, default=str)
                           .encode()).hexdigest()
     key = f"evaluation:partial:{digest}"
     html = cache.get(key)

@@ -20,7 +20,7 @@ from evaluation.models import Result, Run
 from evaluation.selectors import leaderboard as boards
 from evaluation.selectors import runs as selectors
 from evaluation.selectors.comparison import run_comparison
-from evaluation.selectors.pairwise import pairwise_table
+from evaluation.selectors.pairwise import correction_shown, pairwise_table
 from evaluation.statistics.pairwise import Pairwise
 from evaluation.views.runs import accuracy_figure, cached_render
 from foundation.error_mapping import REFUSED, add_form_errors, error_page
@@ -84,8 +84,9 @@ MATRIX_MAX_ROWS = 60
 
 def _draw_matrix(result: Pairwise, table: boards.Leaderboard):
     difference, p = result.matrix()
-    return draw_matrix(result.labels, difference, p, title=f"Every pair: accuracy row - column, {result.correction_label}",
-                       alpha=result.alpha, note=f"Items: {table.scope}. * = corrected p < {result.alpha}.")
+    title = gettext("Every pair: accuracy row - column, %(correction)s") % {"correction": correction_shown(result)}
+    note = gettext("Items: %(scope)s. * = corrected p < %(alpha)s.") % {"scope": table.scope_shown, "alpha": result.alpha}
+    return draw_matrix(result.labels, difference, p, title=title, alpha=result.alpha, note=note)
 
 
 def _p_text(p: float | None) -> str:

@@ -28,6 +28,7 @@ from tests.support.visible_text import ENGLISH_PHRASE, english_phrases
 pytestmark = pytest.mark.django_db
 CHINESE = {"HTTP_ACCEPT_LANGUAGE": "zh-hans"}
 SVG = re.compile(r"<svg\b.*?</svg>", re.S)
+POSITION = re.compile(r'name="position" value="(\d+)"')
 SVG_TEXT = re.compile(r"<(text|tspan|title)\b[^>]*>([^<]+)<", re.S)
 #: Phrases that are not English interface text although they look like it: none yet.
 ALLOWED: set[str] = set()
@@ -64,15 +65,31 @@ def _figure_texts(html: str) -> list[str]:
     return texts
 
 
-def _walk(client: Client, values: dict, extra: list[str]):
-    """(url, status, html) of every non-API GET route that answers with a page, then of the `extra` addresses."""
+def _walk(client: Client, values: dict, extra: list[str], *, prefix: str = ""):
+    """(url, status, html) of every non-API GET route (under `prefix`) that answers with a page, then of the
+    `extra` addresses."""
     addresses = [url for route in routes.all_routes(admin=False) if not route.pattern.startswith("api/")
-                 for url in routes.urls(route, values)]
+                 and route.pattern.startswith(prefix) for url in routes.urls(route, values)]
     for url in addresses + extra:
         response = client.get(url, **CHINESE)
         if "text/html" not in response.get("Content-Type", "") or response.status_code >= 500:
             continue
         yield url, response.status_code, response.content.decode()
+
+
+def _participant_stages(client: Client, values: dict):
+    """The participant pages of a Chinese study's attempt once it is started (the questions), then once every
+    question is answered (the end): (stage, url, status, html)."""
+    token = values["token"]
+    assert client.post(f"/s/a/{token}/start/", **CHINESE).status_code == 302
+    yield from (("started", *page) for page in _walk(client, values, [], prefix="s/"))
+    for _ in range(10):
+        position = POSITION.search(client.get(f"/s/a/{token}/", **CHINESE).content.decode())
+        if position is None:
+            break
+        client.post(f"/s/a/{token}/answer/", {"position": position.group(1), "chosen_option": "0",
+                                              "highlights": "[]"}, **CHINESE)
+    yield from (("finished", *page) for page in _walk(client, values, [], prefix="s/"))
 
 
 def test_every_page_of_every_role_reads_in_chinese(world):  # noqa: F811
@@ -95,6 +112,13 @@ def test_every_page_of_every_role_reads_in_chinese(world):  # noqa: F811
             found[page] += [p for p in english_phrases(html) if p not in ALLOWED]
             figures[page] += [m.group(0) for text in _figure_texts(html) for m in ENGLISH_PHRASE.finditer(text)
                               if m.group(0) not in ALLOWED]
+    seen = defaultdict(str)
+    for stage, url, status, html in _participant_stages(zh_participant, zh_values):
+        pages[stage] += 1
+        seen[stage] += html
+        found[f"participant in a Chinese study, {stage}: {url} ({status})"] += english_phrases(html)
+    # The walk saw a question in Chinese, then the end with its code.
+    assert "谁进了书房" in seen["started"] and "CODE-5678" in seen["finished"], dict(pages)
     assert pages["researcher"] >= 30 and pages["annotator"] >= 10 and pages["participant in a Chinese study"] >= 1, \
         dict(pages)
     english = {page: sorted(set(p)) for page, p in found.items() if p}
@@ -115,6 +139,6 @@ def test_a_figure_drawn_in_chinese_finds_a_font_for_every_character(world):  # n
     for name in FIGURES:
         for fmt in ("png", "pdf"):
             with warnings.catch_warnings():
-                warnings.simplefilter("error")  # matplotlib warns "Glyph ... missing from font(s) ..."
+                warnings.filterwarnings("error", message=r"Glyph \d+ .* missing from")  # matplotlib's warning
                 response = clients["researcher"].get(f"/evaluation/figures/{name}.{fmt}?split=test", **CHINESE)
             assert response.status_code in (200, 422), (name, fmt, response.status_code)
