@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Count, Exists, F, Min, OuterRef, Q, QuerySet
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext_lazy
 
 from annotation.models import (
     BeliefLabel,
@@ -42,6 +42,17 @@ DEFAULT_CHOICES = {
 }
 SCREENING_CHOICES = {KEEP_ASPECT: ["keep", "delete"], **{aspect: ["yes", "no"] for aspect in SCREENING_CRITERIA}}
 PENDING = "pending"
+#: The answers above as a reviewer reads them (the review page translates each; the stored label stays the code).
+CHOICE_WORDS = [
+    pgettext_lazy("judge label", "correct"), pgettext_lazy("judge label", "incorrect"),
+    pgettext_lazy("judge label", "draft"), pgettext_lazy("judge label", "edited"),
+    pgettext_lazy("judge label", "discarded"), pgettext_lazy("judge label", "keep"),
+    pgettext_lazy("judge label", "delete"), pgettext_lazy("judge label", "yes"), pgettext_lazy("judge label", "no")]
+#: Where a label's final answer came from, as the trust page names each (LabelSource's values and PENDING).
+SOURCE_WORDS = [
+    pgettext_lazy("label source", "judge-accepted"), pgettext_lazy("label source", "judge-overridden"),
+    pgettext_lazy("label source", "human-only"), pgettext_lazy("label source", "auto-accepted"),
+    pgettext_lazy("label source", "pending")]
 
 #: Payload fields that are what a label is about rather than what the judge said of it: the free-text
 #: answer being graded (the model's, not the judge's) and the clue-graph draft its reviewer is asked to

@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 from django_htmx.http import reswap, retarget
 
@@ -32,7 +33,8 @@ def _graph_meta(graph: EditableGraph) -> str:
 
 
 #: The words the screen uses for a clue's anchoring state, on the row's badge and in the preview alike.
-ANCHOR_STATE_WORDS = {"exact": "verbatim", "fuzzy": "approximate", "unanchored": "not found"}
+ANCHOR_STATE_WORDS = {"exact": gettext_lazy("verbatim"), "fuzzy": gettext_lazy("approximate"),
+                      "unanchored": gettext_lazy("not found")}
 
 
 def graph_context(item, graph: EditableGraph, *, base_version: int) -> dict:
