@@ -132,7 +132,7 @@ MATRIX: dict[str, tuple] = {
     'studies:exclude_untranslated': (RESEARCHERS, '405 POST=302'),
     'studies:study_export': (RESEARCHERS, '200'),
     'studies:study_results': (RESEARCHERS, '200'),
-    'studies:prolific': (RESEARCHERS, '200'),
+    'studies:prolific': (RESEARCHERS, '200 POST=400'),
     'studies:prolific_test': (RESEARCHERS, '405 POST=302'),
     'studies:prolific_review': (RESEARCHERS, '405 POST=302'),
     'studies:prolific_bonus_propose': (RESEARCHERS, '405 POST=302'),
@@ -476,6 +476,7 @@ PARAMETERS = [
     ("studies/", "slug", "study"), ("api/studies/", "slug", "study"),
     ("api/studies/", "submission_id", "=no-such-submission"),
     ("studies/", "attempt_id", "attempt"), ("api/studies/", "pk", "attempt"),
+    ("studies/", "submission_id", "=no-such-submission"), ("studies/", "pk", "=999999"),
     ("studies/", "step", "=start"), ("studies/", "kind", "=finished"),  # a researcher's preview
     ("evaluation/runs/", "pk", "run"), ("api/evaluation/runs/", "pk", "run"), ("evaluation/runs/", "result_pk", "result"),
     ("api/evaluation/endpoints/", "pk", "endpoint"), ("evaluation/endpoints/", "pk", "endpoint"),
