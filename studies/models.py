@@ -82,6 +82,16 @@ class Study(models.Model):
         help_text=_("Code shown when the time runs out (answers so far are kept); empty = ask the participant to "
                     "return the study instead."),
     )
+    screen_out_code = models.CharField(
+        max_length=64, blank=True,
+        help_text=_("Code shown to a participant who is screened out (Prolific: the study's screen-out code); they "
+                    "return with it and get the study's fixed screen-out payment."))
+    screening_question = models.TextField(
+        blank=True, help_text=_("Optional: a question asked before the first item (on the start page); a "
+                                "participant whose answer is not a passing option is screened out."))
+    screening_options = models.JSONField(default=list, blank=True, help_text=_("The screening question's options."))
+    screening_pass = models.JSONField(
+        default=list, blank=True, help_text=_("The options (0-based) that pass the screening question."))
     timeout_instruction = models.TextField(
         blank=True, help_text=_("What a participant whose time ran out (or who stopped) should do; empty = a "
                                 "standard instruction."))
@@ -123,6 +133,23 @@ class Study(models.Model):
             raise ValidationError(
                 {"extra_languages": f"Languages to switch to: a list of {', '.join(map(repr, known))}."})
 
+        self._clean_screening()
+
+    def _clean_screening(self) -> None:
+        """The screening question's options: two or more texts; the passing ones named by their index."""
+        options, passing = self.screening_options or [], self.screening_pass or []
+        self.screening_options, self.screening_pass = options, passing
+        if not isinstance(options, list) or not all(isinstance(o, str) and o.strip() for o in options):
+            raise ValidationError({"screening_options": _("The screening options: a list of answers, none empty.")})
+        if not isinstance(passing, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in passing):
+            raise ValidationError({"screening_pass": _("The passing options: a list of option numbers.")})
+        if self.screening_question.strip() and len(options) < 2:
+            raise ValidationError({"screening_options": _("A screening question needs at least two options.")})
+        if options and not self.screening_question.strip():
+            raise ValidationError({"screening_question": _("Screening options need the question they answer.")})
+        if any(not 0 <= i < len(options) for i in passing):
+            raise ValidationError({"screening_pass": _("A passing option must be one of the screening options.")})
+
     @property
     def languages(self) -> list[str]:
         """Every language a participant may see the study in, the study's own first."""
@@ -136,6 +163,14 @@ class Study(models.Model):
     def language_of(self, chosen: str | None) -> str:
         """The language a participant who chose `chosen` sees: one the study offers, else the study's own."""
         return chosen if chosen is not None and chosen in self.languages else self.language
+
+    @property
+    def screening(self) -> bool:
+        """Whether participants answer a screening question before starting."""
+        return bool(self.screening_question.strip() and self.screening_options)
+
+    def screening_passes(self, option: int) -> bool:
+        return option in (self.screening_pass or [])
 
     def bonus_for(self, correct: int) -> Decimal:
         """A participant's bonus for `correct` right answers."""
@@ -171,6 +206,15 @@ class AttemptStatus(models.TextChoices):
     EXPIRED = "expired", _("Expired")
     RETURNED = "returned", _("Returned")
     FULL = "full", _("Study full")
+    SCREENED_OUT = "screened_out", _("Screened out")  # answers kept, counted nowhere; leases back to the pool
+
+
+class ProlificReport(models.TextChoices):
+    """What the app told Prolific about an attempt that ended in the app."""
+
+    SCREENED_OUT = "screened_out", _("Screened out through Prolific's API")
+    SCREEN_OUT_REFUSED = "screen_out_refused", _("Screen-out refused by Prolific")
+    TIMEOUT_CODE = "timeout_code", _("Time-out code shown to the participant")
 
 
 class Attempt(models.Model):
@@ -181,7 +225,7 @@ class Attempt(models.Model):
     external_participant_id = models.CharField(max_length=100, blank=True, help_text="PROLIFIC_PID")
     external_study_id = models.CharField(max_length=100, blank=True, help_text="STUDY_ID")
     external_session_id = models.CharField(max_length=100, blank=True, help_text="SESSION_ID")
-    status = models.CharField(max_length=10, choices=AttemptStatus.choices, default=AttemptStatus.JOINED)
+    status = models.CharField(max_length=16, choices=AttemptStatus.choices, default=AttemptStatus.JOINED)
     joined_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     deadline = models.DateTimeField(null=True, blank=True, help_text="Absolute; owned by the server.")
@@ -189,6 +233,13 @@ class Attempt(models.Model):
     user_agent = models.CharField(max_length=300, blank=True)
     language = models.CharField(max_length=10, blank=True,
                                 help_text="The language the participant sees the study in (one the study offers).")
+    screening_answer = models.PositiveSmallIntegerField(null=True, blank=True,
+                                                        help_text="The option chosen on the screening question.")
+    screened_out_reason = models.CharField(max_length=200, blank=True)
+    prolific_report = models.CharField(max_length=20, blank=True, choices=ProlificReport.choices,
+                                       help_text="What the app reported to Prolific about the attempt's end.")
+    prolific_reported_at = models.DateTimeField(null=True, blank=True)
+    prolific_report_detail = models.CharField(max_length=300, blank=True)
 
     class Meta:
         ordering = ["study_id", "joined_at"]
@@ -203,7 +254,8 @@ class Attempt(models.Model):
                 condition=Q(deadline__isnull=False, started_at__isnull=False)
                 & ~Q(status__in=[AttemptStatus.JOINED, AttemptStatus.FULL])
                 | Q(deadline__isnull=True, started_at__isnull=True, status__in=[
-                    AttemptStatus.JOINED, AttemptStatus.FULL, AttemptStatus.EXPIRED, AttemptStatus.RETURNED]),
+                    AttemptStatus.JOINED, AttemptStatus.FULL, AttemptStatus.EXPIRED, AttemptStatus.RETURNED,
+                    AttemptStatus.SCREENED_OUT]),
                 name="attempt_started_has_deadline",
             ),
         ]
@@ -226,6 +278,7 @@ class ParticipantLeaseStatus(models.TextChoices):
     ANSWERED = "answered", _("Answered")
     RELEASED = "released", _("Released")       # attempt expired or returned before the answer
     TIMED_OUT = "timed_out", _("Timed out")    # the per-question limit passed
+    SCREENED_OUT = "screened", _("Screened out")  # the attempt was screened out: its answer (if any) is not counted
 
 
 class ParticipantLease(models.Model):

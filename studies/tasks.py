@@ -5,9 +5,15 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-from studies.prolific.errors import BonusBatchRefused, BonusOutcomeUnknown, ProlificRefused, ProlificUnavailable
+from studies.prolific.errors import (
+    BonusBatchRefused,
+    BonusOutcomeUnknown,
+    ProlificNotConnected,
+    ProlificRefused,
+    ProlificUnavailable,
+)
 from studies.prolific.models import BonusBatch
-from studies.prolific.services import bonus_batch_send, bonus_batches_to_resume
+from studies.prolific.services import bonus_batch_send, bonus_batches_to_resume, screen_out_report
 from studies.services import attempts_sweep
 
 log = logging.getLogger(__name__)
@@ -38,6 +44,23 @@ def send_bonus_batch(self, batch_id: int) -> str:
         log.warning("bonus batch %s: outcome still unknown after %s tries; the periodic resume goes on",
                     batch_id, self.request.retries + 1)
     return BonusBatch.objects.filter(pk=batch_id).values_list("state", flat=True).first() or ""
+
+
+@shared_task(name="studies.tasks.report_screen_out", bind=True, acks_late=True, max_retries=None)
+def report_screen_out(self, attempt_id: int) -> str:
+    """Tell Prolific that a participant screened out in the app is screened out (once: the attempt records it).
+    Runs in the worker, so the participant's page never waits on or fails with Prolific; an unavailable API is
+    retried with backoff. Returns what the attempt records as reported."""
+    try:
+        return screen_out_report(attempt_id=attempt_id).prolific_report
+    except ProlificUnavailable as error:
+        if self.request.retries < settings.PROLIFIC_BONUS_SEND_RETRIES:
+            raise self.retry(exc=error, countdown=min(300, 2 * 2 ** self.request.retries)) from error
+        log.warning("screen-out of attempt %s not reported: Prolific unavailable after %s tries", attempt_id,
+                    self.request.retries + 1)
+    except (ProlificRefused, ProlificNotConnected) as refusal:  # shown on the Prolific page as not reported
+        log.warning("screen-out of attempt %s refused by Prolific: %s", attempt_id, refusal)
+    return ""
 
 
 @shared_task(name="studies.tasks.resume_bonus_batches")

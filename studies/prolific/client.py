@@ -69,6 +69,14 @@ class ProlificClient:
             payload["rejection_category"] = rejection_category
         return self._call("POST", f"/api/v1/submissions/{submission_id}/transition/", json=payload)
 
+    def screen_out_submissions(self, study_id: str, submission_ids: list[str], *, increase_places: bool = True
+                               ) -> dict[str, Any]:
+        """Prolific's bulk screen-out: the submissions end SCREENED-OUT and get the study's fixed screen-out payment;
+        `increase_places` gives their places back to the study. POST /api/v1/studies/<id>/screen-out-submissions/
+        (the path and body as open-source Prolific clients send them; see the README)."""
+        return self._call("POST", f"/api/v1/studies/{study_id}/screen-out-submissions/",
+                          json={"submission_ids": list(submission_ids), "increase_places": increase_places})
+
     # ------------------------------------------------------------------ bonuses: two calls, as Prolific's API
     def bonus_setup(self, study_id: str, rows: list[BonusRow], *, reference: str) -> dict[str, Any]:
         """Set up a bulk bonus payment (pays nothing). `reference` is the app's own idempotency key for the batch,

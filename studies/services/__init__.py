@@ -6,6 +6,8 @@ from studies.services.attempts import (
     attempt_expire,
     attempt_extend,
     attempt_return,
+    attempt_screen_out,
+    attempt_screening_answer,
     attempt_set_language,
     attempt_start,
     attempts_sweep,
@@ -36,7 +38,8 @@ from studies.services.setup import (
 
 __all__ = [
     "USE_DRAFT", "Draft", "Question", "Submitted", "draft_of", "highlight_draft", "highlight_draft_save",
-    "attempt_expire", "attempt_extend", "attempt_question", "attempt_return", "attempt_set_language", "attempt_start",
+    "attempt_expire", "attempt_extend", "attempt_question", "attempt_return", "attempt_screen_out",
+    "attempt_screening_answer", "attempt_set_language", "attempt_start",
     "attempts_sweep",
     "practice_check", "pool_items_resolve", "question_open", "response_submit", "sample_pool", "shown_item_of",
     "study_create", "study_exclude_untranslated", "study_join", "study_set_pool", "study_update",

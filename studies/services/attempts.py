@@ -23,6 +23,7 @@ from studies.models import (
     AttemptStatus,
     ParticipantLease,
     ParticipantLeaseStatus,
+    ProlificReport,
     Study,
     StudyItem,
     StudyStatus,
@@ -161,7 +162,50 @@ def attempt_expire(*, attempt_id: int, now: datetime | None = None, status: str 
                     ParticipantLeaseStatus.RELEASED)
     attempt.status, attempt.ended_at = status, now
     attempt.save(update_fields=["status", "ended_at"])
+    _record_timeout_code([attempt.pk], attempt.study, now)
     return attempt
+
+
+@transaction.atomic
+def attempt_screen_out(*, attempt_id: int, reason: str, screening_answer: int | None = None,
+                       before_start: bool = False, now: datetime | None = None) -> Attempt:
+    """Screen a participant out (a failed screening question, or a failed check): the attempt ends SCREENED_OUT.
+
+    Every lease it holds goes back to the pool at once, the answered ones too (their answers are kept, marked by
+    the lease status SCREENED_OUT, and counted nowhere: not in results, quotas, bonuses or the leaderboard), so that
+    every item still ends with its raters. Idempotent; an attempt that already ended otherwise (or, `before_start`,
+    that started meanwhile in another tab) is left as it is.
+    """
+    now = now or timezone.now()
+    attempt = Attempt.objects.select_for_update(of=("self",)).select_related("study").get(pk=attempt_id)
+    if attempt.status not in ((AttemptStatus.JOINED,) if before_start else (AttemptStatus.STARTED, AttemptStatus.JOINED)):
+        return attempt
+    Study.objects.select_for_update().filter(pk=attempt.study_id).first()  # held by every change of a load
+    _leases_release(ParticipantLease.objects.filter(
+        attempt=attempt, status__in=[ParticipantLeaseStatus.ACTIVE, ParticipantLeaseStatus.ANSWERED]), now,
+        ParticipantLeaseStatus.SCREENED_OUT)
+    attempt.status, attempt.ended_at, attempt.screened_out_reason = AttemptStatus.SCREENED_OUT, now, reason[:200]
+    attempt.screening_answer = screening_answer
+    attempt.save(update_fields=["status", "ended_at", "screened_out_reason", "screening_answer"])
+    if attempt.external_session_id and hasattr(attempt.study, "prolific"):  # a connected study: the worker tells it
+        from studies.tasks import report_screen_out
+
+        transaction.on_commit(lambda: report_screen_out.delay(attempt.pk))
+    return attempt
+
+
+def attempt_screening_answer(*, attempt_id: int, option: int) -> Attempt:
+    """The answer to the study's screening question, before the start: a passing one starts the attempt, any
+    other screens the participant out (nothing handed out yet)."""
+    attempt = Attempt.objects.select_related("study").get(pk=attempt_id)
+    if attempt.status != AttemptStatus.JOINED:  # answered in another tab already: as it stands
+        return attempt
+    if attempt.study.screening_passes(option):
+        attempt = attempt_start(attempt_id=attempt_id)
+        Attempt.objects.filter(pk=attempt_id, screening_answer__isnull=True).update(screening_answer=option)
+        return attempt
+    return attempt_screen_out(attempt_id=attempt_id, reason="The screening question's answer does not pass.",
+                              screening_answer=option, before_start=True)
 
 
 def attempt_return(*, attempt_id: int, now: datetime | None = None) -> Attempt:
@@ -204,6 +248,16 @@ def _release_overdue(study: Study, now: datetime) -> None:
     _leases_release(ParticipantLease.objects.filter(attempt__in=overdue, status=ParticipantLeaseStatus.ACTIVE), now,
                     ParticipantLeaseStatus.RELEASED)
     Attempt.objects.filter(pk__in=[a.pk for a in overdue]).update(status=AttemptStatus.EXPIRED, ended_at=now)
+    _record_timeout_code([a.pk for a in overdue], study, now)
+
+
+def _record_timeout_code(attempt_ids: list[int], study: Study, now: datetime) -> None:
+    """A participant from Prolific whose time ran out in the app is shown the time-out code, which they enter on
+    Prolific: recorded on the attempt (what Prolific was told, and when) for the study's Prolific page."""
+    if study.timeout_completion_code:
+        Attempt.objects.filter(pk__in=attempt_ids, status=AttemptStatus.EXPIRED, prolific_report="").exclude(
+            external_participant_id="").update(prolific_report=ProlificReport.TIMEOUT_CODE, prolific_reported_at=now,
+                                               prolific_report_detail=study.timeout_completion_code)
 
 
 def _leases_release(leases, now: datetime, status: str) -> int:

@@ -147,17 +147,22 @@ def attempt_view(request, token: str):
         return _unknown_attempt(request)
     study = attempt.study
     if attempt.status == AttemptStatus.JOINED:
-        practice = None
-        if study.practice_item_id:
-            practice = _shown(study.practice_item, study, attempt.language)
-        return render_page(request, study, "studies/public/instructions.html", {
-            "practice": practice, "practice_url": reverse("studies_public:practice", args=[attempt.token]),
-        }, attempt=attempt)
+        return _instructions(request, attempt)
     question = services.attempt_question(attempt=attempt)  # closes an attempt past its deadline
     if question is not None:
         template = "studies/public/question.html#question" if request.htmx else "studies/public/question.html"
         return render_page(request, study, template, _question_context(attempt, question), attempt=attempt)
     return _end_page(request, attempt)
+
+
+def _instructions(request, attempt: Attempt, *, screening_error: bool = False, status: int = 200) -> HttpResponse:
+    """Instructions, practice, the screening question (if the study has one) and Start."""
+    study = attempt.study
+    practice = _shown(study.practice_item, study, attempt.language) if study.practice_item_id else None
+    return render_page(request, study, "studies/public/instructions.html", {
+        "practice": practice, "practice_url": reverse("studies_public:practice", args=[attempt.token]),
+        "screening_error": screening_error,
+    }, status=status, attempt=attempt)
 
 
 def _question_context(attempt: Attempt, question: services.Question, **extra) -> dict:
@@ -179,6 +184,8 @@ def _end_page(request, attempt: Attempt, status: int = 200) -> HttpResponse:
     counts = selectors.attempt_counts(attempt)
     finished = attempt.status == AttemptStatus.FINISHED
     template = "studies/public/complete.html" if finished else "studies/public/ended.html"
+    if attempt.status == AttemptStatus.SCREENED_OUT:
+        template = "studies/public/screened_out.html"
     return render_page(request, study, template, {"counts": counts, "bonus": counts["bonus"],
                                                   **end_links(study, attempt.status, bool(attempt.external_participant_id))},
                        status=status, attempt=attempt)
@@ -186,12 +193,15 @@ def _end_page(request, attempt: Attempt, status: int = 200) -> HttpResponse:
 
 def end_links(study: Study, status: str, from_prolific: bool) -> dict:
     """The end page's code and its way back to the platform: the completion code (finished) or the time-out code
-    (expired), and the completion link for it (the study's completion URL, else Prolific's for a participant who
+    (expired) or the screen-out code (screened out), and the completion link for it (the study's completion URL,
+    else Prolific's for a participant who
     came from Prolific); a participant who stopped or was closed gets neither."""
     if status == AttemptStatus.FINISHED:
         code = study.completion_code
     elif status == AttemptStatus.EXPIRED:
         code = study.timeout_completion_code
+    elif status == AttemptStatus.SCREENED_OUT:
+        code = study.screen_out_code
     else:
         return {"code": "", "return_url": "", "return_to_prolific": False}
     url = completion_link(completion_url=study.completion_url, code=code, from_prolific=from_prolific,
@@ -202,16 +212,31 @@ def end_links(study: Study, status: str, from_prolific: bool) -> dict:
 @post_only
 @participant_page
 def attempt_start_view(request, token: str):
-    """The explicit Start button: hands out the items and starts the clock (idempotent)."""
+    """The explicit Start button: hands out the items and starts the clock (idempotent). With a screening question,
+    its answer comes first: a passing one starts, any other screens the participant out."""
     attempt = selectors.attempt_by_token(token)
     if attempt is None:
         return _unknown_attempt(request)
     try:
-        services.attempt_start(attempt_id=attempt.pk)
+        if attempt.study.screening and attempt.status == AttemptStatus.JOINED:
+            option = _screening_option(request.POST.get("screening_answer"), attempt.study)
+            if option is None:
+                return _instructions(request, attempt, screening_error=True, status=400)
+            services.attempt_screening_answer(attempt_id=attempt.pk, option=option)
+        else:
+            services.attempt_start(attempt_id=attempt.pk)
     except StudyNotOpen as refusal:
         return render_page(request, attempt.study, "studies/public/closed.html", {}, status=refusal.http_status,
                            attempt=attempt)
     return redirect(_hub(attempt))
+
+
+def _screening_option(value: str | None, study: Study) -> int | None:
+    try:
+        option = int(value or "")
+    except ValueError:
+        return None
+    return option if 0 <= option < len(study.screening_options) else None
 
 
 @post_only

@@ -10,6 +10,10 @@ Told to misbehave: `fail_next(n, status)` answers the next n API calls with `sta
 answer; `pay_then_hang_s` makes the pay call record the payment and then not answer for that long (the answer
 is lost, as when the sender crashes after Prolific paid); deliveries can be repeated, reordered, delayed.
 
+Screen-outs: `POST /api/v1/studies/<id>/screen-out-submissions/` ({"submission_ids": [...], "increase_places"})
+screens out ACTIVE or AWAITING REVIEW submissions of the study (recorded in `state.screen_outs`, places given back
+when asked); any other submission refuses the whole call (400), so a second screen-out of one submission is refused.
+
 Beyond Prolific's documented API: `GET /api/v1/bulk-bonus-payments/?study_id=&reference=` lists the bulk payments
 set up with the app's key (`reference`), with their status (SET_UP or PAID).
 """
@@ -45,6 +49,7 @@ class State:
     bulk: dict = field(default_factory=dict)          # id -> {"id", "study_id", "reference", "rows", "status"}
     payments: list = field(default_factory=list)      # (participant_id, Decimal amount, bulk id), one per pay
     transitions: list = field(default_factory=list)   # (submission id, action, message)
+    screen_outs: list = field(default_factory=list)   # (submission id, increase_places), one per submission screened out
     requests: list = field(default_factory=list)      # (method, path)
 
 
@@ -204,6 +209,20 @@ class _Handler(BaseHTTPRequestHandler):
             submission["status"] = {"APPROVE": "APPROVED", "REJECT": "REJECTED"}[action]
             state.transitions.append((rest[1], action, body.get("message", "")))
             return 200, submission, 0
+        if method == "POST" and rest[0] == "studies" and rest[2:] == ["screen-out-submissions"]:
+            ids = list(body.get("submission_ids") or [])
+            chosen = [state.submissions.get(i) for i in ids]
+            if not ids or any(s is None or s["study_id"] != rest[1] for s in chosen):
+                return 400, {"error": "Every submission must be one of the study's."}, 0
+            stuck = [s["id"] for s in chosen if s["status"] not in ("ACTIVE", "AWAITING REVIEW")]
+            if stuck:
+                return 400, {"error": f"Submissions {stuck} cannot be screened out."}, 0
+            for submission in chosen:
+                submission["status"] = "SCREENED-OUT"
+                state.screen_outs.append((submission["id"], bool(body.get("increase_places"))))
+            if body.get("increase_places") and rest[1] in state.studies:
+                state.studies[rest[1]]["total_available_places"] += len(chosen)
+            return 200, {"screened_out": ids}, 0
         if method == "POST" and rest == ["submissions", "bonus-payments"]:
             study_id = body.get("study_id")
             rows = []

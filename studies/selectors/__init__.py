@@ -1,9 +1,12 @@
-"""Reads for studies: the participant's attempt, the live monitor, results and exports."""
+"""Reads for studies: the participant's attempt, the live monitor, results and (`exports`) the exports.
+
+A screened-out attempt's answers are kept but counted nowhere: not in the results (Table 3, items, kappa, time,
+bonuses), the monitor's answered counts, nor the answers the leaderboard and the one-scale fit read
+(`response_outcomes`, `response_rows`); the exports list them, marked."""
 from __future__ import annotations
 
 import hmac
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import Enum
@@ -19,7 +22,6 @@ from studies.errors import ParticipantIdTaken
 from studies.models import (
     Attempt,
     AttemptStatus,
-    ParticipantLease,
     ParticipantLeaseStatus,
     RefusedAnswer,
     Response,
@@ -124,17 +126,6 @@ def attempt_list(*, study: Study) -> QuerySet[Attempt]:
     return study.attempts.annotate(n_answered=Count("responses")).order_by("joined_at")
 
 
-def study_export(study: Study) -> dict:
-    """The JSON export: the study's settings, every attempt, and every lease, answer and refused answer."""
-    return {
-        "study": {"slug": study.slug, "title": study.title, "per_participant": study.per_participant,
-                  "raters": study.raters, "time_limit_seconds": study.time_limit_seconds,
-                  "language": study.language, "seed": study.seed},
-        "attempts": study_attempts_export(study),
-        "rows": list(study_export_rows(study)),
-    }
-
-
 # --------------------------------------------------------------------------- monitor
 
 @dataclass
@@ -217,6 +208,11 @@ class StudyResults:
     n_refused: int = 0
     majority_accuracy: float | None = None
     first_option_share: float | None = None
+    n_screened_out: int = 0  # attempts screened out: their answers are in none of the figures
+
+
+#: Attempts with no participant result: never started (or found the study full), or screened out.
+NOT_COUNTED = [AttemptStatus.JOINED, AttemptStatus.FULL, AttemptStatus.SCREENED_OUT]
 
 
 def study_results(study: Study) -> StudyResults:
@@ -228,7 +224,7 @@ def study_results(study: Study) -> StudyResults:
     time and the exports use every accepted answer, unfinished attempts included.
     """
     responses = list(
-        Response.objects.filter(attempt__study=study)
+        Response.objects.filter(attempt__study=study).exclude(attempt__status=AttemptStatus.SCREENED_OUT)
         .select_related("item", "attempt")
         .only("id", "chosen_option", "is_correct", "highlights", "shown_at", "answered_at", "is_late",
               "attempt__id", "attempt__status", "attempt__external_participant_id",
@@ -252,7 +248,7 @@ def study_results(study: Study) -> StudyResults:
         by_item[r.item_id].append(r)
 
     participants = []
-    for attempt in study.attempts.exclude(status__in=[AttemptStatus.JOINED, AttemptStatus.FULL]).order_by("joined_at"):
+    for attempt in study.attempts.exclude(status__in=NOT_COUNTED).order_by("joined_at"):
         rs = by_attempt.get(attempt.pk, [])
         correct = sum(r.is_correct for r in rs)
         participants.append(ParticipantResult(
@@ -294,6 +290,7 @@ def study_results(study: Study) -> StudyResults:
         time_svg=stats.histogram_svg(seconds, label="seconds per question"),
         n_responses=len(responses), n_late=sum(r.is_late for r in responses),
         n_refused=RefusedAnswer.objects.filter(attempt__study=study).count(),
+        n_screened_out=study.attempts.filter(status=AttemptStatus.SCREENED_OUT).count(),
         majority_accuracy=_mean([1.0 if i.majority_correct else 0.0 for i in with_majority]),
         first_option_share=_mean([1.0 if r.chosen_option == 0 else 0.0 for r in responses]),
     )
@@ -301,78 +298,6 @@ def study_results(study: Study) -> StudyResults:
 
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
-
-
-# --------------------------------------------------------------------------- exports
-
-EXPORT_FIELDS = [
-    "record", "study", "attempt_id", "participant_id", "external_study_id", "session_id", "attempt_status",
-    "attempt_started_at", "attempt_deadline", "attempt_ended_at", "position", "item_id", "item_source",
-    "item_external_id", "lease_status", "chosen_option", "correct_option", "is_correct", "confidence", "highlights",
-    "language", "shown_at", "answered_at", "seconds", "is_late", "refused_reason", "received_at",
-]
-
-
-def study_export_rows(study: Study) -> Iterator[dict]:
-    """One row per lease (answered or not, including unfinished attempts), then one per refused answer."""
-    leases = (
-        ParticipantLease.objects.filter(attempt__study=study)
-        .select_related("attempt", "item", "response")
-        .only("id", "position", "status", "shown_at", "item__id", "item__source", "item__external_id",
-              "item__answer_index", "attempt__id", "attempt__external_participant_id", "attempt__external_study_id",
-              "attempt__external_session_id", "attempt__status", "attempt__language", "attempt__started_at", "attempt__deadline",
-              "attempt__ended_at", "response__id", "response__chosen_option", "response__is_correct",
-              "response__confidence", "response__highlights", "response__language", "response__shown_at",
-              "response__answered_at", "response__is_late")
-        .order_by("attempt_id", "position")
-    )
-    for lease in leases:
-        a, item = lease.attempt, lease.item
-        r = getattr(lease, "response", None)
-        yield {
-            **_attempt_fields(study, a),
-            "record": "response" if r else "lease",
-            "position": lease.position + 1, "item_id": item.pk, "item_source": item.source,
-            "item_external_id": item.external_id, "lease_status": lease.status,
-            "chosen_option": r.chosen_option if r else None, "correct_option": item.answer_index,
-            "is_correct": r.is_correct if r else None, "confidence": r.confidence if r else None,
-            "highlights": r.highlights if r else [], "language": r.language if r else study.language_of(a.language),
-            "shown_at": _iso(r.shown_at if r else lease.shown_at), "answered_at": _iso(r.answered_at) if r else None,
-            "seconds": round(r.seconds, 3) if r else None, "is_late": r.is_late if r else None,
-            "refused_reason": None, "received_at": None,
-        }
-    for refused in RefusedAnswer.objects.filter(attempt__study=study).select_related("attempt", "item").order_by("pk"):
-        item = refused.item
-        yield {
-            **{name: None for name in EXPORT_FIELDS},
-            **_attempt_fields(study, refused.attempt),
-            "record": "refused", "item_id": item.pk if item else None,
-            "item_source": item.source if item else None, "item_external_id": item.external_id if item else None,
-            "chosen_option": refused.payload.get("chosen_option"), "highlights": refused.payload.get("highlights") or [],
-            "confidence": refused.payload.get("confidence"),
-            "refused_reason": refused.reason, "received_at": _iso(refused.received_at),
-        }
-
-
-def study_attempts_export(study: Study) -> list[dict]:
-    """Every attempt (also those that never started or found the study full), for the JSON export."""
-    return [
-        {**_attempt_fields(study, a), "joined_at": _iso(a.joined_at)}
-        for a in study.attempts.order_by("joined_at")
-    ]
-
-
-def _attempt_fields(study: Study, a: Attempt) -> dict:
-    return {
-        "study": study.slug, "attempt_id": a.pk, "participant_id": a.external_participant_id,
-        "external_study_id": a.external_study_id, "session_id": a.external_session_id,
-        "attempt_status": a.status, "attempt_started_at": _iso(a.started_at),
-        "attempt_deadline": _iso(a.deadline), "attempt_ended_at": _iso(a.ended_at),
-    }
-
-
-def _iso(value) -> str | None:
-    return value.isoformat() if value else None
 
 
 @dataclass(frozen=True)
@@ -385,7 +310,8 @@ def response_outcomes(*, item_ids) -> dict[int, ItemAnswers]:
     """Accepted answers per item over every study, counting only answers scored on the item's current version
     (the version model results are compared on): item id -> ItemAnswers; one query. ``item_ids`` may be a
     list or a subquery of ids."""
-    rows = (Response.objects.filter(item_id__in=item_ids, item_version=F("item__content_version")).order_by()
+    rows = (Response.objects.filter(item_id__in=item_ids, item_version=F("item__content_version"))
+            .exclude(attempt__status=AttemptStatus.SCREENED_OUT).order_by()
             .values("item_id").annotate(responses=Count("pk"), correct=Count("pk", filter=Q(is_correct=True))))
     return {r["item_id"]: ItemAnswers(responses=r["responses"], correct=r["correct"]) for r in rows}
 
@@ -394,5 +320,14 @@ def response_rows(*, item_ids) -> list[tuple[int, str, int, int, bool]]:
     """Every accepted answer on these items, at whatever item version it was scored on: (attempt id, study slug,
     item id, item version, right), ordered by attempt; one query (the item-response fit of evaluation reads it:
     each attempt is a respondent, each (item, version) an item)."""
-    return list(Response.objects.filter(item_id__in=item_ids).order_by("attempt_id", "pk")
+    return list(Response.objects.filter(item_id__in=item_ids).exclude(attempt__status=AttemptStatus.SCREENED_OUT)
+                .order_by("attempt_id", "pk")
                 .values_list("attempt_id", "attempt__study__slug", "item_id", "item_version", "is_correct"))
+
+
+from studies.selectors.exports import (  # noqa: E402,F401  (the exports read the models only)
+    EXPORT_FIELDS,
+    study_attempts_export,
+    study_export,
+    study_export_rows,
+)

@@ -1,0 +1,91 @@
+"""Reads for studies: the exports (JSON and CSV rows). Every lease, answer and refused answer is exported, those
+of screened-out attempts too, marked: their `attempt_status` is "screened_out" and their `lease_status` "screened"
+(their answers are counted nowhere else)."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from studies.models import Attempt, ParticipantLease, RefusedAnswer, Study
+
+
+def study_export(study: Study) -> dict:
+    """The JSON export: the study's settings, every attempt, and every lease, answer and refused answer."""
+    return {
+        "study": {"slug": study.slug, "title": study.title, "per_participant": study.per_participant,
+                  "raters": study.raters, "time_limit_seconds": study.time_limit_seconds,
+                  "language": study.language, "seed": study.seed},
+        "attempts": study_attempts_export(study),
+        "rows": list(study_export_rows(study)),
+    }
+
+
+# --------------------------------------------------------------------------- exports
+
+EXPORT_FIELDS = [
+    "record", "study", "attempt_id", "participant_id", "external_study_id", "session_id", "attempt_status",
+    "attempt_started_at", "attempt_deadline", "attempt_ended_at", "position", "item_id", "item_source",
+    "item_external_id", "lease_status", "chosen_option", "correct_option", "is_correct", "confidence", "highlights",
+    "language", "shown_at", "answered_at", "seconds", "is_late", "refused_reason", "received_at",
+]
+
+
+def study_export_rows(study: Study) -> Iterator[dict]:
+    """One row per lease (answered or not, including unfinished attempts), then one per refused answer."""
+    leases = (
+        ParticipantLease.objects.filter(attempt__study=study)
+        .select_related("attempt", "item", "response")
+        .only("id", "position", "status", "shown_at", "item__id", "item__source", "item__external_id",
+              "item__answer_index", "attempt__id", "attempt__external_participant_id", "attempt__external_study_id",
+              "attempt__external_session_id", "attempt__status", "attempt__language", "attempt__started_at", "attempt__deadline",
+              "attempt__ended_at", "response__id", "response__chosen_option", "response__is_correct",
+              "response__confidence", "response__highlights", "response__language", "response__shown_at",
+              "response__answered_at", "response__is_late")
+        .order_by("attempt_id", "position")
+    )
+    for lease in leases:
+        a, item = lease.attempt, lease.item
+        r = getattr(lease, "response", None)
+        yield {
+            **_attempt_fields(study, a),
+            "record": "response" if r else "lease",
+            "position": lease.position + 1, "item_id": item.pk, "item_source": item.source,
+            "item_external_id": item.external_id, "lease_status": lease.status,
+            "chosen_option": r.chosen_option if r else None, "correct_option": item.answer_index,
+            "is_correct": r.is_correct if r else None, "confidence": r.confidence if r else None,
+            "highlights": r.highlights if r else [], "language": r.language if r else study.language_of(a.language),
+            "shown_at": _iso(r.shown_at if r else lease.shown_at), "answered_at": _iso(r.answered_at) if r else None,
+            "seconds": round(r.seconds, 3) if r else None, "is_late": r.is_late if r else None,
+            "refused_reason": None, "received_at": None,
+        }
+    for refused in RefusedAnswer.objects.filter(attempt__study=study).select_related("attempt", "item").order_by("pk"):
+        item = refused.item
+        yield {
+            **{name: None for name in EXPORT_FIELDS},
+            **_attempt_fields(study, refused.attempt),
+            "record": "refused", "item_id": item.pk if item else None,
+            "item_source": item.source if item else None, "item_external_id": item.external_id if item else None,
+            "chosen_option": refused.payload.get("chosen_option"), "highlights": refused.payload.get("highlights") or [],
+            "confidence": refused.payload.get("confidence"),
+            "refused_reason": refused.reason, "received_at": _iso(refused.received_at),
+        }
+
+
+def study_attempts_export(study: Study) -> list[dict]:
+    """Every attempt (also those that never started or found the study full), for the JSON export."""
+    return [
+        {**_attempt_fields(study, a), "joined_at": _iso(a.joined_at)}
+        for a in study.attempts.order_by("joined_at")
+    ]
+
+
+def _attempt_fields(study: Study, a: Attempt) -> dict:
+    return {
+        "study": study.slug, "attempt_id": a.pk, "participant_id": a.external_participant_id,
+        "external_study_id": a.external_study_id, "session_id": a.external_session_id,
+        "attempt_status": a.status, "attempt_started_at": _iso(a.started_at),
+        "attempt_deadline": _iso(a.deadline), "attempt_ended_at": _iso(a.ended_at),
+    }
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value else None

@@ -1,0 +1,136 @@
+"""Screen-outs reported to Prolific by a real Celery worker, against the stand-in Prolific API: a participant screened
+out in the middle of a connected study gives every item back at once (the answered ones too, as their answers are
+counted nowhere), every item still ends with exactly its raters' counted answers, and the stand-in records the
+screen-out once although the task runs three times (twice at once); Prolific unavailable at first is retried; a
+participant screened out by the screening question sees the screen-out code and its way back to Prolific."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.db.models import Count
+from django.urls import reverse
+
+from studies.models import (
+    Attempt,
+    AttemptStatus,
+    ParticipantLease,
+    ParticipantLeaseStatus,
+    ProlificReport,
+    Response,
+    StudyItem,
+)
+from studies.prolific import services as prolific
+from studies.selectors import study_results
+from studies.services import attempt_screen_out, attempt_start, question_open, response_submit, study_join
+from studies.tasks import report_screen_out
+from tests.conftest import start_celery_worker, subprocess_env
+from tests.support.prolific_server import ProlificStandIn
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SECRET, TOKEN, PSTUDY = "whsec-screen-0123456789", "token-screen", "64f0c0ffee0000000000abcd"
+
+
+def _wait(condition, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"waited {timeout_s} s for {what}")
+
+
+def _answer(attempt, n: int | None = None) -> None:
+    while (n is None or n > 0) and (question := question_open(attempt=attempt)) is not None:
+        response_submit(token=attempt.token, position=question.lease.position,
+                        chosen_option=question.lease.item.answer_index)
+        n = None if n is None else n - 1
+
+
+def test_a_screen_out_gives_the_items_back_at_once_and_prolific_records_it_once(
+        make_study, tmp_path, monkeypatch, settings):
+    monkeypatch.setenv("PROLIFIC_TEST_TOKEN", TOKEN)
+    with ProlificStandIn(token=TOKEN, webhook_secret=SECRET) as stand_in:
+        settings.PROLIFIC_API_URL = stand_in.base_url
+        env = subprocess_env(PROLIFIC_API_URL=stand_in.base_url, PROLIFIC_TEST_TOKEN=TOKEN,
+                             PROLIFIC_API_TIMEOUT_S="5")
+        study = make_study(n_items=8, per_participant=4, raters=2, time_limit_seconds=3600, slug="screen-life",
+                           screen_out_code="SCREENED-1")
+        prolific.connection_set(study_id=study.pk, prolific_study_id=PSTUDY, token_env="PROLIFIC_TEST_TOKEN")
+        stand_in.add_study(PSTUDY, places=5)
+        sessions, attempts = [], []
+        for n in range(5):
+            pid = f"5f{n:022d}"
+            sessions.append(stand_in.add_submission(PSTUDY, pid))
+            attempts.append(study_join(study=study, participant_id=pid, external_study_id=PSTUDY,
+                                       session_id=sessions[-1]))
+        for i in range(4):  # 4 x 4 = 8 items x 2 raters: the pool is taken
+            attempts[i] = attempt_start(attempt_id=attempts[i].pk)
+        assert attempt_start(attempt_id=attempts[4].pk).status == AttemptStatus.FULL
+        _answer(attempts[0], 2)  # fails a check after two answers
+
+        stand_in.fail_next(2)  # Prolific is unavailable at first: the worker retries with backoff
+        worker = start_celery_worker(tmp_path, pool="prefork", concurrency=2, env=env)
+        try:
+            screened = attempt_screen_out(attempt_id=attempts[0].pk, reason="Failed the attention check.")
+            # At once, before the worker has said anything to Prolific: every item of the attempt is back.
+            assert screened.status == AttemptStatus.SCREENED_OUT
+            assert set(screened.leases.values_list("status", flat=True)) == {ParticipantLeaseStatus.SCREENED_OUT}
+            assert sum(StudyItem.objects.filter(study=study).values_list("load", flat=True)) == 8 * 2 - 4
+            assert Response.objects.filter(attempt=screened).count() == 2  # kept
+            report_screen_out.delay(screened.pk)  # the task runs again (a redelivery), twice at once
+            report_screen_out.delay(screened.pk)
+            _wait(lambda: Attempt.objects.get(pk=screened.pk).prolific_report, 60, "the screen-out reported")
+            time.sleep(1.0)  # the other runs finish too
+        finally:
+            worker.stop()
+        report_screen_out.apply(args=[screened.pk])  # and once more, in this process
+        assert stand_in.state.screen_outs == [(sessions[0], True)]
+        assert stand_in.state.submissions[sessions[0]]["status"] == "SCREENED-OUT"
+        assert stand_in.state.studies[PSTUDY]["total_available_places"] == 6
+        screened.refresh_from_db()
+        assert screened.prolific_report == ProlificReport.SCREENED_OUT and screened.prolific_reported_at
+
+        # The waiting participant takes the items back; everyone finishes: each item has exactly 2 counted answers.
+        attempts[4] = attempt_start(attempt_id=attempts[4].pk)
+        assert attempts[4].status == AttemptStatus.STARTED
+        for attempt in attempts[1:]:
+            _answer(attempt)
+        counted = Response.objects.filter(attempt__study=study).exclude(attempt__status=AttemptStatus.SCREENED_OUT)
+        per_item = dict(counted.values_list("item").annotate(n=Count("id")))
+        assert len(per_item) == 8 and set(per_item.values()) == {2}
+        assert not ParticipantLease.objects.filter(attempt__study=study, status=ParticipantLeaseStatus.ACTIVE).exists()
+        results = study_results(study)
+        assert results.n_responses == 16 and results.n_screened_out == 1
+        assert screened.pk not in {p.attempt.pk for p in results.participants}
+
+
+def test_the_screening_question_screens_out_with_the_code_and_the_way_back_to_prolific(make_study, client):
+    study = make_study(n_items=6, per_participant=2, screen_out_code="SO-CODE", completion_code="DONE",
+                       screening_question="Do you read English fluently?", screening_options=["Yes", "No"],
+                       screening_pass=[0])
+    landing = reverse("studies_public:landing", args=[study.slug])
+    join = reverse("studies_public:join", args=[study.slug])
+    answers = {}
+    for pid, option in (("5fpass", "0"), ("5ffail", "1")):
+        client.cookies.clear()
+        client.get(landing, {"PROLIFIC_PID": pid, "STUDY_ID": "s", "SESSION_ID": f"sess-{pid}"})
+        hub = client.post(join, {"consent": "yes", "PROLIFIC_PID": pid, "STUDY_ID": "s",
+                                 "SESSION_ID": f"sess-{pid}"})["Location"]
+        page = client.get(hub).content.decode()
+        assert 'id="screening"' in page and "Do you read English fluently?" in page
+        token = hub.rstrip("/").split("/")[-1]
+        start = reverse("studies_public:start", args=[token])
+        missing = client.post(start)
+        assert missing.status_code == 400 and b'id="screening-error"' in missing.content
+        assert Attempt.objects.get(token=token).status == AttemptStatus.JOINED
+        client.post(start, {"screening_answer": option})
+        answers[pid] = (Attempt.objects.get(token=token), client.get(hub).content.decode())
+    passed, page = answers["5fpass"]
+    assert passed.status == AttemptStatus.STARTED and passed.screening_answer == 0
+    failed, page = answers["5ffail"]
+    assert failed.status == AttemptStatus.SCREENED_OUT and failed.screening_answer == 1
+    assert not failed.leases.exists()
+    assert 'id="screened-out"' in page and 'id="completion-code">SO-CODE<' in page
+    assert "https://app.prolific.com/submissions/complete?cc=SO-CODE" in page and 'id="screen-out-payment"' in page
