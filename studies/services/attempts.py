@@ -7,6 +7,7 @@ check `load <= quota` guards it as well.
 """
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -29,6 +30,8 @@ from studies.models import (
     StudyStatus,
 )
 from studies.selectors import attempt_resumable
+
+log = logging.getLogger(__name__)
 
 
 def study_join(*, study: Study, participant_id: str = "", external_study_id: str = "", session_id: str = "",
@@ -188,10 +191,19 @@ def attempt_screen_out(*, attempt_id: int, reason: str, screening_answer: int | 
     attempt.screening_answer = screening_answer
     attempt.save(update_fields=["status", "ended_at", "screened_out_reason", "screening_answer"])
     if attempt.external_session_id and hasattr(attempt.study, "prolific"):  # a connected study: the worker tells it
-        from studies.tasks import report_screen_out
-
-        transaction.on_commit(lambda: report_screen_out.delay(attempt.pk))
+        transaction.on_commit(lambda: _report_screen_out(attempt.pk))
     return attempt
+
+
+def _report_screen_out(attempt_id: int) -> None:
+    """Queue the report to Prolific; a broker that does not answer never fails the participant's page (the
+    attempt shows "not reported" on the Prolific page)."""
+    from studies.tasks import report_screen_out
+
+    try:
+        report_screen_out.delay(attempt_id)
+    except Exception:  # noqa: BLE001  (kombu's errors are many; the participant's page must not fail)
+        log.exception("screen-out of attempt %s not queued for Prolific", attempt_id)
 
 
 def attempt_screening_answer(*, attempt_id: int, option: int) -> Attempt:
