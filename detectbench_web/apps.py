@@ -10,10 +10,10 @@ class DetectbenchWebConfig(AppConfig):
         """The apps are loaded: what exists now lives as long as the process. Freeze it (the collector never walks
         it again, and forked workers share its pages) and turn collection back on (off since the package was
         imported, see detectbench_web/__init__.py). The pure packages' words translate through Django's gettext."""
-        from django.utils.translation import gettext
+        from django.utils.translation import gettext, ngettext
 
         from foundation.words import set_translator
 
-        set_translator(gettext)
+        set_translator(gettext, ngettext)
         gc.freeze()
         gc.enable()

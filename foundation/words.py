@@ -14,12 +14,17 @@ def _as_written(text: str) -> str:
     return text
 
 
+def _as_written_plural(singular: str, plural: str, n: int) -> str:
+    return singular if n == 1 else plural
+
+
 _translate: Callable[[str], str] = _as_written
+_translate_plural: Callable[[str, str, int], str] = _as_written_plural
 
 
-def set_translator(translate: Callable[[str], str]) -> None:
-    global _translate
-    _translate = translate
+def set_translator(translate: Callable[[str], str], translate_plural: Callable[[str, str, int], str]) -> None:
+    global _translate, _translate_plural
+    _translate, _translate_plural = translate, translate_plural
 
 
 def gettext_noop(text: str) -> str:
@@ -31,4 +36,10 @@ def gettext(text: str, /, **values) -> str:
     """`text` in the active language, its %(name)s placeholders filled from `values` (named gettext so that
     makemessages finds the literal words)."""
     translated = _translate(text)
+    return translated % values if values else translated
+
+
+def ngettext(singular: str, plural: str, n: int, /, **values) -> str:
+    """The form for `n` in the active language, its placeholders filled from `values`."""
+    translated = _translate_plural(singular, plural, n)
     return translated % values if values else translated

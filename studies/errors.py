@@ -7,6 +7,7 @@ responses. Pure Python: no Django import (`content` raises `AnswerInvalid`).
 from __future__ import annotations
 
 from foundation.errors import Invalid, ServiceError
+from foundation.words import gettext, ngettext
 
 
 class StudyError(ServiceError):
@@ -157,16 +158,21 @@ class TranslationsMissing(StudySetupInvalid):
         """`gaps`: (language name, pool items without a translation, whether the practice item lacks one)."""
         parts = []
         for name, items, practice in gaps:
-            what = []
-            if items:
-                what.append(f"{len(items)} pool item{'s' if len(items) != 1 else ''} "
-                            f"({', '.join(items[:8])}{' …' if len(items) > 8 else ''})")
-            if practice:
-                what.append("the practice item")
-            parts.append(f"{' and '.join(what)} {'have' if len(items) + practice > 1 else 'has'} no {name} translation")
+            listed = ", ".join(items[:8]) + (" …" if len(items) > 8 else "")
+            if items and practice:
+                parts.append(ngettext("%(n)s pool item (%(items)s) and the practice item have no %(language)s "
+                                      "translation", "%(n)s pool items (%(items)s) and the practice item have no "
+                                      "%(language)s translation", len(items), n=len(items), items=listed,
+                                      language=name))
+            elif items:
+                parts.append(ngettext("%(n)s pool item (%(items)s) has no %(language)s translation",
+                                      "%(n)s pool items (%(items)s) have no %(language)s translation", len(items),
+                                      n=len(items), items=listed, language=name))
+            else:
+                parts.append(gettext("the practice item has no %(language)s translation", language=name))
         super().__init__(
-            "The study cannot open: " + "; ".join(parts) + ". Translate them, leave the untranslated items out "
-            "of the pool (and choose a translated practice item), or keep the study as a draft.",
+            gettext("The study cannot open: %(gaps)s. Translate them, leave the untranslated items out of the pool "
+                    "(and choose a translated practice item), or keep the study as a draft.", gaps="; ".join(parts)),
             field="status", details={"untranslated": {name: items for name, items, _ in gaps}})
         self.gaps = list(gaps)
 

@@ -94,38 +94,47 @@ def _participant_stages(client: Client, values: dict):
 
 def test_every_page_of_every_role_reads_in_chinese(world):  # noqa: F811
     clients, values = world
-    visitors = [("participant", clients["participant"], values), ("annotator", clients["annotator"], values),
-                ("researcher", clients["researcher"], values), ("anonymous", clients["anonymous"], values)]
     zh_participant, zh_values = _chinese_study(values)
+    visitors = [("participant", clients["participant"], values),
+                ("participant in a Chinese study", zh_participant, zh_values),
+                ("annotator", clients["annotator"], values), ("researcher", clients["researcher"], values),
+                ("anonymous", clients["anonymous"], values)]
+    # The researcher's pages also with a split or runs chosen (tables, figures, notes).
     chosen = [f"/evaluation/{page}/?split=test" for page in ("leaderboard", "figures", "quality", "one-scale")]
     chosen += [f"/evaluation/figures/{name}/?split=test" for name in FIGURES]
     chosen += [f"/evaluation/compare/runs/?a={values['run']}&b={values['run']}"]
-    visitors.insert(1, ("participant in a Chinese study", zh_participant, zh_values))
     found: dict[str, list[str]] = defaultdict(list)
     figures: dict[str, list[str]] = defaultdict(list)
-    pages = defaultdict(int)
+    pages: dict[str, int] = defaultdict(int)
+    seen: dict[str, str] = defaultdict(str)
+
+    def read(visitor: str, url: str, status: int, html: str) -> None:
+        pages[visitor] += 1
+        seen[visitor] += html
+        page = f"{visitor} {url} ({status})"
+        found[page] += [p for p in english_phrases(html) if p not in ALLOWED]
+        figures[page] += [m.group(0) for text in _figure_texts(html) for m in ENGLISH_PHRASE.finditer(text)
+                          if m.group(0) not in ALLOWED]
+
     for visitor, client, known in visitors:
         client.cookies["django_language"] = "zh-hans"
-        for url, status, html in _walk(client, known, chosen if visitor == "researcher" else []):
-            pages[visitor] += 1
-            page = f"{visitor} {url} ({status})"
-            found[page] += [p for p in english_phrases(html) if p not in ALLOWED]
-            figures[page] += [m.group(0) for text in _figure_texts(html) for m in ENGLISH_PHRASE.finditer(text)
-                              if m.group(0) not in ALLOWED]
-    seen = defaultdict(str)
-    for stage, url, status, html in _participant_stages(zh_participant, zh_values):
-        pages[stage] += 1
-        seen[stage] += html
-        found[f"participant in a Chinese study, {stage}: {url} ({status})"] += english_phrases(html)
-    # The walk saw a question in Chinese, then the end with its code.
-    assert "谁进了书房" in seen["started"] and "CODE-5678" in seen["finished"], dict(pages)
-    assert pages["researcher"] >= 30 and pages["annotator"] >= 10 and pages["participant in a Chinese study"] >= 1, \
-        dict(pages)
+        for page in _walk(client, known, chosen if visitor == "researcher" else []):
+            read(visitor, *page)
+    for page in _walk(Client(raise_request_exception=False), zh_values, [], prefix="s/"):
+        read("before joining a Chinese study", *page)
+    for stage, *page in _participant_stages(zh_participant, zh_values):
+        read(f"participant in a Chinese study, {stage}", *page)
+
+    # The walk saw the consent page, a question in Chinese, then the end with its code.
+    assert "参与完全自愿" in seen["before joining a Chinese study"], dict(pages)
+    assert "谁进了书房" in seen["participant in a Chinese study, started"], dict(pages)
+    assert "CODE-5678" in seen["participant in a Chinese study, finished"], dict(pages)
+    assert pages["researcher"] >= 30 and pages["annotator"] >= 10, dict(pages)
     english = {page: sorted(set(p)) for page, p in found.items() if p}
     in_figures = {page: sorted(set(p)) for page, p in figures.items() if p}
     report = "\n".join(f"{page}: {phrases}" for page, phrases in sorted({**english, **in_figures}.items()))
-    assert not english and not in_figures, f"English on {len(english)} pages, in figures on {len(in_figures)}:\n" \
-                                           + report
+    assert not english and not in_figures, \
+        f"English on {len(english)} pages, in figures on {len(in_figures)}:\n{report}"
 
 
 def test_a_figure_drawn_in_chinese_finds_a_font_for_every_character(world):  # noqa: F811
