@@ -24,6 +24,7 @@ SECTIONS = [
     (_("Pages"), ["consent_text", "instructions", "practice_item"]),
     (_("Pay and completion"), ["bonus_per_correct", "bonus_currency", "completion_code", "completion_url",
                                "timeout_completion_code", "timeout_instruction"]),
+    (_("Screening"), ["screening_question", "screening_options", "screening_pass", "screen_out_code"]),
 ]
 
 #: The study settings the services take (model field names: the form's minutes become seconds).
@@ -31,7 +32,8 @@ SETTING_FIELDS = [
     "title", "status", "pool_split", "pool_sample", "seed", "pool_include_rejected", "per_participant", "raters",
     "time_limit_seconds", "question_time_limit_seconds", "grace_seconds", "language", "extra_languages",
     "consent_text", "instructions", "practice_item", "bonus_per_correct", "bonus_currency", "completion_code",
-    "completion_url", "timeout_completion_code", "timeout_instruction",
+    "completion_url", "timeout_completion_code", "timeout_instruction", "screening_question", "screening_options",
+    "screening_pass", "screen_out_code",
 ]
 
 MAX_MINUTES = 24 * 60
@@ -98,6 +100,13 @@ class StudyForm(forms.ModelForm):
         help_text=_("Shown untimed before Start, with feedback; never one of the study's items."))
     completion_url = forms.URLField(required=False, assume_scheme="https", label=_("Completion URL"),
                                     help_text=_("Redirect after the last answer (Prolific style)."))
+    screening_options = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}), label=_("Screening options"),
+        help_text=_("The answers to choose from, one per line."))
+    screening_pass = forms.CharField(
+        required=False, label=_("Passing options"),
+        help_text=_("The numbers of the options that pass (1 = the first line), e.g. “1” or “1, 3”; any other "
+                    "answer screens the participant out."))
     extra_languages = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple, label=_("Languages participants may switch to"),
         choices=[(code or ORIGINAL, label) for code, label in STUDY_LANGUAGES],
@@ -110,24 +119,29 @@ class StudyForm(forms.ModelForm):
             "slug", "title", "status", "pool_split", "pool_sample", "seed", "pool_include_rejected",
             "per_participant", "raters", "grace_seconds", "language", "extra_languages", "consent_text",
             "instructions", "practice_item", "bonus_per_correct", "bonus_currency", "completion_code",
-            "completion_url", "timeout_completion_code", "timeout_instruction",
+            "completion_url", "timeout_completion_code", "timeout_instruction", "screening_question",
+            "screening_options", "screening_pass", "screen_out_code",
         ]
         labels = {
             "pool_include_rejected": _("Include items annotators rejected"), "slug": _("Slug"), "title": _("Title"),
             "status": _("Status"), "seed": _("Seed"), "language": _("Language"), "consent_text": _("Consent text"),
             "instructions": _("Instructions"), "bonus_currency": _("Bonus currency"),
             "completion_code": _("Completion code"), "timeout_completion_code": _("Timeout completion code"),
-            "timeout_instruction": _("Timeout instruction"),
+            "timeout_instruction": _("Timeout instruction"), "screening_question": _("Screening question"),
+            "screen_out_code": _("Screen-out code"),
         }
         widgets = {
             "consent_text": forms.Textarea(attrs={"rows": 8}),
             "instructions": forms.Textarea(attrs={"rows": 4}),
             "timeout_instruction": forms.Textarea(attrs={"rows": 2}),
+            "screening_question": forms.Textarea(attrs={"rows": 2}),
         }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         study = self.instance
+        self.initial["screening_options"] = "\n".join(study.screening_options or [])
+        self.initial["screening_pass"] = ", ".join(str(i + 1) for i in study.screening_pass or [])
         if study.pk:
             self.initial["extra_languages"] = [code or ORIGINAL for code in study.extra_languages or []]
             self.initial["time_limit_minutes"] = _minutes(study.time_limit_seconds)
@@ -149,6 +163,22 @@ class StudyForm(forms.ModelForm):
     def clean_extra_languages(self) -> list[str]:
         chosen = [language_param(code) for code in self.cleaned_data.get("extra_languages") or []]
         return [code for code in chosen if code != self.cleaned_data.get("language")]
+
+    def clean_screening_options(self) -> list[str]:
+        return [line.strip() for line in (self.cleaned_data.get("screening_options") or "").splitlines()
+                if line.strip()]
+
+    def clean_screening_pass(self) -> list[int]:
+        """Option numbers as the researcher counts them (from 1), stored from 0."""
+        words = (self.cleaned_data.get("screening_pass") or "").replace(",", " ").split()
+        if not all(word.isdigit() and int(word) >= 1 for word in words):
+            raise forms.ValidationError(_("Passing options: option numbers (1 = the first), e.g. “1, 3”."))
+        options = self.cleaned_data.get("screening_options") or []
+        too_big = [word for word in words if int(word) > len(options)]
+        if too_big:
+            raise forms.ValidationError(_("There is no option %(n)s: the screening question has %(count)d.") % {
+                "n": too_big[0], "count": len(options)})
+        return sorted({int(word) - 1 for word in words})
 
     def clean_slug(self):
         slug = self.cleaned_data["slug"]

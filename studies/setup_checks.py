@@ -1,5 +1,5 @@
 """Reads that check a study's setup before participants meet it: translation coverage of the pool and the
-practice item in every language the study offers, and warnings about the sample and the quota."""
+practice item in every language the study offers, and warnings about the sample, the quota and the screening."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -108,4 +108,17 @@ def setup_warnings(study: Study, *, available: int | None = None) -> list[str]:
         if hints:
             message += " " + _("Dividing settings: %(hints)s.") % {"hints": _("; or ").join(hints)}
         warnings.append(message)
+    return warnings + screening_warnings(study)
+
+
+def screening_warnings(study: Study) -> list[str]:
+    """A screening question that nobody can pass, or screen-outs with no code to return with."""
+    if not study.screening:
+        return []
+    warnings = []
+    if not study.screening_pass:
+        warnings.append(_("The screening question has no passing option: every participant will be screened out."))
+    if not study.screen_out_code:
+        warnings.append(_("The study screens participants out but has no screen-out code: a screened-out "
+                          "participant is asked to return the study instead, and gets no screen-out payment."))
     return warnings
