@@ -51,7 +51,9 @@ def _page(request, study: Study, *, form: ConnectionForm | None = None, status: 
         "awaiting_review": SubmissionStatus.AWAITING_REVIEW,
         "app_counts": {"joined": attempts.count(),
                        "finished": attempts.filter(status=AttemptStatus.FINISHED).count(),
-                       "running": attempts.filter(status=AttemptStatus.STARTED).count()},
+                       "running": attempts.filter(status=AttemptStatus.STARTED).count(),
+                       "screened_out": attempts.filter(status=AttemptStatus.SCREENED_OUT).count()},
+        "reports": list(selectors.attempt_reports(study_id=study.pk)),
         "batches": list(selectors.bonus_batch_list(study_id=study.pk)),
         "deliveries": list(ProlificWebhookDelivery.objects.filter(attempt__study=study).order_by("-received_at")[:20]),
     }

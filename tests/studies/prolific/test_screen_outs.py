@@ -6,6 +6,7 @@ participant screened out by the screening question sees the screen-out code and 
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import pytest
 from django.db.models import Count
@@ -22,7 +23,14 @@ from studies.models import (
 )
 from studies.prolific import services as prolific
 from studies.selectors import study_results
-from studies.services import attempt_screen_out, attempt_start, question_open, response_submit, study_join
+from studies.services import (
+    attempt_expire,
+    attempt_screen_out,
+    attempt_start,
+    question_open,
+    response_submit,
+    study_join,
+)
 from studies.tasks import report_screen_out
 from tests.conftest import start_celery_worker, subprocess_env
 from tests.support.prolific_server import ProlificStandIn
@@ -49,7 +57,7 @@ def _answer(attempt, n: int | None = None) -> None:
 
 
 def test_a_screen_out_gives_the_items_back_at_once_and_prolific_records_it_once(
-        make_study, tmp_path, monkeypatch, settings):
+        make_study, tmp_path, monkeypatch, settings, researcher_client):
     monkeypatch.setenv("PROLIFIC_TEST_TOKEN", TOKEN)
     with ProlificStandIn(token=TOKEN, webhook_secret=SECRET) as stand_in:
         settings.PROLIFIC_API_URL = stand_in.base_url
@@ -91,6 +99,10 @@ def test_a_screen_out_gives_the_items_back_at_once_and_prolific_records_it_once(
         assert stand_in.state.studies[PSTUDY]["total_available_places"] == 6
         screened.refresh_from_db()
         assert screened.prolific_report == ProlificReport.SCREENED_OUT and screened.prolific_reported_at
+        page = researcher_client.get(reverse("studies:prolific", args=[study.slug])).content.decode()
+        row = page.split(f'id="report-{screened.pk}"')[1].split("</tr>")[0]
+        assert "Screened out through Prolific&#x27;s API" in row and sessions[0] in row
+        assert "Failed the attention check." in row
 
         # The waiting participant takes the items back; everyone finishes: each item has exactly 2 counted answers.
         attempts[4] = attempt_start(attempt_id=attempts[4].pk)
@@ -134,3 +146,19 @@ def test_the_screening_question_screens_out_with_the_code_and_the_way_back_to_pr
     assert not failed.leases.exists()
     assert 'id="screened-out"' in page and 'id="completion-code">SO-CODE<' in page
     assert "https://app.prolific.com/submissions/complete?cc=SO-CODE" in page and 'id="screen-out-payment"' in page
+
+
+def test_a_time_out_in_the_app_records_the_time_out_code_given_and_the_prolific_page_shows_it(
+        make_study, researcher_client):
+    study = make_study(n_items=4, per_participant=2, time_limit_seconds=60, timeout_completion_code="TIME-9")
+    prolific.connection_set(study_id=study.pk, prolific_study_id="p-time", token_env="PROLIFIC_TIME_TOKEN")
+    attempt = study_join(study=study, participant_id="5ftime", session_id="sub-time")
+    attempt = attempt_start(attempt_id=attempt.pk)
+    expired = attempt_expire(attempt_id=attempt.pk, now=attempt.deadline + timedelta(minutes=5), overdue_only=True)
+    assert expired.status == AttemptStatus.EXPIRED
+    expired.refresh_from_db()
+    assert expired.prolific_report == ProlificReport.TIMEOUT_CODE and expired.prolific_report_detail == "TIME-9"
+    assert expired.prolific_reported_at == expired.ended_at
+    page = researcher_client.get(reverse("studies:prolific", args=[study.slug])).content.decode()
+    row = page.split(f'id="report-{expired.pk}"')[1].split("</tr>")[0]
+    assert "Time-out code shown to the participant" in row and "TIME-9" in row
