@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluation.figures.drawing import _LOCK, COLORS, Drawn, _figure, _plain, _shorten, style
+from foundation.words import gettext
 
 #: At most this many models get a row of their own (the best and the worst kept, the middle elided).
 MAX_MODEL_ROWS = 40
@@ -33,16 +34,16 @@ def draw_scale(people: Sequence[float], models: Sequence[tuple[str, float, float
         tips = {}
         if people:
             top.hist(people, bins=min(30, max(8, len(people) // 4)), range=(low, high), color=COLORS[0], alpha=0.75,
-                     edgecolor="white", linewidth=0.6, label=f"people (n = {len(people)})")
+                     edgecolor="white", linewidth=0.6, label=gettext("people (n = %(n)s)", n=len(people)))
         else:
-            top.text(0.5, 0.6, "no study answers on these items", transform=top.transAxes, ha="center",
+            top.text(0.5, 0.6, gettext("no study answers on these items"), transform=top.transAxes, ha="center",
                      color="#5f6b7a")
         if len(difficulties):
             rug = top.plot(difficulties, np.zeros(len(difficulties)), "|", color="#5f6b7a", markersize=9, alpha=0.5,
-                           label=f"item difficulties ({len(difficulties)})")[0]
+                           label=gettext("item difficulties (%(n)s)", n=len(difficulties)))[0]
             rug.set_gid("items")
-            tips["items"] = ("rug", f"{len(difficulties)} item difficulties")
-        top.set_ylabel("people (count)")
+            tips["items"] = ("rug", gettext("%(n)s item difficulties", n=len(difficulties)))
+        top.set_ylabel(gettext("people (count)"))
         top.legend(fontsize=7, loc="upper left", frameon=False)
         top.tick_params(labelbottom=False)
         top.set_title(_plain(title), loc="left")
@@ -51,15 +52,16 @@ def draw_scale(people: Sequence[float], models: Sequence[tuple[str, float, float
             dot = bottom.errorbar([ability], [y], xerr=[[ability - lo], [hi - ability]], fmt="o",
                                   color=COLORS[1], ecolor=COLORS[1], markersize=4, capsize=2)
             dot.lines[0].set_gid(gid)
-            tips[gid] = ("model", f"{label}: ability {ability:.2f} [{lo:.2f}, {hi:.2f}]")
+            tips[gid] = ("model", gettext("%(model)s: ability %(ability)s [%(low)s, %(high)s]", model=label,
+                                          ability=f"{ability:.2f}", low=f"{lo:.2f}", high=f"{hi:.2f}"))
         bottom.set_yticks(range(len(models)), [_plain(_shorten(m[0], 44)) for m in models])
         bottom.set_ylim(len(models) - 0.5 if models else 0.5, -0.5)
         bottom.set_xlim(low, high)
-        bottom.set_xlabel("ability (people and models) / difficulty (items), one logit scale")
+        bottom.set_xlabel(gettext("ability (people and models) / difficulty (items), one logit scale"))
         bottom.grid(axis="x", color="#eef0f3", linewidth=0.8)
         bottom.set_axisbelow(True)
         if not models:
-            bottom.text(0.5, 0.5, "no model runs", transform=bottom.transAxes, ha="center", color="#5f6b7a")
+            bottom.text(0.5, 0.5, gettext("no model runs"), transform=bottom.transAxes, ha="center", color="#5f6b7a")
         if note:
             figure.text(0.01, -0.02, _plain(note), fontsize=7, color="#5f6b7a", va="top", wrap=True)
     return Drawn(figure, title, tips)

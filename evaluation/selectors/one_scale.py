@@ -201,12 +201,13 @@ def _assemble(split, fitted, people_b, model_b, keys, items, r, j, y, labels) ->
     result = OneScale(split=split, model=fitted.model, reason=fitted.reason, answers=fitted.answers,
                       converged=fitted.converged, respondents=respondents, items=rows)
     result.notes = [
-        f"{fitted.model} item-response model ({fitted.reason}), fitted by marginal maximum likelihood with "
-        "abilities ~ N(0, 1) and weak priors on the item parameters: abilities and difficulties on one scale.",
-        "Respondents: each study attempt, and each model run (the latest finished run of each endpoint x method "
-        "x option order on the split). An item at another content version is another item.",
-        "Ability: posterior mean, 95% interval +-1.96 posterior SD. Hard for people / for models: the item's "
-        "difficulty fitted to each group's answers alone (abilities held), their difference over its standard "
-        "error (z).",
+        gettext("%(model)s item-response model (%(reason)s), fitted by marginal maximum likelihood with abilities "
+                "~ N(0, 1) and weak priors on the item parameters: abilities and difficulties on one scale.")
+        % {"model": fitted.model, "reason": fitted.reason},
+        gettext("Respondents: each study attempt, and each model run (the latest finished run of each endpoint x "
+                "method x option order on the split). An item at another content version is another item."),
+        gettext("Ability: posterior mean, 95%% interval +-1.96 posterior SD. Hard for people / for models: the "
+                "item's difficulty fitted to each group's answers alone (abilities held), their difference over its "
+                "standard error (z).") % {},
     ]
     return result

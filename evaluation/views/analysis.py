@@ -142,9 +142,12 @@ def _one_scale_form(request) -> OneScaleForm:
 def _scale_figure(result: OneScale):
     return draw_scale([p.ability for p in result.people], [(m.label, m.ability, m.low, m.high) for m in result.models],
                       [i.difficulty for i in result.items],
-                      title=f"People and models on one scale ({result.model}), split {result.split}",
-                      note=f"{len(result.people)} study attempts, {len(result.models)} model runs, "
-                           f"{len(result.items)} items, {result.answers} answers; models with 95% intervals.")
+                      title=gettext("People and models on one scale (%(model)s), split %(split)s")
+                      % {"model": result.model, "split": result.split},
+                      note=gettext("%(people)s study attempts, %(models)s model runs, %(items)s items, %(answers)s "
+                                   "answers; models with 95%% intervals.")
+                      % {"people": len(result.people), "models": len(result.models), "items": len(result.items),
+                         "answers": result.answers})
 
 
 def _quartiles(values: list[float]) -> dict | None:
