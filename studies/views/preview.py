@@ -30,7 +30,8 @@ from studies.views.participants import end_links
 
 SESSION_KEY = "study_preview:{slug}"
 STEPS = ("consent", "instructions", "questions", "end")
-END_KINDS = {"finished": AttemptStatus.FINISHED, "expired": AttemptStatus.EXPIRED, "returned": AttemptStatus.RETURNED}
+END_KINDS = {"finished": AttemptStatus.FINISHED, "expired": AttemptStatus.EXPIRED, "returned": AttemptStatus.RETURNED,
+             "screened_out": AttemptStatus.SCREENED_OUT}
 
 
 @dataclass
@@ -82,6 +83,12 @@ class Walk:
                 continue
             return
         self.step, self.end = "end", "finished"
+
+
+def _passes(request, study: Study) -> bool:
+    """The preview's screening answer: one that does not pass (or none) ends the walk on the screen-out page."""
+    answer = request.POST.get("screening_answer", "")
+    return answer.isdigit() and study.screening_passes(int(answer))
 
 
 def _urls(study: Study) -> dict:
@@ -136,6 +143,8 @@ def _end_page(request, study: Study, walk: Walk) -> HttpResponse:
     counts = {"answered": len(walk.answers), "correct": correct, "bonus": study.bonus_for(correct)}
     status = END_KINDS.get(walk.end, AttemptStatus.FINISHED)
     template = "studies/public/complete.html" if status == AttemptStatus.FINISHED else "studies/public/ended.html"
+    if status == AttemptStatus.SCREENED_OUT:
+        template = "studies/public/screened_out.html"
     # Shown as a participant who came from Prolific sees it.
     return _page(request, study, template, walk, {"counts": counts, "bonus": counts["bonus"],
                                                   **end_links(study, status, from_prolific=True)})
@@ -174,6 +183,8 @@ def study_preview_step_view(request, slug: str, step: str):
             return _page(request, study, "studies/public/consent.html", walk,
                          {"default_consent_text": DEFAULT_CONSENT_TEXT, "consent_error": True}, status=400)
         walk.step = "instructions"
+    elif step == "start" and walk.step == "instructions" and study.screening and not _passes(request, study):
+        walk.step, walk.end = "end", "screened_out"  # as a participant whose screening answer does not pass
     elif step == "start" and walk.step == "instructions":
         walk.items = preview_items(study)
         walk.step, walk.position, walk.deadline = "questions", 0, time.time() + study.time_limit_seconds

@@ -45,3 +45,25 @@ def test_the_setup_checks_warn_of_a_question_nobody_passes_and_of_no_screen_out_
     warnings = setup_warnings(study)
     assert "The screening question has no passing option: every participant will be screened out." in warnings
     assert any("no screen-out code" in w for w in warnings)
+
+
+def test_the_preview_shows_the_screening_question_and_the_screen_out_page(client, researcher, make_study):
+    from studies.models import Attempt
+
+    study = make_study(screening_question="Are you 18 or older?", screening_options=["Yes", "No"],
+                       screening_pass=[0], screen_out_code="SO-PREVIEW")
+    client.force_login(researcher)
+    preview = reverse("studies:study_preview", args=[study.slug])
+    step = lambda name, **data: client.post(reverse("studies:study_preview_step", args=[study.slug, name]), data)  # noqa: E731
+    client.get(preview)
+    step("consent", consent="yes")
+    page = client.get(preview).content.decode()
+    assert 'id="screening"' in page and "Are you 18 or older?" in page and 'id="preview-screened-out"' in page
+    step("start", screening_answer="1")
+    page = client.get(preview).content.decode()
+    assert 'id="screened-out"' in page and 'id="completion-code">SO-PREVIEW<' in page
+    step("restart")
+    step("consent", consent="yes")
+    step("start", screening_answer="0")
+    assert "Question 1 of" in client.get(preview).content.decode()
+    assert not Attempt.objects.exists()
