@@ -13,7 +13,12 @@ from studies.prolific.errors import (
     ProlificUnavailable,
 )
 from studies.prolific.models import BonusBatch
-from studies.prolific.services import bonus_batch_send, bonus_batches_to_resume, screen_out_report
+from studies.prolific.services import (
+    bonus_batch_send,
+    bonus_batches_to_resume,
+    screen_out_report,
+    screen_outs_unreported,
+)
 from studies.services import attempts_sweep
 
 log = logging.getLogger(__name__)
@@ -61,6 +66,17 @@ def report_screen_out(self, attempt_id: int) -> str:
     except (ProlificRefused, ProlificNotConnected) as refusal:  # shown on the Prolific page as not reported
         log.warning("screen-out of attempt %s refused by Prolific: %s", attempt_id, refusal)
     return ""
+
+
+@shared_task(name="studies.tasks.report_pending_screen_outs")
+def report_pending_screen_outs() -> list[int]:
+    """Queue the report of every screen-out in a connected study that is still unreported a minute after it
+    (its report was never queued, or gave up while Prolific was unavailable); a report runs once whatever the
+    number of runs."""
+    attempt_ids = screen_outs_unreported()
+    for attempt_id in attempt_ids:
+        report_screen_out.delay(attempt_id)
+    return attempt_ids
 
 
 @shared_task(name="studies.tasks.resume_bonus_batches")

@@ -191,6 +191,8 @@ CELERY_BEAT_SCHEDULE = {
         "task": "studies.tasks.sweep_expired_attempts", "schedule": STUDIES_SWEEP_INTERVAL_S},
     "studies-resume-bonus-batches": {  # a bonus batch whose sender died is finished (reconciled, never paid twice)
         "task": "studies.tasks.resume_bonus_batches", "schedule": STUDIES_SWEEP_INTERVAL_S},
+    "studies-report-screen-outs": {  # a screen-out whose report was never queued, or given up, is sent again
+        "task": "studies.tasks.report_pending_screen_outs", "schedule": STUDIES_SWEEP_INTERVAL_S},
     # Stale "next item" leases come back on demand; the sweep keeps the progress board tidy.
     "annotation-expire-leases": {
         "task": "annotation.tasks.leases_expire_sweep", "schedule": ANNOTATION_LEASE_SWEEP_INTERVAL_S},

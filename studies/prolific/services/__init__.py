@@ -14,10 +14,10 @@ from studies.prolific.services.connections import (
     submission_approve,
     submission_reject,
 )
-from studies.prolific.services.screen_outs import screen_out_report
+from studies.prolific.services.screen_outs import screen_out_report, screen_outs_unreported
 from studies.prolific.services.webhooks import webhook_receive
 
 __all__ = [
     "bonus_batch_approve", "bonus_batch_check_sendable", "bonus_batch_propose", "bonus_batch_send", "bonus_batches_to_resume", "connection_set", "connection_test",
-    "prolific_client", "screen_out_report", "submission_approve", "submission_reject", "webhook_receive",
+    "prolific_client", "screen_out_report", "screen_outs_unreported", "submission_approve", "submission_reject", "webhook_receive",
 ]

@@ -7,6 +7,8 @@ and the submission's status at Prolific settles it.
 """
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -41,3 +43,12 @@ def screen_out_report(*, attempt_id: int) -> Attempt:
     attempt.prolific_reported_at = timezone.now()
     attempt.save(update_fields=["prolific_report", "prolific_report_detail", "prolific_reported_at"])
     return attempt
+
+
+def screen_outs_unreported(*, older_than_s: int = 60) -> list[int]:
+    """Screened-out attempts of connected studies with nothing reported a while after the screen-out (their
+    report was never queued, or gave up): the periodic task queues them again. Refused ones are not retried."""
+    return list(Attempt.objects.filter(
+        status=AttemptStatus.SCREENED_OUT, prolific_report="", study__prolific__isnull=False,
+        ended_at__lt=timezone.now() - timedelta(seconds=older_than_s)).exclude(external_session_id="")
+        .values_list("pk", flat=True))

@@ -162,3 +162,17 @@ def test_a_time_out_in_the_app_records_the_time_out_code_given_and_the_prolific_
     page = researcher_client.get(reverse("studies:prolific", args=[study.slug])).content.decode()
     row = page.split(f'id="report-{expired.pk}"')[1].split("</tr>")[0]
     assert "Time-out code shown to the participant" in row and "TIME-9" in row
+
+
+def test_a_screen_out_left_unreported_is_queued_again_by_the_periodic_task(make_study):
+    from studies.prolific.services import screen_outs_unreported
+
+    study = make_study(n_items=4, per_participant=2)
+    prolific.connection_set(study_id=study.pk, prolific_study_id="p-later", token_env="PROLIFIC_LATER_TOKEN")
+    attempt = study_join(study=study, participant_id="5flater", session_id="sub-later")
+    screened = attempt_screen_out(attempt_id=attempt.pk, reason="Failed.", screening_answer=1, before_start=True)
+    assert screened.status == AttemptStatus.SCREENED_OUT and screen_outs_unreported() == []  # just now: queued
+    Attempt.objects.filter(pk=screened.pk).update(ended_at=screened.ended_at - timedelta(minutes=2))
+    assert screen_outs_unreported() == [screened.pk]
+    Attempt.objects.filter(pk=screened.pk).update(prolific_report=ProlificReport.SCREEN_OUT_REFUSED)
+    assert screen_outs_unreported() == []
