@@ -6,10 +6,15 @@ from __future__ import annotations
 
 from django import forms
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from evaluation.judge.specs import JUDGE_TASKS
 from evaluation.models import Run
 
+#: The judge's tasks as the form names them.
+TASK_WORDS = {"free-text": pgettext_lazy("judge task", "free-text"),
+              "screening": pgettext_lazy("judge task", "screening"),
+              "clue-graph": pgettext_lazy("judge task", "clue-graph")}
 MAX_INT = 2**31 - 1
 BUILTIN_CONFIG = "builtin"  # evaluation.services.judge.BUILTIN_CONFIG: created on its first run
 OFFLINE = _("offline, built in")
@@ -54,7 +59,8 @@ class JudgeRunLaunchForm(forms.Form):
                                help_text=_("A judge configuration and the endpoint that answers for it; "
                                            "“builtin” is the offline judge."))
     task = forms.ChoiceField(label=_("Task"),
-                             choices=[("", _("the configuration's (free-text with a run)"))] + [(t, t) for t in JUDGE_TASKS],
+                             choices=[("", _("the configuration's (free-text with a run)"))]
+                             + [(t, TASK_WORDS.get(t, t)) for t in JUDGE_TASKS],
                              required=False)
     run = RunChoiceField(queryset=Run.objects.filter(method="free-text").select_related("endpoint")
                          .defer("item_ids", "requested_ids").order_by("-pk"),

@@ -160,9 +160,9 @@ def figure_data(name: str, *, split: str, option_order: str = OptionOrder.ORIGIN
     if name == "human-vs-model":
         # Answers to the item's current version only (the model rows kept are fresh too).
         human = {i: (a.correct, a.responses) for i, a in response_outcomes(item_ids=list(inputs.facts)).items()}
-        label = f"{len(inputs.runs)} run(s)"
-        return human_vs_model(human, per_item(inputs.runs), model_label=label,
-                              note=f"{note}; {sum(n for _, n in human.values())} participant answer(s)")
+        label = gettext("%(n)s run(s)") % {"n": len(inputs.runs)}
+        answers = gettext("%(n)s participant answer(s)") % {"n": sum(n for _, n in human.values())}
+        return human_vs_model(human, per_item(inputs.runs), model_label=label, note=f"{note}; {answers}")
     return accuracy_by_feature(name, inputs.runs, inputs.facts, note=note)
 
 
