@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from django.db.models import Count, QuerySet
+from django.utils.translation import gettext
 
 from annotation.models import BeliefLabel, BeliefQueue, Item, LabelStatus
 from annotation.selectors.belief_trust import powered_share
@@ -150,7 +151,7 @@ def _powered(queue_id: int, answered: list[str], unanswered: int, pending: int) 
     from the reviews alone; results without an answer are known to be wrong. Refused while results are not
     judged yet (they had no chance of review)."""
     if pending:
-        reason = f"{pending} result(s) not judged yet: they had no chance of review"
+        reason = gettext("%(n)s result(s) not judged yet: they had no chance of review") % {"n": pending}
         refused = {"value": None, "low": None, "high": None, "n": len(answered) + unanswered, "n_reviewed": 0,
                    "n_uniform": 0, "lam": None, "reason": reason}
         return {"powered": refused, "people": refused}

@@ -10,6 +10,7 @@ from django.urls import reverse
 from annotation import ppi
 from annotation.models import BeliefLabel, BeliefReview
 from annotation.selectors.belief_trust import belief_trust, design
+from annotation.services.belief import belief_queue_policy_set
 from annotation.services.belief_review import belief_lease_next, belief_review_submit
 
 from .support import record_free_text
@@ -22,7 +23,8 @@ def test_the_trust_page_shows_the_judge_powered_share_beside_judge_and_people(qu
     beliefs = [round(0.5 + 0.5 * rng.random(), 4) for _ in range(120)]
     labels = ["correct" if rng.random() < 0.7 else "incorrect" for _ in beliefs]
     record_free_text(queue, items, beliefs, labels=labels)
-    for _ in range(80):  # 16 of them from the uniform share
+    belief_queue_policy_set(queue_id=queue.pk, random_share=0.4)
+    for _ in range(80):  # 32 of them from the uniform share
         lease = belief_lease_next(queue_id=queue.pk, user=annotator)
         label = lease.label
         right = rng.random() < label.belief
