@@ -49,7 +49,7 @@ class SubmissionStatus(models.TextChoices):
     @classmethod
     def ending_the_attempt(cls) -> set[str]:
         """Statuses that end the attempt in the app at once and give its leases back."""
-        return {cls.RETURNED, cls.TIMED_OUT}
+        return {cls.RETURNED, cls.TIMED_OUT, cls.SCREENED_OUT}
 
 
 class ProlificSubmission(models.Model):

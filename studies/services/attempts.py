@@ -171,13 +171,13 @@ def attempt_expire(*, attempt_id: int, now: datetime | None = None, status: str 
 
 @transaction.atomic
 def attempt_screen_out(*, attempt_id: int, reason: str, screening_answer: int | None = None,
-                       before_start: bool = False, now: datetime | None = None) -> Attempt:
+                       before_start: bool = False, report: bool = True, now: datetime | None = None) -> Attempt:
     """Screen a participant out (a failed screening question, or a failed check): the attempt ends SCREENED_OUT.
 
     Every lease it holds goes back to the pool at once, the answered ones too (their answers are kept, marked by
     the lease status SCREENED_OUT, and counted nowhere: not in results, quotas, bonuses or the leaderboard), so that
     every item still ends with its raters. Idempotent; an attempt that already ended otherwise (or, `before_start`,
-    that started meanwhile in another tab) is left as it is.
+    that started meanwhile in another tab) is left as it is. `report=False`: Prolific screened it out itself.
     """
     now = now or timezone.now()
     attempt = Attempt.objects.select_for_update(of=("self",)).select_related("study").get(pk=attempt_id)
@@ -190,7 +190,7 @@ def attempt_screen_out(*, attempt_id: int, reason: str, screening_answer: int | 
     attempt.status, attempt.ended_at, attempt.screened_out_reason = AttemptStatus.SCREENED_OUT, now, reason[:200]
     attempt.screening_answer = screening_answer
     attempt.save(update_fields=["status", "ended_at", "screened_out_reason", "screening_answer"])
-    if attempt.external_session_id and hasattr(attempt.study, "prolific"):  # a connected study: the worker tells it
+    if report and attempt.external_session_id and hasattr(attempt.study, "prolific"):  # connected: the worker tells it
         transaction.on_commit(lambda: _report_screen_out(attempt.pk))
     return attempt
 

@@ -7,7 +7,8 @@ consumed is a duplicate; an event older (`X-Timestamp`) than the submission's la
 submission already in a final status, is stale. Both are answered 200 so that Prolific stops retrying.
 
 A submission RETURNED or TIMED-OUT ends the app's attempt for it at once (`attempt_return` / `attempt_expire`, the
-same services that end a dropout's attempt in the app) and so gives its unanswered items back to the pool.
+same services that end a dropout's attempt in the app) and so gives its unanswered items back to the pool; one
+SCREENED-OUT on Prolific ends it screened out (`attempt_screen_out`, not reported back).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from studies.prolific.models import (
     SubmissionStatus,
 )
 from studies.prolific.signatures import signature_valid
-from studies.services import attempt_expire, attempt_return
+from studies.services import attempt_expire, attempt_return, attempt_screen_out
 
 SIGNATURE_HEADER = "X-Prolific-Request-Signature"
 TIMESTAMP_HEADER = "X-Prolific-Request-Timestamp"
@@ -122,8 +123,11 @@ def _submission_status(payload: dict, event_at: datetime) -> tuple[str, str, int
     if attempt is None:
         return DeliveryOutcome.APPLIED, "No attempt in the app for this submission.", None
     if status in SubmissionStatus.ending_the_attempt():
-        ended = (attempt_return(attempt_id=attempt.pk) if status == SubmissionStatus.RETURNED
-                 else attempt_expire(attempt_id=attempt.pk))
+        if status == SubmissionStatus.SCREENED_OUT:  # screened out on Prolific (or the echo of the app's own report)
+            ended = attempt_screen_out(attempt_id=attempt.pk, reason="Screened out on Prolific.", report=False)
+        else:
+            ended = (attempt_return(attempt_id=attempt.pk) if status == SubmissionStatus.RETURNED
+                     else attempt_expire(attempt_id=attempt.pk))
         return DeliveryOutcome.APPLIED, f"Attempt {ended.pk} is {ended.status}; its unanswered items are back.", attempt.pk
     return DeliveryOutcome.APPLIED, f"Submission is {status}.", attempt.pk
 

@@ -1,7 +1,8 @@
 """Screen-outs reported to Prolific by a real Celery worker, against the stand-in Prolific API: a participant screened
 out in the middle of a connected study gives every item back at once (the answered ones too, as their answers are
 counted nowhere), every item still ends with exactly its raters' counted answers, and the stand-in records the
-screen-out once although the task runs three times (twice at once); Prolific unavailable at first is retried; a
+screen-out once although the task runs three times (twice at once); Prolific unavailable at first is retried; the
+webhook's echo changes nothing, and a participant screened out on Prolific itself ends screened out in the app; a
 participant screened out by the screening question sees the screen-out code and its way back to Prolific."""
 from __future__ import annotations
 
@@ -57,18 +58,20 @@ def _answer(attempt, n: int | None = None) -> None:
 
 
 def test_a_screen_out_gives_the_items_back_at_once_and_prolific_records_it_once(
-        make_study, tmp_path, monkeypatch, settings, researcher_client):
+        make_study, tmp_path, monkeypatch, settings, researcher_client, live_server):
     monkeypatch.setenv("PROLIFIC_TEST_TOKEN", TOKEN)
-    with ProlificStandIn(token=TOKEN, webhook_secret=SECRET) as stand_in:
+    monkeypatch.setenv("PROLIFIC_WEBHOOK_SECRET", SECRET)
+    with ProlificStandIn(token=TOKEN, webhook_secret=SECRET,
+                         webhook_url=f"{live_server.url}/studies/prolific/webhook/") as stand_in:
         settings.PROLIFIC_API_URL = stand_in.base_url
         env = subprocess_env(PROLIFIC_API_URL=stand_in.base_url, PROLIFIC_TEST_TOKEN=TOKEN,
                              PROLIFIC_API_TIMEOUT_S="5")
         study = make_study(n_items=8, per_participant=4, raters=2, time_limit_seconds=3600, slug="screen-life",
                            screen_out_code="SCREENED-1")
         prolific.connection_set(study_id=study.pk, prolific_study_id=PSTUDY, token_env="PROLIFIC_TEST_TOKEN")
-        stand_in.add_study(PSTUDY, places=5)
+        stand_in.add_study(PSTUDY, places=6)
         sessions, attempts = [], []
-        for n in range(5):
+        for n in range(6):
             pid = f"5f{n:022d}"
             sessions.append(stand_in.add_submission(PSTUDY, pid))
             attempts.append(study_join(study=study, participant_id=pid, external_study_id=PSTUDY,
@@ -76,6 +79,7 @@ def test_a_screen_out_gives_the_items_back_at_once_and_prolific_records_it_once(
         for i in range(4):  # 4 x 4 = 8 items x 2 raters: the pool is taken
             attempts[i] = attempt_start(attempt_id=attempts[i].pk)
         assert attempt_start(attempt_id=attempts[4].pk).status == AttemptStatus.FULL
+        _answer(attempts[1], 1)
         _answer(attempts[0], 2)  # fails a check after two answers
 
         stand_in.fail_next(2)  # Prolific is unavailable at first: the worker retries with backoff
@@ -96,7 +100,7 @@ def test_a_screen_out_gives_the_items_back_at_once_and_prolific_records_it_once(
         report_screen_out.apply(args=[screened.pk])  # and once more, in this process
         assert stand_in.state.screen_outs == [(sessions[0], True)]
         assert stand_in.state.submissions[sessions[0]]["status"] == "SCREENED-OUT"
-        assert stand_in.state.studies[PSTUDY]["total_available_places"] == 6
+        assert stand_in.state.studies[PSTUDY]["total_available_places"] == 7
         screened.refresh_from_db()
         assert screened.prolific_report == ProlificReport.SCREENED_OUT and screened.prolific_reported_at
         page = researcher_client.get(reverse("studies:prolific", args=[study.slug])).content.decode()
@@ -104,17 +108,31 @@ def test_a_screen_out_gives_the_items_back_at_once_and_prolific_records_it_once(
         assert "Screened out through Prolific&#x27;s API" in row and sessions[0] in row
         assert "Failed the attention check." in row
 
-        # The waiting participant takes the items back; everyone finishes: each item has exactly 2 counted answers.
-        attempts[4] = attempt_start(attempt_id=attempts[4].pk)
-        assert attempts[4].status == AttemptStatus.STARTED
-        for attempt in attempts[1:]:
+        # Prolific's webhook echoes the screen-out: nothing changes in the app. A participant screened out on
+        # Prolific itself ends screened out in the app at once, and is not reported back.
+        loads = sorted(StudyItem.objects.filter(study=study).values_list("pk", "load"))
+        echo = stand_in.deliver([stand_in.set_status(sessions[0], "SCREENED-OUT")])
+        assert echo[0][1] == 200 and sorted(StudyItem.objects.filter(study=study).values_list("pk", "load")) == loads
+        assert Attempt.objects.get(pk=screened.pk).prolific_report == ProlificReport.SCREENED_OUT
+        there = stand_in.deliver([stand_in.set_status(sessions[1], "SCREENED-OUT")])
+        assert there[0][1] == 200
+        on_prolific = Attempt.objects.get(pk=attempts[1].pk)
+        assert on_prolific.status == AttemptStatus.SCREENED_OUT and on_prolific.prolific_report == ""
+        assert sum(StudyItem.objects.filter(study=study).values_list("load", flat=True)) == 8 * 2 - 8
+        assert stand_in.state.screen_outs == [(sessions[0], True)]
+
+        # The waiting participants take the items back; all finish: each item has exactly 2 counted answers.
+        for i in (4, 5):
+            attempts[i] = attempt_start(attempt_id=attempts[i].pk)
+            assert attempts[i].status == AttemptStatus.STARTED
+        for attempt in attempts[2:]:
             _answer(attempt)
         counted = Response.objects.filter(attempt__study=study).exclude(attempt__status=AttemptStatus.SCREENED_OUT)
         per_item = dict(counted.values_list("item").annotate(n=Count("id")))
         assert len(per_item) == 8 and set(per_item.values()) == {2}
         assert not ParticipantLease.objects.filter(attempt__study=study, status=ParticipantLeaseStatus.ACTIVE).exists()
         results = study_results(study)
-        assert results.n_responses == 16 and results.n_screened_out == 1
+        assert results.n_responses == 16 and results.n_screened_out == 2
         assert screened.pk not in {p.attempt.pk for p in results.participants}
 
 
