@@ -116,7 +116,8 @@ def powered_mean(predictions: Sequence[float | None], observed: Sequence[float |
                                "added): no unbiased estimate", n=unreachable))
     unreviewed = n - n_reviewed
     if unreviewed and n_uniform < min_uniform:
-        return refused(gettext("%(n)s reviewed target(s) from the uniform share; an estimate needs at least %(min)s",
+        return refused(gettext("%(n)s reviewed target(s) were not certain to be reviewed (drawn at random beyond the "
+                               "triage order); the estimate rests on them and needs at least %(min)s",
                                n=n_uniform, min=min_uniform))
     weights = [1 / p for _, _, p in sample]
     total = sum(weights)

@@ -76,7 +76,7 @@ def test_refusals_and_a_census():
     with pytest.raises(ValueError):
         ppi.powered_mean([0.5], [None, 1.0], [1.0])
     few = ppi.powered_mean([0.9] * 20, [1.0] * 5 + [None] * 15, [0.25] * 20)
-    assert few.value is None and "5 reviewed target(s) from the uniform share" in few.reason
+    assert few.value is None and "5 reviewed target(s) were not certain to be reviewed" in few.reason
     unreachable = ppi.powered_mean([0.9] * 3, [1.0, None, None], [1.0, 0.0, 0.0])
     assert unreachable.value is None and "2 target(s) had no chance of review" in unreachable.reason
     # Every target reviewed, each certain to be: the estimate is the people's share exactly, no sampling error.
