@@ -18,7 +18,8 @@ from studies.models import Attempt, Study
 STUDY_FIELDS = ["slug", "title", "status", "per_participant", "raters", "time_limit_seconds",
                 "question_time_limit_seconds", "grace_seconds", "language", "extra_languages", "bonus_per_correct",
                 "bonus_currency", "completion_code", "completion_url", "timeout_completion_code",
-                "timeout_instruction", "seed", "pool_split", "pool_sample", "pool_include_rejected"]
+                "timeout_instruction", "seed", "pool_split", "pool_sample", "pool_include_rejected",
+                "screening_question", "screening_options", "screening_pass", "screen_out_code"]
 
 
 class StudySerializer(serializers.ModelSerializer):
@@ -52,7 +53,8 @@ class AttemptSerializer(serializers.ModelSerializer):
     class Meta:
         model = Attempt
         fields = ["id", "external_participant_id", "external_study_id", "external_session_id", "status",
-                  "joined_at", "started_at", "deadline", "ended_at", "n_answered"]
+                  "joined_at", "started_at", "deadline", "ended_at", "n_answered", "screening_answer",
+                  "screened_out_reason", "prolific_report", "prolific_reported_at"]
 
 
 class ExtendSerializer(serializers.Serializer):

@@ -67,3 +67,17 @@ def test_the_preview_shows_the_screening_question_and_the_screen_out_page(client
     step("start", screening_answer="0")
     assert "Question 1 of" in client.get(preview).content.decode()
     assert not Attempt.objects.exists()
+
+
+def test_the_api_sets_up_the_screening_and_names_a_mistake(researcher_client, items):
+    items(6)
+    body = {"slug": "api-screen", "title": "API", "pool_split": "test", "per_participant": 2, "raters": 1,
+            "time_limit_seconds": 600, "screening_question": "Q?", "screening_options": ["Yes", "No"],
+            "screening_pass": [0], "screen_out_code": "SO-API"}
+    created = researcher_client.post("/api/studies/", body, content_type="application/json")
+    assert created.status_code == 201, created.content
+    study = Study.objects.get(slug="api-screen")
+    assert study.screening and study.screening_pass == [0] and study.screen_out_code == "SO-API"
+    wrong = researcher_client.post("/api/studies/", {**body, "slug": "api-screen-2", "screening_pass": [5]},
+                                   content_type="application/json")
+    assert wrong.status_code == 400 and "A passing option must be one of the screening options." in wrong.content.decode()
