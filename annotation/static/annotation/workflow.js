@@ -33,7 +33,10 @@
     var ctx = document.getElementById("cg-context");
     if (ctx) { ctx.classList.add("picking"); }
     var hint = document.getElementById("pick-hint");
-    if (hint) { hint.textContent = "Select the words of clue " + (Number(armed) + 1) + " in the context."; }
+    if (hint) {  // the page's words (translated), with the clue's number for {n}
+      var words = hint.getAttribute("data-text") || "Select the words of clue {n} in the context.";
+      hint.textContent = words.replace("{n}", String(Number(armed) + 1));
+    }
   });
 
   document.addEventListener("mouseup", function () {
