@@ -186,7 +186,7 @@ def belief_trust_index_view(request):
     """The trust page of the first queue (each trust page links to the others)."""
     queue = BeliefQueue.objects.order_by("name").first()
     if queue is None:
-        messages.info(request, "No judge has labelled anything yet.")
+        messages.info(request, _("No judge has labelled anything yet."))
         return redirect("annotation:belief_queues")
     return redirect("annotation:belief_trust", name=queue.name)
 
@@ -283,7 +283,7 @@ def belief_draft_view(request, pk: int):
     label = get_object_or_404(BeliefLabel, pk=pk, task=LabelTask.CLUE_GRAPH)
     form = DraftDecisionForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Choose accept, edit or discard.")
+        messages.error(request, _("Choose accept, edit or discard."))
     else:
         try:
             belief_draft_resolve(label_id=label.pk, user=request.user, action=form.cleaned_data["action"],

@@ -92,14 +92,14 @@ def clue_graph_view(request, pk: int):
             if finish:
                 return after_decision(request, Stage.CLUE_GRAPH, stay=reverse("annotation:queue"),
                                       message=f"{item}: clue graph done, sent to review.")
-            messages.success(request, f"Saved version {saved.version}.")
+            messages.success(request, _("Saved version %(n)s.") % {"n": saved.version})
             return redirect("annotation:clue_graph", pk=item.pk)
         _save_graph_draft(request, item, graph, base_version)
         url = reverse("annotation:clue_graph", args=[item.pk])
         if isinstance(refusal, StaleVersion):
-            messages.error(request, "Not saved: someone else changed this item meanwhile.")
+            messages.error(request, _("Not saved: someone else changed this item meanwhile."))
             return redirect(f"{url}?conflict={base_version}")
-        messages.error(request, f"Not saved: {refusal.message}")
+        messages.error(request, _("Not saved: %(why)s") % {"why": refusal.message})
         return redirect(f"{url}?refused=1")
     conflict = None
     if draft is not None:

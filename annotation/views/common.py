@@ -8,6 +8,7 @@ from typing import TypeVar
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect
+from django.utils.translation import gettext as _
 
 from annotation import selectors, services
 from annotation.models import Stage
@@ -55,7 +56,7 @@ def next_item(request, stage: str) -> HttpResponse:
     """Lease the user the next item of the stage and open its screen; the queue (with a note) when there is none."""
     lease = services.lease_next(user=request.user, stage=stage)
     if lease is None:
-        messages.info(request, f"No more items for you in {Stage(stage).label}.")
+        messages.info(request, _("No more items for you in %(stage)s.") % {"stage": Stage(stage).label})
         return redirect("annotation:queue")
     return redirect(Stage(stage).screen, pk=lease.item_id)
 

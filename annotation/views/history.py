@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from annotation import selectors, services
@@ -40,5 +41,5 @@ def revert_view(request, pk: int):
             status=refusal.http_status)
     if refusal is not None:
         return error_page(request, refusal)
-    messages.success(request, f"Reverted to revision {form.cleaned_data['revision']} (as a new revision).")
+    messages.success(request, gettext("Reverted to revision %(n)s (as a new revision).") % {"n": form.cleaned_data["revision"]})
     return redirect("annotation:history", pk=item.pk)

@@ -6,6 +6,7 @@ import io
 from django.contrib import messages
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 
 from annotation import selectors, services
 from annotation.forms import EnterWorkflowForm
@@ -24,7 +25,7 @@ def progress_view(request):
             status = 400
         elif form.cleaned_data["confirm"]:
             moved = services.items_enter_workflow(user=request.user, **form.scope())
-            messages.success(request, f"{moved} imported item(s) queued for verification.")
+            messages.success(request, _("%(n)s imported item(s) queued for verification.") % {"n": moved})
             return redirect("annotation:progress")
         else:
             confirm = {**form.cleaned_data, "n": services.items_enter_workflow(user=request.user, **form.scope(),

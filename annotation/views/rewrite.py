@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from annotation import selectors, services
@@ -54,7 +55,7 @@ def _refused(request, item, form: RewriteForm, messages_: list[str], *, conflict
     services.draft_save(item_id=item.pk, user=request.user, stage=Stage.REWRITE, base_version=base_version,
                         data={**data, "base_version": base_version})
     for message in messages_:
-        messages.error(request, f"Not saved: {message}")
+        messages.error(request, _("Not saved: %(why)s") % {"why": message})
     query = f"?conflict={conflict_from}" if conflict_from is not None else "?refused=1"
     return redirect(reverse("annotation:rewrite", args=[item.pk]) + query)
 
@@ -77,7 +78,7 @@ def rewrite_view(request, pk: int):
             if finish:
                 return after_decision(request, Stage.REWRITE, stay=reverse("annotation:queue"),
                                       message=f"{item}: rewrite done.")
-            messages.success(request, f"Saved version {saved.version}.")
+            messages.success(request, _("Saved version %(n)s.") % {"n": saved.version})
             return redirect("annotation:rewrite", pk=item.pk)
         if isinstance(refusal, StaleVersion):
             # Never overwrite: the text is kept as a draft and the page shows what the other person changed.

@@ -5,6 +5,7 @@ from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 
 from annotation import selectors, services
 from annotation.forms import CRITERIA_KEYS, AdjudicationForm, VerificationForm
@@ -66,7 +67,7 @@ def adjudication_view(request, pk: int):
                 adjudication_id=pk, user=request.user, decision=form.cleaned_data["decision"],
                 comment=form.cleaned_data["comment"]), form=form)
             if refusal is None:
-                messages.success(request, f"{detail['item']}: resolved.")
+                messages.success(request, gettext("%(item)s: resolved.") % {"item": detail["item"]})
                 return redirect("annotation:adjudication_list")
             status = refusal.http_status
         else:

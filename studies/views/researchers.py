@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from foundation import csv_safety
@@ -35,7 +36,7 @@ def study_create_view(request):
         except REFUSED as error:
             add_form_errors(form, error)
         else:
-            messages.success(request, f"Study {study.slug} created with {study.pool.count()} items.")
+            messages.success(request, _("Study %(slug)s created with %(n)s items.") % {"slug": study.slug, "n": study.pool.count()})
             return redirect("studies:study_monitor", slug=study.slug)
     return render(request, "studies/study_form.html", {"form": form, "study": None})
 
@@ -55,7 +56,7 @@ def study_edit_view(request, slug: str):
         except REFUSED as error:
             add_form_errors(form, error)
         else:
-            messages.success(request, "Study saved.")
+            messages.success(request, _("Study saved."))
             return redirect("studies:study_monitor", slug=study.slug)
     return render(request, "studies/study_form.html", {"form": form, "study": study,
                                                        "warnings": setup_checks.setup_warnings(study)})
@@ -84,7 +85,7 @@ def study_exclude_untranslated_view(request, slug: str):
     except REFUSED as error:
         messages.error(request, error_text(error))
     else:
-        messages.success(request, f"{left_out} untranslated item(s) left out of the pool.")
+        messages.success(request, _("%(n)s untranslated item(s) left out of the pool.") % {"n": left_out})
     return redirect("studies:study_monitor", slug=slug)
 
 
@@ -101,7 +102,7 @@ def attempt_extend_view(request, slug: str, attempt_id: int):
     except REFUSED as error:
         messages.error(request, error_text(error))
     else:
-        messages.success(request, f"Attempt {attempt.pk} extended by {form.cleaned_data['minutes']} minutes.")
+        messages.success(request, _("Attempt %(n)s extended by %(minutes)s minutes.") % {"n": attempt.pk, "minutes": form.cleaned_data["minutes"]})
     return redirect("studies:study_monitor", slug=slug)
 
 
@@ -110,7 +111,7 @@ def attempt_extend_view(request, slug: str, attempt_id: int):
 def attempt_expire_view(request, slug: str, attempt_id: int):
     attempt = get_object_or_404(Attempt, pk=attempt_id, study__slug=slug)
     services.attempt_expire(attempt_id=attempt.pk)
-    messages.success(request, f"Attempt {attempt.pk} expired; its unanswered items are back in the pool.")
+    messages.success(request, _("Attempt %(n)s expired; its unanswered items are back in the pool.") % {"n": attempt.pk})
     return redirect("studies:study_monitor", slug=slug)
 
 
