@@ -33,8 +33,8 @@ def revert_view(request, pk: int):
     _, refusal = attempt(lambda: services.item_revert(item_id=item.pk, revision_number=form.cleaned_data["revision"],
                                                       base_version=base_version, user=request.user))
     if isinstance(refusal, StaleVersion):
-        messages.error(request, f"Not reverted: the item changed to version {refusal.item.version} meanwhile. "
-                                f"Look at the newest change first.")
+        messages.error(request, gettext("Not reverted: the item changed to version %(n)s meanwhile. Look at the "
+                                        "newest change first.") % {"n": refusal.item.version})
         return render(request, "annotation/history.html", {
             "item": refusal.item, "entries": selectors.item_history(item=refusal.item),
             "conflict": selectors.item_conflict(item=refusal.item, base_version=base_version)},

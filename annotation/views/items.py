@@ -61,11 +61,13 @@ def item_import_view(request):
                 curated=form.cleaned_data["curated"]))
             if isinstance(refusal, ImportRejected):
                 errors, status = refusal.line_errors, refusal.http_status
-                messages.error(request, f"{len(errors)} invalid line(s) in {upload.name}: nothing was imported.")
+                messages.error(request, _("%(n)s invalid line(s) in %(file)s: nothing was imported.")
+                               % {"n": len(errors), "file": upload.name})
             elif isinstance(refusal, CuratedConflicts):
                 errors, status = refusal.conflicts, refusal.http_status
-                messages.error(request, f"{len(errors)} item(s) of {upload.name} were edited in the app since their "
-                                        "last import: nothing was imported. Choose what to do with them below.")
+                messages.error(request, _("%(n)s item(s) of %(file)s were edited in the app since their last import: "
+                                          "nothing was imported. Choose what to do with them below.")
+                               % {"n": len(errors), "file": upload.name})
             elif refusal is not None:
                 return error_page(request, refusal)
             else:

@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from annotation import selectors, services
@@ -43,8 +44,8 @@ def auto_advance_view(request):
     """Turn auto-advance on or off (`on` = "1" / "0") and go back to the page the form was on."""
     on = request.POST.get("on") == "1"
     request.session[AUTO_ADVANCE_KEY] = on
-    messages.info(request, "After a decision you go straight to the next item." if on
-                  else "After a decision you stay on the item; press n for the next one.")
+    messages.info(request, gettext("After a decision you go straight to the next item.") if on
+                  else gettext("After a decision you stay on the item; press n for the next one."))
     back = request.POST.get("back", "")
     if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
         back = ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 
 from annotation import selectors, services
 from annotation.clue_graph.editing import editable_graph
@@ -21,8 +22,8 @@ def review_view(request, pk: int):
     mine = selectors.review_by(user=request.user, item=item)
     status = 200
     if request.method == "POST" and mine is not None:
-        messages.info(request, f"You had already reviewed {item} (“{mine.get_action_display()}”); "
-                               f"a review is final and was not changed.")
+        messages.info(request, gettext("You had already reviewed %(item)s (“%(action)s”); a review is final and "
+                                       "was not changed.") % {"item": item, "action": mine.get_action_display()})
         return redirect("annotation:review", pk=item.pk)
     if request.method == "POST":
         form = ReviewForm(request.POST)

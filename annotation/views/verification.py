@@ -23,8 +23,8 @@ def verify_view(request, pk: int):
     status = 200
     if request.method == "POST" and mine is not None:
         # A second submit (another tab, a stale page) changes nothing: say so on the read-only page.
-        messages.info(request, f"You had already decided “{mine.get_decision_display()}” on {item}; "
-                               f"a decision is final and was not changed.")
+        messages.info(request, gettext("You had already decided “%(decision)s” on %(item)s; a decision is final "
+                                       "and was not changed.") % {"decision": mine.get_decision_display(), "item": item})
         return redirect("annotation:verify", pk=item.pk)
     if request.method == "POST":
         form = VerificationForm(request.POST)
