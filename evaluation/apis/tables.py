@@ -116,6 +116,15 @@ class LeaderboardSerializer(serializers.Serializer):
     baselines = BaselineRowSerializer(many=True)
 
 
+
+def _leaderboard_of(query) -> tuple:
+    """The leaderboard a validated leaderboard query asks for, and the query's values (400 when invalid)."""
+    query.is_valid(raise_exception=True)
+    d = query.validated_data
+    return leaderboard(split=d["split"], run_ids=d["runs"], option_order=d["option_order"], common=d["common"],
+                       reference=d["reference"], exclude=query.exclusion(d)), d
+
+
 class LeaderboardApi(generics.GenericAPIView):
     """Paper Table 4 for a split (or chosen runs), with exact McNemar tests against a reference cell."""
 
@@ -127,11 +136,7 @@ class LeaderboardApi(generics.GenericAPIView):
                               400: OpenApiResponse(description="no split or runs, unknown reference cell, "
                                                                "runs of one cell or of different splits")})
     def get(self, request):
-        query = LeaderboardQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        d = query.validated_data
-        table = leaderboard(split=d["split"], run_ids=d["runs"], option_order=d["option_order"],
-                            common=d["common"], reference=d["reference"], exclude=query.exclusion(d))
+        table, _ = _leaderboard_of(LeaderboardQuerySerializer(data=request.query_params))
         return Response(table.as_json())
 
 
@@ -183,11 +188,7 @@ class LeaderboardPairwiseApi(generics.GenericAPIView):
                               400: OpenApiResponse(description="no split or runs, unknown reference cell, "
                                                                "runs of one cell or of different splits")})
     def get(self, request):
-        query = PairwiseQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        d = query.validated_data
-        table = leaderboard(split=d["split"], run_ids=d["runs"], option_order=d["option_order"],
-                            common=d["common"], reference=d["reference"], exclude=query.exclusion(d))
+        table, d = _leaderboard_of(PairwiseQuerySerializer(data=request.query_params))
         return Response(pairwise_table(table, correction=d["correction"]).as_json() | {"scope": table.scope})
 
 

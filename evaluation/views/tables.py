@@ -104,13 +104,9 @@ def leaderboard_pairwise_export_view(request, fmt: str):
     """Every pair of the leaderboard's cells as a file: the tests (csv, json, tex) or the matrix (svg, png, pdf);
     ``pairwise`` names the correction (Holm when not given)."""
     _check_format(fmt, ("csv", "json", "tex", *FORMATS))
-    form = LeaderboardForm(request.GET or None)
-    if not form.is_valid():
-        return HttpResponse(json.dumps(form.errors), status=400, content_type="application/json")
-    try:
-        table = boards.leaderboard(**form.selection())
-    except REFUSED as exc:
-        return error_page(request, exc)
+    form, table, refusal = _leaderboard_for_file(request)
+    if refusal is not None:
+        return refusal
     result = pairwise_table(table, correction=form.cleaned_data["pairwise"] or "holm")
     name = f"pairwise-{table.split or 'runs'}-{result.correction}"
     if fmt in FORMATS:
@@ -161,16 +157,24 @@ def _figure(table: boards.Leaderboard) -> str:
                             [(f"{c.method} · {c.endpoint.name}", c.metrics) for c in table.cells])
 
 
+
+def _leaderboard_for_file(request):
+    """(form, table, None) for a file of the leaderboard the query asks for; (form, None, response) when the
+    query is invalid (400, its errors as JSON) or the leaderboard is refused (the error page)."""
+    form = LeaderboardForm(request.GET or None)
+    if not form.is_valid():
+        return form, None, HttpResponse(json.dumps(form.errors), status=400, content_type="application/json")
+    try:
+        return form, boards.leaderboard(**form.selection()), None
+    except REFUSED as exc:
+        return form, None, error_page(request, exc)
+
 @researcher_required
 def leaderboard_export_view(request, fmt: str):
     _check_format(fmt, ("csv", "json", "tex"))
-    form = LeaderboardForm(request.GET or None)
-    if not form.is_valid():
-        return HttpResponse(json.dumps(form.errors), status=400, content_type="application/json")
-    try:
-        table = boards.leaderboard(**form.selection())
-    except REFUSED as exc:
-        return error_page(request, exc)
+    _, table, refusal = _leaderboard_for_file(request)
+    if refusal is not None:
+        return refusal
     body = {"csv": table_exports.leaderboard_csv, "tex": table_exports.leaderboard_latex,
             "json": lambda t: json.dumps(t.as_json(), indent=2)}[fmt](table)
     return _download(body, name=f"leaderboard-{table.split or 'runs'}", fmt=fmt)

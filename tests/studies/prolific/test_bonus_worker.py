@@ -17,20 +17,12 @@ from studies.services import attempt_start, question_open, response_submit, stud
 from studies.tasks import resume_bonus_batches
 from tests.conftest import start_celery_worker, subprocess_env
 from tests.support.prolific_server import ProlificStandIn
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SECRET, TOKEN, PSTUDY = "whsec-worker-0123456789", "token-worker", "64f0c0ffee0000000000f00d"
 CLAIM_S = 3  # how long a sender holds a batch, in the workers of this test (long enough for no call here)
-
-
-def _wait(condition, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"waited {timeout_s} s for {what}")
 
 
 def test_a_worker_killed_in_the_middle_of_a_bonus_batch_pays_everyone_exactly_once(
@@ -65,7 +57,7 @@ def test_a_worker_killed_in_the_middle_of_a_bonus_batch_pays_everyone_exactly_on
             stand_in.pay_then_hang_s = 20  # Prolific pays, then its answer does not come before the kill
             accepted = researcher_client.post(send)
             assert accepted.status_code == 202, accepted.content
-            _wait(lambda: sum(stand_in.paid_per_participant(PSTUDY).values()) == 6, 30, "Prolific to record the pay")
+            wait_until(lambda: sum(stand_in.paid_per_participant(PSTUDY).values()) == 6, 30, "Prolific to record the pay")
             worker.stop(signal.SIGKILL)  # the worker dies between Prolific's payment and the app's record of it
         finally:
             worker.stop()
@@ -77,7 +69,7 @@ def test_a_worker_killed_in_the_middle_of_a_bonus_batch_pays_everyone_exactly_on
         try:
             time.sleep(CLAIM_S + 0.5)  # the dead sender's hold runs out
             resume_bonus_batches.delay()  # what beat does every STUDIES_SWEEP_INTERVAL_S
-            _wait(lambda: BonusBatch.objects.get(pk=batch.pk).state == BonusBatchState.SENT, 30, "the batch sent")
+            wait_until(lambda: BonusBatch.objects.get(pk=batch.pk).state == BonusBatchState.SENT, 30, "the batch sent")
         finally:
             again.stop()
         paid = stand_in.paid_per_participant(PSTUDY)

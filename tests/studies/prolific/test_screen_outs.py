@@ -35,19 +35,11 @@ from studies.services import (
 from studies.tasks import report_screen_out
 from tests.conftest import start_celery_worker, subprocess_env
 from tests.support.prolific_server import ProlificStandIn
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SECRET, TOKEN, PSTUDY = "whsec-screen-0123456789", "token-screen", "64f0c0ffee0000000000abcd"
-
-
-def _wait(condition, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"waited {timeout_s} s for {what}")
 
 
 def _answer(attempt, n: int | None = None) -> None:
@@ -93,7 +85,7 @@ def test_a_screen_out_gives_the_items_back_at_once_and_prolific_records_it_once(
             assert Response.objects.filter(attempt=screened).count() == 2  # kept
             report_screen_out.delay(screened.pk)  # the task runs again (a redelivery), twice at once
             report_screen_out.delay(screened.pk)
-            _wait(lambda: Attempt.objects.get(pk=screened.pk).prolific_report, 60, "the screen-out reported")
+            wait_until(lambda: Attempt.objects.get(pk=screened.pk).prolific_report, 60, "the screen-out reported")
             time.sleep(1.0)  # the other runs finish too
         finally:
             worker.stop()
