@@ -10,7 +10,9 @@ from evaluation.models.endpoints import (  # noqa: F401
 from evaluation.models.judge import (  # noqa: F401
     BeliefSource,
     JudgeConfig,
+    JudgeProbeLabel,
     JudgeRun,
+    ProbeKind,
     run_status_choices,
 )
 from evaluation.models.runs import (  # noqa: F401

@@ -12,8 +12,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
-from annotation.models import LabelTask
-from evaluation.judge import beliefs, specs, templates
+from annotation.models import LabelStatus, LabelTask
+from evaluation.judge import beliefs, probe, specs, templates
 from evaluation.models.runs import RunStatus
 
 
@@ -27,6 +27,11 @@ class BeliefSource(models.TextChoices):
     SAMPLED = beliefs.SAMPLED, "Majority share of k samples"
     VERBAL = beliefs.VERBAL, "Stated confidence"
     BUILTIN = beliefs.BUILTIN, "Built-in offline judge"
+
+
+class ProbeKind(models.TextChoices):
+    REVERSED = probe.REVERSED, "Options reversed"
+    ROTATED = probe.ROTATED, "Options rotated one place"
 
 
 class JudgeConfig(models.Model):
@@ -125,6 +130,9 @@ class JudgeRun(models.Model):
     wall_s = models.FloatField(null=True, blank=True, help_text="Seconds of the latest execution.")
     last_error = models.TextField(blank=True)
     note = models.CharField(max_length=200, blank=True)
+    probe = models.CharField(max_length=10, choices=ProbeKind.choices, blank=True, default="",
+                             help_text="A position probe: its targets judged again with the options permuted; its "
+                                       "labels go to JudgeProbeLabel, not to the review queue.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -139,6 +147,8 @@ class JudgeRun(models.Model):
                                    name="judge_run_free_text_has_run"),
             models.CheckConstraint(condition=Q(mean_belief__isnull=True) | Q(mean_belief__gte=0, mean_belief__lte=1),
                                    name="judge_run_mean_belief_in_unit"),
+            models.CheckConstraint(condition=Q(probe="") | Q(task__in=probe.PROBED_TASKS),
+                                   name="judge_run_probe_sees_options"),
         ]
 
     def __str__(self) -> str:
@@ -151,3 +161,38 @@ class JudgeRun(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in ("queued", "running")
+
+
+class JudgeProbeLabel(models.Model):
+    """A label of a position probe: one target and aspect judged with the options in ``option_order`` (position
+    i showed the original option option_order[i]); compared with the configuration's label of the same target,
+    aspect and item version in its review queue. Never reviewed, never in a queue."""
+
+    judge_run = models.ForeignKey(JudgeRun, on_delete=models.PROTECT, related_name="probe_labels")
+    target = models.CharField(max_length=64)
+    aspect = models.CharField(max_length=32)
+    task = models.CharField(max_length=20, choices=LabelTask.choices)
+    item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="+")
+    item_version = models.PositiveIntegerField()
+    option_order = models.JSONField(default=list)
+    label = models.CharField(max_length=40, blank=True)
+    belief = models.FloatField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=LabelStatus.choices)
+    payload = models.JSONField(default=dict, blank=True)
+    rationale = models.TextField(blank=True)
+    raw_output = models.TextField(blank=True)
+    tokens = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        app_label = "evaluation"
+        ordering = ["judge_run_id", "target", "aspect"]
+        constraints = [
+            models.UniqueConstraint(fields=["judge_run", "target", "aspect", "item_version"],
+                                    name="judge_probe_label_once"),
+            models.CheckConstraint(condition=Q(belief__isnull=True) | Q(belief__gte=0, belief__lte=1),
+                                   name="judge_probe_label_belief_in_unit"),
+        ]
+
+    def __str__(self) -> str:
+        return f"probe label {self.pk}: {self.target} {self.aspect} {self.label}"
