@@ -13,14 +13,14 @@ from annotation.models import LabelStatus
 from evaluation.models import RunStatus
 from evaluation.selectors import runs as evaluation_selectors
 from foundation.roles import is_annotator, is_researcher
-from studies import selectors as study_selectors
 from studies.models import AttemptStatus, Response, StudyStatus
+from studies.selectors.monitor import study_list
 
 
 def _open_studies() -> list:
     """Open studies with their pool, attempts and fill (answers given of pool size x raters; a screened-out
     participant's answers do not fill it)."""
-    studies = list(study_selectors.study_list().filter(status=StudyStatus.OPEN))
+    studies = list(study_list().filter(status=StudyStatus.OPEN))
     answers = dict(Response.objects.filter(attempt__study__in=studies)
                    .exclude(attempt__status=AttemptStatus.SCREENED_OUT).values_list("attempt__study")
                    .annotate(n=Count("id")).values_list("attempt__study", "n"))

@@ -11,9 +11,11 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response as ApiResponse
 
 from foundation.roles import IsResearcher
-from studies import selectors, services
+from studies import services
 from studies.forms import RESERVED_SLUGS, SETTING_FIELDS
 from studies.models import Attempt, Study
+from studies.selectors.exports import study_attempts_export, study_export_rows
+from studies.selectors.monitor import attempt_list, study_list
 
 STUDY_FIELDS = ["slug", "title", "status", "per_participant", "raters", "time_limit_seconds",
                 "question_time_limit_seconds", "grace_seconds", "language", "extra_languages", "bonus_per_correct",
@@ -80,7 +82,7 @@ class StudyListApi(generics.ListCreateAPIView):
         return StudySetupSerializer if self.request.method == "POST" else StudySerializer
 
     def get_queryset(self):
-        return selectors.study_list()
+        return study_list()
 
     @extend_schema(tags=["studies"], request=StudySetupSerializer, responses={201: StudySerializer})
     def post(self, request, *args, **kwargs):
@@ -92,7 +94,7 @@ class StudyListApi(generics.ListCreateAPIView):
         data = setup.validated_data
         study = services.study_create(slug=data["slug"], pool_items=data.get("pool_items"), user=request.user,
                                       **_settings(data))
-        return ApiResponse(StudySerializer(selectors.study_list().get(pk=study.pk)).data,
+        return ApiResponse(StudySerializer(study_list().get(pk=study.pk)).data,
                            status=status.HTTP_201_CREATED)
 
 
@@ -107,7 +109,7 @@ class StudyDetailApi(generics.RetrieveUpdateAPIView):
         return StudySetupSerializer if self.request.method == "PATCH" else StudySerializer
 
     def get_queryset(self):
-        return selectors.study_list()
+        return study_list()
 
     @extend_schema(tags=["studies"], request=StudySetupSerializer, responses=StudySerializer)
     def patch(self, request, *args, **kwargs):
@@ -128,7 +130,7 @@ class AttemptListApi(generics.ListAPIView):
     serializer_class = AttemptSerializer
 
     def get_queryset(self):
-        return selectors.attempt_list(study=get_object_or_404(Study, slug=self.kwargs["slug"]))
+        return attempt_list(study=get_object_or_404(Study, slug=self.kwargs["slug"]))
 
 
 class _AttemptActionApi(generics.GenericAPIView):
@@ -138,7 +140,7 @@ class _AttemptActionApi(generics.GenericAPIView):
     serializer_class = AttemptSerializer
 
     def get_queryset(self):
-        return selectors.attempt_list(study=get_object_or_404(Study, slug=self.kwargs["slug"]))
+        return attempt_list(study=get_object_or_404(Study, slug=self.kwargs["slug"]))
 
     def _answer(self, attempt_id: int) -> ApiResponse:
         return ApiResponse(AttemptSerializer(self.get_queryset().get(pk=attempt_id)).data)
@@ -178,6 +180,6 @@ class StudyExportApi(generics.GenericAPIView):
         study = self.get_object()
         return ApiResponse({
             "study": study.slug,
-            "attempts": selectors.study_attempts_export(study),
-            "rows": list(selectors.study_export_rows(study)),
+            "attempts": study_attempts_export(study),
+            "rows": list(study_export_rows(study)),
         })

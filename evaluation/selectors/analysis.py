@@ -32,7 +32,7 @@ from evaluation.prompting.methods import METHODS, get_method
 from evaluation.selectors.quality import check_kinds, flagged_item_ids
 from evaluation.selectors.runs import select_item_ids
 from foundation.errors import Invalid, NotFound
-from studies.selectors import response_outcomes
+from studies.selectors.answers import response_outcomes
 
 
 def run_circular_accuracy(*, run: Run) -> CircularAccuracy | None:

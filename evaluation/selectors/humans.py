@@ -1,6 +1,6 @@
 """Humans beside the models: participants' answers on the items of a table, at the same item versions.
 
-Reads the studies through `studies.selectors` (evaluation may read studies; never the other way).
+Reads the studies through `studies.selectors.answers` (evaluation may read studies; never the other way).
 A column's human cell covers the items of that column's cells; only answers given to the item's
 current version count (the leaderboard's cells count only fresh rows too), so humans and models
 are measured on the same text.
@@ -14,7 +14,7 @@ from annotation.models import Item
 from evaluation.models import Result, Run
 from evaluation.selectors.aggregates import FRESH
 from evaluation.statistics.paired import wilson
-from studies import selectors as study_selectors
+from studies.selectors.answers import response_outcomes
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def human_cells(*, runs: Sequence[Run], endpoint_ids: Sequence[int], item_ids) -
     ``item_ids`` are the table's candidate items (a list or a subquery: the split's items, or the items
     common to the chosen runs). Two queries: the answers per item on them, then (only when there are
     answers) which column has a fresh scored row of which answered item."""
-    answers = study_selectors.response_outcomes(item_ids=item_ids)
+    answers = response_outcomes(item_ids=item_ids)
     if not answers:
         return None
     rows = Result.objects.filter(FRESH, run_id__in=[r.pk for r in runs], item_id__in=list(answers), error="",
@@ -58,7 +58,7 @@ def human_cells(*, runs: Sequence[Run], endpoint_ids: Sequence[int], item_ids) -
 def item_answers(*, item_ids) -> dict[tuple[int, int], tuple[int, int]]:
     """Participants' answers per item at its current version, {(item id, version): (correct, answers)}, for the
     paired tests against the models (evaluation.statistics.pairwise: the item is the unit)."""
-    answers = study_selectors.response_outcomes(item_ids=item_ids)
+    answers = response_outcomes(item_ids=item_ids)
     if not answers:
         return {}
     versions = dict(Item.objects.filter(pk__in=list(answers)).values_list("pk", "content_version"))

@@ -24,7 +24,7 @@ from evaluation.errors import EmptyFigure
 from evaluation.models import Result
 from evaluation.selectors.analysis import figure_runs, run_label
 from evaluation.statistics.irt import Z95, fit, group_difficulties
-from studies import selectors as study_selectors
+from studies.selectors.answers import response_rows
 
 PEOPLE, MODELS = "person", "model"
 #: How many items each list of "hard for one group, easy for the other" shows.
@@ -141,7 +141,7 @@ def _model_answers(split: str) -> tuple[dict[str, str], list[tuple[str, tuple[in
 
 
 def _people_answers(split: str) -> tuple[dict[str, str], list[tuple[str, tuple[int, int], bool]]]:
-    rows = study_selectors.response_rows(item_ids=Item.objects.filter(split=split).values("pk"))
+    rows = response_rows(item_ids=Item.objects.filter(split=split).values("pk"))
     labels = {f"attempt:{a}": f"{slug} · attempt {a}" for a, slug, _, _, _ in rows}
     return labels, [(f"attempt:{a}", (item, version), bool(ok)) for a, _, item, version, ok in rows]
 

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET
 
 from foundation.roles import is_researcher
 from foundation.throttling import JoinThrottle
-from studies import selectors, services
+from studies import services
 from studies.content import ShownItem, parse_highlights, shown_item
 from studies.errors import (
     AnswerInvalid,
@@ -27,7 +27,14 @@ from studies.errors import (
 )
 from studies.links import EXTERNAL_PARAMS, completion_link, is_prolific_url, unfilled_fields
 from studies.models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, RefusedAnswer, Study
-from studies.selectors import Entry
+from studies.selectors.participants import (
+    Entry,
+    attempt_by_token,
+    attempt_counts,
+    attempt_resumable,
+    study_entry,
+    study_public,
+)
 from studies.views.participant_pages import error_page, language_param, participant_page, post_only, render_page
 
 COOKIE_PREFIX = "dbstudy_"
@@ -75,14 +82,14 @@ def study_landing(request, slug: str):
     external = {name: request.GET.get(name, "")[:100] for name in EXTERNAL_PARAMS}
     unfilled = unfilled_fields(external)
     if unfilled:  # a link whose ids the platform never filled in: no consent, no place
-        study = selectors.study_public(slug)
+        study = study_public(slug)
         if study is None:
             return error_page(request, 404, what="study")
-        own = selectors.attempt_resumable(study=study, cookie_token=request.COOKIES.get(COOKIE_PREFIX + slug, ""))
+        own = attempt_resumable(study=study, cookie_token=request.COOKIES.get(COOKIE_PREFIX + slug, ""))
         if own is not None:
             return redirect(_hub(own))
         return _placeholder_page(request, study, external, unfilled, language_param(request.GET.get("lang")))
-    entry = selectors.study_entry(slug=slug, participant_id=external["PROLIFIC_PID"],
+    entry = study_entry(slug=slug, participant_id=external["PROLIFIC_PID"],
                                   session_id=external["SESSION_ID"],
                                   cookie_token=request.COOKIES.get(COOKIE_PREFIX + slug, ""))
     if entry is None:
@@ -105,7 +112,7 @@ def study_landing(request, slug: str):
 def study_join_view(request, slug: str):
     if request.method != "POST":
         return redirect("studies_public:landing", slug)
-    study = selectors.study_public(slug)
+    study = study_public(slug)
     if study is None:
         return error_page(request, 404, what="study")
     external = {name: request.POST.get(name, "") for name in EXTERNAL_PARAMS}
@@ -142,7 +149,7 @@ def study_join_view(request, slug: str):
 @participant_page
 def attempt_view(request, token: str):
     """The attempt's one address: instructions + Start, the current question, or the end page."""
-    attempt = selectors.attempt_by_token(token)
+    attempt = attempt_by_token(token)
     if attempt is None:
         return _unknown_attempt(request)
     study = attempt.study
@@ -181,7 +188,7 @@ def _end_page(request, attempt: Attempt, status: int = 200) -> HttpResponse:
     study = attempt.study
     if attempt.status == AttemptStatus.FULL:
         return render_page(request, study, "studies/public/full.html", {}, status=status, attempt=attempt)
-    counts = selectors.attempt_counts(attempt)
+    counts = attempt_counts(attempt)
     finished = attempt.status == AttemptStatus.FINISHED
     template = "studies/public/complete.html" if finished else "studies/public/ended.html"
     if attempt.status == AttemptStatus.SCREENED_OUT:
@@ -214,7 +221,7 @@ def end_links(study: Study, status: str, from_prolific: bool) -> dict:
 def attempt_start_view(request, token: str):
     """The explicit Start button: hands out the items and starts the clock (idempotent). With a screening question,
     its answer comes first: a passing one starts, any other screens the participant out."""
-    attempt = selectors.attempt_by_token(token)
+    attempt = attempt_by_token(token)
     if attempt is None:
         return _unknown_attempt(request)
     try:
@@ -252,7 +259,7 @@ def answer_view(request, token: str):
             confidence=request.POST.get("confidence") or None, highlights=highlights,
         )
     except AnswerRefused as refusal:
-        attempt = selectors.attempt_by_token(token)
+        attempt = attempt_by_token(token)
         if refusal.reason == RefusedAnswer.Reason.ALREADY_ANSWERED and getattr(request, "database_retry", False):
             # The first try's commit went through but its connection dropped before the page was sent: the
             # answer is stored, so the participant goes on to the next question.
@@ -263,7 +270,7 @@ def answer_view(request, token: str):
         return render_page(request, attempt.study, template, {"message": refusal.message, "reason": refusal.reason},
                            status=refusal.http_status, attempt=attempt)
     except AnswerInvalid as invalid:
-        attempt = selectors.attempt_by_token(token)
+        attempt = attempt_by_token(token)
         if attempt is None:
             return _unknown_attempt(request)
         question = services.attempt_question(attempt=attempt)
@@ -326,7 +333,7 @@ def practice_view(request, token: str):
     Telling the practice answer is safe because the practice item can never be one of the study's items
     (services refuse such a study).
     """
-    attempt = selectors.attempt_by_token(token)
+    attempt = attempt_by_token(token)
     if attempt is None:
         return _unknown_attempt(request)
     if attempt.study.practice_item_id is None:
@@ -347,7 +354,7 @@ def practice_view(request, token: str):
 @participant_page
 def attempt_return_view(request, token: str):
     """The participant stops early: unanswered items go back to the pool, answers are kept."""
-    attempt = selectors.attempt_by_token(token)
+    attempt = attempt_by_token(token)
     if attempt is None:
         return _unknown_attempt(request)
     services.attempt_return(attempt_id=attempt.pk)  # idempotent: an attempt that ended stays as it is
@@ -358,7 +365,7 @@ def attempt_return_view(request, token: str):
 @participant_page
 def attempt_language_view(request, token: str):
     """The language switch: the attempt's pages and items from now on in another of the study's languages."""
-    attempt = selectors.attempt_by_token(token)
+    attempt = attempt_by_token(token)
     if attempt is None:
         return _unknown_attempt(request)
     services.attempt_set_language(attempt_id=attempt.pk, language=language_param(request.POST.get("language")) or "")

@@ -13,14 +13,17 @@ from django.views.decorators.http import require_POST
 from foundation import csv_safety
 from foundation.error_mapping import REFUSED, add_form_errors, error_text
 from foundation.roles import researcher_required
-from studies import selectors, services, setup_checks
+from studies import services, setup_checks
 from studies.forms import SETTING_FIELDS, ExtendForm, StudyForm
 from studies.models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, Study
+from studies.selectors.exports import EXPORT_FIELDS, study_export, study_export_rows
+from studies.selectors.monitor import study_list, study_monitor
+from studies.selectors.results import study_results
 
 
 @researcher_required
 def study_list_view(request):
-    return render(request, "studies/study_list.html", {"studies": selectors.study_list()})
+    return render(request, "studies/study_list.html", {"studies": study_list()})
 
 
 @researcher_required
@@ -65,7 +68,7 @@ def study_edit_view(request, slug: str):
 @researcher_required
 def study_monitor_view(request, slug: str):
     study = get_object_or_404(Study, slug=slug)
-    context = {"study": study, "monitor": selectors.study_monitor(study), "extend_form": ExtendForm(),
+    context = {"study": study, "monitor": study_monitor(study), "extend_form": ExtendForm(),
                "AttemptStatus": AttemptStatus}
     if request.htmx:  # the live part only: the setup checks do not change while the page polls
         return render(request, "studies/study_monitor.html#live", context)
@@ -118,7 +121,7 @@ def attempt_expire_view(request, slug: str, attempt_id: int):
 @researcher_required
 def study_results_view(request, slug: str):
     study = get_object_or_404(Study, slug=slug)
-    return render(request, "studies/study_results.html", {"study": study, "results": selectors.study_results(study)})
+    return render(request, "studies/study_results.html", {"study": study, "results": study_results(study)})
 
 
 class _Echo:
@@ -134,14 +137,14 @@ def study_export_view(request, slug: str, fmt: str):
         raise Http404("Export formats: csv, json.")
     if fmt == "json":
         response = HttpResponse(
-            json.dumps(selectors.study_export(study), cls=DjangoJSONEncoder, ensure_ascii=False, indent=1),
+            json.dumps(study_export(study), cls=DjangoJSONEncoder, ensure_ascii=False, indent=1),
             content_type="application/json")
     else:
-        writer = csv_safety.DictWriter(_Echo(), fieldnames=selectors.EXPORT_FIELDS)
+        writer = csv_safety.DictWriter(_Echo(), fieldnames=EXPORT_FIELDS)
 
         def lines():
             yield writer.writeheader()
-            for row in selectors.study_export_rows(study):
+            for row in study_export_rows(study):
                 row = {**row, "highlights": json.dumps(row["highlights"], ensure_ascii=False)}
                 yield writer.writerow(row)
 

@@ -23,7 +23,7 @@ from studies.prolific.client import BonusRow
 from studies.prolific.errors import BonusBatchRefused, BonusOutcomeUnknown, ProlificRefused, ProlificUnavailable
 from studies.prolific.models import BonusBatch, BonusBatchState, BonusPayment
 from studies.prolific.services.connections import connection_of, prolific_client
-from studies.selectors import study_results
+from studies.selectors.results import study_results
 
 
 @transaction.atomic

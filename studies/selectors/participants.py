@@ -1,0 +1,95 @@
+"""Participant-facing reads: where a study's public link leads, the attempt a participant resumes, an attempt by
+its token and its counts for the completion page. Reads only: a GET never takes a place."""
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from enum import Enum
+
+from django.db.models import Count, F, Q
+
+from studies.errors import ParticipantIdTaken
+from studies.models import Attempt, Study, StudyItem, StudyStatus
+
+
+def attempt_by_token(token: str) -> Attempt | None:
+    return Attempt.objects.select_related("study").filter(token=token).first()
+
+
+def study_public(slug: str) -> Study | None:
+    return Study.objects.filter(slug=slug).first()
+
+
+def study_has_room(study: Study) -> bool:
+    """Whether a new attempt could still be filled (enough distinct items with spare quota)."""
+    return StudyItem.objects.filter(study=study, load__lt=F("quota")).count() >= study.per_participant
+
+
+def attempt_resumable(*, study: Study, participant_id: str = "", session_id: str = "",
+                      cookie_token: str = "") -> Attempt | None:
+    """The attempt a returning participant resumes: the browser's own (its cookie), else the attempt of the
+    external participant id when the external session id matches too (Prolific reopened in a new browser).
+
+    A participant id alone is public enough to be guessed or shared: an attempt it names that neither the
+    cookie nor the session id opens raises `ParticipantIdTaken` (the page says so; nothing of the attempt is
+    shown). An attempt joined without a session id resumes only in its own browser.
+    """
+    if cookie_token:
+        own = Attempt.objects.filter(study=study, token=cookie_token).first()
+        if own is not None:
+            return own
+    participant_id = participant_id.strip()[:100]
+    if not participant_id:
+        return None
+    existing = Attempt.objects.filter(study=study, external_participant_id=participant_id).first()
+    if existing is None:
+        return None
+    session_id = session_id[:100]
+    if session_id and existing.external_session_id and hmac.compare_digest(
+            session_id.encode(), existing.external_session_id.encode()):
+        return existing
+    raise ParticipantIdTaken(participant_id)
+
+
+class Entry(str, Enum):
+    """What the public link of a study leads to."""
+
+    RESUME = "resume"      # the participant has an attempt: back to it
+    CLOSED = "closed"      # not open
+    FULL = "full"          # no new attempt could be filled
+    CONSENT = "consent"    # the consent form (joining takes a place only after it)
+    TAKEN = "taken"        # the participant id has an attempt that this browser may not resume
+
+
+@dataclass
+class StudyEntry:
+    study: Study
+    entry: Entry
+    attempt: Attempt | None = None
+
+
+def study_entry(*, slug: str, participant_id: str = "", session_id: str = "",
+                cookie_token: str = "") -> StudyEntry | None:
+    """Where the public link leads (None: no such study). Reads only: a GET never takes a place."""
+    study = study_public(slug)
+    if study is None:
+        return None
+    try:
+        existing = attempt_resumable(study=study, participant_id=participant_id, session_id=session_id,
+                                     cookie_token=cookie_token)
+    except ParticipantIdTaken:
+        return StudyEntry(study, Entry.TAKEN)
+    if existing is not None:
+        return StudyEntry(study, Entry.RESUME, existing)
+    if study.status != StudyStatus.OPEN:
+        return StudyEntry(study, Entry.CLOSED)
+    if not study_has_room(study):
+        return StudyEntry(study, Entry.FULL)
+    return StudyEntry(study, Entry.CONSENT)
+
+
+def attempt_counts(attempt: Attempt) -> dict:
+    """Answered / correct counts of one attempt and its bonus (for the completion page)."""
+    counts = attempt.responses.aggregate(answered=Count("id"), correct=Count("id", filter=Q(is_correct=True)))
+    return {**counts, "bonus": attempt.study.bonus_for(counts["correct"])}
+
