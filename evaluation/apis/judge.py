@@ -8,9 +8,11 @@ from rest_framework.response import Response
 
 from annotation.models import LabelTask, ReviewOrder
 from evaluation.models import ModelEndpoint, Run
-from evaluation.models.judge import BeliefSource, JudgeConfig, JudgeRun
+from evaluation.models.judge import BeliefSource, JudgeConfig, JudgeRun, ProbeKind
 from evaluation.selectors import judge as selectors
+from evaluation.selectors import judge_quality as quality_selectors
 from evaluation.services import judge as services
+from foundation.errors import NotFound
 from foundation.roles import IsResearcher
 
 MAX_INT = 2_147_483_647
@@ -58,8 +60,8 @@ class JudgeRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = JudgeRun
         fields = ["id", "config", "task", "target_run", "split", "limit", "status", "n", "scored", "unscored",
-                  "errors", "label_counts", "mean_belief", "wall_s", "last_error", "note", "created_at", "started_at",
-                  "finished_at"]
+                  "errors", "label_counts", "mean_belief", "wall_s", "last_error", "note", "probe", "created_at",
+                  "started_at", "finished_at"]
         read_only_fields = fields
 
 
@@ -135,3 +137,42 @@ class JudgeRunResumeApi(_OneJudgeRun):
 
     def post(self, request, pk: int):
         return self.respond(services.judge_run_resume(judge_run=self.get_object()))
+
+
+class JudgeProbeLaunchSerializer(serializers.Serializer):
+    judge_run = serializers.IntegerField(min_value=1, max_value=MAX_INT,
+                                         help_text="The configuration's judge run whose targets are sampled.")
+    kind = serializers.ChoiceField(choices=ProbeKind.choices, default=ProbeKind.REVERSED)
+    sample = serializers.IntegerField(min_value=1, max_value=10_000, default=services.PROBE_SAMPLE)
+    seed = serializers.IntegerField(min_value=0, max_value=MAX_INT, default=0)
+
+
+class JudgeQualityApi(generics.GenericAPIView):
+    """GET: the judge configuration's quality card (agreement with people, calibration, the belief's spread,
+    position and length bias), every figure with its n."""
+
+    permission_classes = [IsResearcher]
+
+    def get(self, request, name: str):
+        config = services.judge_config_get(name=name)
+        return Response(quality_selectors.judge_quality_card(config=config))
+
+
+class JudgeProbeLaunchApi(generics.GenericAPIView):
+    """POST: a position probe of one of the configuration's judge runs (its targets sampled and judged again with
+    the options permuted, on Celery); the flips show on the quality card."""
+
+    permission_classes = [IsResearcher]
+    serializer_class = JudgeProbeLaunchSerializer
+
+    def post(self, request, name: str):
+        config = services.judge_config_get(name=name)
+        given = JudgeProbeLaunchSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        data = dict(given.validated_data)
+        judge_run = next(iter(quality_selectors.probe_choices(config=config, pk=data.pop("judge_run"))), None)
+        if judge_run is None:
+            raise NotFound("no judge run of this configuration that a position probe may permute",
+                           field="judge_run")
+        probed = services.judge_probe_launch(judge_run=judge_run, user=request.user, **data)
+        return Response(JudgeRunSerializer(probed).data, status=status.HTTP_201_CREATED)

@@ -83,6 +83,9 @@ class LeaderboardCellSerializer(serializers.Serializer):
     circular_accuracy = serializers.FloatField(allow_null=True, help_text="Circular order: items right in every "
                                                "rotation of their first sample / circular_n")
     circular_n = serializers.IntegerField(allow_null=True)
+    judged = serializers.ListField(child=serializers.DictField(), allow_null=True,
+                                   help_text="Free-text cells: per judge configuration, the accuracy from the judge "
+                                             "alone, people alone and judge-powered (PPI++), each with its n")
 
 
 class BaselineCellSerializer(serializers.Serializer):

@@ -1,9 +1,10 @@
 """Reads of the judge: configurations, judge runs, and the accuracy of free-text runs from their labels."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, F, QuerySet
 from django.utils.translation import gettext
 
 from annotation.models import BeliefLabel, BeliefQueue, Item, LabelStatus
@@ -103,14 +104,21 @@ class JudgedAccuracy:
                 "unreadable_share": self.unreadable_share}
 
 
-def free_text_accuracy(*, run: Run) -> list[JudgedAccuracy]:
+def free_text_accuracy(*, run: Run, item_ids: Sequence[int] | None = None,
+                       fresh_only: bool = False) -> list[JudgedAccuracy]:
     """Per judge configuration that judged this free-text run: the share of results whose final label (the
     reviewed one if any, else the judge's) is correct, a result without an answer counting as wrong, with the
     unscored results told apart (the judge's unreadable replies, those not judged yet). Empty for other
-    methods."""
+    methods. ``item_ids``: only the results of these items; ``fresh_only``: only results whose item has not
+    changed since (the leaderboard's like for like)."""
     if run.method != specs.FREE_TEXT:
         return []
-    answered = dict(Result.objects.filter(run=run, error="").values_list("pk", "free_answer"))
+    results = Result.objects.filter(run=run, error="")
+    if item_ids is not None:
+        results = results.filter(item_id__in=list(item_ids))
+    if fresh_only:
+        results = results.filter(item_version=F("item__content_version"))
+    answered = dict(results.values_list("pk", "free_answer"))
     n = len(answered)
     targets = {f"result:{pk}": bool((answer or "").strip()) for pk, answer in answered.items()}
     if not targets:

@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from django.utils.translation import gettext, gettext_noop, pgettext, pgettext_lazy
 
 from annotation.models import Item
+from evaluation.judge.specs import FREE_TEXT
 from evaluation.models import ModelEndpoint, OptionOrder, Run, RunStatus
 from evaluation.prompting.methods import METHODS
 from evaluation.selectors import humans
 from evaluation.selectors.aggregates import RowCounts, metrics_many
+from evaluation.selectors.judge import JudgedAccuracy, free_text_accuracy
 from evaluation.selectors.outcomes import circular_verdicts, common_item_ids, paired_counts
 from evaluation.selectors.quality import check_kinds, flagged_item_ids
 from evaluation.statistics.metrics import RunMetrics
@@ -43,6 +45,9 @@ class Cell:
     p_holm: float | None = None
     is_reference: bool = False
     circular: tuple[int, int] | None = None  # circular order: (items right in every rotation, items)
+    #: A free-text cell: per judge configuration, its accuracy from the judge alone, from people alone and
+    #: judge-powered (PPI++), each with its n, over the cell's items (fresh rows only).
+    judged: list[JudgedAccuracy] = field(default_factory=list)
 
     @property
     def circular_accuracy(self) -> float | None:
@@ -98,7 +103,15 @@ class Cell:
             "discordant": list(p.discordant) if p else None, "p_value": self.p_value,
             "p_holm": self.p_holm, "significant": self.significant if p else None,
             "circular_accuracy": self.circular_accuracy, "circular_n": self.circular[1] if self.circular else None,
+            "judged": [_judged_json(a) for a in self.judged] if self.run.method == FREE_TEXT else None,
         }
+
+
+def _judged_json(accuracy: JudgedAccuracy) -> dict:
+    """A free-text cell's accuracy per judge: judge only, people only and judge-powered, each with its n."""
+    return {"config": accuracy.config, "judge": {"value": accuracy.accuracy, "n": accuracy.counted},
+            "people": accuracy.people, "powered": accuracy.powered, "n": accuracy.n, "reviewed": accuracy.reviewed,
+            "unanswered": accuracy.unanswered, "unreadable": accuracy.unreadable, "pending": accuracy.pending}
 
 
 @dataclass(frozen=True)
@@ -264,6 +277,9 @@ def leaderboard(*, split: str = "", run_ids: Sequence[int] = (), option_order: s
     cells = {(r.method, r.endpoint_id): Cell(run=r, metrics=metrics[r.pk][0], counts=metrics[r.pk][1],
                                              circular=circular.get(r.pk, (0, 0)) if r.rotations > 1 else None)
              for r in runs}
+    for cell in cells.values():
+        if cell.method == FREE_TEXT:
+            cell.judged = free_text_accuracy(run=cell.run, item_ids=item_ids, fresh_only=True)
     endpoints = sorted({r.endpoint for r in runs}, key=lambda e: e.name)
     rows = []
     for name, method in METHODS.items():

@@ -1,6 +1,8 @@
 """Writes of the judge: judge configurations, launching, resuming and cancelling judge runs."""
 from __future__ import annotations
 
+import random
+
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -9,7 +11,7 @@ from annotation.models import Item
 from annotation.services.belief import belief_queue_for
 from evaluation.execution import heartbeats, queueing
 from evaluation.execution import judge as execution
-from evaluation.judge import specs
+from evaluation.judge import probe, specs
 from evaluation.judge.beliefs import BUILTIN
 from evaluation.models import EndpointKind, ModelEndpoint, Result, Run, RunStatus
 from evaluation.models.judge import JudgeConfig, JudgeRun
@@ -135,6 +137,38 @@ def judge_run_cancel(*, judge_run: JudgeRun) -> JudgeRun:
     judge_run.status, judge_run.finished_at = RunStatus.CANCELLED, timezone.now()
     judge_run.save(update_fields=["status", "finished_at"])
     return judge_run
+
+
+#: How many targets a position probe judges again unless told otherwise.
+PROBE_SAMPLE = 50
+
+
+@transaction.atomic
+def judge_probe_launch(*, judge_run: JudgeRun, kind: str = probe.REVERSED, sample: int = PROBE_SAMPLE,
+                       seed: int = 0, user=None, enqueue: bool = True) -> JudgeRun:
+    """A position probe of a judge run: a seeded uniform sample of its targets, judged again by the same
+    configuration with the options permuted (``kind``), executed like a judge run (Celery, the same engine); its
+    labels go to JudgeProbeLabel and are compared with the queue's labels on the quality card."""
+    if judge_run.probe:
+        raise Invalid("this judge run is itself a probe: probe the judge run it permuted", field="judge_run")
+    if judge_run.task not in probe.PROBED_TASKS:
+        raise Invalid(probe.NOT_PROBED.get(judge_run.task, judge_run.task), field="judge_run")
+    if kind not in probe.PERMUTATIONS:
+        raise Invalid(f"the permutation is one of {', '.join(probe.PERMUTATIONS)}", field="kind")
+    if sample < 1:
+        raise Invalid("the sample must be at least 1 target", field="sample")
+    targets = list(judge_run.targets)
+    chosen = sorted(random.Random(seed).sample(range(len(targets)), min(sample, len(targets))))
+    if not chosen:
+        raise Invalid(f"judge run {judge_run.pk} has no target", field="judge_run")
+    probed = JudgeRun.objects.create(
+        config=judge_run.config, task=judge_run.task, target_run=judge_run.target_run, split=judge_run.split,
+        targets=[targets[i] for i in chosen], n=len(chosen), probe=kind, created_by=user,
+        note=f"position probe ({kind}) of judge run {judge_run.pk}: {len(chosen)} of {len(targets)} targets, "
+             f"seed {seed}")
+    if enqueue:
+        queueing.judge_run_enqueue(probed)
+    return probed
 
 
 def judge_run_execute_in_process(*, judge_run: JudgeRun) -> JudgeRun:

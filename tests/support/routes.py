@@ -58,6 +58,7 @@ PARAMETERS = [
     ("evaluation/runs/", "pk", "run"), ("api/evaluation/runs/", "pk", "run"), ("evaluation/runs/", "result_pk", "result"),
     ("api/evaluation/endpoints/", "pk", "endpoint"), ("evaluation/endpoints/", "pk", "endpoint"),
     ("api/evaluation/judge-runs/", "pk", "=999999"),
+    ("evaluation/judge/", "name", "=builtin"), ("api/evaluation/judge-configs/", "name", "=builtin"),
     ("evaluation/figures/", "name", "=accuracy-by-steps"), ("api/evaluation/figures/", "name", "=accuracy-by-steps"),
     ("evaluation/one-scale/", "name", ("respondents", "items", "scale", "figure")),
     ("", "fmt", FORMATS),
