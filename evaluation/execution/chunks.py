@@ -10,16 +10,14 @@ is skipped before any request is made.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import close_old_connections
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -27,6 +25,7 @@ from annotation.clue_graph import gold_key_information
 from annotation.models import Item, ItemStatus
 from evaluation.execution.rows import cache_fetch as _cache_fetch
 from evaluation.execution.rows import write_results
+from evaluation.execution.streaming import StreamOutcome, stream_jobs
 from evaluation.model_calls.clients import (
     BuiltinClient,
     CircuitBreaker,
@@ -47,8 +46,6 @@ from evaluation.prompting.prompts import ItemView, Presented, choose_demonstrati
 
 log = logging.getLogger(__name__)
 
-FLUSH_EVERY_S = 0.25
-CANCEL_CHECK_S = 1.0
 #: The circuit breaker: a chunk stops, and its run fails, after this many consecutive endpoint failures
 #: (connection refused, DNS, 401/403/404, unknown model), or after this long with nothing but them
 #: (settings EVALUATION_BREAKER_THRESHOLD / EVALUATION_BREAKER_WINDOW_S override them).
@@ -93,14 +90,16 @@ def make_limiter(endpoint: ModelEndpoint) -> Limiter:
 
 
 def make_client(endpoint: ModelEndpoint, *, seed: int, params: dict | None = None,
-                breaker: CircuitBreaker | None = None) -> ModelClient:
-    """The endpoint's client; ``params`` (the run's, frozen at launch) default to the endpoint's own."""
+                breaker: CircuitBreaker | None = None,
+                client_class: type[OpenAIChatClient] = OpenAIChatClient) -> ModelClient:
+    """The endpoint's client; ``params`` (the run's, frozen at launch) default to the endpoint's own.
+    A judge run asks for its own class (``LogprobChatClient``, which keeps the logprobs) with the same settings."""
     if endpoint.is_builtin:
         return BuiltinClient(name=endpoint.model, seed=seed)
     # Not a setting: each endpoint names its own variable, read from the workers' environment at use,
     # so that the key is never stored (ModelEndpoint.api_key_env).
     api_key = os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
-    return OpenAIChatClient(
+    return client_class(
         base_url=endpoint.base_url, model=endpoint.model, api_key=api_key,
         params=endpoint.generation_params() if params is None else params,
         timeout_s=endpoint.timeout_s, limiter=make_limiter(endpoint),
@@ -330,66 +329,13 @@ async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport)
                     cache_fetch=cache_fetch if use_cache else None,
                     ramp_spacing_s=0.0 if endpoint.is_builtin else settings.EVALUATION_RAMP_SPACING_S,
                     infrastructure_errors=INFRASTRUCTURE_ERRORS)
-    buffer: list[JobResult] = []
-    state = {"cancelled": False, "checked": time.monotonic()}
-    done = asyncio.Event()
-
-    async def flush() -> None:
-        if buffer:
-            batch = buffer[:]
-            buffer.clear()
-            await loop.run_in_executor(db, _write, run, batch, endpoint.model)
-            report.written += len(batch)
-            report.errors += sum(1 for r in batch if r.outcome is None)
-
-    async def flusher() -> None:
-        while not done.is_set():
-            try:
-                await asyncio.wait_for(done.wait(), FLUSH_EVERY_S)
-            except TimeoutError:
-                pass
-            if len(buffer) or done.is_set():
-                await flush()
-            if time.monotonic() - state["checked"] >= CANCEL_CHECK_S:
-                state["checked"] = time.monotonic()
-                state["cancelled"] = await loop.run_in_executor(db, _is_cancelled, run.pk)
-
-    def on_result(result: JobResult) -> None:
-        buffer.append(result)
-
-    writer = asyncio.create_task(flusher())
-    runner = asyncio.create_task(engine.run(jobs(), on_result=on_result, stopped=lambda: state["cancelled"],
-                                            count=len(wanted)))
+    outcome = StreamOutcome()
     try:
-        # A failed write (the database is down) stops the requests at once instead of piling up answers.
-        await asyncio.wait({runner, writer}, return_when=asyncio.FIRST_COMPLETED)
-        if writer.done() and not runner.done():
-            runner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await runner
-            writer.result()  # raises the write's error
-        runner.result()  # raises the engine's error (EndpointDown, an infrastructure error, a planning error)
-    except BaseException:
-        # Keep what is already answered (whole rows, one transaction per batch), then raise the first error.
-        if not runner.done():
-            runner.cancel()
-            with contextlib.suppress(BaseException):
-                await runner
-        done.set()
-        with contextlib.suppress(BaseException):
-            await writer
-        with contextlib.suppress(BaseException):
-            await flush()
-        with contextlib.suppress(BaseException):
-            await client.close()
-        raise
-    else:
-        done.set()
-        await writer
-        await flush()
-        await client.close()
+        await stream_jobs(engine=engine, jobs=jobs(), db=db, write=lambda batch: _write(run, batch, endpoint.model),
+                          is_cancelled=lambda: _is_cancelled(run.pk), close_client=client.close, count=len(wanted),
+                          outcome=outcome)
     finally:
-        with contextlib.suppress(BaseException):
-            await loop.run_in_executor(db, connections.close_all)
-        db.shutdown(wait=True)
-    report.cancelled = state["cancelled"]
+        report.written += outcome.written
+        report.errors += outcome.errors
+    report.cancelled = outcome.cancelled
+

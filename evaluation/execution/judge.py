@@ -14,33 +14,31 @@ good writes no label (the target counts as an error and is tried again next time
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import close_old_connections
 from django.utils import timezone
 
 from annotation.models import BeliefLabel, Item, LabelStatus
 from annotation.models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED
 from annotation.services.belief import belief_labels_record
-from evaluation.execution.chunks import endpoint_refusal, make_breaker, make_limiter, run_event_loop
+from evaluation.execution.chunks import endpoint_refusal, make_breaker, make_client, run_event_loop
 from evaluation.execution.rows import cache_fetch as cache_fetch_rows
+from evaluation.execution.streaming import stream_jobs
 from evaluation.judge import specs
 from evaluation.judge.beliefs import LOGPROB, SAMPLED
 from evaluation.judge.client import TOP_LOGPROBS, LogprobChatClient, pack_for_cache
 from evaluation.judge.solving import JudgeOutcome, JudgeSolver
 from evaluation.judge.specs import JudgeInput
-from evaluation.model_calls.clients import CircuitBreaker, EndpointDown, RetryPolicy
+from evaluation.model_calls.clients import EndpointDown
 from evaluation.model_calls.engine import RAMP_SPACING_S, Engine, Job, JobResult
 from evaluation.models import CachedResponse, Result, RunStatus
 from evaluation.models.judge import JudgeConfig, JudgeRun
 from evaluation.prompting.methods import Completion
 
-FLUSH_EVERY_S = 0.25
-CANCEL_CHECK_S = 1.0
 BUILTIN_BATCH = 200
 CLUE_GRAPH_REVIEW_CHOICES = [DRAFT_ACCEPTED, DRAFT_EDITED, DRAFT_DISCARDED]
 
@@ -147,17 +145,6 @@ def _execute_builtin(judge_run: JudgeRun, solver: JudgeSolver, pending: list[Jud
         belief_labels_record(queue=queue, rows=rows)
 
 
-def _client(config: JudgeConfig, params: dict, breaker: CircuitBreaker | None = None) -> LogprobChatClient:
-    endpoint = config.endpoint
-    api_key = os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
-    return LogprobChatClient(
-        base_url=endpoint.base_url, model=endpoint.model, api_key=api_key, params=params,
-        timeout_s=endpoint.timeout_s, limiter=make_limiter(endpoint),
-        retry=RetryPolicy(max_attempts=endpoint.max_attempts, total_s=endpoint.retry_budget_s),
-        max_connections=endpoint.max_concurrency, breaker=breaker,
-    )
-
-
 def _write(judge_run: JudgeRun, solver: JudgeSolver, results: list[JobResult], errors: list[str]) -> None:
     rows = []
     for result in results:
@@ -176,11 +163,15 @@ def _write(judge_run: JudgeRun, solver: JudgeSolver, results: list[JobResult], e
 
 async def _execute_model(judge_run: JudgeRun, solver: JudgeSolver, pending: list[JudgeInput],
                          errors: list[str]) -> None:
+    """The judge's requests through the model runs' loop (``streaming.stream_jobs``): engine, client, limiter,
+    breaker, cache reader, infrastructure errors, streamed writes and cancellation are theirs."""
+    from evaluation.execution.infrastructure import INFRASTRUCTURE_ERRORS  # imports redis: not at URL loading
+
     config, endpoint = judge_run.config, judge_run.config.endpoint
     loop = asyncio.get_running_loop()
     db = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"judge-run-{judge_run.pk}-db")
     params = judge_params(config)
-    client = _client(config, params, breaker=make_breaker())  # the model runs' breaker, with their settings
+    client = make_client(endpoint, seed=0, params=params, breaker=make_breaker(), client_class=LogprobChatClient)
 
     async def cache_fetch(keys: list[str]) -> dict[str, Completion]:
         return await loop.run_in_executor(db, cache_fetch_rows, keys)  # the model runs' own cache read
@@ -188,47 +179,11 @@ async def _execute_model(judge_run: JudgeRun, solver: JudgeSolver, pending: list
     engine = Engine(method=solver, client=client, k=config.samples, concurrency=endpoint.max_concurrency,
                     base_url=endpoint.base_url, model=endpoint.model, params=params,
                     cache_fetch=cache_fetch if endpoint.use_cache else None,
-                    ramp_spacing_s=float(getattr(settings, "EVALUATION_RAMP_SPACING_S", RAMP_SPACING_S)))
+                    ramp_spacing_s=float(getattr(settings, "EVALUATION_RAMP_SPACING_S", RAMP_SPACING_S)),
+                    infrastructure_errors=INFRASTRUCTURE_ERRORS)
     jobs = [Job(item_id=data.item_id, sample_index=0, shown=data) for data in pending]
-    buffer: list[JobResult] = []
-    state = {"cancelled": False, "checked": time.monotonic()}
-    done = asyncio.Event()
-    arrived = asyncio.Event()
-
-    def on_result(result: JobResult) -> None:
-        buffer.append(result)
-        arrived.set()
-
-    async def flush() -> None:
-        if buffer:
-            batch = buffer[:]
-            buffer.clear()
-            await loop.run_in_executor(db, _write, judge_run, solver, batch, errors)
-
-    async def flusher() -> None:
-        # A label is written as soon as its reply arrives (what arrives meanwhile goes in the next batch), so a
-        # killed worker loses only the requests in flight: the next execution asks only those again.
-        while not done.is_set():
-            try:
-                await asyncio.wait_for(arrived.wait(), FLUSH_EVERY_S)
-            except TimeoutError:
-                pass
-            arrived.clear()
-            await flush()
-            if time.monotonic() - state["checked"] >= CANCEL_CHECK_S:
-                state["checked"] = time.monotonic()
-                state["cancelled"] = await loop.run_in_executor(db, _is_cancelled, judge_run.pk)
-
-    writer = asyncio.create_task(flusher())
-    try:
-        await engine.run(jobs, on_result=on_result, stopped=lambda: state["cancelled"])
-    finally:
-        done.set()
-        await writer
-        await flush()
-        await client.close()
-        await loop.run_in_executor(db, connections.close_all)
-        db.shutdown(wait=True)
+    await stream_jobs(engine=engine, jobs=jobs, db=db, write=lambda batch: _write(judge_run, solver, batch, errors),
+                      is_cancelled=lambda: _is_cancelled(judge_run.pk), close_client=client.close, count=len(jobs))
 
 
 def judge_run_counts(judge_run: JudgeRun) -> dict:

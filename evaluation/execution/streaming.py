@@ -1,0 +1,108 @@
+"""The one request loop of every run: model runs (a chunk of rows) and judge runs (labels) both stream here.
+
+The engine sends the jobs; what arrives is buffered and written by one writer task on the run's database
+thread every ``FLUSH_EVERY_S`` (so a killed worker loses only the requests in flight, and the next execution
+asks only those again); every ``CANCEL_CHECK_S`` the writer asks whether the run was cancelled (no new
+request is sent after that). A failed write (the database is down) stops the requests at once instead of
+piling up answers; on any error what is already answered is written (whole batches) before the error is
+raised again. The client is closed and the thread's database connections are closed on every path.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from django.db import connections
+
+from evaluation.model_calls.engine import Engine, Job, JobResult
+
+FLUSH_EVERY_S = 0.25
+CANCEL_CHECK_S = 1.0
+
+
+@dataclass
+class StreamOutcome:
+    written: int = 0  # results handed to ``write`` (answers and failures)
+    errors: int = 0  # of which failed for good (no outcome)
+    cancelled: bool = False
+
+
+async def stream_jobs(*, engine: Engine, jobs: Iterable[Job] | AsyncIterable[Job], db: ThreadPoolExecutor,
+                      write: Callable[[list[JobResult]], None], is_cancelled: Callable[[], bool],
+                      close_client: Callable[[], object], count: int | None = None,
+                      outcome: StreamOutcome | None = None) -> StreamOutcome:
+    """Run ``jobs`` through ``engine`` and write their results in batches with ``write`` (called on ``db``).
+
+    ``is_cancelled`` is called on ``db`` too; ``close_client`` returns an awaitable. The thread pool is shut
+    down at the end. Returns (and fills, if given) the outcome."""
+    outcome = outcome if outcome is not None else StreamOutcome()
+    loop = asyncio.get_running_loop()
+    buffer: list[JobResult] = []
+    state = {"cancelled": False, "checked": time.monotonic()}
+    done = asyncio.Event()
+    arrived = asyncio.Event()
+
+    def on_result(result: JobResult) -> None:
+        buffer.append(result)
+        arrived.set()
+
+    async def flush() -> None:
+        if buffer:
+            batch = buffer[:]
+            buffer.clear()
+            await loop.run_in_executor(db, write, batch)
+            outcome.written += len(batch)
+            outcome.errors += sum(1 for r in batch if r.outcome is None)
+
+    async def flusher() -> None:
+        while not done.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(arrived.wait(), FLUSH_EVERY_S)
+            arrived.clear()
+            await flush()
+            if time.monotonic() - state["checked"] >= CANCEL_CHECK_S:
+                state["checked"] = time.monotonic()
+                state["cancelled"] = await loop.run_in_executor(db, is_cancelled)
+
+    writer = asyncio.create_task(flusher())
+    runner = asyncio.create_task(engine.run(jobs, on_result=on_result, stopped=lambda: state["cancelled"],
+                                            count=count))
+    try:
+        await asyncio.wait({runner, writer}, return_when=asyncio.FIRST_COMPLETED)
+        if writer.done() and not runner.done():
+            runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
+            writer.result()  # raises the write's error
+        runner.result()  # raises the engine's error (EndpointDown, an infrastructure error, a planning error)
+    except BaseException:
+        # Keep what is already answered (whole batches, one transaction each), then raise the first error.
+        if not runner.done():
+            runner.cancel()
+            with contextlib.suppress(BaseException):
+                await runner
+        done.set()
+        arrived.set()
+        with contextlib.suppress(BaseException):
+            await writer
+        with contextlib.suppress(BaseException):
+            await flush()
+        with contextlib.suppress(BaseException):
+            await close_client()
+        raise
+    else:
+        done.set()
+        arrived.set()
+        await writer
+        await flush()
+        await close_client()
+    finally:
+        with contextlib.suppress(BaseException):
+            await loop.run_in_executor(db, connections.close_all)
+        db.shutdown(wait=True)
+    outcome.cancelled = state["cancelled"]
+    return outcome
