@@ -79,6 +79,11 @@ class BeliefQueue(models.Model):
     accept_threshold = models.FloatField(
         null=True, blank=True, help_text="Labels with belief >= this are accepted without review (audits aside).")
     lease_minutes = models.PositiveIntegerField(default=30)
+    # Review until precise enough: with a target, the queue hands out no more labels once the anytime-valid
+    # confidence sequence of its headline share (over the uniform sample) is at most this wide each side.
+    target_half_width = models.FloatField(
+        null=True, blank=True,
+        help_text="Stop handing out once the 95% confidence sequence's half-width is at most this (0 < x < 0.5).")
     handouts = models.PositiveIntegerField(default=0, help_text="Hand-outs so far (numbers the random share).")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -92,6 +97,9 @@ class BeliefQueue(models.Model):
             models.CheckConstraint(
                 condition=Q(accept_threshold__isnull=True) | Q(accept_threshold__gte=0, accept_threshold__lte=1),
                 name="belief_queue_threshold_in_unit"),
+            models.CheckConstraint(
+                condition=Q(target_half_width__isnull=True) | Q(target_half_width__gt=0, target_half_width__lt=0.5),
+                name="belief_queue_target_half_width"),
         ]
 
     def __str__(self) -> str:
