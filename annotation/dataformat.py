@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from foundation.words import gettext
+
 MAX_LINE_BYTES = 1_000_000  # a DetectBench record is ~2 kB; anything near 1 MB is not a record
 MAX_NESTING = 32  # a record nests 2 levels (clue_graph); extra fields may nest a little more, never this much
 MAX_INTEGER_DIGITS = 100
@@ -84,11 +86,11 @@ def validate_record(obj, *, file: str, line: int,
         errors.append(RecordError(file, line, field_name, message))
 
     if not isinstance(obj, dict):
-        err(None, f"expected a JSON object, got {type(obj).__name__}")
+        err(None, gettext("expected a JSON object, got %(type)s", type=type(obj).__name__))
         return None, errors
     for name in REQUIRED_FIELDS:
         if name not in obj:
-            err(name, "missing field")
+            err(name, gettext("missing field"))
     if errors:
         return None, errors
 
@@ -98,51 +100,53 @@ def validate_record(obj, *, file: str, line: int,
     elif isinstance(raw_id, str) and raw_id.strip() and len(raw_id) <= 100:
         external_id, id_is_int = raw_id, False
     else:
-        err("id", "must be an integer or a non-empty string of at most 100 characters")
+        err("id", gettext("must be an integer or a non-empty string of at most 100 characters"))
         external_id, id_is_int = "", False
     for name, limit in (("context", limits.max_context_chars), ("question", limits.max_question_chars)):
         value = obj[name]
         if not isinstance(value, str):
-            err(name, f"must be a string, got {type(value).__name__}")
+            err(name, gettext("must be a string, got %(type)s", type=type(value).__name__))
         elif not value.strip():
-            err(name, "must not be empty")
+            err(name, gettext("must not be empty"))
         elif len(value) > limit:
             err(name, _too_long(value, limit))
     options = obj["options"]
     if not isinstance(options, list):
-        err("options", f"must be a list, got {type(options).__name__}")
+        err("options", gettext("must be a list, got %(type)s", type=type(options).__name__))
     elif len(options) < 2:
-        err("options", f"must hold at least 2 options, got {len(options)}")
+        err("options", gettext("must hold at least 2 options, got %(n)s", n=len(options)))
     elif len(options) > limits.max_options:
-        err("options", f"{len(options):,} options: an item may have at most {limits.max_options}")
+        err("options", gettext("%(n)s options: an item may have at most %(limit)s", n=f"{len(options):,}",
+                                limit=limits.max_options))
     else:
         for i, option in enumerate(options):
             if not isinstance(option, str) or not option.strip():
-                err(f"options[{i}]", "must be a non-empty string")
+                err(f"options[{i}]", gettext("must be a non-empty string"))
             elif len(option) > limits.max_option_chars:
                 err(f"options[{i}]", _too_long(option, limits.max_option_chars))
     answer = obj["answer"]
     if not _is_int(answer):
-        err("answer", f"must be an integer index, got {type(answer).__name__}")
+        err("answer", gettext("must be an integer index, got %(type)s", type=type(answer).__name__))
     elif isinstance(options, list) and 2 <= len(options) <= limits.max_options and not 0 <= answer < len(options):
-        err("answer", f"index {answer} is out of range for {len(options)} options (0..{len(options) - 1})")
+        err("answer", gettext("index %(answer)s is out of range for %(n)s options (0..%(last)s)", answer=answer,
+                              n=len(options), last=len(options) - 1))
     elif not 0 <= answer < limits.max_options:
-        err("answer", f"index {answer:,} is out of range: an item has at most {limits.max_options} options "
-                      f"(0..{limits.max_options - 1})")
+        err("answer", gettext("index %(answer)s is out of range: an item has at most %(n)s options (0..%(last)s)",
+                              answer=f"{answer:,}", n=limits.max_options, last=limits.max_options - 1))
     graph = obj["clue_graph"]
     if not isinstance(graph, dict):
-        err("clue_graph", f"must be an object, got {type(graph).__name__}")
+        err("clue_graph", gettext("must be an object, got %(type)s", type=type(graph).__name__))
     else:
         for name in CLUE_GRAPH_FIELDS:
             if name not in graph:
-                err(f"clue_graph.{name}", "missing field")
+                err(f"clue_graph.{name}", gettext("missing field"))
             elif not isinstance(graph[name], str):
-                err(f"clue_graph.{name}", f"must be a string, got {type(graph[name]).__name__}")
+                err(f"clue_graph.{name}", gettext("must be a string, got %(type)s", type=type(graph[name]).__name__))
             elif len(graph[name]) > limits.max_clue_graph_chars:
                 err(f"clue_graph.{name}", _too_long(graph[name], limits.max_clue_graph_chars))
         unknown = set(graph) - set(CLUE_GRAPH_FIELDS)
         if unknown:
-            err("clue_graph", f"unknown fields: {', '.join(sorted(unknown))}")
+            err("clue_graph", gettext("unknown fields: %(names)s", names=", ".join(sorted(unknown))))
     if errors:
         return None, errors
     extra = {k: v for k, v in obj.items() if k not in REQUIRED_FIELDS}
@@ -164,15 +168,15 @@ def validate_record(obj, *, file: str, line: int,
 
 
 def _too_long(text: str, limit: int) -> str:
-    return f"{len(text):,} characters: at most {limit:,}"
+    return gettext("%(n)s characters: at most %(limit)s", n=f"{len(text):,}", limit=f"{limit:,}")
 
 
 def _bad_text(text: str) -> str | None:
     """Why a decoded string cannot be stored, or None."""
     if "\x00" in text:
-        return "holds a NUL character (\\u0000), which cannot be stored"
+        return gettext("holds a NUL character (\\u0000), which cannot be stored")
     if not text.isascii() and _SURROGATE.search(text):
-        return "holds a lone surrogate (a \\ud800-\\udfff escape without its pair), which is not a character"
+        return gettext("holds a lone surrogate (a \\ud800-\\udfff escape without its pair), which is not a character")
     return None
 
 
@@ -195,12 +199,12 @@ def unstorable_value(obj, *, check_text: bool = True) -> tuple[str | None, str] 
     while stack:
         container, path, top, depth = stack.pop()
         if depth >= MAX_NESTING:
-            return top or None, f"nested deeper than {MAX_NESTING} levels"
+            return top or None, gettext("nested deeper than %(n)s levels", n=MAX_NESTING)
         for key, value in (container.items() if isinstance(container, dict) else enumerate(container)):
             if check_text and isinstance(key, str):
                 why = _bad_text(key)
                 if why:
-                    return path or None, f"a key {why}"
+                    return path or None, gettext("a key %(why)s", why=why)
             if isinstance(value, str):
                 why = check_text and _bad_text(value)
                 if why:
@@ -212,20 +216,20 @@ def unstorable_value(obj, *, check_text: bool = True) -> tuple[str | None, str] 
 
 
 def _refuse_constant(name: str):
-    raise ValueError(f"{name} is not a JSON number")
+    raise ValueError(gettext("%(name)s is not a JSON number", name=name))
 
 
 def _finite_float(text: str) -> float:
     number = float(text)
     if not math.isfinite(number):
-        raise ValueError(f"the number {text[:20]}... is not finite")
+        raise ValueError(gettext("the number %(text)s... is not finite", text=text[:20]))
     return number
 
 
 def _bounded_int(text: str) -> int:
     digits = len(text) - text.startswith("-")
     if digits > MAX_INTEGER_DIGITS:
-        raise ValueError(f"an integer with {digits:,} digits (at most {MAX_INTEGER_DIGITS})")
+        raise ValueError(gettext("an integer with %(n)s digits (at most %(limit)s)", n=f"{digits:,}", limit=MAX_INTEGER_DIGITS))
     return int(text)
 
 
@@ -240,7 +244,7 @@ def decode_json(text: str):
     try:
         return _DECODER.decode(text)
     except RecursionError:
-        raise ValueError(f"nested deeper than {MAX_NESTING} levels") from None
+        raise ValueError(gettext("nested deeper than %(n)s levels", n=MAX_NESTING)) from None
 
 
 def _lines(stream: BinaryIO) -> Iterator[tuple[int, bytes, int]]:
@@ -267,16 +271,19 @@ def parse_jsonl(stream: BinaryIO, *, file: str, limits: Limits = DEFAULT_LIMITS)
     for number, raw, length in _lines(stream):
         size += length
         if size > limits.max_file_bytes:
-            errors.append(RecordError(file, number, None, f"the file is over the {limits.max_file_bytes:,}-byte limit "
-                                                          "of an import (split it, or raise ITEM_IMPORT_MAX_FILE_BYTES)"))
+            errors.append(RecordError(file, number, None, gettext(
+                "the file is over the %(limit)s-byte limit of an import (split it, or raise ITEM_IMPORT_MAX_FILE_BYTES)",
+                limit=f"{limits.max_file_bytes:,}")))
             return ParseResult(records=records, errors=errors, too_large=True)
         if length > MAX_LINE_BYTES:
-            errors.append(RecordError(file, number, None, f"line is {length:,} bytes, over the {MAX_LINE_BYTES:,}-byte limit for one record"))
+            errors.append(RecordError(file, number, None, gettext(
+                "line is %(n)s bytes, over the %(limit)s-byte limit for one record", n=f"{length:,}",
+                limit=f"{MAX_LINE_BYTES:,}")))
             continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            errors.append(RecordError(file, number, None, f"invalid UTF-8 at byte {exc.start}"))
+            errors.append(RecordError(file, number, None, gettext("invalid UTF-8 at byte %(n)s", n=exc.start)))
             continue
         if number == 1 and text.startswith("\ufeff"):
             text = text[1:]
@@ -285,10 +292,11 @@ def parse_jsonl(stream: BinaryIO, *, file: str, limits: Limits = DEFAULT_LIMITS)
         try:
             obj = decode_json(text)
         except json.JSONDecodeError as exc:
-            errors.append(RecordError(file, number, None, f"invalid JSON: {exc.msg} at column {exc.colno}"))
+            errors.append(RecordError(file, number, None, gettext("invalid JSON: %(why)s at column %(n)s",
+                                                                      why=exc.msg, n=exc.colno)))
             continue
         except ValueError as exc:
-            errors.append(RecordError(file, number, None, f"invalid JSON: {exc}"))
+            errors.append(RecordError(file, number, None, gettext("invalid JSON: %(why)s", why=exc)))
             continue
         # A NUL or a lone surrogate can only come from a \u escape: a line without one needs no text check.
         unstorable = unstorable_value(obj, check_text="\\u" in text)
@@ -301,10 +309,12 @@ def parse_jsonl(stream: BinaryIO, *, file: str, limits: Limits = DEFAULT_LIMITS)
             continue
         assert record is not None
         if record.external_id in seen:
-            errors.append(RecordError(file, number, "id", f"duplicate id {record.external_id!r} (first seen on line {seen[record.external_id]})"))
+            errors.append(RecordError(file, number, "id", gettext(
+                "duplicate id %(id)s (first seen on line %(line)s)", id=repr(record.external_id),
+                line=seen[record.external_id])))
             continue
         seen[record.external_id] = number
         records.append(record)
     if not records and not errors:
-        errors.append(RecordError(file, 1, None, "no records: the file is empty or holds only blank lines"))
+        errors.append(RecordError(file, 1, None, gettext("no records: the file is empty or holds only blank lines")))
     return ParseResult(records=records, errors=errors)

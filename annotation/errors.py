@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from foundation.errors import Conflict, Invalid, NotFound
+from foundation.words import gettext, ngettext
 
 if TYPE_CHECKING:
     from annotation.dataformat import RecordError
@@ -26,8 +27,9 @@ class ImportRejected(Invalid):
     def __init__(self, line_errors: list[RecordError]):
         self.line_errors = list(line_errors)
         shown = "\n".join(str(e) for e in line_errors[:20])
-        more = f"\n... and {len(line_errors) - 20} more" if len(line_errors) > 20 else ""
-        super().__init__(f"{len(line_errors)} invalid line(s), nothing imported:\n{shown}{more}", details={
+        more = "\n" + gettext("... and %(n)s more", n=len(line_errors) - 20) if len(line_errors) > 20 else ""
+        super().__init__(ngettext("%(n)s invalid line, nothing imported:", "%(n)s invalid lines, nothing imported:",
+                                  len(line_errors), n=len(line_errors)) + f"\n{shown}{more}", details={
             "lines": [{"line": e.line, "field": e.field, "message": e.message} for e in line_errors[:200]]})
 
 
@@ -39,11 +41,13 @@ class CuratedConflicts(Conflict):
     def __init__(self, conflicts):
         self.conflicts = list(conflicts)
         shown = "\n".join(str(c) for c in self.conflicts[:20])
-        more = f"\n... and {len(self.conflicts) - 20} more" if len(self.conflicts) > 20 else ""
+        more = "\n" + gettext("... and %(n)s more", n=len(self.conflicts) - 20) if len(self.conflicts) > 20 else ""
         super().__init__(
-            f"{len(self.conflicts)} item(s) were edited in the app since their last import; nothing imported "
-            f"(keep them and import the rest: --keep-curated; replace them, as a new revision: --overwrite-curated):"
-            f"\n{shown}{more}",
+            ngettext("%(n)s item was edited in the app since its last import; nothing imported (keep it and import "
+                     "the rest: --keep-curated; replace it, as a new revision: --overwrite-curated):",
+                     "%(n)s items were edited in the app since their last import; nothing imported (keep them and "
+                     "import the rest: --keep-curated; replace them, as a new revision: --overwrite-curated):",
+                     len(self.conflicts), n=len(self.conflicts)) + f"\n{shown}{more}",
             details={"conflicts": [{"line": c.line, "id": c.external_id, "revision": c.revision, "author": c.author}
                                    for c in self.conflicts[:200]]})
 
@@ -57,8 +61,8 @@ class StaleVersion(Conflict):
         self.item = item
         self.base_version = base_version
         super().__init__(
-            f"{item} changed (now version {item.version}) since version {base_version} that you started from: "
-            f"look at it again",
+            gettext("%(item)s changed (now version %(version)s) since version %(base)s that you started from: "
+                    "look at it again", item=item, version=item.version, base=base_version),
             details={"current_version": item.version, "base_version": base_version,
                      "current": {name: item.pk if name == "id" else getattr(item, name) for name in ITEM_API_FIELDS}})
 

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from django import forms
 from django.conf import settings
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation.clue_graph.editing import EditableGraph, EditableStep
@@ -33,8 +34,9 @@ class ItemImportForm(forms.Form):
         upload = self.cleaned_data["file"]
         limit = settings.ITEM_IMPORT_MAX_FILE_BYTES
         if upload.size > limit:
-            raise forms.ValidationError(f"{upload.name} has {upload.size:,} bytes: an import takes at most {limit:,} "
-                                        "(ITEM_IMPORT_MAX_FILE_BYTES); split the file.", code="max_size")
+            raise forms.ValidationError(gettext("%(name)s has %(size)s bytes: an import takes at most %(limit)s "
+                                                "(ITEM_IMPORT_MAX_FILE_BYTES); split the file.") % {
+                "name": upload.name, "size": f"{upload.size:,}", "limit": f"{limit:,}"}, code="max_size")
         return upload
 
 
@@ -90,9 +92,9 @@ class VerificationForm(NamedErrorsMixin, forms.Form):
         data = super().clean()
         criteria = data.get("criteria") or []
         if data.get("decision") == Decision.DELETE and not criteria:
-            raise forms.ValidationError("A delete decision needs at least one criterion (1.1-1.5).")
+            raise forms.ValidationError(gettext("A delete decision needs at least one criterion (1.1-1.5)."))
         if data.get("decision") == Decision.KEEP and criteria:
-            raise forms.ValidationError("An item that meets a deletion criterion cannot be kept.")
+            raise forms.ValidationError(gettext("An item that meets a deletion criterion cannot be kept."))
         return data
 
 
@@ -128,7 +130,8 @@ class RewriteForm(NamedErrorsMixin, forms.Form):
     def clean(self):
         data = super().clean()
         if self.too_many_options:
-            self.add_error(None, forms.ValidationError(f"Options: at most {MAX_OPTIONS}.", code="max_length"))
+            self.add_error(None, forms.ValidationError(gettext("Options: at most %(n)s.") % {"n": MAX_OPTIONS},
+                                                       code="max_length"))
         for problem in option_checks(self.options(), data.get("answer_index")):
             self.add_error(None, problem.message)
         return data
@@ -182,25 +185,25 @@ class ClueGraphForm(NamedErrorsMixin, forms.Form):
         except ValueError:
             meta = None
         if not _valid_meta(meta):
-            self.add_error("meta", "The editor's hidden state is damaged: reload the page.")
+            self.add_error("meta", gettext("The editor's hidden state is damaged: reload the page."))
             meta = {}
         texts, implications = post.getlist("clue_text"), post.getlist("clue_implication")
         outputs, headers = post.getlist("step_output"), post.getlist("step_header")
         if len(texts) != len(implications):
-            self.add_error(None, "Every clue needs a text and an implication field.")
+            self.add_error(None, gettext("Every clue needs a text and an implication field."))
         if len(texts) > MAX_GRAPH_ROWS or len(outputs) > MAX_GRAPH_ROWS:
-            self.add_error(None, forms.ValidationError(f"At most {MAX_GRAPH_ROWS} clues and {MAX_GRAPH_ROWS} steps.",
+            self.add_error(None, forms.ValidationError(gettext("At most %(n)s clues and %(n)s steps.") % {"n": MAX_GRAPH_ROWS},
                                                        code="max_length"))
         for n, (text, implication) in enumerate(zip(texts, implications), 1):
-            self._check_length(f"Clue {n}", text)
-            self._check_length(f"Implication of clue {n}", implication)
+            self._check_length(gettext("Clue %(n)s") % {"n": n}, text)
+            self._check_length(gettext("Implication of clue %(n)s") % {"n": n}, implication)
         steps = []
         for i, output in enumerate(outputs[:MAX_GRAPH_ROWS]):
             inputs = [x for x in post.getlist(f"step_{i}_inputs") if x.strip()]
             extra = [x.strip() for x in post.get(f"step_{i}_extra", "").split(" + ") if x.strip()]
             for text in [*inputs, *extra]:
-                self._check_length(f"Input of step S{i + 1}", text)
-            self._check_length(f"Conclusion of step S{i + 1}", output)
+                self._check_length(gettext("Input of step S%(n)s") % {"n": i + 1}, text)
+            self._check_length(gettext("Conclusion of step S%(n)s") % {"n": i + 1}, output)
             steps.append(EditableStep(inputs + extra, output, (headers[i] if i < len(headers) else "") or None))
         self.graph = replace(EditableGraph.from_data({k: v for k, v in meta.items() if k in GRAPH_META_KEYS}), clues=list(zip(texts, implications))[:MAX_GRAPH_ROWS],
                              steps=steps)
@@ -209,7 +212,8 @@ class ClueGraphForm(NamedErrorsMixin, forms.Form):
     def _check_length(self, what: str, text: str) -> None:
         if len(text) > MAX_GRAPH_TEXT:
             self.add_error(None, forms.ValidationError(
-                f"{what}: at most {MAX_GRAPH_TEXT} characters (it has {len(text)}).", code="max_length"))
+                gettext("%(what)s: at most %(n)s characters (it has %(length)s).")
+                % {"what": what, "n": MAX_GRAPH_TEXT, "length": len(text)}, code="max_length"))
 
 
 class ReviewForm(NamedErrorsMixin, forms.Form):
@@ -223,9 +227,9 @@ class ReviewForm(NamedErrorsMixin, forms.Form):
         data = super().clean()
         if data.get("action") == ReviewAction.SEND_BACK:
             if not data.get("send_back_to"):
-                self.add_error("send_back_to", "Choose the stage to send the item back to.")
+                self.add_error("send_back_to", gettext("Choose the stage to send the item back to."))
             if not (data.get("comment") or "").strip():
-                self.add_error("comment", "Say what needs fixing.")
+                self.add_error("comment", gettext("Say what needs fixing."))
         return data
 
 
@@ -250,7 +254,7 @@ class EnterWorkflowForm(forms.Form):
     def clean(self):
         data = super().clean()
         if not data.get("split") and not data.get("source"):
-            raise forms.ValidationError("Choose the split (or every split) or the source of the items to queue.")
+            raise forms.ValidationError(gettext("Choose the split (or every split) or the source of the items to queue."))
         return data
 
     def scope(self) -> dict:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from annotation.text import node_key
+from foundation.words import gettext
 
 
 @dataclass(frozen=True)
@@ -41,15 +42,16 @@ def option_checks(options: Sequence[str], answer_index: int | None) -> list[Chec
     """Rule 2.4: at least two non-empty, distinct options and exactly one correct option."""
     checks = []
     if len(options) < 2:
-        checks.append(Check("too_few_options", "an item needs at least two options"))
+        checks.append(Check("too_few_options", gettext("an item needs at least two options")))
     for i, option in enumerate(options):
         if not option.strip():
-            checks.append(Check("empty_option", f"option {i + 1} is empty"))
+            checks.append(Check("empty_option", gettext("option %(n)s is empty", n=i + 1)))
     for first, *others in same_options(options):
         for other in others:
-            checks.append(Check("duplicate_option", f"options {first + 1} and {other + 1} are the same"))
+            checks.append(Check("duplicate_option", gettext("options %(first)s and %(other)s are the same",
+                                                               first=first + 1, other=other + 1)))
     if answer_index is None or not 0 <= answer_index < len(options):
-        checks.append(Check("no_correct_option", "choose exactly one correct option"))
+        checks.append(Check("no_correct_option", gettext("choose exactly one correct option")))
     return checks
 
 
@@ -69,6 +71,7 @@ def clue_span_checks(context: str, clues: Sequence[tuple[int, int]]) -> list[Che
     for number, covered in clues:
         share = covered / total
         if share > BROAD_CLUE_SHARE:
-            checks.append(Check("broad_clue", f"clue {number} covers {share:.0%} of the context: key information is "
-                                              "the few words a step needs, not most of the story"))
+            checks.append(Check("broad_clue", gettext(
+                "clue %(n)s covers %(share)s of the context: key information is the few words a step needs, not "
+                "most of the story", n=number, share=f"{share:.0%}")))
     return checks

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from foundation.words import gettext
 from studies.errors import AnswerInvalid
 
 MAX_HIGHLIGHTS = 40
@@ -57,11 +58,11 @@ def parse_highlights(raw: str | None) -> Any:
     if not raw:
         return []
     if len(raw) > MAX_HIGHLIGHTS_CHARS:
-        raise AnswerInvalid({"highlights": f"Highlights are limited to {MAX_HIGHLIGHTS_CHARS} characters."})
+        raise AnswerInvalid({"highlights": gettext("Highlights are limited to %(n)s characters.", n=MAX_HIGHLIGHTS_CHARS)})
     try:
         return json.loads(raw)
     except (ValueError, RecursionError):  # deeply nested JSON raises RecursionError
-        raise AnswerInvalid({"highlights": "Highlights must be a JSON list."}) from None
+        raise AnswerInvalid({"highlights": gettext("Highlights must be a JSON list.")}) from None
 
 
 def clean_answer(*, context: str, n_options: int, chosen_option: Any, confidence: Any,
@@ -70,12 +71,12 @@ def clean_answer(*, context: str, n_options: int, chosen_option: Any, confidence
     errors: dict[str, str] = {}
     option = _as_int(chosen_option)
     if option is None or not 0 <= option < n_options:
-        errors["chosen_option"] = "Choose one of the options."
+        errors["chosen_option"] = gettext("Choose one of the options.")
     conf = None
     if confidence not in (None, ""):
         conf = _as_int(confidence)
         if conf is None or not 1 <= conf <= 5:
-            errors["confidence"] = "Confidence must be between 1 and 5."
+            errors["confidence"] = gettext("Confidence must be between 1 and 5.")
     spans: list[dict] = []
     try:
         spans = clean_highlights(context=context, highlights=highlights)
@@ -96,19 +97,19 @@ def clean_highlights(*, context: str, highlights: Any) -> list[dict]:
     if highlights in (None, ""):
         highlights = []
     if not isinstance(highlights, list) or len(highlights) > MAX_HIGHLIGHTS:
-        raise AnswerInvalid({"highlights": f"Highlights must be a list of at most {MAX_HIGHLIGHTS} passages."})
+        raise AnswerInvalid({"highlights": gettext("Highlights must be a list of at most %(n)s passages.", n=MAX_HIGHLIGHTS)})
     spans: list[dict] = []
     seen = set()
     for h in highlights:
         if not isinstance(h, Mapping):
-            raise AnswerInvalid({"highlights": "Each highlight needs start, end and text."})
+            raise AnswerInvalid({"highlights": gettext("Each highlight needs start, end and text.")})
         start, end, text = _as_int(h.get("start")), _as_int(h.get("end")), h.get("text")
         if start is None or end is None or not isinstance(text, str):
-            raise AnswerInvalid({"highlights": "Each highlight needs start, end and text."})
+            raise AnswerInvalid({"highlights": gettext("Each highlight needs start, end and text.")})
         if not 0 <= start < end <= len(context):
-            raise AnswerInvalid({"highlights": "A highlight lies outside the context."})
+            raise AnswerInvalid({"highlights": gettext("A highlight lies outside the context.")})
         if context[start:end] != text:
-            raise AnswerInvalid({"highlights": "A highlight does not match the context."})
+            raise AnswerInvalid({"highlights": gettext("A highlight does not match the context.")})
         if (start, end) not in seen:
             seen.add((start, end))
             spans.append({"start": start, "end": end, "text": text})

@@ -23,8 +23,8 @@ class StudyNotOpen(StudyError):
     code = "not_open"
     http_status = 403
 
-    def __init__(self, message: str = "This study is not open.", **kwargs):
-        super().__init__(message, **kwargs)
+    def __init__(self, message: str = "", **kwargs):
+        super().__init__(message or gettext("This study is not open."), **kwargs)
 
 
 class ParticipantIdTaken(StudyError):
@@ -35,7 +35,7 @@ class ParticipantIdTaken(StudyError):
     http_status = 409
 
     def __init__(self, participant_id: str = ""):
-        super().__init__("This participant id already has an attempt at this study, started in another browser.")
+        super().__init__(gettext("This participant id already has an attempt at this study, started in another browser."))
         self.participant_id = participant_id
 
 
@@ -47,7 +47,7 @@ class PlaceholderId(StudyError):
     http_status = 400
 
     def __init__(self, fields: list[str]):
-        super().__init__(f"The study link carries an unfilled placeholder as {', '.join(fields)}.",
+        super().__init__(gettext("The study link carries an unfilled placeholder as %(fields)s.", fields=", ".join(fields)),
                          field=fields[0] if fields else None)
         self.fields = list(fields)
 
@@ -57,8 +57,8 @@ class AttemptNotRunning(StudyError):
 
     code = "not_running"
 
-    def __init__(self, message: str = "Only a running attempt can be extended.", **kwargs):
-        super().__init__(message, **kwargs)
+    def __init__(self, message: str = "", **kwargs):
+        super().__init__(message or gettext("Only a running attempt can be extended."), **kwargs)
 
 
 class PoolFrozen(StudyError):
@@ -66,8 +66,8 @@ class PoolFrozen(StudyError):
 
     code = "pool_frozen"
 
-    def __init__(self, message: str = "The item pool cannot change after participants have started.", **kwargs):
-        super().__init__(message, **kwargs)
+    def __init__(self, message: str = "", **kwargs):
+        super().__init__(message or gettext("The item pool cannot change after participants have started."), **kwargs)
 
 
 class RatersBelowLoad(StudyError):
@@ -76,7 +76,7 @@ class RatersBelowLoad(StudyError):
     code = "raters_below_load"
 
     def __init__(self, busiest: int):
-        super().__init__(f"An item already has {busiest} raters; raters cannot go below that.", field="raters")
+        super().__init__(gettext("An item already has %(n)s raters; raters cannot go below that.", n=busiest), field="raters")
         self.busiest = busiest
 
 
@@ -115,15 +115,15 @@ class StudySetupInvalid(Invalid):
 class EmptyPool(StudySetupInvalid):
     code = "empty_pool"
 
-    def __init__(self, message: str = "This split has no items.", field: str = "pool_split"):
-        super().__init__(message, field=field)
+    def __init__(self, message: str = "", field: str = "pool_split"):
+        super().__init__(message or gettext("This split has no items."), field=field)
 
 
 class UnknownItems(StudySetupInvalid):
     code = "unknown_items"
 
     def __init__(self, missing: list[str], field: str = "pool_items"):
-        super().__init__(f"Unknown items: {', '.join(missing[:10])}", field=field)
+        super().__init__(gettext("Unknown items: %(items)s", items=", ".join(missing[:10])), field=field)
         self.missing = list(missing)
 
 
@@ -133,7 +133,7 @@ class PracticeItemInPool(StudySetupInvalid):
     code = "practice_in_pool"
 
     def __init__(self):
-        super().__init__("The practice item is part of the study's item pool; choose another practice item.",
+        super().__init__(gettext("The practice item is part of the study's item pool; choose another practice item."),
                          field="practice_item")
 
 
@@ -143,9 +143,8 @@ class RejectedItems(StudySetupInvalid):
     code = "rejected_items"
 
     def __init__(self, names: list[str], field: str = "pool_items"):
-        super().__init__(f"Annotators rejected these items: {', '.join(names[:10])}"
-                         f"{' …' if len(names) > 10 else ''}; remove them or allow rejected items in the pool.",
-                         field=field)
+        super().__init__(gettext("Annotators rejected these items: %(items)s; remove them or allow rejected items in the "
+                                 "pool.", items=", ".join(names[:10]) + (" …" if len(names) > 10 else "")), field=field)
         self.names = list(names)
 
 

@@ -26,6 +26,7 @@ from annotation.models import (
 )
 from annotation.models.belief import new_audit_key
 from foundation.errors import Invalid, NotFound
+from foundation.words import gettext
 
 #: The fields of a row given to `belief_labels_record`: the contract with the judge (evaluation.execution.judge builds
 #: the rows; README, "The LLM judge").
@@ -36,35 +37,38 @@ ROW_DEFAULTS: dict[str, Any] = {"label": "", "choices": [], "payload": {}, "beli
                                 "raw_output": "", "prompt_hash": "", "producer": "", "tokens": None,
                                 "latency_ms": None}
 POLICY_FIELDS = ("description", "order", "random_share", "reviewers_per_label", "blind", "accept_threshold",
-                 "lease_minutes")
+                 "lease_minutes", "target_half_width")
 BATCH = 500
 
 
 def _policy_errors(values: dict) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
     if "order" in values and values["order"] not in ReviewOrder.values:
-        errors["order"] = [f"one of {', '.join(ReviewOrder.values)}"]
+        errors["order"] = [gettext("One of %(orders)s.", orders=", ".join(ReviewOrder.values))]
     if "random_share" in values and not (isinstance(values["random_share"], (int, float))
                                          and 0 <= values["random_share"] <= 1):
-        errors["random_share"] = ["a share between 0 and 1"]
+        errors["random_share"] = [gettext("A share between 0 and 1.")]
     if "reviewers_per_label" in values and not (isinstance(values["reviewers_per_label"], int)
                                                 and values["reviewers_per_label"] >= 1):
-        errors["reviewers_per_label"] = ["at least 1 reviewer per label"]
+        errors["reviewers_per_label"] = [gettext("At least 1 reviewer per label.")]
     threshold = values.get("accept_threshold")
     if threshold is not None and not (isinstance(threshold, (int, float)) and 0 <= threshold <= 1):
-        errors["accept_threshold"] = ["empty, or a belief between 0 and 1"]
+        errors["accept_threshold"] = [gettext("Empty, or a belief between 0 and 1.")]
+    target = values.get("target_half_width")
+    if target is not None and (isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target < 0.5):
+        errors["target_half_width"] = ["empty (no target), or a half-width above 0 and below 0.5"]
     if "lease_minutes" in values and not (isinstance(values["lease_minutes"], int) and values["lease_minutes"] >= 1):
-        errors["lease_minutes"] = ["at least 1 minute"]
+        errors["lease_minutes"] = [gettext("At least 1 minute.")]
     return errors
 
 
 def belief_queue_for(*, name: str, **defaults) -> BeliefQueue:
     """The review queue called `name` (one per judge config), created with `defaults` if new."""
     if not name or slugify(name) != name or len(name) > 64:
-        raise Invalid("a queue name is a slug (letters, digits, - and _), at most 64 characters", field="name")
+        raise Invalid(gettext("A queue name is a slug (letters, digits, - and _), at most 64 characters."), field="name")
     unknown = set(defaults) - set(POLICY_FIELDS)
     if unknown:
-        raise Invalid(f"unknown queue settings {sorted(unknown)}")
+        raise Invalid(gettext("Unknown queue settings: %(names)s.", names=", ".join(sorted(unknown))))
     errors = _policy_errors(defaults)
     if errors:
         raise Invalid(errors=errors)
@@ -81,10 +85,10 @@ def belief_queue_policy_set(*, queue_id: int, **policy) -> BeliefQueue:
     """
     queue = BeliefQueue.objects.select_for_update().filter(pk=queue_id).first()
     if queue is None:
-        raise NotFound(f"no review queue {queue_id}")
+        raise NotFound(gettext("No review queue %(id)s.", id=queue_id))
     unknown = set(policy) - set(POLICY_FIELDS)
     if unknown:
-        raise Invalid(f"unknown queue settings {sorted(unknown)}")
+        raise Invalid(gettext("Unknown queue settings: %(names)s.", names=", ".join(sorted(unknown))))
     errors = _policy_errors(policy)
     if errors:
         raise Invalid(errors=errors)
@@ -95,41 +99,42 @@ def belief_queue_policy_set(*, queue_id: int, **policy) -> BeliefQueue:
 
 
 def _row_error(index: int, message: str) -> Invalid:
-    return Invalid(f"row {index}: {message}")
+    return Invalid(gettext("Row %(index)s: %(problem)s", index=index, problem=message))
 
 
 def _clean_row(index: int, row: dict) -> dict:
     unknown = set(row) - set(ROW_FIELDS)
     if unknown:
-        raise _row_error(index, f"unknown fields {sorted(unknown)}")
+        raise _row_error(index, gettext("unknown fields %(names)s", names=sorted(unknown)))
     missing = [f for f in REQUIRED_ROW_FIELDS if row.get(f) in (None, "")]
     if missing:
-        raise _row_error(index, f"missing {missing}")
+        raise _row_error(index, gettext("missing %(names)s", names=missing))
     clean = {**ROW_DEFAULTS, **row}
     if clean["task"] not in LabelTask.values:
-        raise _row_error(index, f"task is one of {LabelTask.values}")
+        raise _row_error(index, gettext("task is one of %(values)s", values=LabelTask.values))
     if clean["status"] not in LabelStatus.values:
-        raise _row_error(index, f"status is one of {LabelStatus.values}")
+        raise _row_error(index, gettext("status is one of %(values)s", values=LabelStatus.values))
     belief = clean["belief"]
     if belief is not None and not (isinstance(belief, (int, float)) and 0 <= belief <= 1):
-        raise _row_error(index, "belief is between 0 and 1")
+        raise _row_error(index, gettext("belief is between 0 and 1"))
     if clean["status"] == LabelStatus.SCORED and (belief is None or not clean["label"]):
-        raise _row_error(index, "a scored label has a label and a belief")
+        raise _row_error(index, gettext("a scored label has a label and a belief"))
     choices = clean["choices"]
     if not isinstance(choices, list) or not all(isinstance(c, str) and c for c in choices):
-        raise _row_error(index, "choices is a list of labels")
+        raise _row_error(index, gettext("choices is a list of labels"))
     if clean["status"] == LabelStatus.SCORED and choices and clean["label"] not in choices:
-        raise _row_error(index, f"label {clean['label']!r} is not one of the choices {choices}")
+        raise _row_error(index, gettext("label %(label)s is not one of the choices %(choices)s", label=repr(clean["label"]),
+                                             choices=choices))
     for field, limit in (("target", 64), ("aspect", 32), ("label", 64), ("belief_source", 20), ("prompt_hash", 20),
                          ("producer", 64)):
         if not isinstance(clean[field], str) or len(clean[field]) > limit:
-            raise _row_error(index, f"{field} is text of at most {limit} characters")
+            raise _row_error(index, gettext("%(field)s is text of at most %(n)s characters", field=field, n=limit))
     for field in ("item_version", "tokens", "latency_ms"):
         value = clean[field]
         if value is not None and (not isinstance(value, int) or value < (1 if field == "item_version" else 0)):
-            raise _row_error(index, f"{field} is a whole number")
+            raise _row_error(index, gettext("%(field)s is a whole number", field=field))
     if not isinstance(clean["payload"], dict):
-        raise _row_error(index, "payload is an object")
+        raise _row_error(index, gettext("payload is an object"))
     return clean
 
 
@@ -166,7 +171,7 @@ def belief_labels_record(*, queue: BeliefQueue, rows: Iterable[dict]) -> int:
     item_ids = {row["item_id"] for row in cleaned}
     missing = item_ids - set(Item.objects.filter(pk__in=item_ids).values_list("pk", flat=True))
     if missing:
-        raise Invalid(f"unknown items {sorted(missing)[:10]}", field="item_id")
+        raise Invalid(gettext("unknown items %(ids)s", ids=sorted(missing)[:10]), field="item_id")
     now = timezone.now()
     prepared = [{**row, "queue_id": queue.pk, "final_label": "", "final_source": "", "audit_key": new_audit_key(),
                  "first_stream": "", "created_at": now} for row in cleaned]

@@ -10,6 +10,7 @@ from annotation.models import AnnotatorLease, AnnotatorLeaseStatus, Draft, Item,
 from annotation.services.items import item_update
 from annotation.services.leases import locked_item, mark_submitted, move_item, stage_config, take_slot
 from foundation.errors import Invalid
+from foundation.words import gettext
 
 
 def item_edit(*, item_id: int, base_version: int, changes: dict, user, stage: str, note: str = "",
@@ -27,8 +28,8 @@ def item_edit(*, item_id: int, base_version: int, changes: dict, user, stage: st
         if current.version != base_version:
             raise StaleVersion(current, base_version)
         if current.status != stage:
-            raise WorkflowError(f"{current} is in {current.get_status_display()}, not in {Stage(stage).label}: "
-                                f"it cannot be edited here now")
+            raise WorkflowError(gettext("%(item)s is in %(status)s, not in %(stage)s: it cannot be edited here now.",
+                                        item=current, status=current.get_status_display(), stage=Stage(stage).label))
         item = item_update(item_id=item_id, base_version=base_version, changes=changes, user=user, note=note,
                            stage=stage)
         Draft.objects.filter(item_id=item_id, user=user, stage=stage).delete()
@@ -50,7 +51,7 @@ def clue_graph_replace(*, item_id: int, base_version: int, clues: list[tuple[str
     """Replace an item's clues and steps (the API's whole-graph submit), keeping the stored headers and notes."""
     item = Item.objects.filter(pk=item_id).only("evidence", "reasoning").first()
     if item is None:
-        raise ItemNotFound(f"no item {item_id}")
+        raise ItemNotFound(gettext("No item %(id)s.", id=item_id))
     graph = editable_graph(item.evidence, item.reasoning)
     headers = [step.header for step in graph.steps]
     graph.clues = [(text, implication) for text, implication in clues]
@@ -63,7 +64,7 @@ def clue_graph_replace(*, item_id: int, base_version: int, clues: list[tuple[str
 def stage_submit(*, item_id: int, user, stage: str, item_version: int, now=None) -> Item:
     """Mark the user's work in an editing stage (rewrite, clue graph) done; advance when k are done."""
     if stage not in Stage.values or not Stage(stage).editing:
-        raise Invalid("stage_submit is for the editing stages", field="stage")
+        raise Invalid(gettext("Only the editing stages are finished this way."), field="stage")
     now = now or timezone.now()
     config = stage_config(stage)
     item = locked_item(item_id)

@@ -19,6 +19,7 @@ from annotation.models import CONTENT_FIELDS, Item, ItemRevision
 from foundation import csv_safety
 from foundation.error_mapping import as_service_error
 from foundation.errors import Invalid, NotFound
+from foundation.words import gettext
 
 #: What an import does with an item edited in the app since its last import (see `item_import`).
 CURATED_REFUSE, CURATED_KEEP, CURATED_OVERWRITE = "refuse", "keep", "overwrite"
@@ -151,7 +152,7 @@ def item_import(
     writes the file's content as a new revision whose note names the revision it replaced.
     """
     if curated not in CURATED_POLICIES:
-        raise Invalid(f"curated must be one of {', '.join(CURATED_POLICIES)}", field="curated")
+        raise Invalid(gettext("“curated” is one of %(policies)s.", policies=", ".join(CURATED_POLICIES)), field="curated")
     parsed = parse_jsonl(stream, file=file_name, limits=import_limits())
     report = ImportReport(file=file_name, errors=parsed.errors, dry_run=dry_run)
     bad_lines = {e.line for e in parsed.errors}
@@ -269,11 +270,11 @@ def item_update(
     """
     unknown = set(changes) - set(CONTENT_FIELDS)
     if unknown:
-        raise Invalid(f"not content fields: {sorted(unknown)}", code="not_content")
+        raise Invalid(gettext("Not content fields: %(fields)s.", fields=", ".join(sorted(unknown))), code="not_content")
     with transaction.atomic():
         item = Item.objects.select_for_update().filter(pk=item_id).first()
         if item is None:
-            raise ItemNotFound(f"no item {item_id}")
+            raise ItemNotFound(gettext("No item %(id)s.", id=item_id))
         if item.version != base_version:
             raise StaleVersion(item, base_version)
         changed = [name for name, value in changes.items() if getattr(item, name) != value]
@@ -309,7 +310,7 @@ def item_create(*, source: str, external_id: str, split: str, content: dict, use
     """Create one item (e.g. in the admin) with its derived facts and its first revision."""
     unknown = set(content) - set(CONTENT_FIELDS)
     if unknown:
-        raise Invalid(f"not content fields: {sorted(unknown)}", code="not_content")
+        raise Invalid(gettext("Not content fields: %(fields)s.", fields=", ".join(sorted(unknown))), code="not_content")
     item = Item(source=source, external_id=external_id, external_id_is_int=external_id_is_int, split=split, **content)
     if status is not None:
         item.status = status
@@ -330,7 +331,7 @@ def item_revert(*, item_id: int, revision_number: int, base_version: int, user=N
     """Restore the content of an earlier revision; the revert is itself a new revision."""
     revision = ItemRevision.objects.filter(item_id=item_id, number=revision_number).first()
     if revision is None:
-        raise NotFound(f"item {item_id} has no revision {revision_number}", code="revision_not_found")
+        raise NotFound(gettext("Item %(id)s has no revision %(n)s.", id=item_id, n=revision_number), code="revision_not_found")
     snapshot = {k: v for k, v in revision.snapshot.items() if k in CONTENT_FIELDS}
     return item_update(item_id=item_id, base_version=base_version, changes=snapshot, user=user,
                        note=f"reverted to revision {revision_number}")
@@ -359,5 +360,5 @@ def items_export(*, items: Iterable[Item], out: TextIO, fmt: str = "jsonl") -> i
                              r["answer"], r["clue_graph"]["evidence"], r["clue_graph"]["multi_hop_reasoning"]])
             count += 1
     else:
-        raise Invalid(f"unknown export format {fmt!r} (jsonl or csv)", field="fmt")
+        raise Invalid(gettext("Unknown export format %(fmt)s (jsonl or csv).", fmt=fmt), field="fmt")
     return count

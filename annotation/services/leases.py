@@ -24,6 +24,7 @@ from annotation.models import (
 )
 from annotation.services.items import item_update
 from foundation.errors import Invalid
+from foundation.words import gettext, ngettext
 
 
 def stage_config(stage: str) -> StageConfig:
@@ -55,18 +56,22 @@ def take_slot(*, item: Item, stage: str, user, now, config: StageConfig) -> Anno
             mine.save(update_fields=["expires_at"])
         return mine
     if item.status != stage:
-        raise NoSlot(f"{item} is in {item.status}, not {stage}")
+        raise NoSlot(gettext("%(item)s is in %(status)s, not in %(stage)s.", item=item,
+                              status=str(item.get_status_display()).lower(), stage=str(Stage(stage).label).lower()))
     if not _may_take(item.pk, stage, user):
-        raise NoSlot("a reviewer must not review an item whose clue graph they built")
+        raise NoSlot(gettext("A reviewer must not review an item whose clue graph they built."))
     if Adjudication.objects.filter(item=item, stage=stage, status=AdjudicationStatus.OPEN).exists():
-        raise NoSlot(f"{item} waits for adjudication")
+        raise NoSlot(gettext("%(item)s waits for adjudication.", item=item))
     if live_leases(item.pk, stage, now).count() >= config.annotators_required:
-        raise NoSlot(f"{item} already has {config.annotators_required} annotator(s) in {stage}")
+        raise NoSlot(ngettext("%(item)s already has %(n)s annotator in %(stage)s.",
+                              "%(item)s already has %(n)s annotators in %(stage)s.", config.annotators_required,
+                              item=item, n=config.annotators_required, stage=Stage(stage).label))
     _release_stale(user=user, stage=stage, now=now)
     held = _open_lease(user=user, stage=stage, now=now)
     if held is not None:
         # The database holds one open lease per user and stage (annotator_lease_one_open_per_stage).
-        raise NoSlot(f"you hold {held.item} in {Stage(stage).label}: submit it or skip it first")
+        raise NoSlot(gettext("You hold %(item)s in %(stage)s: submit it or skip it first.", item=held.item,
+                              stage=Stage(stage).label))
     return AnnotatorLease.objects.create(item=item, stage=stage, annotator=user, leased_at=now,
                                          expires_at=now + timedelta(minutes=config.lease_minutes))
 
@@ -103,7 +108,7 @@ def items_enter_workflow(*, user, split: str | None = None, source: str | None =
     queue every imported item. `dry_run` only counts the items that would move.
     """
     if not (split or source or item_ids is not None or every_split):
-        raise Invalid("Choose the split (or every split) or the source of the imported items to queue.",
+        raise Invalid(gettext("Choose the split (or every split) or the source of the imported items to queue."),
                       field="split", code="scope_required")
     items = Item.objects.filter(status=ItemStatus.IMPORTED)
     if split:
@@ -148,7 +153,7 @@ def lease_next(*, user, stage: str, now=None) -> AnnotatorLease | None:
     open lease per user and stage, and the request that loses gets the winner's lease.
     """
     if stage not in Stage.values:
-        raise Invalid(f"unknown stage {stage!r}", field="stage")
+        raise Invalid(gettext("Unknown stage: %(stage)s.", stage=stage), field="stage")
     now = now or timezone.now()
     config = stage_config(stage)
     with transaction.atomic():
@@ -219,11 +224,11 @@ def leases_release(*, lease_ids: Iterable[int]) -> int:
 def stage_config_set(*, stage: str, annotators_required: int, lease_minutes: int) -> StageConfig:
     """Set how many annotators a stage needs (k) and how long its leases last."""
     if stage not in Stage.values:
-        raise Invalid(f"unknown stage {stage!r}", field="stage")
+        raise Invalid(gettext("Unknown stage: %(stage)s.", stage=stage), field="stage")
     if annotators_required < 1:
-        raise Invalid("A stage needs at least one annotator.", field="annotators_required")
+        raise Invalid(gettext("A stage needs at least one annotator."), field="annotators_required")
     if lease_minutes < 1:
-        raise Invalid("A lease lasts at least one minute.", field="lease_minutes")
+        raise Invalid(gettext("A lease lasts at least one minute."), field="lease_minutes")
     config, _ = StageConfig.objects.update_or_create(
         stage=stage, defaults={"annotators_required": annotators_required, "lease_minutes": lease_minutes})
     return config
@@ -248,5 +253,5 @@ def mark_submitted(lease: AnnotatorLease, now) -> None:
 def locked_item(item_id: int) -> Item:
     item = Item.objects.select_for_update().filter(pk=item_id).first()
     if item is None:
-        raise ItemNotFound(f"no item {item_id}")
+        raise ItemNotFound(gettext("No item %(id)s.", id=item_id))
     return item

@@ -9,6 +9,7 @@ from annotation.models import AnnotatorLease, AnnotatorLeaseStatus, ItemStatus, 
 from annotation.services.items import item_update
 from annotation.services.leases import locked_item, mark_submitted, move_item, stage_config, take_slot
 from foundation.errors import Invalid
+from foundation.words import gettext
 
 
 @transaction.atomic
@@ -18,13 +19,13 @@ def review_submit(*, item_id: int, user, action: str, item_version: int, send_ba
     now = now or timezone.now()
     if action == ReviewAction.SEND_BACK:
         if send_back_to not in Stage.send_back_targets():
-            raise Invalid("Choose the stage to send the item back to.", field="send_back_to")
+            raise Invalid(gettext("Choose the stage to send the item back to."), field="send_back_to")
         if not comment.strip():
-            raise Invalid("Say what needs fixing when sending an item back.", field="comment")
+            raise Invalid(gettext("Say what needs fixing when sending an item back."), field="comment")
     elif action == ReviewAction.APPROVE:
         send_back_to = ""
     else:
-        raise Invalid(f"unknown review action {action!r}", field="action")
+        raise Invalid(gettext("Unknown review action: %(action)s.", action=action), field="action")
     item = locked_item(item_id)
     if item.version != item_version:
         raise StaleVersion(item, item_version)

@@ -21,6 +21,7 @@ from annotation.services.belief_review import belief_screening_reviewed
 from annotation.services.leases import locked_item, mark_submitted, move_item, stage_config, take_slot
 from foundation.errors import Invalid, NotFound
 from foundation.roles import is_researcher
+from foundation.words import gettext
 
 
 @transaction.atomic
@@ -36,21 +37,22 @@ def verification_submit(
     now = now or timezone.now()
     criteria = set(criteria)
     if criteria - set(CRITERIA):
-        raise Invalid(f"unknown criteria {sorted(criteria - set(CRITERIA))}", field="criteria")
+        raise Invalid(gettext("Unknown criteria: %(criteria)s.", criteria=", ".join(sorted(criteria - set(CRITERIA)))),
+                      field="criteria")
     if decision == Decision.DELETE and not criteria:
-        raise Invalid("A delete decision needs at least one criterion (Table 7, 1.1-1.5).", field="criteria")
+        raise Invalid(gettext("A delete decision needs at least one criterion (Table 7, 1.1-1.5)."), field="criteria")
     if decision == Decision.KEEP and criteria:
-        raise Invalid("An item that meets a deletion criterion cannot be kept: untick it or delete.",
+        raise Invalid(gettext("An item that meets a deletion criterion cannot be kept: untick it or delete."),
                       field="criteria")
     if decision not in Decision.values:
-        raise Invalid(f"unknown decision {decision!r}", field="decision")
+        raise Invalid(gettext("Unknown decision: %(decision)s.", decision=decision), field="decision")
     config = stage_config(Stage.VERIFICATION)
     item = locked_item(item_id)
     if item.version != item_version:
         raise StaleVersion(item, item_version)
     lease = take_slot(item=item, stage=Stage.VERIFICATION, user=user, now=now, config=config)
     if lease.status == AnnotatorLeaseStatus.SUBMITTED:
-        raise WorkflowError("you have already verified this item")
+        raise WorkflowError(gettext("You have already verified this item."))
     # The judge's screening suggestions (if any) are reviewed by this decision: where it came from.
     source = belief_screening_reviewed(item=item, user=user, decision=decision, criteria=criteria)
     verdict = VerificationDecision.objects.create(
@@ -83,15 +85,15 @@ def adjudication_resolve(*, adjudication_id: int, user, decision: str, comment: 
     """Settle a disagreement: keep (item goes on to rewrite) or delete (rejected)."""
     adjudication = Adjudication.objects.select_for_update().filter(pk=adjudication_id).first()
     if adjudication is None:
-        raise NotFound(f"no adjudication {adjudication_id}", code="adjudication_not_found")
+        raise NotFound(gettext("No adjudication %(id)s.", id=adjudication_id), code="adjudication_not_found")
     if adjudication.status != AdjudicationStatus.OPEN:
-        raise WorkflowError("this disagreement has already been resolved")
+        raise WorkflowError(gettext("This disagreement has already been resolved."))
     if decision not in Decision.values:
-        raise Invalid(f"unknown decision {decision!r}", field="decision")
+        raise Invalid(gettext("Unknown decision: %(decision)s.", decision=decision), field="decision")
     took_part = VerificationDecision.objects.filter(item=adjudication.item_id, annotator=user,
                                                     lease__status=AnnotatorLeaseStatus.SUBMITTED).exists()
     if took_part and not is_researcher(user):
-        raise WorkflowError("an adjudicator must not be one of the annotators who disagreed")
+        raise WorkflowError(gettext("An adjudicator must not be one of the annotators who disagreed."))
     item = locked_item(adjudication.item_id)
     status = Stage(adjudication.stage).next_status if decision == Decision.KEEP else ItemStatus.REJECTED
     move_item(item=item, stage=adjudication.stage, status=status, user=user,

@@ -11,6 +11,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation.models import Item
+from foundation.words import gettext, gettext_noop
 from studies.content import clean_answer, clean_highlights, matching_highlights, shown_item
 from studies.errors import AnswerInvalid, AnswerRefused, DraftRefused
 from studies.models import (
@@ -166,30 +167,30 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
     # the UPDATE that finishes the attempt. The attempt row lock serializes every change of its leases.
     attempt = Attempt.objects.select_for_update(of=("self",)).select_related("study").filter(token=token).first()
     if attempt is None:
-        raise AnswerRefused(AnswerRefused.UNKNOWN, "Unknown attempt.", 404)
+        raise AnswerRefused(AnswerRefused.UNKNOWN, gettext("Unknown attempt."), 404)
     if attempt.status != AttemptStatus.STARTED:
-        raise AnswerRefused(RefusedAnswer.Reason.CLOSED, CLOSED_MESSAGE, 410)
+        raise AnswerRefused(RefusedAnswer.Reason.CLOSED, gettext(CLOSED_MESSAGE), 410)
     study = attempt.study
     leases = _attempt_leases(attempt)
     at = _as_position(position)
     lease = next((l for l in leases if l.position == at), None)
     if lease is None:
-        raise AnswerRefused(AnswerRefused.UNKNOWN, "This question is not part of your attempt.", 404)
+        raise AnswerRefused(AnswerRefused.UNKNOWN, gettext("This question is not part of your attempt."), 404)
     grace = timedelta(seconds=study.grace_seconds)
     if now > attempt.deadline + grace:
-        raise AnswerRefused(RefusedAnswer.Reason.LATE, "Time is up: answers after the deadline are not accepted.", 409)
+        raise AnswerRefused(RefusedAnswer.Reason.LATE, gettext("Time is up: answers after the deadline are not accepted."), 409)
     if lease.status == ParticipantLeaseStatus.ANSWERED:
-        raise AnswerRefused(RefusedAnswer.Reason.ALREADY_ANSWERED, "This question has already been answered.", 409)
+        raise AnswerRefused(RefusedAnswer.Reason.ALREADY_ANSWERED, gettext("This question has already been answered."), 409)
     if lease.status != ParticipantLeaseStatus.ACTIVE:
-        raise AnswerRefused(RefusedAnswer.Reason.QUESTION_TIMEOUT, "The time for this question is up.", 409)
+        raise AnswerRefused(RefusedAnswer.Reason.QUESTION_TIMEOUT, gettext("The time for this question is up."), 409)
     if lease.shown_at is None:  # questions come one at a time: an answer needs the time its question was shown
-        raise AnswerInvalid({"position": "This question has not been shown yet."})
+        raise AnswerInvalid({"position": gettext("This question has not been shown yet.")})
     shown_at = lease.shown_at
     question_deadline = attempt.deadline
     if study.question_time_limit_seconds:
         question_deadline = min(question_deadline, shown_at + timedelta(seconds=study.question_time_limit_seconds))
         if now > question_deadline + grace:
-            raise AnswerRefused(RefusedAnswer.Reason.QUESTION_TIMEOUT, "The time for this question is up.", 409)
+            raise AnswerRefused(RefusedAnswer.Reason.QUESTION_TIMEOUT, gettext("The time for this question is up."), 409)
     following = next((l for l in leases if l.status == ParticipantLeaseStatus.ACTIVE and l.pk != lease.pk), None)
     items = Item.objects.only(*SHOWN_ITEM_FIELDS, "answer_index", "content_version").in_bulk(
         [lease.item_id] + ([following.item_id] if following else []))
@@ -232,7 +233,7 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
     return Submitted(response=response, attempt=attempt, next_question=_question_from(attempt, leases, now))
 
 
-CLOSED_MESSAGE = "This attempt is no longer running: time is up or it was closed."
+CLOSED_MESSAGE = gettext_noop("This attempt is no longer running: time is up or it was closed.")
 
 #: `response_submit(highlights=USE_DRAFT)`: the answer's highlights are the question's saved draft.
 USE_DRAFT = object()
@@ -261,7 +262,7 @@ def highlight_draft_save(*, token: str, position: Any, highlights: Any, now: dat
     with transaction.atomic():
         attempt = Attempt.objects.select_for_update(of=("self",)).select_related("study").filter(token=token).first()
         if attempt is None:
-            raise DraftRefused(DraftRefused.UNKNOWN, "Unknown attempt.", 404)
+            raise DraftRefused(DraftRefused.UNKNOWN, gettext("Unknown attempt."), 404)
         lease = _open_lease(attempt, _as_position(position), now)
         item = Item.objects.only(*SHOWN_ITEM_FIELDS).get(pk=lease.item_id)
         shown = shown_item(context=item.context, question=item.question, options=item.options,
@@ -276,7 +277,7 @@ def highlight_draft(*, token: str, position: Any, now: datetime | None = None) -
     now = now or timezone.now()
     attempt = Attempt.objects.select_related("study").filter(token=token).first()
     if attempt is None:
-        raise DraftRefused(DraftRefused.UNKNOWN, "Unknown attempt.", 404)
+        raise DraftRefused(DraftRefused.UNKNOWN, gettext("Unknown attempt."), 404)
     lease = _open_lease(attempt, _as_position(position), now)
     return Draft(position=lease.position, highlights=draft_of(attempt=attempt, lease=lease))
 
@@ -302,13 +303,13 @@ def _open_lease(attempt: Attempt, position: int, now: datetime) -> ParticipantLe
     study = attempt.study
     grace = timedelta(seconds=study.grace_seconds)
     if attempt.status != AttemptStatus.STARTED or now > attempt.deadline + grace:
-        raise DraftRefused(DraftRefused.CLOSED, CLOSED_MESSAGE, 410)
+        raise DraftRefused(DraftRefused.CLOSED, gettext(CLOSED_MESSAGE), 410)
     current = next((l for l in _attempt_leases(attempt) if l.status == ParticipantLeaseStatus.ACTIVE), None)
     if current is None or current.position != position or current.shown_at is None:
-        raise DraftRefused(DraftRefused.NOT_OPEN, "This question is not open: your attempt is on another one.")
+        raise DraftRefused(DraftRefused.NOT_OPEN, gettext("This question is not open: your attempt is on another one."))
     limit = study.question_time_limit_seconds
     if limit and now > current.shown_at + timedelta(seconds=limit) + grace:
-        raise DraftRefused(DraftRefused.NOT_OPEN, "The time for this question is up.")
+        raise DraftRefused(DraftRefused.NOT_OPEN, gettext("The time for this question is up."))
     return current
 
 

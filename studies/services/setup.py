@@ -8,6 +8,7 @@ from typing import Any
 from django.db import transaction
 
 from annotation.models import Item, ItemStatus
+from foundation.words import gettext
 from studies.errors import (
     EmptyPool,
     PoolFrozen,
@@ -76,8 +77,8 @@ def _pool_of(study: Study, pool_items: Sequence[str] | None) -> list[int]:
     if not ids:
         if study.pool_include_rejected or not Item.objects.filter(split=study.pool_split).exists():
             raise EmptyPool()
-        raise EmptyPool("This split has no items to draw from (items annotators rejected are left out unless "
-                        "included).")
+        raise EmptyPool(gettext("This split has no items to draw from (items annotators rejected are left out "
+                                "unless included)."))
     return ids
 
 
@@ -86,7 +87,7 @@ def _translated_only(study: Study, item_ids: Sequence[int]) -> list[int]:
     untranslated = set(untranslated_item_ids(study, list(item_ids)))
     kept = [pk for pk in item_ids if pk not in untranslated]
     if not kept:
-        raise EmptyPool("No item of the pool has a translation into the study's languages.", field="language")
+        raise EmptyPool(gettext("No item of the pool has a translation into the study's languages."), field="language")
     return kept
 
 
