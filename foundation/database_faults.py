@@ -22,6 +22,7 @@ from django.core.signals import got_request_exception
 from django.db import DatabaseError, InterfaceError, OperationalError, connections
 from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
+from django.utils.translation import gettext
 
 logger = logging.getLogger("foundation.database_faults")
 
@@ -100,8 +101,9 @@ def transient_fault_response(request) -> HttpResponse | None:
 def unavailable_response(request) -> HttpResponse:
     """503 "please try again": the site's layout without any query (the database is what failed), or JSON."""
     if request.path.startswith("/api/"):
-        response = JsonResponse({"detail": "The database was briefly unavailable and the request was not finished; "
-                                           "please try again.", "code": "database_unavailable"}, status=503)
+        response = JsonResponse({"detail": gettext("The database was briefly unavailable and the request was not "
+                                                   "finished; please try again."), "code": "database_unavailable"},
+                                status=503)
     else:
         try:
             html = render_to_string("503.html", {"retry_url": request.get_full_path()

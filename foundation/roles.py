@@ -10,7 +10,7 @@ from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext, gettext_lazy, gettext_noop
 from rest_framework.permissions import BasePermission
 
 ANNOTATORS = "annotators"
@@ -67,14 +67,14 @@ researcher_required = role_required(RESEARCHERS)
 
 
 class IsAnnotator(BasePermission):
-    message = "This endpoint is for annotators."
+    message = gettext_lazy("This endpoint is for annotators.")
 
     def has_permission(self, request, view) -> bool:
         return is_annotator(request.user)
 
 
 class IsResearcher(BasePermission):
-    message = "This endpoint is for researchers."
+    message = gettext_lazy("This endpoint is for researchers.")
 
     def has_permission(self, request, view) -> bool:
         return is_researcher(request.user)

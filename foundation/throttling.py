@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 from axes.backends import AxesStandaloneBackend
+from django.utils.translation import gettext
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
 from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.throttling import SimpleRateThrottle
@@ -101,8 +102,8 @@ class ThrottledTokenAuthentication(TokenAuthentication):
         except AuthenticationFailed:
             throttle.record_failure(request)
             if wait is not None:
-                raise Throttled(wait=wait, detail="Too many invalid API tokens from this address; "
-                                                  "try again later.") from None
+                raise Throttled(wait=wait, detail=gettext("Too many invalid API tokens from this address; "
+                                                          "try again later.")) from None
             raise
 
 

@@ -11,6 +11,7 @@ from evaluation.models import EndpointKind
 from evaluation.models.endpoints import destination_policy
 from evaluation.services.runs import LAUNCH_CHECK_TIMEOUT_S
 from foundation.errors import Invalid
+from foundation.words import gettext
 
 
 def endpoint_connection_check(*, kind: str, base_url: str, model: str, api_key_env: str = "",
@@ -20,9 +21,9 @@ def endpoint_connection_check(*, kind: str, base_url: str, model: str, api_key_e
     if kind == EndpointKind.BUILTIN:
         return preflight.Preflight(checked="builtin")
     if not base_url:
-        raise Invalid("Give the base URL to test.", field="base_url")
+        raise Invalid(gettext("Give the base URL to test."), field="base_url")
     if not model:
-        raise Invalid("Give the model to test.", field="model")
+        raise Invalid(gettext("Give the model to test."), field="model")
     timeout = min(timeout_s or LAUNCH_CHECK_TIMEOUT_S, LAUNCH_CHECK_TIMEOUT_S)
     try:
         return preflight.check_endpoint(base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=timeout,
@@ -30,4 +31,5 @@ def endpoint_connection_check(*, kind: str, base_url: str, model: str, api_key_e
     except preflight.PreflightRefused:
         raise
     except Exception as exc:  # noqa: BLE001 - whatever a strange endpoint makes the client raise is its refusal
-        raise preflight.PreflightRefused(f"cannot ask {base_url}: {type(exc).__name__}", error_class="connection")
+        raise preflight.PreflightRefused(gettext("cannot ask %(url)s: %(error)s", url=base_url, error=type(exc).__name__),
+                                         error_class="connection")

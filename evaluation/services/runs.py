@@ -11,6 +11,7 @@ from urllib.parse import urlparse
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import get_language, override
 
 from evaluation.errors import EmptySelection, NoDemonstrations
 from evaluation.execution import chunks as execution
@@ -21,6 +22,7 @@ from evaluation.models.endpoints import destination_policy
 from evaluation.prompting.methods import get_method
 from evaluation.selectors.runs import select_item_ids
 from foundation.errors import Conflict, Invalid, NotFound
+from foundation.words import gettext
 
 
 @transaction.atomic
@@ -63,14 +65,15 @@ def endpoint_update(*, endpoint: ModelEndpoint, table9_preset: bool = False, exp
     Runs already launched keep the generation parameters they were launched with (Run.params)."""
     unknown = sorted(set(fields) - set(ENDPOINT_FIELDS))
     if unknown:
-        raise Invalid(f"Not a setting of an endpoint: {', '.join(unknown)}.", field=unknown[0])
+        raise Invalid(gettext("Not a setting of an endpoint: %(names)s.", names=", ".join(unknown)), field=unknown[0])
     if table9_preset:
         fields.update(TABLE9_PRESET)
     endpoint = ModelEndpoint.objects.select_for_update().get(pk=endpoint.pk)
     if expected_version is not None and expected_version != endpoint.version:
-        raise Conflict(f"Endpoint {endpoint.name!r} was changed by someone else since this version was read "
-                       f"(version {expected_version}; it is now at version {endpoint.version}). Nothing was saved: "
-                       "reload it and make the change again.", code="edit_conflict", field="version",
+        raise Conflict(gettext("Endpoint %(name)s was changed by someone else since this version was read (version "
+                               "%(read)s; it is now at version %(now)s). Nothing was saved: reload it and make the "
+                               "change again.", name=repr(endpoint.name), read=expected_version, now=endpoint.version),
+                       code="edit_conflict", field="version",
                        details={"version": endpoint.version})
     for name, value in fields.items():
         setattr(endpoint, name, value)
@@ -90,7 +93,8 @@ def endpoint_for_cli(*, base_url: str = "", model: str = "", api_key_env: str = 
         endpoint = ModelEndpoint.objects.select_for_update().filter(name=name).first()
         if endpoint is None:
             known = ", ".join(ModelEndpoint.objects.order_by("name").values_list("name", flat=True)[:20])
-            raise NotFound(f"No endpoint named {name!r}" + (f"; known: {known}" if known else ""), field="endpoint")
+            raise NotFound(gettext("No endpoint named %(name)s; known: %(known)s", name=repr(name), known=known) if known
+                           else gettext("No endpoint named %(name)s", name=repr(name)), field="endpoint")
         if concurrency and endpoint.max_concurrency != concurrency:
             endpoint.max_concurrency = concurrency
             endpoint.save(update_fields=["max_concurrency"])
@@ -148,15 +152,22 @@ def endpoints_check(*, endpoints: Sequence[ModelEndpoint], timeout_s: float = LA
         target = (e.base_url, e.model, e.api_key_env)
         targets[target] = min(targets.get(target, timeout_s), e.timeout_s, timeout_s)
 
+    language = get_language()  # each check runs in its own thread: its messages in the caller's language
+
     def check(target) -> preflight.Preflight | preflight.PreflightRefused:
         base_url, model, api_key_env = target
+        with override(language):
+            return _check(target, base_url, model, api_key_env)
+
+    def _check(target, base_url, model, api_key_env) -> preflight.Preflight | preflight.PreflightRefused:
         try:
             return preflight.check_endpoint(base_url=base_url, model=model, api_key_env=api_key_env,
                                             timeout_s=targets[target], key_elsewhere=True, policy=policy)
         except preflight.PreflightRefused as exc:
             return exc
         except Exception as exc:  # noqa: BLE001 - whatever a strange endpoint makes the client raise is its refusal
-            return preflight.PreflightRefused(f"cannot ask {base_url}: {type(exc).__name__}", error_class="connection")
+            return preflight.PreflightRefused(gettext("cannot ask %(url)s: %(error)s", url=base_url, error=type(exc).__name__),
+                                              error_class="connection")
 
     found: dict = {}
     if targets:
@@ -166,13 +177,15 @@ def endpoints_check(*, endpoints: Sequence[ModelEndpoint], timeout_s: float = LA
         pool.shutdown(wait=False, cancel_futures=True)  # a check still going ends on its own timeouts
         for target, future in futures.items():
             found[target] = future.result() if future.done() else preflight.PreflightRefused(
-                f"no answer from {target[0]} within {targets[target]:.0f} s", error_class="timeout")
+                gettext("no answer from %(url)s within %(s)s s", url=target[0], s=f"{targets[target]:.0f}"),
+                error_class="timeout")
     warnings: list[str] = []
     for endpoint in remote:
         outcome = found[(endpoint.base_url, endpoint.model, endpoint.api_key_env)]
         if isinstance(outcome, preflight.PreflightRefused):
-            raise preflight.PreflightRefused(f"Endpoint {endpoint.name!r} cannot serve a run: {outcome.message}. "
-                                             "No run was launched.", error_class=outcome.error_class, field=field)
+            raise preflight.PreflightRefused(gettext("Endpoint %(name)s cannot serve a run: %(why)s. No run was launched.",
+                                                     name=repr(endpoint.name), why=outcome.message),
+                                             error_class=outcome.error_class, field=field)
         warnings += [f"{endpoint.name}: {warning}" for warning in outcome.warnings]
     return warnings
 
@@ -191,9 +204,9 @@ def sweep_launch(*, endpoints: Sequence[ModelEndpoint], methods: Sequence[str], 
     The runs share a note naming the sweep (its size and first run) unless a note is given, so that
     the run list shows which runs were launched together."""
     if not endpoints:
-        raise Invalid("Choose at least one endpoint.", field="endpoints")
+        raise Invalid(gettext("Choose at least one endpoint."), field="endpoints")
     if not methods:
-        raise Invalid("Choose at least one method.", field="methods")
+        raise Invalid(gettext("Choose at least one method."), field="methods")
     endpoints = list(dict.fromkeys(endpoints))
     methods = list(dict.fromkeys(methods))
     runs = [run_launch(endpoint=endpoint, method=method, note=note, **selection)
@@ -216,9 +229,10 @@ def run_launch(*, endpoint: ModelEndpoint, method: str, split: str = "", item_st
     spec = get_method(method)
     item_ids = select_item_ids(split=split, item_status=item_status, question_type=question_type, ids=ids, limit=limit)
     if not item_ids:
-        raise EmptySelection("No items match this selection.")
+        raise EmptySelection(gettext("No items match this selection."))
     if spec.shots and not enough_demonstrations(spec.shots, item_ids):
-        raise NoDemonstrations(f"{method} needs demonstrations: import the train split first.", field="method")
+        raise NoDemonstrations(gettext("%(method)s needs demonstrations: import the train split first.", method=method),
+                               field="method")
     run = Run(
         endpoint=endpoint, method=method, k=k or spec.default_k, split=split, item_status=item_status,
         question_type=question_type, limit=limit, requested_ids=list(ids), item_ids=item_ids, seed=seed,

@@ -12,6 +12,7 @@ from evaluation.selectors.analysis import launch_estimate
 from evaluation.services import runs as services
 from evaluation.services.runs import enough_demonstrations, select_item_ids
 from foundation.errors import Invalid
+from foundation.words import gettext
 
 
 def sweep_estimate(*, endpoints: Sequence[ModelEndpoint], methods: Sequence[str], split: str = "",
@@ -22,9 +23,9 @@ def sweep_estimate(*, endpoints: Sequence[ModelEndpoint], methods: Sequence[str]
     """Per endpoint, the estimate of its runs (one per method); refuses an empty sweep or selection
     (a method without demonstrations is refused on ``method_field``, the name of the caller's field)."""
     if not endpoints:
-        raise Invalid("Choose at least one endpoint.", field="endpoints")
+        raise Invalid(gettext("Choose at least one endpoint."), field="endpoints")
     if not methods:
-        raise Invalid("Choose at least one method.", field="methods")
+        raise Invalid(gettext("Choose at least one method."), field="methods")
     methods = list(dict.fromkeys(methods))
     needs = [m for m in methods if m in METHODS and METHODS[m].shots]
     if needs:  # refused here as the launch would refuse it, before anyone presses the button
@@ -32,7 +33,7 @@ def sweep_estimate(*, endpoints: Sequence[ModelEndpoint], methods: Sequence[str]
                                    limit=limit)
         for method in needs:
             if item_ids and not enough_demonstrations(METHODS[method].shots, item_ids):
-                raise NoDemonstrations(f"{method} needs demonstrations: import the train split first.",
+                raise NoDemonstrations(gettext("%(method)s needs demonstrations: import the train split first.", method=method),
                                        field=method_field)
     return SweepEstimate(endpoints=tuple(
         (endpoint.name, launch_estimate(endpoint=endpoint, methods=methods, split=split, item_status=item_status,
