@@ -13,6 +13,7 @@ urlpatterns = [
     path("belief/queues/", apis_belief.BeliefQueueListApi.as_view(), name="belief_queues"),
     path("belief/queues/<slug:name>/next/", apis_belief.BeliefNextApi.as_view(), name="belief_next"),
     path("belief/queues/<slug:name>/trust/", apis_belief.BeliefTrustApi.as_view(), name="belief_trust"),
+    path("belief/queues/<slug:name>/policy/", apis_belief.BeliefQueuePolicyApi.as_view(), name="belief_policy"),
     path("belief/labels/", apis_belief.BeliefLabelListApi.as_view(), name="belief_labels"),
     path("belief/reviews/", apis_belief.BeliefReviewListApi.as_view(), name="belief_reviews"),
     path("belief/leases/<int:pk>/review/", apis_belief.BeliefReviewSubmitApi.as_view(), name="belief_review_submit"),

@@ -9,9 +9,11 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 
 from annotation.forms_belief import MAX_REVIEW_COMMENT
-from annotation.models import BeliefLabel, BeliefQueue, BeliefReview, LabelStatus, LabelTask
+from annotation.models import BeliefLabel, BeliefQueue, BeliefReview, LabelStatus, LabelTask, ReviewOrder
 from annotation.selectors.belief import belief_labels, belief_reviews, provenance, shown_label
+from annotation.selectors.belief_precision import precision
 from annotation.selectors.belief_trust import belief_trust
+from annotation.services.belief import belief_queue_policy_set
 from annotation.services.belief_review import belief_lease_next, belief_review_submit
 from foundation.roles import IsAnnotator, IsResearcher
 
@@ -20,7 +22,29 @@ class BeliefQueueSerializer(serializers.ModelSerializer):
     class Meta:
         model = BeliefQueue
         fields = ("id", "name", "description", "order", "random_share", "reviewers_per_label", "blind",
-                  "accept_threshold", "lease_minutes", "created_at")
+                  "accept_threshold", "lease_minutes", "target_half_width", "created_at")
+
+
+class BeliefPolicyInSerializer(serializers.Serializer):
+    """A change of a queue's review policy: only the fields given change."""
+
+    description = serializers.CharField(required=False, allow_blank=True)
+    order = serializers.ChoiceField(choices=ReviewOrder.values, required=False)
+    random_share = serializers.FloatField(required=False, min_value=0, max_value=1)
+    reviewers_per_label = serializers.IntegerField(required=False, min_value=1, max_value=20)
+    blind = serializers.BooleanField(required=False)
+    accept_threshold = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=1)
+    lease_minutes = serializers.IntegerField(required=False, min_value=1, max_value=24 * 60)
+    target_half_width = serializers.FloatField(
+        required=False, allow_null=True,
+        help_text="Review until precise enough: the queue stops handing out once the 95% confidence sequence of its "
+                  "share is at most this wide each side (0 < x < 0.5); null clears the target and reopens it.")
+
+    def validate_target_half_width(self, value):
+        if value is not None and not 0 < value < 0.5:
+            raise serializers.ValidationError("target_half_width is above 0 and below 0.5 (e.g. 0.05), or null for "
+                                              "no target")
+        return value
 
 
 class BeliefLabelSerializer(serializers.ModelSerializer):
@@ -159,9 +183,13 @@ class BeliefNextApi(generics.GenericAPIView):
     serializer_class = BeliefLeaseSerializer
 
     @extend_schema(tags=["belief review"], request=None,
-                   responses={200: BeliefLeaseSerializer, 204: OpenApiResponse(description="nothing left for you")})
+                   responses={200: BeliefLeaseSerializer, 204: OpenApiResponse(description="nothing left for you"),
+                              409: OpenApiResponse(description='code "precision_reached": the queue has reached its '
+                                                               "precision target and hands out no more labels (with "
+                                                               "target_half_width, half_width, interval, n_uniform)")})
     def post(self, request, name: str):
-        """Lease the next judge label of a queue (the same lease again while it is live)."""
+        """Lease the next judge label of a queue (the same lease again while it is live); 409 with code
+        "precision_reached" once the queue has reached its precision target."""
         queue = get_object_or_404(BeliefQueue, name=name)
         lease = belief_lease_next(queue_id=queue.pk, user=request.user)
         if lease is None:
@@ -196,3 +224,26 @@ class BeliefTrustApi(generics.GenericAPIView):
         figures = belief_trust(queue=queue)
         return Response({"queue": BeliefQueueSerializer(queue).data,
                          **{k: v for k, v in figures.items() if k not in ("queue", "rows")}})
+
+
+class BeliefQueuePolicyApi(generics.GenericAPIView):
+    permission_classes = [IsResearcher]
+    serializer_class = BeliefPolicyInSerializer
+
+    def _answer(self, queue):
+        return Response({**BeliefQueueSerializer(queue).data, "precision": precision(queue=queue)})
+
+    @extend_schema(tags=["belief review"], responses={200: OpenApiResponse(description="the policy and precision")})
+    def get(self, request, name: str):
+        """A queue's review policy and the precision of its share (half-width now, target, reviews needed)."""
+        return self._answer(get_object_or_404(BeliefQueue, name=name))
+
+    @extend_schema(tags=["belief review"], request=BeliefPolicyInSerializer,
+                   responses={200: OpenApiResponse(description="the policy and precision"),
+                              400: OpenApiResponse(description="a field out of range, named in the answer")})
+    def patch(self, request, name: str):
+        """Change a queue's review policy, e.g. its precision target (target_half_width; null clears it)."""
+        queue = get_object_or_404(BeliefQueue, name=name)
+        data = BeliefPolicyInSerializer(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        return self._answer(belief_queue_policy_set(queue_id=queue.pk, **data.validated_data))

@@ -22,7 +22,8 @@ class BeliefReviewForm(NamedErrorsMixin, forms.Form):
 
 
 class BeliefPolicyForm(NamedErrorsMixin, forms.ModelForm):
-    """What a researcher sets per queue: order, random share, k, blind review, accept threshold, lease time."""
+    """What a researcher sets per queue: order, random share, k, blind review, accept threshold, lease time, precision
+    target."""
 
     order = forms.ChoiceField(choices=ReviewOrder.choices)
     random_share = forms.FloatField(
@@ -33,10 +34,23 @@ class BeliefPolicyForm(NamedErrorsMixin, forms.ModelForm):
     reviewers_per_label = forms.IntegerField(min_value=1, max_value=20)
     accept_threshold = forms.FloatField(min_value=0, max_value=1, required=False)
     lease_minutes = forms.IntegerField(min_value=1, max_value=24 * 60)
+    target_half_width = forms.FloatField(
+        required=False, label=_("Target half-width"),
+        help_text=_("Review until precise enough: once the 95% confidence sequence of the queue's share (from the "
+                    "uniform sample) is at most this wide each side, e.g. 0.05, the queue hands out no more labels. "
+                    "Empty: no target. Lower or clear it to reopen the queue."))
 
     class Meta:
         model = BeliefQueue
-        fields = ("order", "random_share", "reviewers_per_label", "blind", "accept_threshold", "lease_minutes")
+        fields = ("order", "random_share", "reviewers_per_label", "blind", "accept_threshold", "lease_minutes",
+                  "target_half_width")
+
+    def clean_target_half_width(self):
+        value = self.cleaned_data.get("target_half_width")
+        if value is not None and not 0 < value < 0.5:
+            raise forms.ValidationError(
+                _("above 0 and below 0.5 (e.g. 0.05), or empty for no target."))
+        return value
 
     def policy(self) -> dict:
         return {name: self.cleaned_data[name] for name in self.Meta.fields}

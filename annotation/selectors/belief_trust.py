@@ -188,7 +188,10 @@ def _weighted_missing(figures: dict, rows: list[dict], refused: str) -> str:
 
 
 def belief_trust(*, queue: BeliefQueue) -> dict:
-    """Every trust figure of the queue, both estimates, and what they rest on."""
+    """Every trust figure of the queue, both estimates, and what they rest on; the headline share's precision
+    (`belief_precision`)."""
+    from annotation.selectors import belief_precision  # it reads this module's design
+
     labels = _labels(queue)
     sampling = design(queue=queue, labels=labels)
     rows = review_rows(queue=queue, labels=labels, sampling=sampling)
@@ -222,6 +225,7 @@ def belief_trust(*, queue: BeliefQueue) -> dict:
         "weighted": weighted,
         "by_aspect": _by_aspect(rows, refused),
         "powered": powered_shares(queue=queue, sampling=sampling),
+        "precision": belief_precision.precision(queue=queue, labels=labels, sampling=sampling),
         "u_star": u_star,
         "k_star": k_star,
         "provenance": {key: sources.get(key, 0) for key in [*LabelSource.values, PENDING]},

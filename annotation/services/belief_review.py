@@ -37,11 +37,19 @@ from annotation.models import (
 from annotation.models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED, KEEP_ASPECT
 from annotation.screening import SCREENING_CRITERIA
 from annotation.selectors.belief import judge_hidden, reviewer_choices, screening_suggestions
+from annotation.selectors.belief_precision import precision_reached
 from annotation.services.belief import label_finalize
 from annotation.services.editing import item_edit
 from foundation.errors import Conflict, Forbidden, Invalid, NotFound
 
 MAX_TRIES = 50
+
+
+class PrecisionReached(Conflict):
+    """The queue has reached its precision target (`belief_precision`): it hands out no more labels until the
+    target is lowered or cleared. Not a fault: the API answers 409 with the figures; pages say so kindly."""
+
+    code = "precision_reached"
 
 
 def _queue(queue_id: int) -> BeliefQueue:
@@ -136,7 +144,8 @@ def _one_handout_at_a_time(queue_id: int, user_id: int) -> Iterator[None]:
 
 
 def belief_lease_next(*, queue_id: int, user, now=None) -> BeliefLease | None:
-    """Hand the reviewer the next label of a queue as a lease, or None when nothing is left.
+    """Hand the reviewer the next label of a queue as a lease, or None when nothing is left; `PrecisionReached`
+    when the queue has reached its precision target (a lease the reviewer holds is still given back).
 
     A reviewer who holds a live lease in the queue gets it back (renewed), also when they ask
     several times at once (the hand-outs of one reviewer in one queue run one at a time).
@@ -158,6 +167,17 @@ def _lease_next(queue: BeliefQueue, user, now) -> BeliefLease | None:
             mine.expires_at = now + timedelta(minutes=queue.lease_minutes)
             mine.save(update_fields=["expires_at"])
             return mine
+    closed = precision_reached(queue=queue)
+    if closed is not None:
+        sequence = closed["sequence"]
+        raise PrecisionReached(
+            gettext("%(queue)s has reached its precision target: its %(what)s is known to ±%(half).3f (target "
+                    "±%(target)s), so it hands out no more labels.") % {
+                "queue": queue.name, "what": closed["what"], "half": sequence["half_width"],
+                "target": closed["target"]},
+            details={"target_half_width": closed["target"], "half_width": sequence["half_width"],
+                     "interval": [sequence["low"], sequence["high"]], "n_uniform": closed["n"],
+                     "estimate": closed["value"]})
     number = _next_handout_number(queue.pk)
     stream = review_order.handout_stream(queue.order, number, queue.random_share)
     skipped: list[int] = []

@@ -14,9 +14,11 @@ from annotation.forms_belief import BeliefPolicyForm, BeliefReviewForm, DraftDec
 from annotation.models import BeliefLabel, BeliefLeaseStatus, BeliefQueue, Criterion, LabelTask
 from annotation.screening import SCREENING_CRITERIA
 from annotation.selectors.belief import belief_lease_for, belief_queues, reviewer_choices, shown_label, triage_basis
+from annotation.selectors.belief_precision import precision
 from annotation.selectors.belief_trust import EXPORT_COLUMNS, belief_trust
 from annotation.services.belief import belief_queue_policy_set
 from annotation.services.belief_review import (
+    PrecisionReached,
     belief_draft_resolve,
     belief_lease_next,
     belief_lease_release,
@@ -48,14 +50,22 @@ ASPECT_TEXT = {"verdict": gettext_lazy("Is the free-text answer the same as the 
 
 @annotator_required
 def belief_queue_list_view(request):
-    return render(request, "annotation/belief_queues.html", {"queues": belief_queues(user=request.user)})
+    queues = belief_queues(user=request.user)
+    for queue in queues:
+        queue.precision = precision(queue=queue)
+    return render(request, "annotation/belief_queues.html", {"queues": queues})
 
 
 @annotator_required
 @require_POST
 def belief_next_view(request, name: str):
     queue = get_object_or_404(BeliefQueue, name=name)
-    lease = belief_lease_next(queue_id=queue.pk, user=request.user)
+    try:
+        lease = belief_lease_next(queue_id=queue.pk, user=request.user)
+    except PrecisionReached:
+        messages.info(request, _("%(queue)s has reached the precision its researchers asked for: no more labels to "
+                                 "review here for now. Thank you!") % {"queue": queue.name})
+        return redirect("annotation:belief_queues")
     if lease is None:
         messages.info(request, _("No judge labels left for you in %(queue)s.") % {"queue": queue.name})
         return redirect("annotation:belief_queues")
@@ -262,7 +272,7 @@ def belief_trust_export_view(request, name: str, fmt: str):
     figures = belief_trust(queue=queue)
     if fmt == "json":
         policy = {f: getattr(queue, f) for f in ("name", "order", "random_share", "reviewers_per_label", "blind",
-                                                 "accept_threshold", "lease_minutes")}
+                                                 "accept_threshold", "lease_minutes", "target_half_width")}
         response = JsonResponse({"queue": policy, "figures": _plain(figures), "reviews": figures["rows"]},
                                 json_dumps_params={"indent": 1})
     elif fmt == "csv":

@@ -91,6 +91,7 @@ MATRIX: dict[str, tuple] = {
     'annotation_api:belief_queues': (ANNOTATORS, '405 GET=200 HEAD=200 OPTIONS=200'),
     'annotation_api:belief_next': (ANNOTATORS, '405 POST=204 OPTIONS=200', {'annotator': '405 POST=200 OPTIONS=200'}),
     'annotation_api:belief_trust': (RESEARCHERS, '405 GET=200 HEAD=200 OPTIONS=200'),
+    'annotation_api:belief_policy': (RESEARCHERS, '405 GET=200 HEAD=200 PATCH=200 OPTIONS=200'),
     'annotation_api:belief_reviews': (RESEARCHERS, '405 GET=200 HEAD=200 OPTIONS=200'),
     'annotation_api:item_list': (ANNOTATORS, '405 GET=200 HEAD=200 OPTIONS=200'),
     'annotation_api:item_detail': (ANNOTATORS, '405 GET=200 HEAD=200 OPTIONS=200'),
