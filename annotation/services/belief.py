@@ -56,7 +56,7 @@ def _policy_errors(values: dict) -> dict[str, list[str]]:
         errors["accept_threshold"] = [gettext("Empty, or a belief between 0 and 1.")]
     target = values.get("target_half_width")
     if target is not None and (isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target < 0.5):
-        errors["target_half_width"] = ["empty (no target), or a half-width above 0 and below 0.5"]
+        errors["target_half_width"] = [gettext("Empty (no target), or a half-width above 0 and below 0.5.")]
     if "lease_minutes" in values and not (isinstance(values["lease_minutes"], int) and values["lease_minutes"] >= 1):
         errors["lease_minutes"] = [gettext("At least 1 minute.")]
     return errors
