@@ -120,9 +120,9 @@ def _answer_length(label: BeliefLabel) -> int | None:
     return len(answer.strip()) if isinstance(answer, str) and answer.strip() else None
 
 
-def _length(config: JudgeConfig, labels: list[BeliefLabel], rows: list[dict]) -> dict | None:
+def _length(labels: list[BeliefLabel], rows: list[dict], weighted: dict) -> dict | None:
     """Free-text grading only: the judge's P(correct) against answer length, and its agreement with people by
-    length (the weighted reviews; refused where the weighted estimate is)."""
+    length (the weighted reviews; refused, with its reason, where the queue's weighted estimate is)."""
     verdicts = [label for label in labels if label.task == specs.FREE_TEXT and label.aspect == "verdict"]
     if not verdicts:
         return None
@@ -135,6 +135,9 @@ def _length(config: JudgeConfig, labels: list[BeliefLabel], rows: list[dict]) ->
     reviewed = [r for r in rows if r["aspect"] == "verdict" and r["weight"] > 0 and lengths.get(r["label_id"])]
     bins = quality.length_bins([lengths[r["label_id"]] for r in reviewed], [r["agrees"] for r in reviewed],
                                [r["weight"] for r in reviewed], groups=[r["label_id"] for r in reviewed])
+    if not weighted["defined"]:  # no unbiased weighted estimate at all: none per length either
+        for b in bins:
+            b["accuracy"] = {**b["accuracy"], "value": None, "low": None, "high": None, "reason": weighted["reason"]}
     return {"spearman": rho.as_dict(), "what": gettext("the judge's probability of “correct” against the answer's "
                                                        "length in characters"),
             "bins": bins, "n_reviewed": len({r["label_id"] for r in reviewed})}
@@ -151,7 +154,7 @@ def judge_quality_card(*, config: JudgeConfig) -> dict:
         "n_labels": len(labels), "n_scored": sum(label.status == LabelStatus.SCORED for label in labels),
         "n_reviews": trust["n_reviews"],
         "agreement": _agreement(trust), "calibration": _calibration(trust), "spread": _spread(labels),
-        "position": _position(config), "length": _length(config, labels, trust["rows"]),
+        "position": _position(config), "length": _length(labels, trust["rows"], trust["weighted"]),
     }
 
 

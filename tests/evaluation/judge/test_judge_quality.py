@@ -105,3 +105,18 @@ def test_a_screening_queue_has_no_length_figure_and_spreads_per_question():
     assert [(s["aspect"], s["n"]) for s in card["spread"]["by_aspect"]] == [("1.1", 3), ("keep", 3)]
     assert card["spread"]["all"]["n"] == 6
     assert quality.EXTREME == 0.01
+
+
+def test_without_a_uniform_sample_the_length_bins_are_refused_with_the_queues_reason(annotator):
+    config = reviewed_config(annotator, labels=60, reviews=0)
+    belief_queue_policy_set(queue_id=config.queue_id, random_share=0.0)  # triage only: nothing drawn at random
+    for _ in range(30):
+        lease = belief_lease_next(queue_id=config.queue_id, user=annotator)
+        belief_review_submit(lease_id=lease.pk, user=annotator, human_label=lease.label.label)
+    card = judge_quality_card(config=config)
+    reason = card["agreement"]["weighted"]["reason"]
+    assert reason and card["agreement"]["weighted"]["accuracy"]["value"] is None
+    bins = card["length"]["bins"]
+    assert bins and all(b["accuracy"]["value"] is None and b["accuracy"]["reason"] == reason for b in bins)
+    # The rank correlation needs no review: it is given.
+    assert card["length"]["spearman"]["rho"] is not None and card["length"]["spearman"]["n"] == 60
