@@ -16,6 +16,7 @@ from evaluation.judge.beliefs import BUILTIN
 from evaluation.models import EndpointKind, ModelEndpoint, Result, Run, RunStatus
 from evaluation.models.judge import JudgeConfig, JudgeRun
 from foundation.errors import Conflict, Invalid, NotFound
+from foundation.words import gettext
 
 BUILTIN_CONFIG = "builtin"
 #: The review policy of the built-in judge's queue (annotation's defaults otherwise).
@@ -33,9 +34,9 @@ def judge_config_create(*, name: str, belief_source: str, task: str = "", endpoi
     """A judge configuration and its review queue (same name; ``queue_policy``: order, random_share,
     reviewers_per_label, blind, accept_threshold, lease_minutes)."""
     if JudgeConfig.objects.filter(name=name).exists():
-        raise Conflict(f"a judge configuration called {name!r} exists", field="name")
+        raise Conflict(gettext("a judge configuration called %(name)s exists", name=repr(name)), field="name")
     if endpoint is not None and endpoint.kind != EndpointKind.OPENAI:
-        raise Invalid("a judge endpoint is an OpenAI-compatible API (the built-in judge needs none)", field="endpoint")
+        raise Invalid(gettext("a judge endpoint is an OpenAI-compatible API (the built-in judge needs none)"), field="endpoint")
     config = JudgeConfig(name=name, belief_source=belief_source, task=task, endpoint=endpoint, template=template,
                          samples=samples, temperature=temperature, description=description, created_by=user)
     try:
@@ -63,31 +64,32 @@ def judge_config_get(*, name: str) -> JudgeConfig:
         return judge_config_builtin()
     config = JudgeConfig.objects.select_related("endpoint", "queue").filter(name=name).first()
     if config is None:
-        raise NotFound(f"no judge configuration {name!r}", field="config")
+        raise NotFound(gettext("no judge configuration %(name)s", name=repr(name)), field="config")
     return config
 
 
 def _targets(*, task: str, run: Run | None, split: str, limit: int | None) -> list[str]:
     if task == specs.FREE_TEXT:
         if run is None:
-            raise Invalid("a free-text judge run judges the results of a run", field="run")
+            raise Invalid(gettext("a free-text judge run judges the results of a run"), field="run")
         if run.method != specs.FREE_TEXT:
-            raise Invalid(f"run {run.pk} is a {run.method} run: only free-text answers are judged", field="run")
+            raise Invalid(gettext("run %(id)s is a %(method)s run: only free-text answers are judged", id=run.pk,
+                                  method=run.method), field="run")
         ids = Result.objects.filter(run=run, error="").order_by("item_id", "sample_index").values_list("pk", flat=True)
         targets = [f"result:{pk}" for pk in ids]
     else:
         if run is not None:
-            raise Invalid(f"{task} judges items of a split, not the results of a run", field="run")
+            raise Invalid(gettext("%(task)s judges items of a split, not the results of a run", task=task), field="run")
         if not split:
-            raise Invalid(f"a {task} judge run needs a split", field="split")
+            raise Invalid(gettext("a %(task)s judge run needs a split", task=task), field="split")
         targets = [f"item:{pk}" for pk in Item.objects.filter(split=split).order_by("pk").values_list("pk", flat=True)]
     if limit is not None:
         if limit < 1:
-            raise Invalid("the limit must be at least 1", field="limit")
+            raise Invalid(gettext("the limit must be at least 1"), field="limit")
         targets = targets[:limit]
     if not targets:
-        raise Invalid("nothing to judge: the run has no answered results" if task == specs.FREE_TEXT
-                      else f"no items in split {split!r}")
+        raise Invalid(gettext("nothing to judge: the run has no answered results") if task == specs.FREE_TEXT
+                      else gettext("no items in split %(split)s", split=repr(split)))
     return targets
 
 
@@ -100,9 +102,10 @@ def judge_run_launch(*, config: JudgeConfig, task: str = "", run: Run | None = N
     the given task (screening or clue-graph) with a split."""
     task = task or config.task or (specs.FREE_TEXT if run is not None else "")
     if task not in specs.JUDGE_TASKS:
-        raise Invalid(f"the task is one of {', '.join(specs.JUDGE_TASKS)}", field="task")
+        raise Invalid(gettext("the task is one of %(tasks)s", tasks=", ".join(specs.JUDGE_TASKS)), field="task")
     if task not in config.tasks():
-        raise Invalid(f"judge configuration {config.name} judges {config.task}, not {task}", field="task")
+        raise Invalid(gettext("judge configuration %(name)s judges %(judged)s, not %(task)s", name=config.name,
+                              judged=config.task, task=task), field="task")
     targets = _targets(task=task, run=run, split=split, limit=limit)
     judge_run = JudgeRun.objects.create(config=config, task=task, target_run=run, split=split if run is None else "",
                                         limit=limit, targets=targets, n=len(targets), created_by=user, note=note)
@@ -119,7 +122,7 @@ def judge_run_resume(*, judge_run: JudgeRun, enqueue: bool = True) -> JudgeRun:
     would send the same requests again. A run whose worker died (no live execution) may be resumed at once."""
     judge_run = JudgeRun.objects.select_for_update().get(pk=judge_run.pk)
     if heartbeats.execution_alive(heartbeats.judge_run_key(judge_run.pk)):
-        raise Conflict(f"Judge run {judge_run.pk} is running; it resumes by itself if its worker stops.",
+        raise Conflict(gettext("Judge run %(id)s is running; it resumes by itself if its worker stops.", id=judge_run.pk),
                        code="judge_run_running")
     judge_run.status, judge_run.finished_at = RunStatus.QUEUED, None
     judge_run.save(update_fields=["status", "finished_at"])
@@ -133,7 +136,7 @@ def judge_run_cancel(*, judge_run: JudgeRun) -> JudgeRun:
     """Stop a judge run: no new requests are sent (labels already recorded stay)."""
     judge_run = JudgeRun.objects.select_for_update().get(pk=judge_run.pk)
     if not judge_run.is_active:
-        raise Conflict(f"judge run {judge_run.pk} is {judge_run.status}")
+        raise Conflict(gettext("judge run %(id)s is %(status)s", id=judge_run.pk, status=judge_run.get_status_display()))
     judge_run.status, judge_run.finished_at = RunStatus.CANCELLED, timezone.now()
     judge_run.save(update_fields=["status", "finished_at"])
     return judge_run
@@ -150,17 +153,17 @@ def judge_probe_launch(*, judge_run: JudgeRun, kind: str = probe.REVERSED, sampl
     configuration with the options permuted (``kind``), executed like a judge run (Celery, the same engine); its
     labels go to JudgeProbeLabel and are compared with the queue's labels on the quality card."""
     if judge_run.probe:
-        raise Invalid("this judge run is itself a probe: probe the judge run it permuted", field="judge_run")
+        raise Invalid(gettext("this judge run is itself a probe: probe the judge run it permuted"), field="judge_run")
     if judge_run.task not in probe.PROBED_TASKS:
         raise Invalid(probe.NOT_PROBED.get(judge_run.task, judge_run.task), field="judge_run")
     if kind not in probe.PERMUTATIONS:
-        raise Invalid(f"the permutation is one of {', '.join(probe.PERMUTATIONS)}", field="kind")
+        raise Invalid(gettext("the permutation is one of %(kinds)s", kinds=", ".join(probe.PERMUTATIONS)), field="kind")
     if sample < 1:
-        raise Invalid("the sample must be at least 1 target", field="sample")
+        raise Invalid(gettext("the sample must be at least 1 target"), field="sample")
     targets = list(judge_run.targets)
     chosen = sorted(random.Random(seed).sample(range(len(targets)), min(sample, len(targets))))
     if not chosen:
-        raise Invalid(f"judge run {judge_run.pk} has no target", field="judge_run")
+        raise Invalid(gettext("judge run %(id)s has no target", id=judge_run.pk), field="judge_run")
     probed = JudgeRun.objects.create(
         config=judge_run.config, task=judge_run.task, target_run=judge_run.target_run, split=judge_run.split,
         targets=[targets[i] for i in chosen], n=len(chosen), probe=kind, created_by=user,
@@ -175,7 +178,7 @@ def judge_run_execute_in_process(*, judge_run: JudgeRun) -> JudgeRun:
     """Compute a judge run's missing labels in this process (no worker needed), alone like a worker's."""
     with heartbeats.sole_execution(heartbeats.judge_run_key(judge_run.pk)) as mine:
         if not mine:
-            raise Conflict(f"Judge run {judge_run.pk} is running elsewhere.", code="judge_run_running")
+            raise Conflict(gettext("Judge run %(id)s is running elsewhere.", id=judge_run.pk), code="judge_run_running")
         execution.execute_judge_run(judge_run_id=judge_run.pk)
     judge_run.refresh_from_db()
     return judge_run
