@@ -23,7 +23,7 @@ from annotation.models import Item
 from evaluation.errors import EmptyFigure
 from evaluation.models import Result
 from evaluation.selectors.analysis import figure_runs, run_label
-from evaluation.statistics.irt import Z95, fit, group_difficulties
+from evaluation.statistics.irt import Z95, choose_model, fit, group_difficulties
 from studies.selectors.answers import response_rows
 
 PEOPLE, MODELS = "person", "model"
@@ -142,7 +142,7 @@ def _model_answers(split: str) -> tuple[dict[str, str], list[tuple[str, tuple[in
 
 def _people_answers(split: str) -> tuple[dict[str, str], list[tuple[str, tuple[int, int], bool]]]:
     rows = response_rows(item_ids=Item.objects.filter(split=split).values("pk"))
-    labels = {f"attempt:{a}": f"{slug} · attempt {a}" for a, slug, _, _, _ in rows}
+    labels = {f"attempt:{a}": gettext("%(study)s · attempt %(n)s") % {"study": slug, "n": a} for a, slug, _, _, _ in rows}
     return labels, [(f"attempt:{a}", (item, version), bool(ok)) for a, _, item, version, ok in rows]
 
 
@@ -172,10 +172,10 @@ def one_scale(*, split: str, model: str = "auto") -> OneScale:
         cached = (fitted, *group_difficulties(fitted, r, j, y, is_person))
         cache.set(f"evaluation:one-scale:{digest}", cached, 24 * 3600)
     fitted, people_b, model_b = cached
-    return _assemble(split, fitted, people_b, model_b, keys, items, r, j, y, {**model_labels, **people_labels})
+    return _assemble(split, fitted, people_b, model_b, keys, items, r, j, y, {**model_labels, **people_labels}, model)
 
 
-def _assemble(split, fitted, people_b, model_b, keys, items, r, j, y, labels) -> OneScale:
+def _assemble(split, fitted, people_b, model_b, keys, items, r, j, y, labels, model="auto") -> OneScale:
     answers, correct = [0] * len(keys), [0] * len(keys)
     for i, ok in zip(r, y):
         answers[i] += 1
@@ -198,12 +198,14 @@ def _assemble(split, fitted, people_b, model_b, keys, items, r, j, y, labels) ->
                               people_correct=p.correct, model_answers=m.answers, model_correct=m.correct,
                               people_difficulty=p.difficulty, model_difficulty=m.difficulty, contrast_z=contrast))
     respondents.sort(key=lambda x: (x.kind != MODELS, -x.ability))
-    result = OneScale(split=split, model=fitted.model, reason=fitted.reason, answers=fitted.answers,
+    # The fit may come from the cache, made for a reader of another language: its reason is said again in this one.
+    reason = choose_model(fitted.item_answers, model)[1]
+    result = OneScale(split=split, model=fitted.model, reason=reason, answers=fitted.answers,
                       converged=fitted.converged, respondents=respondents, items=rows)
     result.notes = [
         gettext("%(model)s item-response model (%(reason)s), fitted by marginal maximum likelihood with abilities "
                 "~ N(0, 1) and weak priors on the item parameters: abilities and difficulties on one scale.")
-        % {"model": fitted.model, "reason": fitted.reason},
+        % {"model": fitted.model, "reason": reason},
         gettext("Respondents: each study attempt, and each model run (the latest finished run of each endpoint x "
                 "method x option order on the split). An item at another content version is another item."),
         gettext("Ability: posterior mean, 95%% interval +-1.96 posterior SD. Hard for people / for models: the "

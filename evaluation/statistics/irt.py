@@ -39,6 +39,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from foundation.words import gettext
+
 MIN_ANSWERS_2PL = 100
 DIFFICULTY_SD, LOG_SLOPE_SD = 2.0, 0.5
 NODES = 41
@@ -73,20 +75,21 @@ class IrtFit:
 
 
 def choose_model(item_answers: Sequence[int], model: str = "auto") -> tuple[str, str]:
-    """("2PL" or "Rasch", why)."""
+    """("2PL" or "Rasch", why: in the active language, so a fit kept in a cache says it again with this)."""
     import numpy as np
 
     if model == "2pl":
-        return "2PL", "asked for"
+        return "2PL", gettext("asked for")
     if model == "rasch":
-        return "Rasch", "asked for"
+        return "Rasch", gettext("asked for")
     if model != "auto":
         raise ValueError(f"model {model!r}; choose auto, 2pl or rasch")
     median = float(np.median(item_answers)) if len(item_answers) else 0.0
     if median >= MIN_ANSWERS_2PL:
-        return "2PL", f"the median item has {median:g} answers (at least {MIN_ANSWERS_2PL}: discriminations can be fitted)"
-    return "Rasch", (f"the median item has {median:g} answers (fewer than {MIN_ANSWERS_2PL}: too few to fit a "
-                     f"discrimination per item, so every item shares one)")
+        return "2PL", gettext("the median item has %(n)s answers (at least %(least)s: discriminations can be fitted)",
+                              n=f"{median:g}", least=MIN_ANSWERS_2PL)
+    return "Rasch", gettext("the median item has %(n)s answers (fewer than %(least)s: too few to fit a discrimination "
+                            "per item, so every item shares one)", n=f"{median:g}", least=MIN_ANSWERS_2PL)
 
 
 def _arrays(respondent, item, correct, n_respondents, n_items):
