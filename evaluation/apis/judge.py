@@ -3,6 +3,7 @@
 Labels and their reviews are annotation's API (the review side)."""
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 
@@ -56,6 +57,8 @@ class JudgeConfigCreateSerializer(serializers.Serializer):
 
 class JudgeRunSerializer(serializers.ModelSerializer):
     config = serializers.CharField(source="config.name", read_only=True)
+    probe = serializers.CharField(read_only=True, help_text='A position probe: "reversed" or "rotated" (its labels '
+                                  'are not in the review queue); empty for a judge run.')
 
     class Meta:
         model = JudgeRun
@@ -142,9 +145,28 @@ class JudgeRunResumeApi(_OneJudgeRun):
 class JudgeProbeLaunchSerializer(serializers.Serializer):
     judge_run = serializers.IntegerField(min_value=1, max_value=MAX_INT,
                                          help_text="The configuration's judge run whose targets are sampled.")
-    kind = serializers.ChoiceField(choices=ProbeKind.choices, default=ProbeKind.REVERSED)
+    permutation = serializers.ChoiceField(choices=ProbeKind.choices, default=ProbeKind.REVERSED,
+                                          help_text="How the options are shown to the judge again.")
     sample = serializers.IntegerField(min_value=1, max_value=10_000, default=services.PROBE_SAMPLE)
     seed = serializers.IntegerField(min_value=0, max_value=MAX_INT, default=0)
+
+
+class JudgeQualitySerializer(serializers.Serializer):
+    config = serializers.CharField()
+    task = serializers.CharField()
+    belief_source = serializers.CharField()
+    n_labels = serializers.IntegerField()
+    n_scored = serializers.IntegerField()
+    n_reviews = serializers.IntegerField()
+    agreement = serializers.DictField(help_text="weighted / uniform: accuracy and kappa with 95% intervals and n; "
+                                                "by_aspect: per question")
+    calibration = serializers.DictField(help_text="weighted / uniform: the debiased ECE with its interval, Brier")
+    spread = serializers.DictField(help_text="all (and by_aspect): n, mean, quantiles, histogram, extreme share")
+    position = serializers.ListField(child=serializers.DictField(),
+                                     help_text="Per permutation: label flip rate (Wilson interval), mean absolute "
+                                               "belief change, n, and the probe runs")
+    length = serializers.DictField(allow_null=True, help_text="Free-text: Spearman's rho of P(correct) against the "
+                                                              "answer's length with interval and n; agreement by length")
 
 
 class JudgeQualityApi(generics.GenericAPIView):
@@ -152,7 +174,9 @@ class JudgeQualityApi(generics.GenericAPIView):
     position and length bias), every figure with its n."""
 
     permission_classes = [IsResearcher]
+    serializer_class = JudgeQualitySerializer
 
+    @extend_schema(tags=["evaluation"], responses={200: JudgeQualitySerializer})
     def get(self, request, name: str):
         config = services.judge_config_get(name=name)
         return Response(quality_selectors.judge_quality_card(config=config))
@@ -165,6 +189,7 @@ class JudgeProbeLaunchApi(generics.GenericAPIView):
     permission_classes = [IsResearcher]
     serializer_class = JudgeProbeLaunchSerializer
 
+    @extend_schema(tags=["evaluation"], request=JudgeProbeLaunchSerializer, responses={201: JudgeRunSerializer})
     def post(self, request, name: str):
         config = services.judge_config_get(name=name)
         given = JudgeProbeLaunchSerializer(data=request.data)
@@ -174,5 +199,6 @@ class JudgeProbeLaunchApi(generics.GenericAPIView):
         if judge_run is None:
             raise NotFound("no judge run of this configuration that a position probe may permute",
                            field="judge_run")
-        probed = services.judge_probe_launch(judge_run=judge_run, user=request.user, **data)
+        probed = services.judge_probe_launch(judge_run=judge_run, kind=data.pop("permutation"), user=request.user,
+                                             **data)
         return Response(JudgeRunSerializer(probed).data, status=status.HTTP_201_CREATED)

@@ -78,7 +78,7 @@ def test_a_probe_is_launched_by_a_researcher_from_the_card_and_the_api(free_text
     assert (probe.config_id, probe.task, probe.n, probe.target_run_id) == (config.pk, "free-text", 3, free_text_run.pk)
     assert set(probe.targets) <= set(judge_run.targets)
     api = api_for(researcher).post(f"/api/evaluation/judge-configs/{config.name}/position-probes/",
-                                   {"judge_run": judge_run.pk, "kind": "rotated", "sample": 2}, format="json")
+                                   {"judge_run": judge_run.pk, "permutation": "rotated", "sample": 2}, format="json")
     assert api.status_code == 201 and api.json()["probe"] == "rotated" and api.json()["n"] == 2
     assert api_for(annotator).post(f"/api/evaluation/judge-configs/{config.name}/position-probes/",
                                    {"judge_run": judge_run.pk}, format="json").status_code == 403
