@@ -1,8 +1,11 @@
 """Reads for studies: the exports (JSON and CSV rows). Every lease, answer and refused answer is exported, those
 of screened-out attempts too, marked: their `attempt_status` is "screened_out" and their `lease_status` "screened"
-(their answers are counted nowhere else)."""
+(their answers are counted nowhere else). A lease row also carries the highlight draft of its question
+(`draft_highlights`: the passages marked before the answer was sent, or on a question never answered) and when it was
+last saved."""
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 from studies.models import Attempt, ParticipantLease, RefusedAnswer, Study
@@ -25,8 +28,11 @@ EXPORT_FIELDS = [
     "record", "study", "attempt_id", "participant_id", "external_study_id", "session_id", "attempt_status",
     "attempt_started_at", "attempt_deadline", "attempt_ended_at", "position", "item_id", "item_source",
     "item_external_id", "lease_status", "chosen_option", "correct_option", "is_correct", "confidence", "highlights",
-    "language", "shown_at", "answered_at", "seconds", "is_late", "refused_reason", "received_at",
+    "language", "shown_at", "answered_at", "seconds", "is_late", "refused_reason", "received_at", "draft_highlights",
+    "draft_saved_at",
 ]
+#: The columns that hold a list of passages: JSON text in a CSV cell.
+JSON_COLUMNS = ("highlights", "draft_highlights")
 
 
 def study_export_rows(study: Study) -> Iterator[dict]:
@@ -34,7 +40,7 @@ def study_export_rows(study: Study) -> Iterator[dict]:
     leases = (
         ParticipantLease.objects.filter(attempt__study=study)
         .select_related("attempt", "item", "response")
-        .only("id", "position", "status", "shown_at", "item__id", "item__source", "item__external_id",
+        .only("id", "position", "status", "shown_at", "draft_highlights", "draft_saved_at", "item__id", "item__source", "item__external_id",
               "item__answer_index", "attempt__id", "attempt__external_participant_id", "attempt__external_study_id",
               "attempt__external_session_id", "attempt__status", "attempt__language", "attempt__started_at", "attempt__deadline",
               "attempt__ended_at", "response__id", "response__chosen_option", "response__is_correct",
@@ -56,6 +62,7 @@ def study_export_rows(study: Study) -> Iterator[dict]:
             "shown_at": _iso(r.shown_at if r else lease.shown_at), "answered_at": _iso(r.answered_at) if r else None,
             "seconds": round(r.seconds, 3) if r else None, "is_late": r.is_late if r else None,
             "refused_reason": None, "received_at": None,
+            "draft_highlights": lease.draft_highlights or [], "draft_saved_at": _iso(lease.draft_saved_at),
         }
     for refused in RefusedAnswer.objects.filter(attempt__study=study).select_related("attempt", "item").order_by("pk"):
         item = refused.item
@@ -66,8 +73,13 @@ def study_export_rows(study: Study) -> Iterator[dict]:
             "item_source": item.source if item else None, "item_external_id": item.external_id if item else None,
             "chosen_option": refused.payload.get("chosen_option"), "highlights": refused.payload.get("highlights") or [],
             "confidence": refused.payload.get("confidence"),
-            "refused_reason": refused.reason, "received_at": _iso(refused.received_at),
+            "refused_reason": refused.reason, "received_at": _iso(refused.received_at), "draft_highlights": [],
         }
+
+
+def csv_row(row: dict) -> dict:
+    """An export row as CSV cells (written through foundation.csv_safety): the passage lists as JSON text."""
+    return {**row, **{name: json.dumps(row.get(name) or [], ensure_ascii=False) for name in JSON_COLUMNS}}
 
 
 def study_attempts_export(study: Study) -> list[dict]:

@@ -16,7 +16,7 @@ from foundation.roles import researcher_required
 from studies import services, setup_checks
 from studies.forms import SETTING_FIELDS, ExtendForm, StudyForm
 from studies.models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, Study
-from studies.selectors.exports import EXPORT_FIELDS, study_export, study_export_rows
+from studies.selectors.exports import EXPORT_FIELDS, csv_row, study_export, study_export_rows
 from studies.selectors.monitor import study_list, study_monitor
 from studies.selectors.results import study_results
 
@@ -145,8 +145,7 @@ def study_export_view(request, slug: str, fmt: str):
         def lines():
             yield writer.writeheader()
             for row in study_export_rows(study):
-                row = {**row, "highlights": json.dumps(row["highlights"], ensure_ascii=False)}
-                yield writer.writerow(row)
+                yield writer.writerow(csv_row(row))
 
         response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="study-{study.slug}.{fmt}"'

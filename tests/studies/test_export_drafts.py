@@ -1,0 +1,55 @@
+"""A participant's highlight drafts are in the researcher's exports (CSV, JSON, API): the passages marked on a question
+before the answer was sent, and on the question a participant left unanswered."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from django.urls import reverse
+
+from studies.services import highlight_draft_save, question_open, response_submit
+from tests.studies.conftest import started_attempt
+
+
+def _csv_rows(client, study) -> list[dict]:
+    body = b"".join(client.get(reverse("studies:study_export", args=[study.slug, "csv"])).streaming_content).decode()
+    return list(csv.DictReader(io.StringIO(body)))
+
+
+def test_drafts_of_answered_and_open_questions_are_exported(researcher_client, make_study):
+    study = make_study(n_items=4, per_participant=2, raters=1, slug="drafts")
+    attempt = started_attempt(study, "P1")
+    first = question_open(attempt=attempt)
+    context = first.lease.item.context
+    # A draft, then the answer with other highlights: the row keeps both.
+    highlight_draft_save(token=attempt.token, position=first.lease.position,
+                         highlights=[{"start": 0, "end": 12, "text": context[:12]}])
+    response_submit(token=attempt.token, position=first.lease.position, chosen_option=0,
+                    highlights=[{"start": 0, "end": 20, "text": context[:20]}])
+    # The second question: a draft, never answered.
+    second = question_open(attempt=attempt)
+    text = second.lease.item.context
+    highlight_draft_save(token=attempt.token, position=second.lease.position,
+                         highlights=[{"start": 2, "end": 9, "text": text[2:9]}])
+
+    rows = {int(r["position"]): r for r in _csv_rows(researcher_client, study) if r["attempt_id"] == str(attempt.pk)}
+    assert rows[1]["record"] == "response" and rows[2]["record"] == "lease"
+    assert json.loads(rows[1]["draft_highlights"]) == [{"start": 0, "end": 12, "text": context[:12]}]
+    assert json.loads(rows[1]["highlights"]) == [{"start": 0, "end": 20, "text": context[:20]}]
+    assert json.loads(rows[2]["draft_highlights"]) == [{"start": 2, "end": 9, "text": text[2:9]}]
+    assert rows[1]["draft_saved_at"] and rows[2]["draft_saved_at"]
+
+    data = json.loads(researcher_client.get(reverse("studies:study_export", args=[study.slug, "json"])).content)
+    exported = {r["position"]: r for r in data["rows"] if r["attempt_id"] == attempt.pk}
+    assert exported[2]["draft_highlights"] == [{"start": 2, "end": 9, "text": text[2:9]}]
+    api = researcher_client.get(f"/api/studies/{study.slug}/export/").json()
+    assert [r["draft_highlights"] for r in api["rows"] if r["attempt_id"] == attempt.pk] == \
+        [exported[1]["draft_highlights"], exported[2]["draft_highlights"]]
+
+
+def test_a_lease_without_a_draft_exports_an_empty_list(researcher_client, make_study):
+    study = make_study(n_items=2, per_participant=1, raters=1, slug="no-drafts")
+    started_attempt(study, "P2")
+    rows = _csv_rows(researcher_client, study)
+    assert rows and all(r["draft_highlights"] == "[]" and r["draft_saved_at"] == "" for r in rows)
