@@ -22,8 +22,8 @@ import math
 from django.utils.translation import gettext
 
 from annotation import confidence_sequence, review_order, trust
-from annotation.models import BeliefLabel, BeliefQueue, BeliefReview, ReviewVia
-from annotation.selectors.belief_trust import POWERED_QUANTITIES, _labels, design
+from annotation.models import BeliefLabel, BeliefLease, BeliefQueue, BeliefReview, LabelStatus, ReviewVia
+from annotation.selectors.belief_trust import LABEL_FIELDS, POWERED_QUANTITIES, _labels, design
 
 METHOD = "hedged"
 METHOD_NAME = "hedged betting confidence sequence (Waudby-Smith & Ramdas, JRSS-B 2024)"
@@ -34,10 +34,19 @@ def _headline_task(labels: list[BeliefLabel]) -> str | None:
     return next((task for task, (aspect, _, _) in POWERED_QUANTITIES.items() if (task, aspect) in present), None)
 
 
-def headline_answers(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None,
-                     sampling: dict | None = None) -> tuple[str | None, list[float], int]:
+def _reviews(**filters) -> dict[int, list[str]]:
+    """The people's labels of each label, from the review queue only."""
+    given: dict[int, list[str]] = {}
+    for label_id, human in BeliefReview.objects.filter(via=ReviewVia.QUEUE, **filters).values_list(
+            "label_id", "human_label"):
+        given.setdefault(label_id, []).append(human)
+    return given
+
+
+def headline_answers(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None, sampling: dict | None = None,
+                     given: dict[int, list[str]] | None = None) -> tuple[str | None, list[float], int]:
     """The headline task, the answers of its uniform-sample labels in audit-key order (the reviewed run), and how
-    many labels of the sample wait for a review after the run."""
+    many labels of the sample wait for a review after the run. ``given``: each label's reviews, when loaded."""
     labels = _labels(queue) if labels is None else labels
     task = _headline_task(labels)
     if task is None:
@@ -46,11 +55,8 @@ def headline_answers(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = N
     aspect, positive, _ = POWERED_QUANTITIES[task]
     sample = sorted((label for label in labels if label.task == task and label.aspect == aspect
                      and sampling[label.pk][2]), key=lambda label: (label.audit_key, label.pk))
-    given: dict[int, list[str]] = {}
-    for label_id, human in (BeliefReview.objects.filter(label__queue=queue, via=ReviewVia.QUEUE,
-                                                        label__task=task, label__aspect=aspect)
-                            .values_list("label_id", "human_label")):
-        given.setdefault(label_id, []).append(human)
+    if given is None:
+        given = _reviews(label__queue=queue, label__task=task, label__aspect=aspect)
     answers: list[float] = []
     for position, label in enumerate(sample):
         reviews = given.get(label.pk)
@@ -72,12 +78,13 @@ def _handouts_for(queue: BeliefQueue, labels: list[BeliefLabel], task: str, more
     return math.ceil(more * per_label / queue.random_share)
 
 
-def precision(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None, sampling: dict | None = None) -> dict:
+def precision(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None, sampling: dict | None = None,
+              given: dict[int, list[str]] | None = None) -> dict:
     """The headline share of the queue from its uniform sample: value, fixed-n and anytime-valid intervals with
     their half-widths, the target, whether it is reached, and how many more uniform reviews (and about how many
     hand-outs) reach it."""
     labels = _labels(queue) if labels is None else labels
-    task, answers, waiting = headline_answers(queue=queue, labels=labels, sampling=sampling)
+    task, answers, waiting = headline_answers(queue=queue, labels=labels, sampling=sampling, given=given)
     target = queue.target_half_width
     result = {"task": task, "what": "", "positive": None, "n": len(answers), "waiting": waiting, "value": None,
               "fixed": None, "sequence": None, "method": METHOD_NAME, "target": target, "reached": False,
@@ -123,3 +130,24 @@ def precision_reached(*, queue: BeliefQueue) -> dict | None:
         return None
     figures = precision(queue=queue)
     return figures if figures["reached"] else None
+
+
+def precisions(*, queues: list[BeliefQueue]) -> dict[int, dict]:
+    """`precision` of each queue, by queue id, in two queries whatever the number of queues (the queue list)."""
+    ids = [queue.pk for queue in queues]
+    labels: dict[int, list[BeliefLabel]] = {pk: [] for pk in ids}
+    for label in BeliefLabel.objects.filter(queue__in=ids).exclude(status=LabelStatus.ERROR).only(*LABEL_FIELDS):
+        labels[label.queue_id].append(label)
+    handed: dict[int, list[review_order.Handout]] = {pk: [] for pk in ids}
+    given: dict[int, list[str]] = {}
+    # Every review of the queue has its lease (belief_review_queue_lease): hand-outs and reviews in one query.
+    for queue_id, at, stream, belief, key, label_id, human, via in (
+            BeliefLease.objects.filter(label__queue__in=ids).order_by("leased_at", "pk")
+            .values_list("label__queue_id", "leased_at", "stream", "label__belief", "label__audit_key", "label_id",
+                         "review__human_label", "review__via")):
+        handed[queue_id].append(review_order.Handout(at, stream, belief, key))
+        if human is not None and via == ReviewVia.QUEUE:
+            given.setdefault(label_id, []).append(human)
+    return {queue.pk: precision(queue=queue, labels=labels[queue.pk], given=given,
+                                sampling=design(queue=queue, labels=labels[queue.pk], handed=handed[queue.pk]))
+            for queue in queues}

@@ -43,10 +43,12 @@ EXPORT_COLUMNS = ("review_id", "label_id", "target", "aspect", "item_id", "item_
                   "in_uniform_sample", "inclusion_probability", "weight", "uniform_weight", "created_at")
 
 
+LABEL_FIELDS = ("id", "queue_id", "target", "aspect", "item_id", "item_version", "label", "belief", "belief_source",
+                "status", "audit_key", "first_stream", "final_source", "created_at", "task", "choices")
+
+
 def _labels(queue: BeliefQueue) -> list[BeliefLabel]:
-    return list(BeliefLabel.objects.filter(queue=queue).exclude(status=LabelStatus.ERROR).only(
-        "id", "target", "aspect", "item_id", "item_version", "label", "belief", "belief_source", "status",
-        "audit_key", "first_stream", "final_source", "created_at", "task", "choices"))
+    return list(BeliefLabel.objects.filter(queue=queue).exclude(status=LabelStatus.ERROR).only(*LABEL_FIELDS))
 
 
 def _drawn(label: BeliefLabel) -> review_order.Drawn:
@@ -60,14 +62,16 @@ def handouts(queue: BeliefQueue) -> list[review_order.Handout]:
             .values_list("leased_at", "stream", "label__belief", "label__audit_key")]
 
 
-def design(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None) -> dict[int, tuple[float, float, bool]]:
+def design(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None,
+           handed: list[review_order.Handout] | None = None) -> dict[int, tuple[float, float, bool]]:
     """Per label id: (its own frontier u*, its inclusion probability, whether it is in the uniform sample), each
     over the hand-outs made since the label was added (a second run graded into the queue later is not taken as
-    reviewed: `review_order.frontiers`)."""
+    reviewed: `review_order.frontiers`). ``labels``, ``handed``: the queue's, when already loaded."""
     labels = _labels(queue) if labels is None else labels
     drawn = [_drawn(label) for label in labels]
+    handed = handouts(queue) if handed is None else handed
     result = {}
-    for label, d, (u_star, k_star) in zip(labels, drawn, review_order.frontiers(drawn, handouts(queue))):
+    for label, d, (u_star, k_star) in zip(labels, drawn, review_order.frontiers(drawn, handed)):
         result[label.pk] = (u_star, review_order.inclusion_probability(d, u_star, k_star),
                             review_order.in_uniform_sample(d, u_star))
     return result

@@ -14,7 +14,7 @@ from annotation.forms_belief import BeliefPolicyForm, BeliefReviewForm, DraftDec
 from annotation.models import BeliefLabel, BeliefLeaseStatus, BeliefQueue, Criterion, LabelTask
 from annotation.screening import SCREENING_CRITERIA
 from annotation.selectors.belief import belief_lease_for, belief_queues, reviewer_choices, shown_label, triage_basis
-from annotation.selectors.belief_precision import precision
+from annotation.selectors.belief_precision import precisions
 from annotation.selectors.belief_trust import EXPORT_COLUMNS, belief_trust
 from annotation.services.belief import belief_queue_policy_set
 from annotation.services.belief_review import (
@@ -51,8 +51,9 @@ ASPECT_TEXT = {"verdict": gettext_lazy("Is the free-text answer the same as the 
 @annotator_required
 def belief_queue_list_view(request):
     queues = belief_queues(user=request.user)
+    figures = precisions(queues=queues)
     for queue in queues:
-        queue.precision = precision(queue=queue)
+        queue.precision = figures[queue.pk]
     return render(request, "annotation/belief_queues.html", {"queues": queues})
 
 

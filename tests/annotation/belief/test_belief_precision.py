@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from annotation import confidence_sequence
 from annotation.models import BeliefLabel, BeliefLease, BeliefQueue, BeliefReview
-from annotation.selectors.belief_precision import precision
+from annotation.selectors.belief_precision import precision, precisions
 from annotation.services.belief import belief_queue_policy_set
 from annotation.services.belief_review import PrecisionReached, belief_lease_next, belief_review_submit
 from foundation.errors import Invalid
@@ -59,6 +59,7 @@ def test_a_queue_with_a_target_stops_handing_out_when_reached_and_reopens_when_c
     # It closed at the first review at which the sequence's half-width was at most the target, not later.
     assert confidence_sequence.first_reached(answers, 0.2) == done
     figures = precision(queue=BeliefQueue.objects.get(pk=queue.pk))
+    assert precisions(queues=[BeliefQueue.objects.get(pk=queue.pk)])[queue.pk] == figures  # the queue list's batch
     expected = confidence_sequence.confidence_sequence(answers)
     assert figures["reached"] and figures["n"] == done and figures["more_uniform"] == 0
     assert (figures["sequence"]["low"], figures["sequence"]["high"]) == (expected.low, expected.high)
