@@ -91,3 +91,60 @@ def test_late_answer_over_http_is_refused_with_409(live_server, detectbench_dir)
     assert "Answers after the deadline are not accepted." in response.text
     attempt.refresh_from_db()
     assert attempt.status == AttemptStatus.EXPIRED and attempt.refused_answers.filter(reason=RefusedAnswer.Reason.LATE).exists()
+
+
+def test_concurrent_starts_and_dropouts_still_end_with_every_item_exactly_its_raters(detectbench_dir):
+    """Eight threads (each its own database connection) start attempts at once, a third of them dropping out right
+    after their start (their items go back to the pool, taken over by later starts), until the study is full: every
+    item then ends with exactly its 3 raters, each remaining attempt holds 6 distinct items, and no start ever saw a
+    load above its quota (the database check would have failed it)."""
+    import random
+    import threading
+
+    from django.db import connection
+
+    from studies.services import attempt_return, attempt_start, study_join
+
+    study = _study(detectbench_dir, 40, per_participant=6, raters=3, time_limit_seconds=3600, slug="hammer")
+    ids, errors, outcomes = iter(range(10**6)), [], Counter()
+    lock, go = threading.Lock(), threading.Barrier(8)
+
+    def participant(rng: random.Random) -> str:
+        with lock:
+            pid = f"t{next(ids)}"
+        attempt = attempt_start(attempt_id=study_join(study=study, participant_id=pid).pk)
+        if attempt.status == AttemptStatus.STARTED and rng.random() < 1 / 3:
+            attempt_return(attempt_id=attempt.pk)
+            return "dropped"
+        return attempt.status
+
+    def worker(seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            go.wait(timeout=30)
+            while True:
+                outcome = participant(rng)
+                with lock:
+                    outcomes[outcome] += 1
+                if outcome == AttemptStatus.FULL:
+                    return
+        except Exception as error:  # noqa: BLE001 - reported by the assertion below
+            errors.append(repr(error))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not errors, errors[:3]
+    # 40 items x 3 raters = 120 = 20 attempts x 6: the study is full exactly when 20 attempts hold their items.
+    running = Attempt.objects.filter(study=study, status=AttemptStatus.STARTED)
+    assert running.count() == 20 and outcomes[AttemptStatus.STARTED] == 20, outcomes
+    assert outcomes["dropped"] > 0 and outcomes[AttemptStatus.FULL] == 8
+    assert set(StudyItem.objects.filter(study=study).values_list("load", flat=True)) == {3}
+    active = ParticipantLease.objects.filter(attempt__study=study, status=ParticipantLeaseStatus.ACTIVE)
+    assert set(Counter(active.values_list("item_id", flat=True)).values()) == {3}
+    for attempt in running:
+        assert attempt.leases.filter(status=ParticipantLeaseStatus.ACTIVE).values("item_id").distinct().count() == 6

@@ -11,8 +11,7 @@ from django.urls import reverse
 from annotation.models import Item
 from studies.models import Attempt, AttemptStatus, Response, Study, StudyStatus
 from studies.services import question_open, response_submit
-
-from .conftest import started_attempt
+from tests.studies.conftest import started_attempt
 
 
 def _answer_all(attempt, options, highlight=True):

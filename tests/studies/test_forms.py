@@ -1,5 +1,11 @@
 """The researcher's study form: minutes, a split and a practice-item picker, messages in words, warnings about
-the sample and the quota, rejected items left out of pools, and 1-based option numbers in the results."""
+the sample and the quota, rejected items left out of pools, and 1-based option numbers in the results.
+
+The study form's screening setup: the question, its options one per line, the passing options by number and the
+screen-out code; each mistake is named at its field; the setup checks warn of a question nobody can pass.
+
+The study link works without its trailing slash, and the new-study form starts with its required grace
+period and bonus filled in (both had started empty although required)."""
 import re
 
 import pytest
@@ -9,8 +15,8 @@ from annotation.models import Item, ItemStatus
 from studies.allocation import quota_fit
 from studies.models import Study, StudyStatus
 from studies.services import question_open, response_submit
-
-from .conftest import started_attempt
+from studies.setup_checks import setup_warnings
+from tests.studies.conftest import started_attempt
 
 
 def _data(**fields) -> dict:
@@ -144,3 +150,109 @@ def test_results_number_options_from_one(researcher_client, make_study):
     expected = sorted((str(option + 1), str(items[pk].answer_index + 1)) for pk, option in answers.items())
     assert sorted(rows) == expected
     assert "Options are numbered from 1" in page
+
+
+# --------------------------------------------------------------------------- screening form
+
+def test_a_screening_question_is_set_up_on_the_study_form_and_edited_back(researcher_client, items):
+    items(10)
+    created = researcher_client.post(reverse("studies:study_create"), _data(
+        screening_question="Are you 18 or older?", screening_options="Yes\nNo\n\nPrefer not to say",
+        screening_pass="1", screen_out_code="SO-77"))
+    assert created.status_code == 302, created.context["form"].errors if created.context else created
+    study = Study.objects.get(slug="form")
+    assert study.screening_options == ["Yes", "No", "Prefer not to say"] and study.screening_pass == [0]
+    assert study.screening and study.screen_out_code == "SO-77"
+    page = researcher_client.get(reverse("studies:study_edit", args=["form"])).content.decode()
+    assert 'name="screening_pass" value="1"' in page and "Prefer not to say</textarea>" in page
+    assert not [w for w in setup_warnings(study) if "screen" in w.lower()]
+
+
+@pytest.mark.parametrize("fields, field, message", [
+    ({"screening_question": "Q?", "screening_options": "Only one", "screening_pass": "1"}, "screening_options",
+     "A screening question needs at least two options."),
+    ({"screening_options": "Yes\nNo", "screening_pass": "1"}, "screening_question",
+     "Screening options need the question they answer."),
+    ({"screening_question": "Q?", "screening_options": "Yes\nNo", "screening_pass": "3"}, "screening_pass",
+     "There is no option 3: the screening question has 2."),
+    ({"screening_question": "Q?", "screening_options": "Yes\nNo", "screening_pass": "first"}, "screening_pass",
+     "Passing options: option numbers (1 = the first), e.g. “1, 3”."),
+])
+def test_screening_mistakes_are_named_at_their_field(researcher_client, items, fields, field, message):
+    items(5)
+    page = researcher_client.post(reverse("studies:study_create"), _data(**fields))
+    assert page.status_code == 200 and _errors(page, field) == [message]
+    assert not Study.objects.exists()
+
+
+def test_the_setup_checks_warn_of_a_question_nobody_passes_and_of_no_screen_out_code(make_study):
+    study = make_study(screening_question="Q?", screening_options=["Yes", "No"], screening_pass=[])
+    warnings = setup_warnings(study)
+    assert "The screening question has no passing option: every participant will be screened out." in warnings
+    assert any("no screen-out code" in w for w in warnings)
+
+
+def test_the_preview_shows_the_screening_question_and_the_screen_out_page(client, researcher, make_study):
+    from studies.models import Attempt
+
+    study = make_study(screening_question="Are you 18 or older?", screening_options=["Yes", "No"],
+                       screening_pass=[0], screen_out_code="SO-PREVIEW")
+    client.force_login(researcher)
+    preview = reverse("studies:study_preview", args=[study.slug])
+    step = lambda name, **data: client.post(reverse("studies:study_preview_step", args=[study.slug, name]), data)  # noqa: E731
+    client.get(preview)
+    step("consent", consent="yes")
+    page = client.get(preview).content.decode()
+    assert 'id="screening"' in page and "Are you 18 or older?" in page and 'id="preview-screened-out"' in page
+    step("start", screening_answer="1")
+    page = client.get(preview).content.decode()
+    assert 'id="screened-out"' in page and 'id="completion-code">SO-PREVIEW<' in page
+    step("restart")
+    step("consent", consent="yes")
+    step("start", screening_answer="0")
+    assert "Question 1 of" in client.get(preview).content.decode()
+    assert not Attempt.objects.exists()
+
+
+def test_the_api_sets_up_the_screening_and_names_a_mistake(researcher_client, items):
+    items(6)
+    body = {"slug": "api-screen", "title": "API", "pool_split": "test", "per_participant": 2, "raters": 1,
+            "time_limit_seconds": 600, "screening_question": "Q?", "screening_options": ["Yes", "No"],
+            "screening_pass": [0], "screen_out_code": "SO-API"}
+    created = researcher_client.post("/api/studies/", body, content_type="application/json")
+    assert created.status_code == 201, created.content
+    study = Study.objects.get(slug="api-screen")
+    assert study.screening and study.screening_pass == [0] and study.screen_out_code == "SO-API"
+    wrong = researcher_client.post("/api/studies/", {**body, "slug": "api-screen-2", "screening_pass": [5]},
+                                   content_type="application/json")
+    assert wrong.status_code == 400 and "A passing option must be one of the screening options." in wrong.content.decode()
+
+
+# --------------------------------------------------------------------------- study links and form
+
+def test_a_study_link_without_its_trailing_slash_leads_to_the_study_with_its_query(client, make_study):
+    make_study(slug="pilot", status=StudyStatus.OPEN)
+    response = client.get("/s/pilot?PROLIFIC_PID=p1&STUDY_ID=s1&SESSION_ID=x1")
+    assert response.status_code == 302
+    assert response["Location"] == "/s/pilot/?PROLIFIC_PID=p1&STUDY_ID=s1&SESSION_ID=x1"
+    assert client.get(response["Location"]).status_code == 200
+    # Addresses that name nothing, with or without a slash, still get the participants' 404 page.
+    for path in ("/s/pilot/nothing-here", "/s/pilot/a/unknown-token/extra", "/s/pilot/a/no-such-token/"):
+        missing = client.get(path)
+        assert missing.status_code == 404, path
+        assert "Django tried these URL patterns" not in missing.content.decode()
+    assert client.post("/s/pilot", {}).status_code == 404  # only GET/HEAD are redirected
+
+
+def test_the_new_study_form_starts_with_the_default_grace_period_and_bonus(researcher_client, items):
+    items(6)
+    page = researcher_client.get(reverse("studies:study_create")).content.decode()
+    assert re.search(r'name="grace_seconds" value="5"', page)
+    assert re.search(r'name="bonus_per_correct" value="0(\.00)?"', page)
+    # What the browser sends back unchanged is accepted.
+    created = researcher_client.post(reverse("studies:study_create"), {
+        "slug": "defaults", "title": "Defaults", "status": StudyStatus.DRAFT, "pool_split": "test", "pool_sample": "",
+        "seed": 0, "per_participant": 3, "raters": 1, "time_limit_minutes": "30", "grace_seconds": "5",
+        "language": "", "bonus_per_correct": "0", "bonus_currency": "GBP"})
+    assert created.status_code == 302
+    assert Study.objects.get(slug="defaults").grace_seconds == 5

@@ -11,8 +11,7 @@ from django.db.models import Sum
 from studies.models import Attempt, AttemptStatus, ParticipantLeaseStatus, Response, StudyItem, StudyStatus
 from studies.services import study_create
 from tests.conftest import REPO_DIR, subprocess_env
-
-from .conftest import import_items
+from tests.studies.conftest import import_items
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,8 +14,7 @@ from studies.errors import PlaceholderId
 from studies.links import completion_link, unfilled_fields, unfilled_placeholder
 from studies.models import Attempt, AttemptStatus
 from studies.services import attempt_return, question_open, response_submit, study_join
-
-from .conftest import started_attempt
+from tests.studies.conftest import started_attempt
 
 PROLIFIC_CC = "https://app.prolific.com/submissions/complete?cc="
 

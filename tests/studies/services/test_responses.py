@@ -16,8 +16,7 @@ from foundation.errors import Conflict, Invalid, ServiceError
 from studies import errors
 from studies.models import Attempt, AttemptStatus, RefusedAnswer, Study, StudyStatus
 from studies.services import question_open, study_create
-
-from .conftest import started_attempt
+from tests.studies.conftest import started_attempt
 
 HX = {"HTTP_HX_REQUEST": "true"}
 

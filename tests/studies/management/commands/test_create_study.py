@@ -6,8 +6,7 @@ import pytest
 from django.core.management import call_command
 
 from studies.models import Attempt, AttemptStatus, Response, Study, StudyStatus
-
-from .conftest import import_items
+from tests.studies.conftest import import_items
 
 
 @pytest.mark.django_db(transaction=True)
