@@ -72,7 +72,11 @@ def test_the_builtin_judge_breaks_ties_by_position_and_the_probe_sees_it(free_te
     flips = sum(p["original_label"] != p["permuted_label"] for p in pairs)
     assert found["n"] == len(pairs) > 0 and found["flips"] == flips > 0
     assert found["rate"] == pytest.approx(flips / len(pairs)) and found["low"] > 0
-    assert found["mean_abs_change"] > 0
+    # A tie is a coin for the built-in judge (belief 0.5 either way): the label flips, its probability of
+    # "correct" does not move.
+    assert all(p["original_belief"] == p["permuted_belief"] == 0.5 for p in pairs
+               if p["original_label"] != p["permuted_label"])
+    assert found["n_belief"] == len(pairs) and found["mean_abs_change"] is not None
 
 
 def position_biased(request):
