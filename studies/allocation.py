@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import heapq
-import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from math import gcd
@@ -35,9 +34,32 @@ class Slot:
         return self.quota - self.load
 
 
-def tie_break(seed: int | str, key: int) -> bytes:
-    """A stable pseudo-random sort key for (seed, item), independent of Python's hash seed."""
-    return hashlib.blake2b(f"{seed}:{key}".encode(), digest_size=8).digest()
+#: The tie-break's multiplier (a 32-bit integer hash: T. Mueller's, a bijection of 32-bit numbers). Products stay
+#: below 2**59, so PostgreSQL computes the same keys in bigint (studies.services.hand_out).
+MIX = 0x45D9F3B
+MASK = 0xFFFFFFFF
+
+
+def seed_salt(seed: int | str) -> int:
+    """The 32-bit number a seed turns into for the tie-break (MD5: stable, independent of Python's hash seed)."""
+    return int(hashlib.md5(str(seed).encode(), usedforsecurity=False).hexdigest()[:8], 16)
+
+
+def mix(key: int, salt: int) -> int:
+    """The tie-break key of item `key` under `salt`: distinct keys under 2**32 never collide (a bijection)."""
+    x = (key ^ salt) & MASK
+    x = (((x >> 16) ^ x) * MIX) & MASK
+    x = (((x >> 16) ^ x) * MIX) & MASK
+    return (x >> 16) ^ x
+
+
+def tie_break(seed: int | str, key: int) -> tuple[int, int]:
+    """A stable pseudo-random sort key for (seed, item): the mixed key, then the item itself.
+
+    The SQL hand-out (studies.services.hand_out) orders by the same expression, so on PostgreSQL a start picks
+    exactly the items this module picks.
+    """
+    return mix(key, seed_salt(seed)), key
 
 
 def choose_items(slots: Iterable[Slot], n: int, *, seed: int | str) -> list[int] | None:
@@ -57,22 +79,22 @@ def choose_items(slots: Iterable[Slot], n: int, *, seed: int | str) -> list[int]
     chosen: list[Slot] = []
     for level in sorted(levels):
         members, wanted = levels[level], n - len(chosen)
-        key = functools.partial(_tie_key, seed)
+        key = functools.partial(_tie_key, seed_salt(seed))
         chosen += sorted(members, key=key) if len(members) <= wanted else heapq.nsmallest(wanted, members, key=key)
         if len(chosen) == n:
             break
     return [s.key for s in chosen]
 
 
-def _tie_key(seed: int | str, slot: Slot) -> bytes:
-    return tie_break(seed, slot.key)
+def _tie_key(salt: int, slot: Slot) -> tuple[int, int]:
+    return mix(slot.key, salt), slot.key
 
 
 def presentation_order(keys: Sequence[int], *, seed: int | str) -> list[int]:
-    """The order in which one participant sees their items: a seeded shuffle."""
-    order = sorted(keys)
-    random.Random(f"order:{seed}").shuffle(order)
-    return order
+    """The order in which one participant sees their items: a seeded shuffle (by the tie-break key under
+    "order:seed", which the SQL hand-out computes the same way)."""
+    salt = seed_salt(f"order:{seed}")
+    return sorted(keys, key=lambda key: (mix(key, salt), key))
 
 
 @dataclass(frozen=True)

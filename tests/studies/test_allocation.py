@@ -1,6 +1,7 @@
 """Participant allocation (pure): fullest-first keeps quotas balanced so every attempt can be filled."""
 import random
 
+import pytest
 from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -106,3 +107,52 @@ def test_choose_items_equals_the_rule_as_written(specs, n, seed):
     expected = None if n <= 0 or len(open_slots) < n else [s.key for s in sorted(
         open_slots, key=lambda s: (-s.remaining, not s.released, tie_break(seed, s.key)))[:n]]
     assert choose_items(slots, n, seed=seed) == expected
+
+
+def test_mix_is_a_bijection_of_32_bit_keys_and_spreads_consecutive_ids():
+    """Distinct items never tie (the SQL and Python orders agree on every pair), and the order of consecutive ids
+    under one seed looks nothing like their numeric order."""
+    from studies.allocation import mix
+
+    keys = [mix(k, 0xDEADBEEF) for k in range(1 << 16)]
+    assert len(set(keys)) == len(keys) and all(0 <= k < 1 << 32 for k in keys)
+    order = sorted(range(1000), key=lambda k: mix(k, 12345))
+    assert sum(a < b for a, b in zip(order, order[1:])) in range(400, 600)  # about half ascending, as at random
+    assert order != sorted(range(1000), key=lambda k: mix(k, 54321))
+
+
+# --------------------------------------------------------------------------- the SQL hand-out (PostgreSQL)
+
+@pytest.mark.django_db
+def test_the_sql_hand_out_picks_exactly_the_items_and_order_of_the_python_rule(make_study):
+    """Many random pool states (loads, quotas, released items): a start on PostgreSQL (one SQL statement) hands out
+    exactly the items choose_items picks from the same rows, in presentation_order, with the loads raised by one."""
+    from django.utils import timezone
+
+    from studies.models import Attempt, AttemptStatus, StudyItem
+    from studies.services import attempt_start, study_join
+
+    study = make_study(n_items=40, per_participant=6, raters=4)
+    rng = random.Random(7)
+    for round_ in range(25):
+        pool = list(StudyItem.objects.filter(study=study))
+        for row in pool:
+            row.quota = rng.randint(1, 4)
+            row.load = rng.randint(0, row.quota)
+            row.released_at = timezone.now() if rng.random() < 0.3 else None
+        StudyItem.objects.bulk_update(pool, ["quota", "load", "released_at"])
+        attempt = study_join(study=study, participant_id=f"sql-{round_}")
+        seed = f"{study.seed}:{attempt.pk}"
+        expected = choose_items([Slot(r.pk, r.quota, r.load, r.released_at is not None) for r in pool],
+                                study.per_participant, seed=seed)
+        started = attempt_start(attempt_id=attempt.pk)
+        leases = list(attempt.leases.order_by("position").values_list("study_item_id", flat=True))
+        if expected is None:
+            assert started.status == AttemptStatus.FULL and leases == []
+            assert Attempt.objects.get(pk=attempt.pk).started_at is None
+            continue
+        assert started.status == AttemptStatus.STARTED
+        assert leases == presentation_order(expected, seed=seed), round_
+        after = dict(StudyItem.objects.filter(study=study).values_list("pk", "load"))
+        assert after == {r.pk: r.load + (r.pk in expected) for r in pool}
+        assert not StudyItem.objects.filter(pk__in=expected, released_at__isnull=False).exists()
