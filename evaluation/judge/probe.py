@@ -11,13 +11,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from evaluation.judge.specs import CLUE_GRAPH, FREE_TEXT, SCREENING, JudgeInput
+from foundation.words import gettext_noop
 
 REVERSED, ROTATED = "reversed", "rotated"
 #: The permutations a probe may apply (a model JudgeRun's ``probe`` field).
 PERMUTATIONS = (REVERSED, ROTATED)
 #: The tasks whose judge sees the options (a clue-graph draft sees only the gold answer: nothing to permute).
 PROBED_TASKS = (FREE_TEXT, SCREENING)
-NOT_PROBED = {CLUE_GRAPH: "a clue-graph draft sees only the gold answer: there is no option order to permute"}
+NOT_PROBED = {CLUE_GRAPH: gettext_noop("a clue-graph draft sees only the gold answer: there is no option order to "
+                                       "permute")}
 
 
 def option_order(kind: str, n: int) -> tuple[int, ...]:

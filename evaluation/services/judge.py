@@ -155,7 +155,7 @@ def judge_probe_launch(*, judge_run: JudgeRun, kind: str = probe.REVERSED, sampl
     if judge_run.probe:
         raise Invalid(gettext("this judge run is itself a probe: probe the judge run it permuted"), field="judge_run")
     if judge_run.task not in probe.PROBED_TASKS:
-        raise Invalid(probe.NOT_PROBED.get(judge_run.task, judge_run.task), field="judge_run")
+        raise Invalid(gettext(probe.NOT_PROBED.get(judge_run.task, judge_run.task)), field="judge_run")
     if kind not in probe.PERMUTATIONS:
         raise Invalid(gettext("the permutation is one of %(kinds)s", kinds=", ".join(probe.PERMUTATIONS)), field="kind")
     if sample < 1:
