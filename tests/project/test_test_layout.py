@@ -56,6 +56,7 @@ ALLOWED: dict[str, str] = {
     "evaluation/judge/test_judge_run_path.py": TO_MOVE,
     "evaluation/judge/test_leaderboard.py": TO_MOVE,
     "evaluation/judge/test_model_judge.py": TO_MOVE,
+    "evaluation/judge/test_services_probe.py": TO_MOVE,
     "evaluation/judge/test_views.py": TO_MOVE,
     "evaluation/judge/test_workers.py": TO_MOVE,
     "evaluation/test_clients.py": TO_MOVE + ": merge into tests/evaluation/model_calls/test_clients.py",

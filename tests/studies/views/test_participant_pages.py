@@ -16,7 +16,8 @@ from django.utils import timezone
 
 from annotation.models import Item
 from studies.models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, Response, Study, StudyStatus
-from studies.selectors import study_export_rows, study_results
+from studies.selectors.exports import study_export_rows
+from studies.selectors.results import study_results
 from studies.services import attempt_expire, attempt_return, question_open, response_submit
 from tests.studies.conftest import started_attempt
 

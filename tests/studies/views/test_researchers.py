@@ -98,7 +98,7 @@ def test_extend_and_expire_buttons(researcher_client, finished_study):
 
 
 def test_results_table3_kappa_keyinfo_time_and_bonus(researcher_client, finished_study):
-    from studies.selectors import study_results
+    from studies.selectors.results import study_results
 
     results = study_results(finished_study)
     # Table 3 is over finished attempts (A, B, C); the dropout D (one answer) is in the "all attempts" row.
@@ -137,7 +137,7 @@ def test_exports_have_every_answer_highlight_timing_flag_and_unfinished_attempts
 
 def test_kappa_over_items_with_all_three_raters(make_study):
     from annotation.agreement import counts_table, fleiss_kappa
-    from studies.selectors import study_results
+    from studies.selectors.results import study_results
 
     study = make_study(n_items=3, per_participant=3, raters=3, slug="kappa")
     for pid, options in [("A", [0, 0, 0]), ("B", [0, 1, 0]), ("C", [0, 1, 2])]:

@@ -23,7 +23,7 @@ from studies.models import (
     StudyItem,
 )
 from studies.prolific import services as prolific
-from studies.selectors import study_results
+from studies.selectors.results import study_results
 from studies.services import (
     attempt_expire,
     attempt_screen_out,
