@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from urllib.parse import unquote_to_bytes
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.translation import gettext, gettext_noop
 
 from foundation.error_mapping import error_page
 from foundation.errors import Invalid
@@ -31,6 +32,8 @@ _SURROGATE_BYTES = re.compile(rb"\xed[\xa0-\xbf][\x80-\xbf]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 MAX_JSON_DEPTH = 200  # walked without recursion; deeper bodies are the view's to refuse
+#: Where a problem is (said in the reader's language: "The %(where)s ...").
+QUERY_PARAMETER, FORM_FIELD = gettext_noop("query parameter"), gettext_noop("form field")
 
 
 class UnusableText(Invalid):
@@ -40,18 +43,18 @@ class UnusableText(Invalid):
 def text_problem(value: str) -> str | None:
     """Why a decoded string cannot be used, or None."""
     if "\x00" in value:
-        return "holds a NUL character (\\u0000)"
+        return gettext("holds a NUL character (\\u0000)")
     if not value.isascii() and _SURROGATE.search(value):
-        return "holds a lone surrogate (\\ud800-\\udfff), which is not a character"
+        return gettext("holds a lone surrogate (\\ud800-\\udfff), which is not a character")
     return None
 
 
 def bytes_problem(raw: bytes) -> str | None:
     """Why percent-decoded bytes cannot be used as text, or None."""
     if b"\x00" in raw:
-        return "holds a NUL character (%00)"
+        return gettext("holds a NUL character (%00)")
     if _SURROGATE_BYTES.search(raw):
-        return "holds a lone surrogate (bytes ED A0..BF), which is not a character"
+        return gettext("holds a lone surrogate (bytes ED A0..BF), which is not a character")
     return None
 
 
@@ -74,10 +77,12 @@ def _urlencoded_problem(raw: bytes, where: str) -> UnusableText | None:
         name_text = name_bytes.decode("utf-8", "replace")
         why = bytes_problem(name_bytes)
         if why:
-            return UnusableText(f"The name of a {where} {why}.", field=_field(name_text))
+            return UnusableText(gettext("The name of a %(where)s %(why)s.") % {"where": gettext(where), "why": why},
+                                field=_field(name_text))
         why = bytes_problem(unquote_to_bytes(value.replace(b"+", b" ")))
         if why:
-            return UnusableText(f"The {where} {_shown(name_text)} {why}.", field=_field(name_text))
+            return UnusableText(gettext("The %(where)s %(name)s %(why)s.") % {
+                "where": gettext(where), "name": _shown(name_text), "why": why}, field=_field(name_text))
     return None
 
 
@@ -85,13 +90,15 @@ def _pairs_problem(pairs: Iterable[tuple[str, list]], where: str) -> UnusableTex
     for name, values in pairs:
         why = text_problem(name)
         if why:
-            return UnusableText(f"The name of a {where} {why}.", field=_field(name))
+            return UnusableText(gettext("The name of a %(where)s %(why)s.") % {"where": gettext(where), "why": why},
+                                field=_field(name))
         for value in values:
             text = value if isinstance(value, str) else getattr(value, "name", "") or ""
             why = text_problem(text)
             if why:
-                what = where if isinstance(value, str) else "uploaded file's name in field"
-                return UnusableText(f"The {what} {_shown(name)} {why}.", field=_field(name))
+                what = where if isinstance(value, str) else gettext_noop("uploaded file's name in field")
+                return UnusableText(gettext("The %(where)s %(name)s %(why)s.") % {
+                    "where": gettext(what), "name": _shown(name), "why": why}, field=_field(name))
     return None
 
 
@@ -119,7 +126,8 @@ def _json_problem(body: bytes) -> UnusableText | None:
     for path, text in _json_strings(decoded):
         why = text_problem(text)
         if why:
-            return UnusableText(f"The JSON field {_shown(path)} {why}.", field=_field(path))
+            return UnusableText(gettext("The JSON field %(name)s %(why)s.") % {"name": _shown(path), "why": why},
+                                field=_field(path))
     return None
 
 
@@ -127,23 +135,23 @@ def request_problem(request: HttpRequest) -> UnusableText | None:
     """The first thing in the request no view can use as text, or None."""
     why = text_problem(request.path)
     if why:
-        return UnusableText(f"The address {why}.")
+        return UnusableText(gettext("The address %(why)s.") % {"why": why})
     query = request.META.get("QUERY_STRING", "")
     if query:
-        problem = (_urlencoded_problem(query.encode("latin-1", "replace"), "query parameter")
-                   or _pairs_problem(request.GET.lists(), "query parameter"))
+        problem = (_urlencoded_problem(query.encode("latin-1", "replace"), QUERY_PARAMETER)
+                   or _pairs_problem(request.GET.lists(), QUERY_PARAMETER))
         if problem:
             return problem
     if request.method in ("GET", "HEAD", "OPTIONS", "TRACE"):
         return None
     content_type = (request.content_type or "").lower()
     if content_type == "application/x-www-form-urlencoded":
-        problem = _urlencoded_problem(request.body, "form field")
+        problem = _urlencoded_problem(request.body, FORM_FIELD)
         if problem:
             return problem
     if content_type in FORM_TYPES and request.method == "POST":
-        return (_pairs_problem(request.POST.lists(), "form field")
-                or _pairs_problem(request.FILES.lists(), "form field"))
+        return (_pairs_problem(request.POST.lists(), FORM_FIELD)
+                or _pairs_problem(request.FILES.lists(), FORM_FIELD))
     if content_type == "application/json" or content_type.endswith("+json"):
         return _json_problem(request.body)
     return None
