@@ -88,7 +88,7 @@ def precision(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None, sa
     target = queue.target_half_width
     result = {"task": task, "what": "", "positive": None, "n": len(answers), "waiting": waiting, "value": None,
               "fixed": None, "sequence": None, "method": METHOD_NAME, "target": target, "reached": False,
-              "more_uniform": None, "more_handouts": None, "note": ""}
+              "more_uniform": None, "more_handouts": None, "note": "", "reason": ""}
     if task is None:
         result["note"] = gettext("This queue has no label of a share it estimates.")
         return result
@@ -96,8 +96,11 @@ def precision(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None, sa
     result.update(what=gettext(what), positive=positive)
     sequence = confidence_sequence.confidence_sequence(answers, method=METHOD)
     result["sequence"] = {"low": sequence.low, "high": sequence.high, "half_width": sequence.half_width}
-    if answers:
-        fixed = trust.accuracy(answers)
+    # The estimate itself and its fixed-n interval from trust.MIN_LABELS uniform reviews on, like every trust figure
+    # (below that one more review moves it by 0.1 or more); the sequence is valid from the first review.
+    fixed = trust.accuracy(answers, min_n=trust.MIN_LABELS)
+    result["reason"] = fixed.reason
+    if fixed.value is not None:
         result["value"] = fixed.value
         result["fixed"] = {"low": fixed.low, "high": fixed.high, "half_width": (fixed.high - fixed.low) / 2}
     if target is None:

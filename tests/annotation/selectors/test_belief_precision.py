@@ -10,15 +10,25 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation import confidence_sequence
-from annotation.models import BeliefLabel, BeliefLease, BeliefQueue, BeliefReview
+from annotation.models import BeliefLabel, BeliefLease, BeliefQueue, BeliefReview, ItemStatus
 from annotation.selectors.belief_precision import precision, precisions
-from annotation.services.belief import belief_queue_policy_set
+from annotation.services.belief import belief_queue_for, belief_queue_policy_set
 from annotation.services.belief_review import PrecisionReached, belief_lease_next, belief_review_submit
 from foundation.errors import Invalid
-
-from .support import record_free_text
+from tests.annotation.belief.support import record_free_text
+from tests.annotation.workflow_support import make_items
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def items(db):
+    return make_items(5, status=ItemStatus.PUBLISHED)
+
+
+@pytest.fixture
+def queue(db):
+    return belief_queue_for(name="judge-a", order="triage", random_share=0.2, blind=False)
 
 
 def _client(user):
