@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.http import Http404
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
@@ -42,8 +43,8 @@ class BeliefPolicyInSerializer(serializers.Serializer):
 
     def validate_target_half_width(self, value):
         if value is not None and not 0 < value < 0.5:
-            raise serializers.ValidationError("target_half_width is above 0 and below 0.5 (e.g. 0.05), or null for "
-                                              "no target")
+            raise serializers.ValidationError(gettext("target_half_width is above 0 and below 0.5 (e.g. 0.05), or "
+                                                      "null for no target."))
         return value
 
 
