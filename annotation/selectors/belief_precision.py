@@ -79,10 +79,10 @@ def _handouts_for(queue: BeliefQueue, labels: list[BeliefLabel], task: str, more
 
 
 def precision(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None, sampling: dict | None = None,
-              given: dict[int, list[str]] | None = None) -> dict:
+              given: dict[int, list[str]] | None = None, look_ahead: bool = True) -> dict:
     """The headline share of the queue from its uniform sample: value, fixed-n and anytime-valid intervals with
     their half-widths, the target, whether it is reached, and how many more uniform reviews (and about how many
-    hand-outs) reach it."""
+    hand-outs) reach it (``look_ahead`` False: not worked out, e.g. for a hand-out, which needs only whether)."""
     labels = _labels(queue) if labels is None else labels
     task, answers, waiting = headline_answers(queue=queue, labels=labels, sampling=sampling, given=given)
     target = queue.target_half_width
@@ -106,7 +106,9 @@ def precision(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None, sa
     if target is None:
         return result
     result["reached"] = sequence.half_width <= target
-    more = confidence_sequence.more_needed(answers, target, method=METHOD)
+    if not look_ahead and not result["reached"]:
+        return result
+    more = 0 if result["reached"] else confidence_sequence.more_needed(answers, target, method=METHOD)
     result["more_uniform"] = more
     if more is not None and more > 0:
         result["more_handouts"] = _handouts_for(queue, labels, task, more)
@@ -131,7 +133,7 @@ def precision_reached(*, queue: BeliefQueue) -> dict | None:
     """The queue's `precision` when it has a target and has reached it (it then hands out no more), else None."""
     if queue.target_half_width is None:
         return None
-    figures = precision(queue=queue)
+    figures = precision(queue=queue, look_ahead=False)
     return figures if figures["reached"] else None
 
 
