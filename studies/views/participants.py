@@ -231,7 +231,7 @@ def attempt_start_view(request, token: str):
                 return _instructions(request, attempt, screening_error=True, status=400)
             services.attempt_screening_answer(attempt_id=attempt.pk, option=option)
         else:
-            services.attempt_start(attempt_id=attempt.pk)
+            services.attempt_start(attempt_id=attempt.pk, attempt=attempt)  # read above: not again
     except StudyNotOpen as refusal:
         return render_page(request, attempt.study, "studies/public/closed.html", {}, status=refusal.http_status,
                            attempt=attempt)
