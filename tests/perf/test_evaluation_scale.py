@@ -3,16 +3,19 @@ samples per item (11,960 requests), at concurrency 256 against the stand-in answ
 then through two Celery worker processes sharing the endpoint's limit of 256.
 
 Prints, beside the ideal (requests x latency / concurrency): wall time and ratio, client CPU per request, the
-stand-in's CPU per request (both on the same 2 CPUs), peak in flight, and the resident memory of the process(es)
-running the requests before and after (memory must not grow with the rows: rows are written as they arrive).
-Asserts correctness only: every (item, sample) resolved once, never more than 256 in flight.
+stand-in's CPU per request (both on the same 2 CPUs), peak in flight, the load average, and the resident memory
+of each process running the requests before the run and when 25, 50, 75 and 100% of the rows are written.
+Asserts correctness (every (item, sample) resolved once, never more than 256 in flight) and that memory does
+not grow with the rows: at most ``MAX_GROWTH_MB`` from 25% to 100% of the rows (rows are written as they
+arrive; what a process loads once, at its first rows, is before the 25% mark: the SDK, and rouge-score with
+nltk and scipy for the KeyInfo score, about 150 MB, at the first row written).
 
     make bench   # or: pytest tests/perf/test_evaluation_scale.py -m perf -s
 """
 from __future__ import annotations
 
 import os
-import resource
+import threading
 import time
 from pathlib import Path
 
@@ -28,6 +31,8 @@ pytestmark = [pytest.mark.perf, pytest.mark.django_db(transaction=True)]
 
 LATENCY_S, CONCURRENCY, SAMPLES = 0.05, 256, 10
 GOAL_RATIO = 1.15
+MAX_GROWTH_MB = 30.0
+MARKS = (25, 50, 75, 100)
 
 
 def _rss_mb(pid: int | str = "self") -> float:
@@ -37,7 +42,7 @@ def _rss_mb(pid: int | str = "self") -> float:
     return float("nan")
 
 
-def _children_rss_mb(parent: int) -> dict[int, float]:
+def _children(parent: int) -> dict[int, list[str]]:
     found = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -45,8 +50,44 @@ def _children_rss_mb(parent: int) -> dict[int, float]:
         except OSError:
             continue
         if int(fields[1]) == parent:
-            found[int(stat.parent.name)] = _rss_mb(stat.parent.name)
+            found[int(stat.parent.name)] = fields
     return found
+
+
+def _children_rss_mb(parent: int) -> dict[int, float]:
+    return {pid: _rss_mb(pid) for pid in _children(parent)}
+
+
+def _children_cpu_s(parent: int) -> float:
+    """CPU time (user + system) used so far by the child processes of ``parent`` (the worker's pool)."""
+    return sum(int(f[11]) + int(f[12]) for f in _children(parent).values()) / os.sysconf("SC_CLK_TCK")
+
+
+class MemoryMarks:
+    """RSS of some processes when 25/50/75/100% of the run's rows are written (one count query per poll)."""
+
+    def __init__(self, run, total: int, pids, before: dict[int, float] | None = None):
+        self.run, self.total, self.pids = run, total, pids  # pids: a callable returning {pid: RSS MB}
+        self.before = pids() if before is None else before
+        self.at: dict[int, dict[int, float]] = {}
+
+    def poll(self) -> None:
+        written = Result.objects.filter(run=self.run).count()
+        for mark in MARKS:
+            if mark not in self.at and written * 100 >= mark * self.total:
+                self.at[mark] = self.pids()
+
+    def text(self) -> str:
+        lines = []
+        for pid in sorted(self.before):
+            marks = ", ".join(f"{mark}% {self.at.get(mark, {}).get(pid, float('nan')):.0f}" for mark in MARKS)
+            lines.append(f"process {pid}: RSS MB before {self.before[pid]:.0f}, at rows {marks}")
+        return "; ".join(lines)
+
+    def assert_bounded(self) -> None:
+        for pid in self.before:
+            growth = self.at[100][pid] - self.at[25][pid]
+            assert growth < MAX_GROWTH_MB, f"process {pid} grew {growth:.0f} MB from 25% to 100% of the rows"
 
 
 def _assert_resolved_once(run, n: int) -> None:
@@ -56,7 +97,7 @@ def _assert_resolved_once(run, n: int) -> None:
 
 
 def _report(title: str, requests: int, elapsed: float, client_cpu: float | None, server, server_cpu_started,
-            memory: str) -> None:
+            memory: str, load_before: float) -> None:
     ideal = requests * LATENCY_S / CONCURRENCY
     server_cpu = server.cpu_seconds()
     server_cpu = None if server_cpu is None or server_cpu_started is None else server_cpu - server_cpu_started
@@ -66,30 +107,49 @@ def _report(title: str, requests: int, elapsed: float, client_cpu: float | None,
           f"{elapsed:.2f} s, ideal {ideal:.2f} s, ratio {ratio:.2f} (goal <= {GOAL_RATIO}: "
           f"{'met' if ratio <= GOAL_RATIO else 'NOT met'}); {requests / elapsed:.0f} requests/s")
     print(f"  CPU per request: client {ms_per_request(client_cpu, requests)}, stand-in server "
-          f"{ms_per_request(server_cpu, requests)}; peak in flight {stats['peak_in_flight']}; memory {memory}; "
-          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+          f"{ms_per_request(server_cpu, requests)}; peak in flight {stats['peak_in_flight']}; load average "
+          f"{load_before:.2f} before, {os.getloadavg()[0]:.2f} after, on {os.cpu_count()} CPUs\n  memory: {memory}")
     assert stats["peak_in_flight"] <= CONCURRENCY
 
 
 def test_12000_requests_at_concurrency_256_in_one_process(detectbench_dir):
+    from evaluation.model_calls.clients import import_sdk
+
+    import_sdk()  # as a worker process does at its start (evaluation.tasks): not on the run's clock
     n_items = import_items(detectbench_dir / "test.jsonl", split="test")
     requests = n_items * SAMPLES
     with start_server_process(latency_s=LATENCY_S, reply_mode="first") as server:
         endpoint = services.endpoint_create(name="bench-12k", base_url=server.base_url, model="stand-in",
                                             max_concurrency=CONCURRENCY, use_cache=False)
         run = services.run_launch(endpoint=endpoint, method="naive", split="test", samples=SAMPLES, enqueue=False)
-        rss_before = _rss_mb()
-        server_cpu_started = server.cpu_seconds()
+        memory = MemoryMarks(run, requests, lambda: {os.getpid(): _rss_mb()})
+        finished = threading.Event()
+
+        def watch() -> None:  # a thread of this process: one count query every 0.2 s
+            from django.db import connection
+
+            try:
+                while not finished.wait(0.2):
+                    memory.poll()
+                memory.poll()
+            finally:
+                connection.close()
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        load_before, server_cpu_started = os.getloadavg()[0], server.cpu_seconds()
+        watcher.start()
         started, cpu_started = time.monotonic(), time.process_time()
         services.run_execute_in_process(run=run)
         elapsed, cpu = time.monotonic() - started, time.process_time() - cpu_started
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        _report("DetectBench Web, one process", requests, elapsed, cpu, server, server_cpu_started,
-                f"RSS {rss_before:.0f} MB before, {_rss_mb():.0f} MB after, peak {peak:.0f} MB")
+        finished.set()
+        watcher.join()
+        _report("DetectBench Web, one process", requests, elapsed, cpu, server, server_cpu_started, memory.text(),
+                load_before)
         assert server.stats()["requests"] == requests
     run.refresh_from_db()
     assert run.status == RunStatus.FINISHED
     _assert_resolved_once(run, requests)
+    memory.assert_bounded()
 
 
 def test_12000_requests_through_two_celery_worker_processes(detectbench_dir, tmp_path):
@@ -102,26 +162,26 @@ def test_12000_requests_through_two_celery_worker_processes(detectbench_dir, tmp
         with start_server_process(latency_s=LATENCY_S, reply_mode="first") as server:
             endpoint = services.endpoint_create(name="bench-12k-celery", base_url=server.base_url, model="stand-in",
                                                 max_concurrency=CONCURRENCY, use_cache=False)
-            rss_before = _children_rss_mb(worker.proc.pid)
-            server_cpu_started = server.cpu_seconds()
+            rss_before, workers_cpu_started = _children_rss_mb(worker.proc.pid), _children_cpu_s(worker.proc.pid)
+            load_before, server_cpu_started = os.getloadavg()[0], server.cpu_seconds()
             started = time.monotonic()
             run = services.run_launch(endpoint=endpoint, method="naive", split="test", samples=SAMPLES,
                                       chunk_size=-(-n_items // 2))
-            rss_peak = dict(rss_before)
+            memory = MemoryMarks(run, requests, lambda: _children_rss_mb(worker.proc.pid), before=rss_before)
             while time.monotonic() - started < 600:
                 run.refresh_from_db(fields=["status"])
-                for pid, mb in _children_rss_mb(worker.proc.pid).items():
-                    rss_peak[pid] = max(mb, rss_peak.get(pid, 0.0))
+                memory.poll()
                 if run.status == RunStatus.FINISHED:
                     break
                 time.sleep(0.05)
             elapsed = time.monotonic() - started
-            memory = "; ".join(f"worker process {pid}: RSS {rss_before.get(pid, float('nan')):.0f} MB before, "
-                               f"peak {mb:.0f} MB" for pid, mb in sorted(rss_peak.items()))
-            _report("DetectBench Web via Celery (2 worker processes)", requests, elapsed, None, server,
-                    server_cpu_started, memory)
+            memory.poll()
+            workers_cpu = _children_cpu_s(worker.proc.pid) - workers_cpu_started  # both pool processes together
+            _report("DetectBench Web via Celery (2 worker processes)", requests, elapsed, workers_cpu, server,
+                    server_cpu_started, memory.text(), load_before)
     finally:
         worker.stop()
     run.refresh_from_db()
     assert run.status == RunStatus.FINISHED
     _assert_resolved_once(run, requests)
+    memory.assert_bounded()
