@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from foundation.words import gettext
+
 
 class ServiceError(Exception):
     """A refused service call."""
@@ -49,7 +51,7 @@ class Invalid(ServiceError):
         self.errors = {k: list(v) for k, v in (errors or {}).items()}
         if not message:
             message = "; ".join(f"{k}: {' '.join(v)}" if k else " ".join(v) for k, v in self.errors.items())
-        super().__init__(message or "invalid input", **kwargs)
+        super().__init__(message or gettext("invalid input"), **kwargs)
 
     def as_dict(self) -> dict[str, Any]:
         body = super().as_dict()

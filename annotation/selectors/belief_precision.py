@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import math
 
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 
 from annotation import confidence_sequence, review_order, trust
 from annotation.models import BeliefLabel, BeliefLease, BeliefQueue, BeliefReview, LabelStatus, ReviewVia
 from annotation.selectors.belief_trust import LABEL_FIELDS, POWERED_QUANTITIES, _labels, design
 
 METHOD = "hedged"
-METHOD_NAME = "hedged betting confidence sequence (Waudby-Smith & Ramdas, JRSS-B 2024)"
+METHOD_NAME = gettext_noop("hedged betting confidence sequence (Waudby-Smith & Ramdas, JRSS-B 2024)")
 
 
 def _headline_task(labels: list[BeliefLabel]) -> str | None:
@@ -87,7 +87,7 @@ def precision(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None, sa
     task, answers, waiting = headline_answers(queue=queue, labels=labels, sampling=sampling, given=given)
     target = queue.target_half_width
     result = {"task": task, "what": "", "positive": None, "n": len(answers), "waiting": waiting, "value": None,
-              "fixed": None, "sequence": None, "method": METHOD_NAME, "target": target, "reached": False,
+              "fixed": None, "sequence": None, "method": gettext(METHOD_NAME), "target": target, "reached": False,
               "more_uniform": None, "more_handouts": None, "note": "", "reason": ""}
     if task is None:
         result["note"] = gettext("This queue has no label of a share it estimates.")
