@@ -137,6 +137,7 @@ def test_the_pages_say_how_precise_the_queue_is_and_close_it_kindly(queue, items
     assert re.search(rf'id="precision-{queue.name}" data-half-width="{figures["sequence"]["half_width"]:.6f}"', listing)
     assert f"About {figures['more_uniform']} more uniform reviews" in listing
     assert "Share of answers correct: " not in listing  # the estimate itself is for researchers
+    assert f"Share of answers correct: {figures['value']:.3f}" in res.get(reverse("annotation:belief_queues")).content.decode()
 
     _review_until_closed(queue, annotator, rng)
     ann = _client(annotator)
