@@ -34,10 +34,9 @@ RETRYABLE_STATUS = {408, 409, 425, 429}
 
 
 def import_sdk():
-    """The openai SDK and httpx2, imported on first use rather than with this module: they cost about a second,
-    which URL loading and every management command would otherwise pay. httpx2 (and its httpcore2) is the SDK's
-    own HTTP layer, a dependency of openai itself: its Timeout and Limits configure the SDK's transport. Celery
-    workers call this at start (evaluation.tasks), so that no run pays the import on its clock."""
+    """The openai SDK and httpx2 (the SDK's own HTTP layer), imported on first use rather than with this module:
+    they cost about a second (up to 4 s on a loaded machine), which URL loading and every management command
+    would otherwise pay. Celery workers call this at start (evaluation.tasks): no run pays it on its clock."""
     import httpcore2  # noqa: F401
     import httpx2
     import openai
@@ -133,15 +132,16 @@ def _chain(exc: BaseException):
 def transport_reason(exc: BaseException) -> tuple[str, str]:
     """(class, reason) of a transport failure from its cause chain: the SDK reports a refused connection
     as a connect *timeout* (its aiohttp transport maps every connector error so), the chain keeps the truth."""
-    names = {type(e).__name__ for e in _chain(exc)}
-    for e in _chain(exc):
+    chain = list(_chain(exc))
+    names, deepest = {type(e).__name__ for e in chain}, chain[-1]
+    for e in chain:
         if isinstance(e, socket.gaierror) or type(e).__name__ == "ClientConnectorDNSError":
             return "dns", f"DNS failure, the host name does not resolve: {e}"[:300]
         if isinstance(e, ConnectionRefusedError) or getattr(e, "errno", None) == errno.ECONNREFUSED:
             return "connection_refused", f"connection refused: {e} (is the server running?)"[:300]
-    deepest = list(_chain(exc))[-1]
-    if "ConnectTimeout" in names:
-        if isinstance(deepest, TimeoutError) or "Timeout" in type(deepest).__name__:
+    if "ConnectTimeout" in names:  # below the SDK's and httpx2's wrappers: aiohttp's timeout (from a CancelledError)
+        if any(isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in chain
+               if not type(e).__module__.startswith(("openai", "httpx"))):
             return "connect_timeout", "connect timeout: the host did not accept the connection in time"
         return "connection", f"connection error: {_os_text(deepest)}"
     if names & {"ReadTimeout", "WriteTimeout", "PoolTimeout", "SocketTimeoutError", "ServerTimeoutError"} \

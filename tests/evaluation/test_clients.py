@@ -2,6 +2,7 @@
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -203,3 +204,30 @@ def test_redact_removes_the_key_and_any_bearer_token():
     assert redact('{"auth": "Bearer eyJhbGciOi.x-y_z"}') == '{"auth": "Bearer [redacted]"}'
     assert redact("authorization: bearer tok123, retry") == "authorization: bearer [redacted], retry"
     assert redact("no secrets here", [None, ""]) == "no secrets here"
+
+
+def test_a_connect_timeout_is_named_as_such_not_a_cancelled_connection():
+    """A host that never accepts the connection (its listen queue full): aiohttp's connect timeout, raised from
+    a CancelledError and wrapped by the SDK as a ConnectTimeout, is named a connect timeout (it was "connection
+    error: CancelledError")."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        waiting = []
+        for _ in range(3):  # fill the listen queue: the next SYNs are dropped, the client's connect hangs
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", port))
+            waiting.append(s)
+        try:
+            c = OpenAIChatClient(base_url=f"http://127.0.0.1:{port}/v1", model="m", api_key=None, params={},
+                                 timeout_s=0.5, retry=RetryPolicy(max_attempts=1))
+            started = time.monotonic()
+            (result,) = asyncio.run(complete_many(c, 1))
+        finally:
+            for s in waiting:
+                s.close()
+    assert isinstance(result, RequestFailed) and result.error_class == "connect_timeout", result
+    assert "connect timeout" in str(result) and "CancelledError" not in str(result)
+    assert time.monotonic() - started < 5
