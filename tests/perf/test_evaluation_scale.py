@@ -90,6 +90,20 @@ class MemoryMarks:
             assert growth < MAX_GROWTH_MB, f"process {pid} grew {growth:.0f} MB from 25% to 100% of the rows"
 
 
+def _threads_cpu_s() -> dict[tuple[int, str], float]:
+    """CPU time (user + system) so far of each thread of this process, by (native thread id, Python name)."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    found = {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        tid = int(task.name)
+        found[(tid, names.get(tid, ""))] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return found
+
+
 def _assert_resolved_once(run, n: int) -> None:
     rows = Result.objects.filter(run=run)
     assert rows.count() == n and rows.values("item_id", "sample_index").distinct().count() == n
@@ -124,6 +138,7 @@ def test_12000_requests_at_concurrency_256_in_one_process(detectbench_dir):
         run = services.run_launch(endpoint=endpoint, method="naive", split="test", samples=SAMPLES, enqueue=False)
         memory = MemoryMarks(run, requests, lambda: {os.getpid(): _rss_mb()})
         finished = threading.Event()
+        threads_before, threads_last = _threads_cpu_s(), {}
 
         def watch() -> None:  # a thread of this process: one count query every 0.2 s
             from django.db import connection
@@ -131,6 +146,7 @@ def test_12000_requests_at_concurrency_256_in_one_process(detectbench_dir):
             try:
                 while not finished.wait(0.2):
                     memory.poll()
+                    threads_last.update(_threads_cpu_s())  # the run's threads as last seen (they end with it)
                 memory.poll()
             finally:
                 connection.close()
@@ -143,8 +159,16 @@ def test_12000_requests_at_concurrency_256_in_one_process(detectbench_dir):
         elapsed, cpu = time.monotonic() - started, time.process_time() - cpu_started
         finished.set()
         watcher.join()
+        threads_last.update(_threads_cpu_s())
         _report("DetectBench Web, one process", requests, elapsed, cpu, server, server_cpu_started, memory.text(),
                 load_before)
+        by_thread = {}
+        for (tid, name), seconds in threads_last.items():
+            key = ("event loop" if tid == os.getpid() else "database thread" if "-db" in name else
+                   "this benchmark's watcher" if tid == watcher.native_id else "other threads")
+            by_thread[key] = by_thread.get(key, 0.0) + seconds - threads_before.get((tid, name), 0.0)
+        print("  client CPU per request by thread: " + ", ".join(
+            f"{key} {ms_per_request(seconds, requests)}" for key, seconds in sorted(by_thread.items())))
         assert server.stats()["requests"] == requests
     run.refresh_from_db()
     assert run.status == RunStatus.FINISHED
