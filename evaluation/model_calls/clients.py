@@ -284,9 +284,8 @@ class OpenAIChatClient(ModelClient):
         self.limiter = limiter or LocalLimiter(limit=max_connections)
         self.retry = retry
         self.breaker = breaker
-        # The SDK's aiohttp transport (DefaultAioHttpClient): about half the client CPU per request of
-        # its default httpx2 transport, and one connection pool of any size (httpcore's pool scans every
-        # connection for every request, which made a pool of 64 cost ~15 ms of CPU per request).
+        # The SDK's aiohttp transport (DefaultAioHttpClient): half the CPU per request of its default httpx2 one,
+        # and one pool of any size (httpcore's scans every connection per request: ~15 ms with 64 connections).
         openai, httpx2 = import_sdk()
         timeout = httpx2.Timeout(timeout_s, connect=min(10.0, timeout_s))
         pool = httpx2.Limits(max_connections=max_connections + 2, max_keepalive_connections=max_connections + 2)
@@ -294,12 +293,13 @@ class OpenAIChatClient(ModelClient):
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed", max_retries=0,
                                           timeout=timeout, http_client=self._http)
         # The request's URL and headers, built once by the SDK's rules (its base URL, default and auth headers);
-        # each request is then sent by the SDK's HTTP client without the SDK's per-request pipeline (options
-        # model, URL and header merging, idempotency key: ~0.5 ms of CPU, half the client's, per request).
+        # each request is then sent by the SDK's HTTP client without the SDK's per-request pipeline (options model,
+        # URL and header merging, idempotency key: ~0.5 ms of CPU, half the client's, per request).
         base = self._client.base_url
         self._url = base.copy_with(raw_path=base.raw_path + b"chat/completions")
         self._headers = httpx2.Headers({**{k: v for k, v in self._client.default_headers.items() if isinstance(v, str)},
-                                        **self._client.auth_headers, "X-Stainless-Retry-Count": "0"})
+                                        **self._client.auth_headers, "X-Stainless-Retry-Count": "0",
+                                        "X-Stainless-Read-Timeout": str(timeout.read)})
         # The transport errors the SDK wraps, as it does (openai._httpx2.timeout_exceptions / request_exceptions).
         self._timeouts, self._transport_errors = (httpx2.TimeoutException,), (httpx2.RequestError, ssl.SSLError,
                                                                               sys.modules["anyio"].EndOfStream)

@@ -1,5 +1,6 @@
 """Retries, Retry-After, timeouts and the shared limiters, against the real stand-in server and real Redis."""
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -231,3 +232,31 @@ def test_a_connect_timeout_is_named_as_such_not_a_cancelled_connection():
     assert isinstance(result, RequestFailed) and result.error_class == "connect_timeout", result
     assert "connect timeout" in str(result) and "CancelledError" not in str(result)
     assert time.monotonic() - started < 5
+
+
+class HeaderRecorder(ModelServer):
+    """The stand-in, keeping the headers and body of each chat request."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.requests: list[tuple[dict, dict]] = []
+
+    async def _route(self, method, path, body, headers=None):
+        if path == "/v1/chat/completions":
+            self.requests.append((dict(headers or {}), json.loads(body)))
+        return await super()._route(method, path, body, headers)
+
+
+def test_a_request_carries_the_sdks_headers_key_and_body():
+    """Sent by the SDK's HTTP client with the headers the SDK builds: its key, JSON, its user agent."""
+    with HeaderRecorder() as server:
+        c = OpenAIChatClient(base_url=server.base_url, model="stand-in", api_key="sk-test-123456",
+                             params={"temperature": 0, "max_tokens": 50, "extra_body": {"top_k": 5}}, timeout_s=7.5)
+        (result,) = asyncio.run(complete_many(c, 1))
+    assert result.text and result.tokens_in > 0 and result.finish_reason == "stop"
+    ((headers, body),) = server.requests
+    assert headers["authorization"] == "Bearer sk-test-123456"
+    assert headers["content-type"] == "application/json" and headers["accept"] == "application/json"
+    assert headers["user-agent"].startswith("AsyncOpenAI/Python")
+    assert headers["x-stainless-read-timeout"] == "7.5" and headers["x-stainless-retry-count"] == "0"
+    assert body == {"top_k": 5, "model": "stand-in", "messages": MESSAGES, "temperature": 0, "max_tokens": 50}
