@@ -37,6 +37,12 @@ def _scorer():
     return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False, tokenizer=KeyInfoTokenizer())
 
 
+def warm_scorer() -> None:
+    """Build the scorer now (a worker at its start), so that a run's first scored row does not hold the
+    database thread for the seconds rouge-score's import takes (it pulls nltk in)."""
+    _scorer()
+
+
 def as_text(parts: str | Sequence[str]) -> str:
     if isinstance(parts, str):
         return parts

@@ -127,9 +127,9 @@ def _report(title: str, requests: int, elapsed: float, client_cpu: float | None,
 
 
 def test_12000_requests_at_concurrency_256_in_one_process(detectbench_dir):
-    from evaluation.model_calls.clients import import_sdk
+    from evaluation.tasks import import_model_sdk
 
-    import_sdk()  # as a worker process does at its start (evaluation.tasks): not on the run's clock
+    import_model_sdk()  # as a worker process does at its start (the SDK and the ROUGE-L scorer): not on the clock
     n_items = import_items(detectbench_dir / "test.jsonl", split="test")
     requests = n_items * SAMPLES
     with start_server_process(latency_s=LATENCY_S, reply_mode="first") as server:
