@@ -10,6 +10,8 @@ NOTHING on (queue, target, aspect, item version)), every few hundred millisecond
 a run killed mid-way keeps what it wrote and a re-run computes only the targets that
 have no label yet: exactly one label per target and aspect. A request that failed for
 good writes no label (the target counts as an error and is tried again next time).
+A position probe (``JudgeRun.probe``) runs the same way; only where its labels come from and go differs
+(`evaluation.execution.probe`: its targets with the options permuted, its own table, not the review queue).
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from django.utils import timezone
 from annotation.models import BeliefLabel, Item, LabelStatus
 from annotation.models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED
 from annotation.services.belief import belief_labels_record
+from evaluation.execution import probe as probe_execution
 from evaluation.execution.chunks import endpoint_refusal, make_breaker, make_client, run_event_loop
 from evaluation.execution.rows import cache_fetch as cache_fetch_rows
 from evaluation.execution.streaming import stream_jobs
@@ -78,6 +81,8 @@ def load_inputs(targets: list[str]) -> list[JudgeInput]:
 def missing_inputs(judge_run: JudgeRun) -> list[JudgeInput]:
     """The targets of a judge run that lack a label for some aspect at the item's current version."""
     inputs = load_inputs(judge_run.targets)
+    if judge_run.probe:  # a position probe: its own labels, the options permuted
+        return probe_execution.probe_missing_inputs(judge_run, inputs)
     aspects = set(specs.get_task(judge_run.task).aspect_names)
     have: dict[tuple[str, int], set[str]] = {}
     for target, aspect, version in BeliefLabel.objects.filter(
@@ -100,6 +105,14 @@ def label_rows(judge_run: JudgeRun, solver: JudgeSolver, data: JudgeInput, outco
         "prompt_hash": solver.prompt_hash, "producer": judge_run.producer, "tokens": outcome.tokens,
         "latency_ms": int(round(outcome.latency_s * 1000)),
     } for label in outcome.labels]
+
+
+def record_labels(judge_run: JudgeRun, rows: list[dict]) -> None:
+    """Labels go to the configuration's review queue; a position probe's to its own table, never reviewed."""
+    if judge_run.probe:
+        probe_execution.probe_labels_record(judge_run=judge_run, rows=rows)
+    else:
+        belief_labels_record(queue=judge_run.config.queue, rows=rows)
 
 
 def _is_cancelled(judge_run_id: int) -> bool:
@@ -136,13 +149,12 @@ def execute_judge_run(*, judge_run_id: int) -> JudgeRun:
 
 
 def _execute_builtin(judge_run: JudgeRun, solver: JudgeSolver, pending: list[JudgeInput]) -> None:
-    queue = judge_run.config.queue
     for start in range(0, len(pending), BUILTIN_BATCH):
         if _is_cancelled(judge_run.pk):
             return
         rows = [row for data in pending[start:start + BUILTIN_BATCH]
                 for row in label_rows(judge_run, solver, data, solver.solve_builtin(data))]
-        belief_labels_record(queue=queue, rows=rows)
+        record_labels(judge_run, rows)
 
 
 def _write(judge_run: JudgeRun, solver: JudgeSolver, results: list[JobResult], errors: list[str]) -> None:
@@ -153,7 +165,7 @@ def _write(judge_run: JudgeRun, solver: JudgeSolver, results: list[JobResult], e
         else:
             rows += label_rows(judge_run, solver, result.job.shown, result.outcome)
     if rows:
-        belief_labels_record(queue=judge_run.config.queue, rows=rows)
+        record_labels(judge_run, rows)
     cached = [CachedResponse(key=key, model=judge_run.config.endpoint.model, text=pack_for_cache(c),
                              tokens_in=c.tokens_in, tokens_out=c.tokens_out, finish_reason=(c.finish_reason or "")[:30])
               for r in results if r.outcome is not None and r.new_cache for key, c in r.new_cache.items()]
@@ -191,8 +203,9 @@ def judge_run_counts(judge_run: JudgeRun) -> dict:
 
     A target counts with its labels at the latest item version it was judged at."""
     labels: dict[str, list[tuple[int, str, str, str, float | None]]] = {}
-    for target, version, aspect, label, status, belief in BeliefLabel.objects.filter(
-            queue_id=judge_run.config.queue_id, target__in=judge_run.targets, task=judge_run.task).values_list(
+    stored = (probe_execution.probe_labels(judge_run) if judge_run.probe else BeliefLabel.objects.filter(
+        queue_id=judge_run.config.queue_id, target__in=judge_run.targets, task=judge_run.task))
+    for target, version, aspect, label, status, belief in stored.values_list(
             "target", "item_version", "aspect", "label", "status", "belief"):
         labels.setdefault(target, []).append((version, aspect, label, status, belief))
     multi = len(specs.get_task(judge_run.task).aspects) > 1

@@ -128,6 +128,9 @@ def _evaluation(res: User) -> None:
     judge_run = judge_services.judge_run_launch(config=config, task="screening", split="test", limit=3, user=res,
                                                 enqueue=False)
     judge_services.judge_run_execute_in_process(judge_run=judge_run)
+    # A position probe of it: its labels are in their own table (evaluation.judgeprobelabel).
+    probe = judge_services.judge_probe_launch(judge_run=judge_run, kind="reversed", sample=2, user=res, enqueue=False)
+    judge_services.judge_run_execute_in_process(judge_run=probe)
 
 
 def _belief_reviews(ann1: User, ann2: User) -> None:
