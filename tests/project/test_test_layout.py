@@ -28,8 +28,6 @@ ALLOWED: dict[str, str] = {
         "every reader of a study (discovered: selectors, setup checks, pages) leaves screened-out answers out",
     "studies/test_transient_faults.py":
         "database connections terminated while bots answer through every participant page and service",
-    "evaluation/test_workers.py":
-        TO_MOVE + ": to tests/evaluation/test_tasks.py once tests/evaluation/judge/test_workers.py stops importing it",
     # Owned elsewhere this session.
     "annotation/belief/test_api.py": TO_MOVE,
     "annotation/belief/test_blind_everywhere.py": TO_MOVE,
@@ -59,7 +57,6 @@ ALLOWED: dict[str, str] = {
     "evaluation/judge/test_services_probe.py": TO_MOVE,
     "evaluation/judge/test_views.py": TO_MOVE,
     "evaluation/judge/test_workers.py": TO_MOVE,
-    "evaluation/test_clients.py": TO_MOVE + ": merge into tests/evaluation/model_calls/test_clients.py",
 }
 
 

@@ -12,7 +12,7 @@ from evaluation.services import judge as services
 from evaluation.tasks import judge_run_execute
 from foundation.errors import Conflict
 from tests.conftest import start_celery_worker, subprocess_env
-from tests.evaluation.test_workers import wait_for
+from tests.evaluation.test_tasks import wait_for
 from tests.support.judge_server import JudgeServer, judge_endpoint, verdict_reply
 
 pytestmark = pytest.mark.django_db(transaction=True)

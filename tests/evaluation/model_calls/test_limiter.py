@@ -1,0 +1,115 @@
+"""The shared limiters of the model calls, against real Redis and real processes: the Redis limiter is shared
+between instances (worker processes), a dead worker's lease expires, a live one is renewed, requests per minute
+are capped; the file limiter of the embedded mode, whose slots a killed process gives back at once."""
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import redis
+from django.conf import settings
+
+from evaluation.model_calls.limiter import FileLimiter, RedisLimiter
+
+
+async def _hold(limiter, gauge, hold_s):
+    async with limiter.slot():
+        gauge["now"] += 1
+        gauge["peak"] = max(gauge["peak"], gauge["now"])
+        await asyncio.sleep(hold_s)
+        gauge["now"] -= 1
+
+
+def test_redis_limiter_is_shared_between_limiter_instances():
+    key = f"test-{os.getpid()}-{time.time_ns()}"
+
+    async def go():
+        # Two instances = two worker processes: each allows 3 locally, together still 3.
+        a = RedisLimiter(redis_url=settings.REDIS_URL, key=key, limit=3)
+        b = RedisLimiter(redis_url=settings.REDIS_URL, key=key, limit=3)
+        gauge = {"now": 0, "peak": 0}
+        await asyncio.gather(*(_hold(a if i % 2 else b, gauge, 0.03) for i in range(24)))
+        await a.close(), await b.close()  # gives back the slots kept for reuse
+        with redis.Redis.from_url(settings.REDIS_URL) as store:
+            assert store.zcard(a.slots_key) == 0
+        return gauge["peak"]
+
+    assert asyncio.run(go()) == 3
+
+
+def test_redis_limiter_lease_of_a_dead_worker_expires():
+    key = f"test-expire-{time.time_ns()}"
+
+    async def go():
+        dead = RedisLimiter(redis_url=settings.REDIS_URL, key=key, limit=1, lease_s=0.5)
+        await dead._acquire()  # taken and never released ...
+        dead._renewer.cancel()  # ... nor renewed: the worker "died"
+        alive = RedisLimiter(redis_url=settings.REDIS_URL, key=key, limit=1, lease_s=0.5)
+        started = time.monotonic()
+        async with alive.slot():
+            waited = time.monotonic() - started
+        await dead.close(), await alive.close()
+        return waited
+
+    assert 0.3 < asyncio.run(go()) < 2.0
+
+
+def test_redis_limiter_requests_per_minute():
+    key = f"test-rpm-{time.time_ns()}"
+
+    async def go():
+        limiter = RedisLimiter(redis_url=settings.REDIS_URL, key=key, limit=10, requests_per_minute=5)
+        for _ in range(5):
+            async with limiter.slot():
+                pass
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(limiter._acquire(), 0.5)
+        await limiter.close()
+
+    asyncio.run(go())
+
+
+def test_file_limiter_for_the_embedded_mode(tmp_path):
+    async def go():
+        a = FileLimiter(directory=tmp_path, limit=2)
+        b = FileLimiter(directory=tmp_path, limit=2)
+        gauge = {"now": 0, "peak": 0}
+        await asyncio.gather(*(_hold(a if i % 2 else b, gauge, 0.02) for i in range(12)))
+        await a.close(), await b.close()  # gives back the slots kept for reuse
+        return gauge["peak"]
+
+    assert asyncio.run(go()) == 2
+    # A process killed while holding every slot gives them back at once (the kernel drops flock locks).
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys, time\n"
+        f"fds = [os.open('{tmp_path}/slot-%d.lock' % i, os.O_RDWR | os.O_CREAT) for i in range(2)]\n"
+        "[fcntl.flock(fd, fcntl.LOCK_EX) for fd in fds]\nprint('held', flush=True)\ntime.sleep(60)\n")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+    except BaseException:
+        holder.kill()
+        raise
+    assert FileLimiter(directory=tmp_path, limit=2)._try_lock() is None
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    assert FileLimiter(directory=tmp_path, limit=2)._try_lock() is not None
+
+
+def test_redis_lease_is_renewed_while_a_long_request_holds_it():
+    key = f"test-renew-{time.time_ns()}"
+
+    async def go():
+        holder = RedisLimiter(redis_url=settings.REDIS_URL, key=key, limit=1, lease_s=0.3)
+        other = RedisLimiter(redis_url=settings.REDIS_URL, key=key, limit=1, lease_s=0.3)
+        async with holder.slot():
+            with pytest.raises(asyncio.TimeoutError):  # 1 s > 3 leases: renewal keeps the slot taken
+                await asyncio.wait_for(other._acquire(), 1.0)
+        async with other.slot():
+            pass
+        await holder.close(), await other.close()
+
+    asyncio.run(go())
