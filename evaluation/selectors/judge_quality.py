@@ -110,7 +110,10 @@ def _position(config: JudgeConfig) -> list[dict]:
             [(p["original_label"], p["permuted_label"]) for p in pairs if p["aspect"] == aspect],
             [(p["original_share"], p["permuted_share"]) for p in pairs if p["aspect"] == aspect]).as_dict()}
             for aspect in aspects] if len(aspects) > 1 else []
+        # Over several questions the headline pools them (a target counts once per question, so its interval is
+        # too narrow where a target's questions flip together): read the per-question rows.
         found.append({"kind": kind, "runs": [r for r in runs if r["probe"] == kind], **flips.as_dict(),
+                      "pooled_over": len(aspects),
                       "by_aspect": by_aspect})
     return found
 

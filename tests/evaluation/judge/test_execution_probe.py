@@ -51,7 +51,7 @@ def test_the_builtin_judge_on_distinct_options_is_position_invariant(free_text_r
     assert found["n"] == probe.scored > 0
     assert (found["flips"], found["rate"], found["low"]) == (0, 0.0, 0.0)
     assert found["mean_abs_change"] == pytest.approx(0.0, abs=1e-9)
-    assert [r["pk"] for r in found["runs"]] == [probe.pk]
+    assert [r["pk"] for r in found["runs"]] == [probe.pk] and found["pooled_over"] == 1
     # Executed again (a resume), it computes nothing new: one probe label per target and aspect.
     services.judge_run_execute_in_process(judge_run=services.judge_run_resume(judge_run=probe, enqueue=False))
     assert JudgeProbeLabel.objects.filter(judge_run=probe).count() == probe.n
@@ -121,3 +121,23 @@ def test_a_model_judges_probe_goes_through_the_endpoint_and_its_cache(free_text_
         assert found["flips"] > 0 and found["rate"] > 0
     else:
         assert found["flips"] == 0 and found["rate"] == 0 and found["mean_abs_change"] == pytest.approx(0, abs=1e-9)
+
+
+def test_a_screening_probe_is_read_per_question(sample_items, researcher):
+    from django.urls import reverse
+
+    from tests.annotation.workflow_support import client_for
+
+    config = services.judge_config_builtin()
+    judge_run = services.judge_run_execute_in_process(judge_run=services.judge_run_launch(
+        config=config, task="screening", split="test", limit=6, enqueue=False))
+    probe = probed(judge_run, kind=probes.ROTATED)
+    assert JudgeProbeLabel.objects.filter(judge_run=probe).count() == 6 * 6  # six questions per item
+    found = position(config, probes.ROTATED)
+    assert found["pooled_over"] == 6 and found["n"] == 36
+    assert [(a["aspect"], a["n"]) for a in found["by_aspect"]] == [(a, 6) for a in ("1.1", "1.2", "1.3", "1.4", "1.5",
+                                                                                    "keep")]
+    # The screening heuristics read the context, the question and the gold option's text: no flip.
+    assert found["flips"] == 0 and all(a["flips"] == 0 for a in found["by_aspect"])
+    page = client_for(researcher).get(reverse("evaluation:judge_quality", args=[config.name])).content.decode()
+    assert "pooled over 6 questions" in page
