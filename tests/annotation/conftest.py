@@ -27,3 +27,28 @@ def world(annotator):
     belief_queue_for(name="judge-a")
     adjudication = Adjudication.objects.create(item=item, stage=Stage.VERIFICATION)
     return item, adjudication
+
+
+# The belief-review tests' fixtures (judge labels are recorded into these with tests/annotation/belief_support.py).
+@pytest.fixture
+def items(db):
+    """Five published items for the judge's labels."""
+    return make_items(5, status=ItemStatus.PUBLISHED)
+
+
+@pytest.fixture
+def queue(db):
+    """A sighted belief queue in triage order with a random share of 20%."""
+    return belief_queue_for(name="judge-a", order="triage", random_share=0.2, blind=False)  # sighted review
+
+
+@pytest.fixture
+def screening_queue(db):
+    """A sighted queue of screening labels: suggestions are shown only outside blind review."""
+    return belief_queue_for(name="screen", blind=False)
+
+
+@pytest.fixture
+def to_verify(db):
+    """Three items in verification."""
+    return make_items(3, status=ItemStatus.VERIFICATION, source="v")

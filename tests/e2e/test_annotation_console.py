@@ -9,7 +9,7 @@ import pytest
 
 from annotation.models import Adjudication, BeliefLabel, BeliefReview, ItemStatus, ReviewDecision, Stage
 from annotation.services.belief import belief_queue_for
-from tests.annotation.belief.support import record_free_text
+from tests.annotation.belief_support import record_free_text
 from tests.annotation.workflow_support import make_items, set_k
 from tests.support.screenshots import Shots, artifacts_dir
 

@@ -5,7 +5,7 @@ import pytest
 
 from annotation.models import BeliefLabel, BeliefReview, ItemStatus, VerificationDecision
 from annotation.services.belief import belief_labels_record, belief_queue_for
-from tests.annotation.belief.support import record_free_text, screening_rows
+from tests.annotation.belief_support import record_free_text, screening_rows
 from tests.annotation.workflow_support import make_items
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]  # browser_page: tests/e2e/conftest.py

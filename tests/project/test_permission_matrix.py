@@ -426,7 +426,7 @@ def world(django_user_model):
     from evaluation.services import runs as evaluation_services
     from studies.models import Attempt, StudyStatus
     from studies.services import study_create
-    from tests.annotation.belief.support import free_text_row
+    from tests.annotation.belief_support import free_text_row
     from tests.annotation.workflow_support import make_items
     from tests.evaluation.conftest import compute_rows
 

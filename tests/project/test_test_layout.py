@@ -22,6 +22,12 @@ ALLOWED: dict[str, str] = {
     # Behaviours across several modules.
     "annotation/test_content_version_migration.py":
         "the data migrations of three apps (annotation 0008, evaluation 0009, studies 0006) on one database",
+    "annotation/test_blind_everywhere.py":
+        "blind review leaks nothing the judge said through any route (discovered from the URL configuration), "
+        "page, partial, API or export, with labels from the real judge",
+    "annotation/test_with_builtin_judge.py":
+        "the built-in judge (evaluation) records labels that the review queue, the trust page and the verification "
+        "screen (annotation) then work on, end to end",
     "studies/prolific/test_lifecycle.py":
         "a 60-participant study's whole Prolific lifecycle: webhooks, returns, reviews and bonuses together",
     "studies/test_screen_out_readers.py":
@@ -32,20 +38,6 @@ ALLOWED: dict[str, str] = {
         "concurrent participants (bots over real HTTP, threads on their own connections): starts, answers, dropouts "
         "and the sweep together keep every item at exactly its raters",
     # Owned elsewhere this session.
-    "annotation/belief/test_api.py": TO_MOVE,
-    "annotation/belief/test_blind_everywhere.py": TO_MOVE,
-    "annotation/belief/test_concurrency.py": TO_MOVE,
-    "annotation/belief/test_leases.py": TO_MOVE,
-    "annotation/belief/test_pages.py": TO_MOVE,
-    "annotation/belief/test_powered.py": TO_MOVE,
-    "annotation/belief/test_record.py": TO_MOVE,
-    "annotation/belief/test_review_screen.py": TO_MOVE,
-    "annotation/belief/test_screens.py": TO_MOVE,
-    "annotation/belief/test_trust_honest.py": TO_MOVE,
-    "annotation/belief/test_trust_page.py": TO_MOVE,
-    "annotation/belief/test_trust_screening.py": TO_MOVE,
-    "annotation/belief/test_with_builtin_judge.py": TO_MOVE,
-    "annotation/test_trust_coverage.py": TO_MOVE,
     "evaluation/judge/test_apis.py": TO_MOVE,
     "evaluation/judge/test_builtin_runs.py": TO_MOVE,
     "evaluation/judge/test_execution_probe.py": TO_MOVE,

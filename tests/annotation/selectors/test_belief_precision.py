@@ -15,7 +15,7 @@ from annotation.selectors.belief_precision import precision, precisions
 from annotation.services.belief import belief_queue_for, belief_queue_policy_set
 from annotation.services.belief_review import PrecisionReached, belief_lease_next, belief_review_submit
 from foundation.errors import Invalid
-from tests.annotation.belief.support import record_free_text
+from tests.annotation.belief_support import record_free_text
 from tests.annotation.workflow_support import make_items
 
 pytestmark = pytest.mark.django_db

@@ -1,10 +1,13 @@
-"""Verification with k annotators and adjudication (annotation.views.verification)."""
+"""Verification with k annotators and adjudication (annotation.views.verification); the judge's screening
+suggestion on the screen: shown with its belief, and accepted (judge-accepted, per label)."""
 from __future__ import annotations
 
 import pytest
 from django.urls import reverse
 
-from annotation.models import Adjudication, ItemStatus, Stage, VerificationDecision
+from annotation.models import Adjudication, BeliefLabel, BeliefReview, ItemStatus, Stage, VerificationDecision
+from annotation.services.belief import belief_labels_record
+from tests.annotation.belief_support import DELETE_FOR_MATH, screening_rows
 from tests.support.page_text import visible_text
 
 from ..workflow_support import client_for, make_items, set_k, verify_post
@@ -145,3 +148,30 @@ def test_auto_advance_back_to_the_queue_when_the_stage_is_done(annotator_client)
     after = verify_post(annotator_client, item, "keep")
     assert after["Location"] == reverse("annotation:queue")
     assert "No more items for you in Question verification." in visible_text(annotator_client.get(after["Location"]))
+
+
+def test_verification_screen_shows_the_suggestion_with_its_belief(annotator_client, screening_queue, to_verify):
+    item = to_verify[0]
+    belief_labels_record(queue=screening_queue, rows=screening_rows(item, DELETE_FOR_MATH, version=1))
+    page = annotator_client.get(reverse("annotation:verify", args=[item.pk])).content.decode()
+    assert 'id="judge-decision">delete<' in page and 'id="judge-decision-belief">0.83<' in page
+    assert 'id="judge-heavy_math"' in page and "0.77" in page
+    assert 'id="accept-suggestion"' in page
+    other = annotator_client.get(reverse("annotation:verify", args=[to_verify[1].pk])).content.decode()
+    assert 'id="judge-suggestion"' not in other
+
+
+def test_accepting_the_suggestion_records_judge_accepted(annotator_client, screening_queue, to_verify):
+    item = to_verify[0]
+    belief_labels_record(queue=screening_queue, rows=screening_rows(item, DELETE_FOR_MATH, version=1))
+    response = annotator_client.post(reverse("annotation:verify", args=[item.pk]),
+                                     {"decision": "delete", "criteria": ["heavy_math"], "item_version": item.version})
+    assert response.status_code == 302
+    decision = VerificationDecision.objects.get(item=item)
+    assert decision.source == "judge-accepted"
+    reviews = BeliefReview.objects.filter(label__item=item)
+    assert reviews.count() == 6 and all(r.agrees for r in reviews) and {r.via for r in reviews} == {"verification"}
+    keep = BeliefLabel.objects.get(item=item, aspect="keep")
+    assert (keep.final_label, keep.final_source) == ("delete", "judge-accepted")
+    page = annotator_client.get(reverse("annotation:verify", args=[item.pk])).content.decode()
+    assert 'id="decision-source"' in page and "Judge accepted" in page

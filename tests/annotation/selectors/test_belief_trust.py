@@ -1,21 +1,31 @@
-"""The trust page at small n (issue 18): plain counts first, an estimate only where it is defined (and
-otherwise how many more uniform reviews it needs), no 0.000 standing for "not enough data", no weighted
-estimate without a uniform sample, kappa's interval inside [-1, 1], and n counting labels with k reviewers."""
-import html
+"""The trust figures of a queue (annotation.selectors.belief_trust).
+
+At small n (issue 18): plain counts first, an estimate only where it is defined (and otherwise how many more uniform
+reviews it needs), no 0.000 standing for "not enough data", no weighted estimate without a uniform sample, kappa's
+interval inside [-1, 1], and n counting labels with k reviewers.
+
+A screening queue (issue 21): its labels answer six questions (Table 7's five criteria and the keep decision), so
+kappa is given per criterion, each with its n and its interval inside [-1, 1], and no pooled kappa: pooling six
+2-label questions into one table measures that people pick from the same two labels as the judge, not that they
+agree with it.
+
+Judge-powered estimates on the trust page and in its API (issue 21, point 1): beside the judge alone and people
+alone, each with its n, equal to annotation.ppi recomputed from the stored labels, reviews and hand-outs."""
+import random
 import re
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation import trust
-from annotation.models import BeliefLabel
-from annotation.selectors.belief import triage_basis
-from annotation.selectors.belief_trust import belief_trust
-from annotation.services.belief import belief_labels_record, belief_queue_policy_set
+from annotation import ppi, trust
+from annotation.models import BeliefLabel, BeliefReview
+from annotation.screening import SCREENING_CRITERIA
+from annotation.selectors.belief_trust import belief_trust, design
+from annotation.services.belief import belief_labels_record, belief_queue_for, belief_queue_policy_set
 from annotation.services.belief_review import belief_lease_next, belief_review_submit
-
-from .support import free_text_row, record_free_text
+from tests.annotation.belief_support import record_free_text, screening_rows, trust_page, words
+from tests.annotation.workflow_support import make_items
 
 pytestmark = pytest.mark.django_db
 
@@ -43,35 +53,23 @@ def _review(queue, user, count: int, disagree_at=()) -> list[str]:
     return streams
 
 
-def _page(researcher, queue) -> str:
-    client = Client()
-    client.force_login(researcher)
-    response = client.get(reverse("annotation:belief_trust", args=[queue.name]))
-    assert response.status_code == 200
-    return response.content.decode()
-
-
-def _text(page: str) -> str:
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
-
-
 def test_eight_reviews_six_agreeing_show_the_counts_and_no_estimate(queue, items, annotator, researcher):
     """The issue's page: triage with a random share of 20%, 8 reviews, 6 agreeing, the one uniform draw
     disagreeing. It showed "Accuracy 0.000 … n = 1", weighted "0.033 … n_eff = 1.1", kappa "[0.000, 0.000]"."""
     _labels(queue, items, 20)
     streams = _review(queue, annotator, 8, disagree_at=(2, 5))
     assert streams.count("random") == 1 and streams[4] == "random"
-    page = _page(researcher, queue)
-    text = _text(page)
+    page = trust_page(researcher, queue)
+    text = words(page)
     assert "6 of 8 reviews agree with the judge; 1 of them in the uniform sample, 0 of which agree." in text
     # No figure stands for missing data: every estimate cell is empty, with no data-value.
     for name in ("accuracy", "kappa", "ece", "brier", "above_threshold"):
         for side in ("uniform", "weighted"):
             assert re.search(rf'id="{name}-{side}" data-value=""', page), (name, side)
-    table = _text(page[page.index('id="trust-figures"'):page.index('id="reliability"')])
+    table = words(page[page.index('id="trust-figures"'):page.index('id="reliability"')])
     assert "0.000" not in table and "0.033" not in table
     # The reliability bins give a bin below the minimum as a count, not as a share: "0 of 1", not 0.000.
-    bins = _text(page[page.index('id="reliability-bins"'):page.index('id="coverage"')])
+    bins = words(page[page.index('id="reliability-bins"'):page.index('id="coverage"')])
     assert "0.8–0.9 1 0.880 0 of 1" in bins and "0.000" not in bins
     assert ("Uniform sample: The uniform sample has 1 reviewed label(s); an estimate needs 10: 9 more uniform "
             "review(s). At a random share of 20%, that is about 45 more hand-out(s).") in text
@@ -88,7 +86,7 @@ def test_from_ten_uniform_labels_the_estimate_is_there_with_its_interval_and_n(q
     belief_queue_policy_set(queue_id=queue.pk, order="audit")
     _labels(queue, items, 12)
     _review(queue, annotator, 10, disagree_at=(3,))
-    page = _page(researcher, queue)
+    page = trust_page(researcher, queue)
     value = float(re.search(r'id="accuracy-uniform" data-value="([^"]+)"', page).group(1))
     assert value == pytest.approx(0.9)
     assert re.search(r'id="accuracy-uniform"[^>]*>0\.900 <span class="muted">\[0\.\d{3}, 0\.\d{3}\]</span> '
@@ -98,7 +96,7 @@ def test_from_ten_uniform_labels_the_estimate_is_there_with_its_interval_and_n(q
     figures = belief_trust(queue=queue)
     assert figures["uniform"]["kappa"]["value"] is None
     assert "the judge gave one label (correct)" in figures["uniform"]["kappa"]["reason"]
-    assert "the judge gave one label (correct)" in _text(page)
+    assert "the judge gave one label (correct)" in words(page)
 
 
 def test_a_random_share_of_zero_gives_no_weighted_estimate_and_says_why(queue, items, annotator, researcher):
@@ -111,7 +109,7 @@ def test_a_random_share_of_zero_gives_no_weighted_estimate_and_says_why(queue, i
     assert weighted["n"] == 12 and not weighted["defined"]
     assert weighted["accuracy"]["value"] is None  # not the naive 11/12 passed off as "weighted"
     assert "no label has been drawn at random yet, so 18 scored label(s) had no chance of review" in weighted["reason"]
-    text = _text(_page(researcher, queue))
+    text = words(trust_page(researcher, queue))
     assert "No weighted estimate: no label has been drawn at random yet" in text
     assert "The random share is 0, so none will come in triage order" in text
     assert "0 in triage order gives no uniform sample, so no unbiased estimate" in text  # so does the policy form
@@ -129,32 +127,9 @@ def test_with_two_reviewers_per_label_n_counts_labels(queue, items, annotator, a
     assert figures["uniform"]["n"] == 10 and figures["uniform"]["n_reviews"] == 20
     assert figures["uniform"]["accuracy"]["n"] == 10 and figures["uniform"]["accuracy"]["value"] == 1.0
     assert figures["weighted"]["n"] == 10 and figures["weighted"]["n_eff"] == pytest.approx(10)
-    text = _text(_page(researcher, queue))
+    text = words(trust_page(researcher, queue))
     assert "They are reviews of 10 label(s), 10 of them in the uniform sample; every n below counts labels." in text
     assert trust.MIN_LABELS == 10
-
-
-def test_triage_says_when_it_has_nothing_to_order_by(queue, items, annotator, researcher):
-    record_free_text(queue, items, [0.9] * 4)
-    basis = triage_basis(queue=queue)
-    assert basis["nothing_to_order_by"] and basis["pending"] == 4
-    assert basis["note"] == ("All 4 label(s) awaiting review have the judge's belief 0.90: triage has nothing to "
-                             "order by, so they come in random order.")
-    client = Client()
-    client.force_login(annotator)
-    assert basis["note"] in _text(client.get(reverse("annotation:belief_queues")).content.decode())
-    assert basis["note"] in _text(_page(researcher, queue))
-    # Labels without a belief go first; the note says so, and that the rest are ordered.
-    belief_labels_record(queue=queue, rows=[free_text_row(items[0], 50 + i, belief=None, status="unscored")
-                                            for i in range(2)])
-    record_free_text(queue, items, [0.6], start=60)
-    basis = triage_basis(queue=queue)
-    assert not basis["nothing_to_order_by"] and basis["no_belief"] == 2
-    assert basis["note"].startswith("2 of the 7 label(s) awaiting review have no belief from the judge")
-    # Audit order is random by design: no note.
-    belief_queue_policy_set(queue_id=queue.pk, order="audit")
-    queue.refresh_from_db()
-    assert triage_basis(queue=queue)["note"] == ""
 
 
 def test_a_second_run_graded_into_the_queue_is_not_taken_as_reviewed(queue, items, annotator, researcher):
@@ -187,3 +162,92 @@ def test_a_second_run_graded_into_the_queue_is_not_taken_as_reviewed(queue, item
     # late labels drawn at random weighing one over their own small u*).
     assert "no chance of review" not in figures["weighted"]["reason"]
     assert all(r["inclusion_probability"] > 0 for r in figures["rows"])
+
+
+ASPECTS = [*SCREENING_CRITERIA, "keep"]
+
+
+def test_reviewers_answering_at_random_get_no_pooled_kappa_and_about_zero_per_criterion(annotator, researcher):
+    rng = random.Random(5)
+    queue = belief_queue_for(name="screen-trust", order="audit")
+    items = make_items(20, source="s")
+    for item in items:
+        verdicts = {a: (rng.choice(["keep", "delete"] if a == "keep" else ["yes", "no"]), round(rng.random(), 3))
+                    for a in ASPECTS}
+        belief_labels_record(queue=queue, rows=screening_rows(item, verdicts))
+    while (lease := belief_lease_next(queue_id=queue.pk, user=annotator)) is not None:
+        belief_review_submit(lease_id=lease.pk, user=annotator, human_label=rng.choice(lease.label.choices))
+    figures = belief_trust(queue=queue)
+    assert figures["counts"]["reviews"] == 120
+    for side in ("uniform", "weighted"):
+        kappa = figures[side]["kappa"]
+        assert kappa["value"] is None, (side, kappa)  # it was 0.46 [0.38, 0.54] pooled over six questions
+        assert "6 questions" in kappa["reason"] and "per criterion" in kappa["reason"]
+    by_aspect = {a["aspect"]: a for a in figures["by_aspect"]}
+    assert sorted(by_aspect) == sorted(ASPECTS)
+    for aspect, row in by_aspect.items():
+        assert row["n"] == 20
+        for side in ("uniform", "weighted"):
+            kappa = row[side]["kappa"]
+            assert kappa["n"] == 20 and -1 <= kappa["low"] <= kappa["value"] <= kappa["high"] <= 1, (aspect, kappa)
+            assert abs(kappa["value"]) < 0.5
+            assert row[side]["accuracy"]["low"] is not None
+    # The share of items kept, three ways (every label reviewed here: the people's share, exactly).
+    [kept] = figures["powered"]
+    assert (kept["task"], kept["positive"], kept["n"]) == ("screening", "keep", 20)
+    assert kept["powered"]["value"] == pytest.approx(kept["people"]["value"])
+    assert kept["powered"]["n_reviewed"] == 20
+    client = Client()
+    client.force_login(researcher)
+    page = client.get(reverse("annotation:belief_trust", args=[queue.name])).content.decode()
+    assert 'id="kappa-uniform" data-value=""' in page
+    section = page[page.index('id="by-criterion"'):]
+    for aspect in ASPECTS:
+        value = by_aspect[aspect]["uniform"]["kappa"]
+        assert re.search(rf'id="kappa-{re.escape(aspect)}-uniform" data-value="[^"]+">{value["value"]:.3f} '
+                         rf'<span class="muted">\[{value["low"]:.3f}, {value["high"]:.3f}\]</span> '
+                         r'<span class="muted">n = 20</span>', section), aspect
+
+
+def test_the_trust_page_shows_the_judge_powered_share_beside_judge_and_people(queue, items, annotator, researcher):
+    rng = random.Random(4)
+    beliefs = [round(0.5 + 0.5 * rng.random(), 4) for _ in range(120)]
+    labels = ["correct" if rng.random() < 0.7 else "incorrect" for _ in beliefs]
+    record_free_text(queue, items, beliefs, labels=labels)
+    belief_queue_policy_set(queue_id=queue.pk, random_share=0.4)
+    for _ in range(80):  # 32 of them from the uniform share
+        lease = belief_lease_next(queue_id=queue.pk, user=annotator)
+        label = lease.label
+        right = rng.random() < label.belief
+        human = label.label if right else ("incorrect" if label.label == "correct" else "correct")
+        belief_review_submit(lease_id=lease.pk, user=annotator, human_label=human)
+    figures = belief_trust(queue=queue)
+    [share] = figures["powered"]
+    assert (share["task"], share["positive"], share["n"]) == ("free-text", "correct", 120)
+    # Recomputed from the rows: the judge's predictions, the reviews, each label's inclusion probability.
+    pi = design(queue=queue)
+    stored = list(BeliefLabel.objects.filter(queue=queue).order_by("pk"))
+    reviews = dict(BeliefReview.objects.filter(label__queue=queue).values_list("label_id", "human_label"))
+    f = [b.belief if b.label == "correct" else 1 - b.belief for b in stored]
+    y = [None if b.pk not in reviews else float(reviews[b.pk] == "correct") for b in stored]
+    inclusion = [pi[b.pk][1] for b in stored]
+    expected = ppi.powered_mean(f, y, inclusion)
+    assert share["powered"]["value"] == pytest.approx(expected.value, abs=1e-12)
+    assert (share["powered"]["low"], share["powered"]["high"]) == (pytest.approx(expected.low), pytest.approx(expected.high))
+    people = ppi.powered_mean(f, y, inclusion, lam=0.0)
+    assert share["people"]["value"] == pytest.approx(people.value, abs=1e-12)
+    assert share["judge"] == {"value": pytest.approx(labels.count("correct") / 120), "n": 120, "unscored": 0}
+    assert share["powered"]["n_reviewed"] == 80 and share["powered"]["n_uniform"] >= 10
+    assert expected.value is not None and people.high - people.low > expected.high - expected.low
+    client = Client()
+    client.force_login(researcher)
+    page = client.get(reverse("annotation:belief_trust", args=[queue.name])).content.decode()
+    section = page[page.index('id="powered"'):]
+    value = float(re.search(r'id="powered-free-text-powered" data-value="([^"]+)"', section).group(1))
+    assert value == pytest.approx(expected.value, abs=1e-12)
+    assert f"{expected.low:.3f}, {expected.high:.3f}" in section
+    assert "n = 120; 80 reviewed" in section
+    assert re.search(r'id="powered-free-text-judge" data-value="[^"]+">0\.\d{3} <span class="muted">n = 120', section)
+    api = client.get(f"/api/annotation/belief/queues/{queue.name}/trust/")
+    assert api.status_code == 200, api.content
+    assert api.json()["powered"][0]["powered"]["value"] == pytest.approx(expected.value)

@@ -6,8 +6,7 @@ from django.urls import reverse
 
 from annotation.models import BeliefReview
 from annotation.services.belief import belief_queue_policy_set
-
-from .support import record_free_text
+from tests.annotation.belief_support import record_free_text
 
 pytestmark = pytest.mark.django_db
 

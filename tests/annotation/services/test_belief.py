@@ -5,8 +5,7 @@ from annotation.models import BeliefLabel
 from annotation.selectors.belief import belief_labels, final_label
 from annotation.services.belief import belief_labels_record, belief_queue_for
 from foundation.errors import Invalid
-
-from .support import free_text_row
+from tests.annotation.belief_support import free_text_row
 
 pytestmark = pytest.mark.django_db
 

@@ -1,0 +1,233 @@
+"""Hand-outs (annotation.services.belief_review): triage and audit order, the random share, the threshold, k reviewers,
+expiry, resume; 200 simultaneous "next label" requests by two reviewers (real threads, real connections, the HTTP
+API): no label goes to both, the lowest-belief order and the random share hold; simultaneous requests of one
+reviewer get the one lease they hold."""
+import random
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connection, connections
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation import review_order
+from annotation.models import BeliefLabel, BeliefLease, BeliefQueue, BeliefReview
+from annotation.services.belief import belief_labels_record, belief_queue_for, belief_queue_policy_set
+from annotation.services.belief_review import belief_lease_next, belief_lease_release, belief_review_submit
+from tests.annotation.belief_support import free_text_row, record_free_text
+
+pytestmark = pytest.mark.django_db
+
+BELIEFS = [0.9, 0.1, 0.5, 0.3, 0.7, 0.2, 0.8, 0.6, 0.4, 0.95]
+# Audit keys: the uniform order is target result:9, 8, 7, ... (reverse of the targets).
+AUDIT_KEYS = [0.95 - i * 0.1 for i in range(10)]
+
+
+def _labels(queue, items, beliefs=BELIEFS, keys=AUDIT_KEYS):
+    record_free_text(queue, items, beliefs)
+    for i, key in enumerate(keys):
+        BeliefLabel.objects.filter(queue=queue, target=f"result:{i}").update(audit_key=key)
+    return {label.target: label for label in BeliefLabel.objects.filter(queue=queue)}
+
+
+def _review_all(queue, user, n):
+    handed = []
+    for _ in range(n):
+        lease = belief_lease_next(queue_id=queue.pk, user=user)
+        if lease is None:
+            break
+        handed.append((lease.label.target, lease.stream, lease.handout_number))
+        belief_review_submit(lease_id=lease.pk, user=user, human_label="correct")
+    return handed
+
+
+def test_triage_hands_out_lowest_belief_first_and_every_fifth_at_random(queue, items, annotator):
+    _labels(queue, items)
+    handed = _review_all(queue, annotator, 10)
+    # By belief: result:1 (.1), 5 (.2), 3 (.3), 8 (.4), then the 5th hand-out at random: the smallest audit
+    # key among those left is result:9; then 2 (.5), 7 (.6), 4 (.7), 6 (.8), and the 10th at random: 0.
+    assert handed == [("result:1", "order", 1), ("result:5", "order", 2), ("result:3", "order", 3),
+                      ("result:8", "order", 4), ("result:9", "random", 5), ("result:2", "order", 6),
+                      ("result:7", "order", 7), ("result:4", "order", 8), ("result:6", "order", 9),
+                      ("result:0", "random", 10)]
+    assert _review_all(queue, annotator, 1) == []
+    first = dict(BeliefLabel.objects.filter(queue=queue).values_list("target", "first_stream"))
+    assert first["result:9"] == "random" and first["result:1"] == "order"
+
+
+def test_audit_order_follows_the_audit_keys(queue, items, annotator):
+    belief_queue_policy_set(queue_id=queue.pk, order="audit")
+    _labels(queue, items)
+    handed = _review_all(queue, annotator, 4)
+    assert handed == [("result:9", "random", 1), ("result:8", "random", 2), ("result:7", "random", 3),
+                      ("result:6", "random", 4)]
+
+
+def test_the_order_stream_stops_at_the_threshold_and_then_draws_at_random(queue, items, annotator):
+    belief_queue_policy_set(queue_id=queue.pk, accept_threshold=0.35, random_share=0.0)
+    _labels(queue, items)
+    handed = _review_all(queue, annotator, 5)
+    assert [t for t, _, _ in handed[:3]] == ["result:1", "result:5", "result:3"]
+    # Nothing left below .35: the hand-outs come from the random stream, recorded as such.
+    assert handed[3:] == [("result:9", "random", 4), ("result:8", "random", 5)]
+
+
+def test_unscored_labels_come_first_in_triage(queue, items, annotator):
+    _labels(queue, items)
+    belief_labels_record(queue=queue, rows=[free_text_row(items[0], 99, belief=None, status="unscored")])
+    lease = belief_lease_next(queue_id=queue.pk, user=annotator)
+    assert lease.label.target == "result:99"
+    review = belief_review_submit(lease_id=lease.pk, user=annotator, human_label="incorrect")
+    assert review.agrees is None
+    lease.label.refresh_from_db()
+    assert (lease.label.final_label, lease.label.final_source) == ("incorrect", "human-only")
+
+
+def test_a_live_lease_is_given_back_to_its_holder_and_never_to_another(queue, items, annotator, annotator2):
+    _labels(queue, items)
+    first = belief_lease_next(queue_id=queue.pk, user=annotator)
+    assert belief_lease_next(queue_id=queue.pk, user=annotator).pk == first.pk
+    other = belief_lease_next(queue_id=queue.pk, user=annotator2)
+    assert other.label_id != first.label_id
+    belief_lease_release(lease_id=first.pk, user=annotator)
+    again = belief_lease_next(queue_id=queue.pk, user=annotator2)
+    assert again.pk == other.pk  # annotator2 still holds its own lease
+
+
+def test_an_expired_lease_comes_back_to_the_queue(queue, items, annotator, annotator2):
+    _labels(queue, items)
+    first = belief_lease_next(queue_id=queue.pk, user=annotator)
+    later = timezone.now() + timedelta(minutes=queue.lease_minutes + 1)
+    taken = belief_lease_next(queue_id=queue.pk, user=annotator2, now=later)
+    assert taken.label_id == first.label_id
+    first.refresh_from_db()
+    assert first.status == "released"
+    assert BeliefLease.objects.filter(label_id=first.label_id, status="leased").count() == 1
+
+
+def test_k_reviewers_one_after_the_other_never_the_same_person_twice(queue, items, annotator, annotator2, researcher):
+    belief_queue_policy_set(queue_id=queue.pk, reviewers_per_label=2, random_share=0.0)
+    _labels(queue, items, beliefs=[0.1, 0.2], keys=[0.5, 0.6])
+    a = belief_lease_next(queue_id=queue.pk, user=annotator)
+    b = belief_lease_next(queue_id=queue.pk, user=annotator2)
+    assert (a.label.target, b.label.target) == ("result:0", "result:1")  # not at once
+    belief_review_submit(lease_id=a.pk, user=annotator, human_label="incorrect")
+    a2 = belief_lease_next(queue_id=queue.pk, user=annotator)
+    assert a2 is None  # result:0 reviewed by them, result:1 held by annotator2
+    c = belief_lease_next(queue_id=queue.pk, user=researcher)
+    assert c.label.target == "result:0"
+    label = BeliefLabel.objects.get(queue=queue, target="result:0")
+    assert label.final_label == ""  # one review of two
+    belief_review_submit(lease_id=c.pk, user=researcher, human_label="correct")
+    label.refresh_from_db()
+    # A tie goes to the label given first.
+    assert (label.final_label, label.final_source) == ("incorrect", "judge-overridden")
+
+
+ROUNDS = 100  # x 2 reviewers = 200 requests
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_reviewers_asking_at_once_never_get_the_same_label(items, annotator, annotator2):
+    queue = belief_queue_for(name="judge-c", order="triage", random_share=0.2)
+    rng = random.Random(11)
+    record_free_text(queue, items, [round(rng.random(), 3) for _ in range(300)])
+    barrier = threading.Barrier(2)
+    got: dict[str, list[int]] = {"a": [], "b": []}
+    errors: list[BaseException] = []
+
+    def worker(name: str, user) -> None:
+        client = Client()
+        client.force_login(user)
+        try:
+            for _ in range(ROUNDS):
+                barrier.wait(timeout=60)
+                response = client.post(reverse("annotation_api:belief_next", args=[queue.name]))
+                assert response.status_code == 200, response.content
+                lease = response.json()
+                got[name].append(lease["label"]["id"])
+                # Answer it, so that the next request asks for a fresh label.
+                answer = client.post(reverse("annotation_api:belief_review_submit", args=[lease["lease"]]),
+                                     {"human_label": "correct"}, content_type="application/json")
+                assert answer.status_code == 201, answer.content
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+            barrier.abort()
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=worker, args=("a", annotator)),
+               threading.Thread(target=worker, args=("b", annotator2))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert connection.vendor == "postgresql"
+    assert len(got["a"]) == len(got["b"]) == ROUNDS
+    assert not set(got["a"]) & set(got["b"])  # never one label to both
+    assert len(set(got["a"] + got["b"])) == 2 * ROUNDS
+    assert BeliefReview.objects.count() == 2 * ROUNDS
+    leases = list(BeliefLease.objects.filter(label__queue=queue).select_related("label"))
+    assert len(leases) == 2 * ROUNDS and len({lease.handout_number for lease in leases}) == 2 * ROUNDS
+    # The random share: exactly the hand-out numbers the policy names are drawn at random.
+    numbers = sorted(lease.handout_number for lease in leases)
+    assert numbers == list(range(1, 2 * ROUNDS + 1))
+    assert sum(lease.stream == "random" for lease in leases) == 40
+    assert all((lease.stream == "random") == review_order.is_random_handout(lease.handout_number, 0.2)
+               for lease in leases)
+    # Lowest belief first, and the random stream in audit-key order: nothing left behind was ahead of them.
+    untouched = list(BeliefLabel.objects.filter(queue=queue, first_stream="").values_list("belief", "audit_key"))
+    order_keys = [review_order.triage_key(le.label.belief, le.label.audit_key) for le in leases if le.stream == "order"]
+    random_keys = [le.label.audit_key for le in leases if le.stream == "random"]
+    assert max(order_keys) < min(review_order.triage_key(b, u) for b, u in untouched)
+    assert max(random_keys) < min(u for _, u in untouched)
+
+
+SIMULTANEOUS = 6
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("via", ["api", "page"])
+def test_simultaneous_next_requests_of_one_reviewer_get_the_one_lease_they_hold(items, annotator, via):
+    """A double click, two tabs, a retrying client: each request used to take a lease of its own (2-4 live
+    at once, each blocking its label for the lease time); all of them get the first one's lease."""
+    queue = belief_queue_for(name="judge-d", order="triage", random_share=0.2)
+    record_free_text(queue, items, [0.1 * (i + 1) for i in range(8)])
+    barrier = threading.Barrier(SIMULTANEOUS)
+    got: list[int] = []
+    errors: list[BaseException] = []
+
+    def ask() -> None:
+        client = Client()
+        client.force_login(annotator)
+        try:
+            barrier.wait(timeout=60)
+            if via == "api":
+                response = client.post(reverse("annotation_api:belief_next", args=[queue.name]))
+                assert response.status_code == 200, response.content
+                got.append(response.json()["lease"])
+            else:
+                response = client.post(reverse("annotation:belief_next", args=[queue.name]))
+                assert response.status_code == 302, response.content
+                got.append(int(response["Location"].rstrip("/").split("/")[-1]))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+            barrier.abort()
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=ask) for _ in range(SIMULTANEOUS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert connection.vendor == "postgresql"
+    leases = list(BeliefLease.objects.filter(label__queue=queue, reviewer=annotator))
+    assert [lease.status for lease in leases] == ["leased"]
+    assert got == [leases[0].pk] * SIMULTANEOUS
+    # One hand-out, so one hand-out number: the random share still counts hand-outs exactly.
+    assert leases[0].handout_number == 1 and BeliefQueue.objects.get(pk=queue.pk).handouts == 1
