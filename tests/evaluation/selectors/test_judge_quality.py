@@ -12,7 +12,7 @@ from annotation.services.belief_review import belief_lease_next, belief_review_s
 from evaluation.judge import quality
 from evaluation.selectors.judge_quality import CSV_COLUMNS, card_rows, judge_quality_card
 from evaluation.services.judge import judge_config_builtin
-from tests.annotation.belief.support import free_text_row
+from tests.annotation.belief_support import free_text_row, screening_rows
 from tests.annotation.workflow_support import make_items
 
 pytestmark = pytest.mark.django_db
@@ -96,8 +96,6 @@ def test_card_rows_carry_every_section_with_its_n(annotator):
 def test_a_screening_queue_has_no_length_figure_and_spreads_per_question():
     items = make_items(3, status=ItemStatus.PUBLISHED)
     config = judge_config_builtin()
-    from tests.annotation.belief.support import screening_rows
-
     rows = [row for item in items for row in screening_rows(item, {"1.1": ("no", 0.9), "keep": ("keep", 0.7)})]
     belief_labels_record(queue=config.queue, rows=rows)
     card = judge_quality_card(config=config)
