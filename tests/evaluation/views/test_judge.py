@@ -1,19 +1,21 @@
-"""The judge quality card's page, its CSV and its API (evaluation.views.judge, evaluation.apis.judge): for every
-role as the permission matrix says, the figures of the selector, the CSV through csv_safety, a probe launched by
-a researcher only."""
+"""evaluation.views.judge: the judge page of the dashboard (launch a judge run, see configurations and runs, each
+named by what it is; refusals as form errors) and the judge quality card's page, its CSV and its API (with
+evaluation.apis.judge): for every role as the permission matrix says, the figures of the selector, the CSV
+through csv_safety, a probe launched by a researcher only."""
 import csv
 import io
+import re
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
-from evaluation.models import JudgeRun
+from evaluation.forms.analysis import run_choice_label
+from evaluation.models import JudgeRun, ModelEndpoint
 from evaluation.selectors.judge_quality import judge_quality_card
-from evaluation.services.judge import judge_config_builtin
+from evaluation.services.judge import judge_config_builtin, judge_config_create
 from tests.annotation.workflow_support import api_for, client_for
-
-from .test_judge_quality import reviewed_config
+from tests.evaluation.selectors.test_judge_quality import reviewed_config
 
 pytestmark = pytest.mark.django_db
 
@@ -86,3 +88,70 @@ def test_a_probe_is_launched_by_a_researcher_from_the_card_and_the_api(free_text
     again = api_for(researcher).post(f"/api/evaluation/judge-configs/{config.name}/position-probes/",
                                      {"judge_run": probe.pk}, format="json")
     assert again.status_code == 404
+
+
+# The judge page.
+
+@pytest.mark.django_db(transaction=True)
+def test_launch_from_the_dashboard_and_see_the_run(researcher_client, free_text_run):
+    run_page = researcher_client.get(f"/evaluation/runs/{free_text_run.pk}/").content.decode()
+    assert f"/evaluation/judge/?run={free_text_run.pk}" in run_page
+    page = researcher_client.get(f"/evaluation/judge/?run={free_text_run.pk}")
+    assert page.status_code == 200 and "No judge runs yet." in page.content.decode()
+
+    response = researcher_client.post("/evaluation/judge/", {"config": "builtin", "run": free_text_run.pk})
+    assert response.status_code == 302
+    judge_run = JudgeRun.objects.get()
+    assert (judge_run.task, judge_run.target_run_id, judge_run.status) == ("free-text", free_text_run.pk, "queued")
+    page = researcher_client.get("/evaluation/judge/").content.decode()
+    # Named by the judge and the run it judged (method, model, ...), not by ids; polled while queued.
+    assert f"builtin on {run_choice_label(free_text_run)}" in page and 'hx-trigger="every 2s"' in page
+    partial = researcher_client.get("/evaluation/judge/", headers={"HX-Request": "true"}).content.decode()
+    assert partial.lstrip().startswith('<div id="judge-runs"')
+
+    refused = researcher_client.post("/evaluation/judge/", {"config": "builtin", "split": "test"})
+    assert refused.status_code == 200 and "the task is one of" in refused.content.decode()
+    missing = researcher_client.post("/evaluation/judge/", {"config": "nope", "split": "test", "task": "screening"})
+    assert missing.status_code == 200 and "no judge configuration" in missing.content.decode()
+    assert JudgeRun.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_annotators_do_not_reach_the_judge_page(annotator_client):
+    assert annotator_client.get("/evaluation/judge/").status_code in (302, 403)
+
+
+# Names on the judge page.
+
+def _options(html: str, name: str) -> dict[str, str]:
+    select = re.search(rf'<select name="{name}"[^>]*>(.*?)</select>', html, re.S).group(1)
+    return dict(re.findall(r'<option value="([^"]*)"[^>]*>([^<]*)</option>', select))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_everything_is_chosen_from_lists_that_name_it(researcher_client, free_text_run):
+    endpoint = ModelEndpoint.objects.create(name="judge-gpt", kind="openai", base_url="http://127.0.0.1:9/v1",
+                                            model="gpt-4o-mini")
+    judge_config_create(name="gpt-judge", belief_source="logprob", endpoint=endpoint, task="free-text")
+    html = researcher_client.get("/evaluation/judge/").content.decode()
+    configs = _options(html, "config")
+    assert configs["builtin"] == "builtin · offline, built in"
+    assert configs["gpt-judge"] == "gpt-judge · judge-gpt (gpt-4o-mini)"
+    runs = _options(html, "run")
+    assert runs[str(free_text_run.pk)] == f"{run_choice_label(free_text_run)} · test"
+    assert not any(label.startswith("run ") for label in runs.values())
+    assert _options(html, "split") == {"": "—", "test": "test"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_judge_run_is_named_by_its_judge_and_the_run_it_judged(researcher_client, free_text_run):
+    response = researcher_client.post("/evaluation/judge/", {"config": "builtin", "run": free_text_run.pk},
+                                      follow=True)
+    text = response.content.decode()
+    name = f"builtin on {run_choice_label(free_text_run)}"
+    assert f"Judge run launched: {name} (" in text
+    row = re.search(r'<td class="judge-run-name" id="judge-run-\d+">([^<]*)</td>', text).group(1)
+    assert row == name and "run #" not in text
+    screening = researcher_client.post("/evaluation/judge/", {"config": "builtin", "task": "screening",
+                                                              "split": "test", "limit": 2}, follow=True)
+    assert "builtin on split test" in screening.content.decode()
