@@ -1,15 +1,21 @@
-"""A model judge against the real stand-in server scripted with verdicts and log-probabilities: stored labels
-and beliefs equal the script, unreadable replies are unscored with their raw text, the response cache keeps
-the log-probabilities, failed requests leave no label and are retried by a re-run."""
+"""evaluation.execution.judge: a judge run's execution. A model judge against the real stand-in server scripted
+with verdicts and log-probabilities: stored labels and beliefs equal the script, unreadable replies are unscored
+with their raw text, the response cache keeps the log-probabilities, failed requests leave no label and are
+retried by a re-run. It goes the model runs' way where they share a concern: the circuit breaker stops a judge
+run whose endpoint keeps failing (the run fails with the reason, after a bounded number of requests, not one per
+target), and a reply cut at the token cap is named as such, fresh and from the response cache alike. The
+built-in judge: unanswered results are unscored, missing labels are resumed, a cancelled run computes nothing."""
 import json
 import math
 import re
 
 import pytest
+from django.db.models import Count
 
 from annotation.models import BeliefLabel
+from evaluation.execution.judge import judge_run_counts
 from evaluation.judge.templates import template_hash
-from evaluation.models import Result
+from evaluation.models import CachedResponse, Result, RunStatus
 from evaluation.services import judge as services
 from tests.support.judge_server import JudgeServer, ScriptedReply, judge_endpoint, verdict_reply
 
@@ -174,3 +180,82 @@ def test_failed_requests_leave_no_label_and_a_rerun_fills_them(free_text_run):
     assert BeliefLabel.objects.filter(queue=config.queue).count() == second.n
     beliefs = list(BeliefLabel.objects.filter(queue=config.queue).values_list("belief", flat=True))
     assert beliefs == pytest.approx([math.exp(-0.1) / (math.exp(-0.1) + math.exp(-2.4))] * len(beliefs), abs=1e-9)
+
+
+# The model runs' circuit breaker and token cap.
+
+def test_the_circuit_breaker_fails_a_judge_run_whose_endpoint_refuses_every_request(free_text_run, settings):
+    settings.EVALUATION_BREAKER_THRESHOLD = 3
+    with JudgeServer(script=lambda request: ScriptedReply('{"verdict": "correct"}'), echo_auth_status=401) as server:
+        endpoint = judge_endpoint(server, max_concurrency=2, max_attempts=1, use_cache=False)
+        config = services.judge_config_create(name="stand-in-401", task="free-text", belief_source="verbal",
+                                              endpoint=endpoint)
+        judge_run = services.judge_run_execute_in_process(
+            judge_run=services.judge_run_launch(config=config, run=free_text_run, enqueue=False))
+        sent = server.stats.by_status.get("401", 0)
+    assert judge_run.n >= 10  # enough targets that "one request each" would be far above the bound
+    assert judge_run.status == RunStatus.FAILED, judge_run.status
+    assert "kept failing" in judge_run.last_error and "401" in judge_run.last_error
+    assert 3 <= sent <= 3 + 2, sent  # the threshold, plus what was already in flight at the endpoint's concurrency
+    assert not BeliefLabel.objects.filter(queue=config.queue).exists()
+
+
+def test_a_reply_cut_at_the_token_cap_is_named_fresh_and_from_the_cache(free_text_run):
+    cut = ScriptedReply('{"verdict": "corr', finish_reason="length")
+    with JudgeServer(script=lambda request: cut) as server:
+        endpoint = judge_endpoint(server)
+        config = services.judge_config_create(name="stand-in-cut", task="free-text", belief_source="verbal",
+                                              endpoint=endpoint)
+        first = services.judge_run_execute_in_process(
+            judge_run=services.judge_run_launch(config=config, run=free_text_run, limit=3, enqueue=False))
+        requests = len(server.requests)
+        assert set(CachedResponse.objects.values_list("finish_reason", flat=True)) == {"length"}
+        twin = services.judge_config_create(name="stand-in-cut-twin", task="free-text", belief_source="verbal",
+                                            endpoint=endpoint)
+        services.judge_run_execute_in_process(
+            judge_run=services.judge_run_launch(config=twin, run=free_text_run, limit=3, enqueue=False))
+        assert len(server.requests) == requests  # the twin was answered from the cache
+    assert first.unscored == 3
+    for queue in (config.queue, twin.queue):
+        rationales = set(BeliefLabel.objects.filter(queue=queue).values_list("rationale", flat=True))
+        assert len(rationales) == 1 and "cut at the judge's token cap" in rationales.pop()
+
+
+# The built-in judge: unscored, resumed, cancelled.
+
+def assert_one_label_per_target_and_aspect(queue):
+    assert not BeliefLabel.objects.filter(queue=queue).values("target", "aspect", "item_version").annotate(
+        c=Count("pk")).filter(c__gt=1).exists()
+
+
+
+def test_unanswered_results_are_unscored_and_missing_labels_are_resumed(free_text_run):
+    first = Result.objects.filter(run=free_text_run).order_by("pk").first()
+    Result.objects.filter(pk=first.pk).update(free_answer="")
+    config = services.judge_config_builtin()
+    judge_run = services.judge_run_launch(config=config, run=free_text_run, enqueue=False)
+    services.judge_run_execute_in_process(judge_run=judge_run)
+    label = BeliefLabel.objects.get(target=f"result:{first.pk}")
+    assert (label.status, label.label, label.belief) == ("unscored", "", None)
+    judge_run.refresh_from_db()
+    assert judge_run.unscored == 1 and judge_run.scored == judge_run.n - 1
+
+    # Delete half of the labels (as if the run had been killed before writing them) and resume.
+    gone = list(BeliefLabel.objects.filter(queue=config.queue).order_by("pk").values_list("pk", flat=True)[::2])
+    BeliefLabel.objects.filter(pk__in=gone).delete()
+    assert judge_run_counts(judge_run)["errors"] == len(gone)
+    services.judge_run_resume(judge_run=judge_run, enqueue=False)
+    judge_run = services.judge_run_execute_in_process(judge_run=judge_run)
+    assert (judge_run.status, judge_run.errors, judge_run.scored + judge_run.unscored) == (
+        RunStatus.FINISHED, 0, judge_run.n)
+    assert_one_label_per_target_and_aspect(config.queue)
+
+
+
+def test_a_cancelled_judge_run_computes_nothing(free_text_run):
+    config = services.judge_config_builtin()
+    judge_run = services.judge_run_launch(config=config, run=free_text_run, enqueue=False)
+    services.judge_run_cancel(judge_run=judge_run)
+    judge_run = services.judge_run_execute_in_process(judge_run=judge_run)
+    assert judge_run.status == RunStatus.CANCELLED and not BeliefLabel.objects.exists()
+
