@@ -1,18 +1,28 @@
-"""Runs through real Celery worker processes (real Redis broker, PostgreSQL, stand-in model server)."""
+"""evaluation.tasks through real Celery worker processes (real Redis broker, PostgreSQL): model runs' chunks against
+the stand-in model server; judge runs and position probes (launched as a researcher launches one, from the quality
+card) against the stand-in judge server, a probe's labels being the probe's, not the queue's."""
+import json
 import signal
 import time
+from collections import Counter
 
 import pytest
 from django.db.models import Count
+from django.urls import reverse
 
-from annotation.models import Item
-from evaluation.models import Result, RunStatus
+from annotation.models import BeliefLabel, Item
+from evaluation.models import JudgeProbeLabel, JudgeRun, Result, RunStatus
+from evaluation.services import judge as judge_services
 from evaluation.services import runs as services
-from evaluation.tasks import run_chunk
+from evaluation.tasks import judge_run_execute, run_chunk
+from foundation.errors import Conflict
+from tests.annotation.workflow_support import client_for
 from tests.conftest import start_celery_worker, subprocess_env
 from tests.support.faults import wait_for
 from tests.support.items import import_items
+from tests.support.judge_server import JudgeServer, judge_endpoint, verdict_reply
 from tests.support.model_server import ModelServer
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,7 +31,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def items(detectbench_dir):
     import_items(detectbench_dir / "test.jsonl", split="test", limit=64)
     return list(Item.objects.filter(split="test").order_by("pk").values_list("pk", flat=True))
-
 
 
 def run_finished(run):
@@ -100,3 +109,104 @@ def test_two_workers_share_the_endpoint_limit(items, transactional_db, tmp_path)
     assert peak <= 8
     assert peak >= 6  # and the limit was actually used
     assert_exactly_one_row_per_item_and_sample(run)
+
+
+# Judge runs.
+
+JUDGE_REPLY = verdict_reply("incorrect", [("incorrect", -0.3), ("correct", -1.6)])
+
+
+def finished(judge_run):
+    judge_run.refresh_from_db()
+    return judge_run.status == RunStatus.FINISHED
+
+
+def assert_exactly_one_label_per_target(judge_run, config):
+    judge_run.refresh_from_db()
+    labels = BeliefLabel.objects.filter(queue=config.queue)
+    assert not labels.values("target", "aspect", "item_version").annotate(c=Count("pk")).filter(c__gt=1).exists()
+    assert set(labels.values_list("target", flat=True)) == set(judge_run.targets)
+
+
+def test_a_judge_run_on_a_worker(free_text_run, celery_worker):
+    with JudgeServer(script=lambda request: JUDGE_REPLY, latency_s=0.01) as server:
+        config = judge_services.judge_config_create(name="worker-judge", task="free-text", belief_source="logprob",
+                                                    endpoint=judge_endpoint(server, use_cache=False))
+        judge_run = judge_services.judge_run_launch(config=config, run=free_text_run)
+        wait_for(lambda: finished(judge_run), 60, "the judge run to finish")
+    assert (judge_run.scored, judge_run.errors, judge_run.label_counts) == (judge_run.n, 0, {"incorrect": judge_run.n})
+    assert judge_run.wall_s is not None and "evaluation.tasks.judge_run_execute" in celery_worker.log.read_text()
+    assert_exactly_one_label_per_target(judge_run, config)
+
+
+def _asked(server) -> Counter:
+    """How many times the stand-in was asked about each target (a target's prompt is its own)."""
+    return Counter(json.dumps(request["messages"], sort_keys=True) for request in server.requests)
+
+
+def test_a_killed_judge_run_heals_by_itself_resume_is_refused_while_it_runs_and_nothing_is_asked_twice(
+        free_text_run, tmp_path):
+    """One execution path: a judge run beats like a model run's chunk and is alone. Resume while it runs is
+    refused; its worker SIGKILLed, it finishes without Resume on another worker (the reconciliation), with one
+    label per target, and only the requests in flight at the kill asked again."""
+    env = subprocess_env(EVALUATION_LIMITER_LEASE_S="1", EVALUATION_CHUNK_HEARTBEAT_S="0.5",
+                         EVALUATION_RECONCILE_INTERVAL_S="1", EVALUATION_RECONCILE_GRACE_S="1")
+    worker = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)
+    try:
+        with JudgeServer(script=lambda request: JUDGE_REPLY, latency_s=0.25) as server:
+            judge_ep = judge_endpoint(server, max_concurrency=2, use_cache=False)
+            config = judge_services.judge_config_create(name="killed-judge", task="free-text", belief_source="logprob",
+                                                        endpoint=judge_ep)
+            judge_run = judge_services.judge_run_launch(config=config, run=free_text_run)
+            wait_for(lambda: BeliefLabel.objects.filter(queue=config.queue).count() >= 4, 60, "some labels")
+            with pytest.raises(Conflict, match="is running"):
+                judge_services.judge_run_resume(judge_run=judge_run)
+            worker.stop(signal.SIGKILL)
+            written = BeliefLabel.objects.filter(queue=config.queue).count()
+            assert written < judge_run.n
+            judge_run.refresh_from_db()
+            assert judge_run.status == RunStatus.RUNNING
+
+            worker = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)
+            wait_for(lambda: finished(judge_run), 90, "the judge run to heal and finish without Resume")
+            asked = _asked(server)
+            assert len(asked) == judge_run.n
+            again = sum(1 for n in asked.values() if n > 1)
+            # Only what was in flight at the kill (the endpoint's limit, 2) or being written asked again, once.
+            assert max(asked.values()) <= 2 and again <= 3, asked
+            # A late copy of the task (the killed worker's message coming back) asks nothing.
+            before = len(server.requests)
+            judge_run_execute.apply(args=(judge_run.pk,))
+            assert len(server.requests) == before
+    finally:
+        worker.stop()
+    assert_exactly_one_label_per_target(judge_run, config)
+    assert (judge_run.scored, judge_run.errors) == (judge_run.n, 0)
+
+
+# Position probes.
+
+PROBE_REPLY = verdict_reply("correct", [("correct", -0.2), ("incorrect", -1.7)])
+
+
+def test_a_probe_launched_from_the_card_runs_on_a_worker(free_text_run, celery_worker, researcher):
+    with JudgeServer(script=lambda request: PROBE_REPLY, latency_s=0.01) as server:
+        config = judge_services.judge_config_create(name="worker-probe", task="free-text", belief_source="logprob",
+                                                    endpoint=judge_endpoint(server, use_cache=False))
+        judge_run = judge_services.judge_run_execute_in_process(
+            judge_run=judge_services.judge_run_launch(config=config, run=free_text_run, enqueue=False))
+        asked, in_queue = len(server.requests), BeliefLabel.objects.filter(queue=config.queue).count()
+        response = client_for(researcher).post(reverse("evaluation:judge_quality", args=[config.name]),
+                                               {"judge_run": judge_run.pk, "kind": "rotated", "sample": 5, "seed": 2})
+        assert response.status_code == 302
+        probe = JudgeRun.objects.get(config=config, probe="rotated")
+        wait_until(lambda: JudgeRun.objects.get(pk=probe.pk).status == RunStatus.FINISHED, 60,
+                   "the probe to finish on the worker")
+        assert len(server.requests) == asked + 5
+    probe.refresh_from_db()
+    assert (probe.n, probe.scored, probe.errors) == (5, 5, 0)
+    assert "evaluation.tasks.judge_run_execute" in celery_worker.log.read_text()
+    assert JudgeProbeLabel.objects.filter(judge_run=probe).count() == 5
+    assert BeliefLabel.objects.filter(queue=config.queue).count() == in_queue
+    page = client_for(researcher).get(reverse("evaluation:judge_quality", args=[config.name])).content.decode()
+    assert "0 of n = 5" in page  # the same scripted verdict whatever the order: no flip

@@ -37,19 +37,6 @@ ALLOWED: dict[str, str] = {
     "studies/test_concurrency.py":
         "concurrent participants (bots over real HTTP, threads on their own connections): starts, answers, dropouts "
         "and the sweep together keep every item at exactly its raters",
-    # Owned elsewhere this session.
-    "evaluation/judge/test_apis.py": TO_MOVE,
-    "evaluation/judge/test_builtin_runs.py": TO_MOVE,
-    "evaluation/judge/test_execution_probe.py": TO_MOVE,
-    "evaluation/judge/test_judge_page_names.py": TO_MOVE,
-    "evaluation/judge/test_judge_quality.py": TO_MOVE,
-    "evaluation/judge/test_judge_quality_views.py": TO_MOVE,
-    "evaluation/judge/test_judge_run_path.py": TO_MOVE,
-    "evaluation/judge/test_leaderboard.py": TO_MOVE,
-    "evaluation/judge/test_model_judge.py": TO_MOVE,
-    "evaluation/judge/test_services_probe.py": TO_MOVE,
-    "evaluation/judge/test_views.py": TO_MOVE,
-    "evaluation/judge/test_workers.py": TO_MOVE,
 }
 
 
