@@ -173,7 +173,7 @@ class BeliefReviewListApi(generics.ListAPIView):
         params = self.request.query_params
         name, raw_label = params.get("queue", ""), params.get("label", "")
         if "\x00" in name:  # PostgreSQL text cannot hold NUL (it was a 500): no queue has such a name
-            raise Http404("No such queue.")
+            raise Http404(gettext("No such queue."))
         queue = get_object_or_404(BeliefQueue, name=name) if name else None
         label = int(raw_label) if raw_label.isascii() and raw_label.isdigit() else None  # not "²"
         return belief_reviews(queue=queue, label_id=label)

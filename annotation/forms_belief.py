@@ -36,6 +36,7 @@ class BeliefPolicyForm(NamedErrorsMixin, forms.ModelForm):
     lease_minutes = forms.IntegerField(min_value=1, max_value=24 * 60)
     target_half_width = forms.FloatField(
         required=False, label=_("Target half-width"),
+        # xgettext:no-python-format
         help_text=_("Review until precise enough: once the 95% confidence sequence of the queue's share (from the "
                     "uniform sample) is at most this wide each side, e.g. 0.05, the queue hands out no more labels. "
                     "Empty: no target. Lower or clear it to reopen the queue."))

@@ -6,6 +6,7 @@ become JSON with their status through the project's DRF exception handler.
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response as ApiResponse
@@ -45,7 +46,7 @@ class StudySetupSerializer(serializers.ModelSerializer):
 
     def validate_slug(self, slug: str) -> str:
         if slug in RESERVED_SLUGS:
-            raise serializers.ValidationError("This slug is reserved.")
+            raise serializers.ValidationError(gettext("This slug is reserved."))
         return slug
 
 

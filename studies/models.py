@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from annotation.models import Item
@@ -124,14 +125,15 @@ class Study(models.Model):
 
     def clean(self) -> None:
         if self.language and self.language not in dict(settings.LANGUAGES):
-            raise ValidationError({"language": "Unknown language."})
+            raise ValidationError({"language": gettext("Unknown language.")})
         known = dict(STUDY_LANGUAGES)
         if self.extra_languages is None:  # an empty JSON field in the admin
             self.extra_languages = []
         extra = self.extra_languages
         if not isinstance(extra, list) or not all(isinstance(code, str) and code in known for code in extra):
             raise ValidationError(
-                {"extra_languages": f"Languages to switch to: a list of {', '.join(map(repr, known))}."})
+                {"extra_languages": gettext("Languages to switch to: a list of %(languages)s.")
+                                    % {"languages": ", ".join(map(repr, known))}})
 
         self._clean_screening()
 

@@ -185,6 +185,18 @@ def celery_worker(transactional_db, tmp_path):
     worker.stop()
 
 
+@pytest.fixture(autouse=True)
+def _site_language():
+    """Every test starts in the site's language: a request in another one (LocaleMiddleware activates it for the
+    thread and leaves it there) or a test that activates one must not change the words the next test reads."""
+    from django.conf import settings
+    from django.utils import translation
+
+    translation.activate(settings.LANGUAGE_CODE)
+    yield
+    translation.activate(settings.LANGUAGE_CODE)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _clean_test_broker():
     """Start every session with an empty broker database so stale messages are never consumed."""

@@ -55,7 +55,7 @@ class PrecisionReached(Conflict):
 def _queue(queue_id: int) -> BeliefQueue:
     queue = BeliefQueue.objects.filter(pk=queue_id).first()
     if queue is None:
-        raise NotFound(f"no review queue {queue_id}")
+        raise NotFound(gettext("No review queue %(id)s.") % {"id": queue_id})
     return queue
 
 
@@ -216,7 +216,8 @@ def belief_lease_release(*, lease_id: int, user) -> None:
 def _check_choice(label: BeliefLabel, human_label: str) -> None:
     allowed = reviewer_choices(label)
     if human_label not in allowed:
-        raise Invalid(f"{human_label!r} is not one of {allowed}", field="human_label")
+        raise Invalid(gettext("%(label)r is not one of %(allowed)s.") % {"label": human_label, "allowed": ", ".join(map(str, allowed))},
+                      field="human_label")
 
 
 def _agrees(label: BeliefLabel, human_label: str) -> bool | None:
@@ -233,11 +234,11 @@ def belief_review_submit(*, lease_id: int, user, human_label: str, comment: str 
     lease = (BeliefLease.objects.select_for_update(of=("self",)).select_related("label__queue")
              .filter(pk=lease_id).first())
     if lease is None:
-        raise NotFound(f"no lease {lease_id}")
+        raise NotFound(gettext("No lease %(id)s.") % {"id": lease_id})
     if lease.reviewer_id != user.pk:
         raise Forbidden(gettext("this label was handed to someone else"))
     if lease.status == BeliefLeaseStatus.SUBMITTED:
-        raise Conflict("you have already reviewed this label", code="already_reviewed")
+        raise Conflict(gettext("You have already reviewed this label."), code="already_reviewed")
     label = BeliefLabel.objects.select_for_update().select_related("queue").get(pk=lease.label_id)
     if lease.status == BeliefLeaseStatus.RELEASED or lease.expires_at <= now:
         taken = BeliefLease.objects.filter(label=label, status=BeliefLeaseStatus.LEASED, expires_at__gt=now).exclude(
@@ -245,7 +246,7 @@ def belief_review_submit(*, lease_id: int, user, human_label: str, comment: str 
         if taken:
             raise Conflict(gettext("your lease expired and the label was handed to someone else"), code="lease_expired")
         if BeliefReview.objects.filter(label=label).count() >= label.queue.reviewers_per_label:
-            raise Conflict("your lease expired and the label has its reviews", code="lease_expired")
+            raise Conflict(gettext("Your lease expired and the label has its reviews."), code="lease_expired")
     _check_choice(label, human_label)
     review = BeliefReview.objects.create(
         label=label, lease=lease, reviewer=user, human_label=human_label, agrees=_agrees(label, human_label),
@@ -303,16 +304,17 @@ def belief_draft_resolve(*, label_id: int, user, action: str, base_version: int)
     review of the draft. Returns the item.
     """
     if action not in DRAFT_ACTIONS:
-        raise Invalid(f"action is one of {sorted(DRAFT_ACTIONS)}", field="action")
+        raise Invalid(gettext("The action is one of %(actions)s.") % {"actions": ", ".join(sorted(DRAFT_ACTIONS))},
+                      field="action")
     label = (BeliefLabel.objects.select_for_update().select_related("queue", "item")
              .filter(pk=label_id, task=LabelTask.CLUE_GRAPH).first())
     if label is None:
-        raise NotFound(f"no clue-graph draft {label_id}")
+        raise NotFound(gettext("No clue-graph draft %(id)s.") % {"id": label_id})
     if BeliefReview.objects.filter(label=label, reviewer=user).exists():
-        raise Conflict("you have already decided on this draft", code="already_reviewed")
+        raise Conflict(gettext("You have already decided on this draft."), code="already_reviewed")
     if judge_hidden(label, user=user):
         # The screen does not offer a draft in blind review; taking it by its id would show it.
-        raise NotFound(f"no clue-graph draft {label_id}")
+        raise NotFound(gettext("No clue-graph draft %(id)s.") % {"id": label_id})
     item = label.item
     if action != "discard":
         draft = label.payload or {}

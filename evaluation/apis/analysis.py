@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from django.http import HttpResponse
+from django.utils.translation import gettext
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
@@ -44,7 +45,8 @@ class SweepSerializer(PreflightFlagSerializer, SelectionSerializer):
 
     def validate_endpoints(self, value: list) -> list:
         if len(value) > MAX_SWEEP_ENDPOINTS:
-            raise serializers.ValidationError(f"At most {MAX_SWEEP_ENDPOINTS} endpoints in one sweep.")
+            raise serializers.ValidationError(gettext("At most %(n)s endpoints in one sweep.")
+                                              % {"n": MAX_SWEEP_ENDPOINTS})
         return value
 
 
@@ -134,7 +136,8 @@ class SweepLaunchApi(generics.GenericAPIView):
 
 def _check_split(split: str) -> str:
     if split not in quality.quality_splits():
-        raise Invalid(f"No split {split!r}; choose from {', '.join(quality.quality_splits()) or 'none yet'}.",
+        raise Invalid(gettext("No split %(split)r; choose from %(splits)s.")
+                      % {"split": split, "splits": ", ".join(quality.quality_splits()) or gettext("none yet")},
                       field="split")
     return split
 
@@ -151,13 +154,14 @@ class FigureQuerySerializer(ExclusionQuerySerializer):
     def validate_runs(self, value: str) -> list[int]:
         parts = [p.strip() for p in value.split(",") if p.strip()]
         if not all(p.isdigit() and len(p) < 10 for p in parts):
-            raise serializers.ValidationError("Run ids are numbers, separated by commas.")
+            raise serializers.ValidationError(gettext("Run ids are numbers, separated by commas."))
         return [int(p) for p in parts]
 
 
 def _figure_data(name: str, params) -> tuple[object, str]:
     if name not in FIGURES:
-        raise NotFound(f"No figure {name!r}; choose from {', '.join(FIGURES)}.")
+        raise NotFound(gettext("No figure %(name)r; choose from %(figures)s.")
+                       % {"name": name, "figures": ", ".join(FIGURES)})
     query = FigureQuerySerializer(data=params)
     query.is_valid(raise_exception=True)
     d = query.validated_data
@@ -234,7 +238,8 @@ class FigureFileApi(generics.GenericAPIView):
                        409: OpenApiResponse(description="the figure would be empty: why, and what to do")})
     def get(self, request, name: str, fmt: str):
         if fmt not in FORMATS:
-            raise NotFound(f"No format {fmt!r}; choose from {', '.join(FORMATS)}.")
+            raise NotFound(gettext("No format %(fmt)r; choose from %(formats)s.")
+                           % {"fmt": fmt, "formats": ", ".join(FORMATS)})
         data, split = _figure_data(name, request.query_params)
         response = HttpResponse(render(draw(data), fmt), content_type=FORMATS[fmt])
         safe_split = re.sub(r"[^\w.-]", "_", split)

@@ -3,6 +3,7 @@
 Labels and their reviews are annotation's API (the review side)."""
 from __future__ import annotations
 
+from django.utils.translation import gettext
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
@@ -197,7 +198,7 @@ class JudgeProbeLaunchApi(generics.GenericAPIView):
         data = dict(given.validated_data)
         judge_run = next(iter(quality_selectors.probe_choices(config=config, pk=data.pop("judge_run"))), None)
         if judge_run is None:
-            raise NotFound("no judge run of this configuration that a position probe may permute",
+            raise NotFound(gettext("No judge run of this configuration that a position probe may permute."),
                            field="judge_run")
         probed = services.judge_probe_launch(judge_run=judge_run, kind=data.pop("permutation"), user=request.user,
                                              **data)

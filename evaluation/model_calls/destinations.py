@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from foundation.words import gettext_noop
+
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -25,8 +27,8 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 SHARED_ADDRESS_SPACE = ipaddress.ip_network("100.64.0.0/10")
 #: What the launch check says of an endpoint it may not ask and of one that does not answer: the same words, so
 #: that its messages never tell an open internal port from a closed one.
-UNREACHABLE = ("no server answered there (connection refused, closed or not reachable from here, or an address "
-               "endpoints may not reach: see EVALUATION_ENDPOINT_ALLOWED_NETWORKS)")
+UNREACHABLE = gettext_noop("no server answered there (connection refused, closed or not reachable from here, or an "
+                           "address endpoints may not reach: see EVALUATION_ENDPOINT_ALLOWED_NETWORKS)")
 #: Host names that are this machine whatever the resolver says.
 LOCAL_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
 

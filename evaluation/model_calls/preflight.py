@@ -20,6 +20,7 @@ from evaluation.model_calls.clients import _MODEL_MISSING, redact, transport_rea
 from evaluation.model_calls.credentials import url_credentials
 from evaluation.model_calls.destinations import UNREACHABLE, DestinationPolicy, DestinationRefused, check_url
 from foundation.errors import ServiceError
+from foundation.words import gettext
 
 if TYPE_CHECKING:
     import httpx  # imported by the check itself: the launch pages import this module at URL loading
@@ -64,11 +65,14 @@ def key_check(*, base_url: str, api_key_env: str, environ=None) -> tuple[str | N
     if key:
         return key, []
     if needs_key(base_url):
-        what = f"the API-key variable {api_key_env} is not set" if api_key_env else "no API-key variable is given"
-        raise PreflightRefused(f"{host} needs an API key and {what} (set it in the environment of the process "
-                               f"and the workers, or give --api-key-env NAME)", error_class="no_api_key")
+        what = (gettext("the API-key variable %(name)s is not set", name=api_key_env) if api_key_env
+                else gettext("no API-key variable is given"))
+        raise PreflightRefused(gettext("%(host)s needs an API key and %(what)s (set it in the environment of the "
+                                       "process and the workers, or give --api-key-env NAME)", host=host, what=what),
+                               error_class="no_api_key")
     if api_key_env:
-        return None, [f"the API-key variable {api_key_env} is not set: requests to {host} go without a key"]
+        return None, [gettext("the API-key variable %(name)s is not set: requests to %(host)s go without a key",
+                              name=api_key_env, host=host)]
     return None, []
 
 
@@ -76,17 +80,19 @@ def _refusal_for_status(response: httpx.Response, url: str, base_url: str, model
     status = response.status_code
     text = redact(response.text[:300], secrets)
     if status in (400, 404) and _MODEL_MISSING.search(text):
-        return PreflightRefused(f"unknown model {model!r} at {base_url} (HTTP {status}): {text}",
+        return PreflightRefused(gettext("unknown model %(model)s at %(url)s (HTTP %(status)s): %(text)s",
+                                        model=repr(model), url=base_url, status=status, text=text),
                                 error_class="unknown_model")
     if status in (401, 403):
-        return PreflightRefused(f"{base_url} refused the credentials (HTTP {status}): {text} - check the API-key "
-                                "variable", error_class=f"http_{status}")
+        return PreflightRefused(gettext("%(url)s refused the credentials (HTTP %(status)s): %(text)s - check the "
+                                        "API-key variable", url=base_url, status=status, text=text),
+                                error_class=f"http_{status}")
     if status == 404:
-        hint = (" - the base URL probably lacks /v1 (e.g. http://host:port/v1)"
-                if not base_url.rstrip("/").endswith("/v1") else " - check the base URL")
-        return PreflightRefused(f"HTTP 404 on {url}{hint}", error_class="http_404")
-    return PreflightRefused(f"{url} answered HTTP {status}: {text}", error_class=f"http_{status}" if status < 500
-                            else "http_5xx")
+        hint = (gettext(" - the base URL probably lacks /v1 (e.g. http://host:port/v1)")
+                if not base_url.rstrip("/").endswith("/v1") else gettext(" - check the base URL"))
+        return PreflightRefused(gettext("HTTP 404 on %(url)s%(hint)s", url=url, hint=hint), error_class="http_404")
+    return PreflightRefused(gettext("%(url)s answered HTTP %(status)s: %(text)s", url=url, status=status, text=text),
+                            error_class=f"http_{status}" if status < 500 else "http_5xx")
 
 
 class _Unauthenticated(Exception):
@@ -104,7 +110,8 @@ UNREACHABLE_CLASSES = frozenset({"connection_refused", "connection", "connect_ti
 
 
 def unreachable(base_url: str) -> PreflightRefused:
-    return PreflightRefused(f"cannot reach {base_url}: {UNREACHABLE}", error_class="unreachable")
+    return PreflightRefused(gettext("cannot reach %(url)s: %(reason)s", url=base_url, reason=gettext(UNREACHABLE)),
+                            error_class="unreachable")
 
 
 class _Refused(Exception):
@@ -120,8 +127,8 @@ def check_endpoint(*, base_url: str, model: str, api_key_env: str = "", timeout_
     ``policy``: where endpoints may point (every request of the check, redirects too); a refused address is
     answered as an unreachable one. A base URL with a credential in it is refused before any request."""
     if url_credentials(base_url):
-        raise PreflightRefused("the base URL carries a credential (a user name, a password or a key): put the key "
-                               "in an environment variable and name it as the API key variable",
+        raise PreflightRefused(gettext("the base URL carries a credential (a user name, a password or a key): put "
+                                       "the key in an environment variable and name it as the API key variable"),
                                error_class="credentials_in_url")
     import httpx
 
@@ -131,8 +138,8 @@ def check_endpoint(*, base_url: str, model: str, api_key_env: str = "", timeout_
             environ = os.environ if environ is None else environ
             key = environ.get(api_key_env) if api_key_env else None
             warnings = [] if key or not api_key_env else [
-                f"the API-key variable {api_key_env} is not set in this process: the check went without a key "
-                "(the workers need it, or requests go without one)"]
+                gettext("the API-key variable %(name)s is not set in this process: the check went without a key "
+                        "(the workers need it, or requests go without one)", name=api_key_env)]
         else:
             key, warnings = key_check(base_url=base_url, api_key_env=api_key_env, environ=environ)
         result = Preflight(warnings=warnings)
@@ -144,7 +151,8 @@ def check_endpoint(*, base_url: str, model: str, api_key_env: str = "", timeout_
     except PreflightRefused:
         raise
     except (httpx.InvalidURL, UnicodeError, ValueError) as exc:  # e.g. a host name IDNA refuses, a non-ASCII key
-        raise PreflightRefused(f"cannot ask {base_url}: {redact(f'{type(exc).__name__}: {exc}', (key,))}"[:500],
+        raise PreflightRefused(gettext("cannot ask %(url)s: %(error)s", url=base_url,
+                                       error=redact(f"{type(exc).__name__}: {exc}", (key,)))[:500],
                                error_class="invalid_url") from None
 
 
@@ -174,18 +182,20 @@ def _check(*, base_url: str, model: str, key: str | None, timeout_s: float, resu
             except httpx.HTTPError as exc:
                 error_class, reason = transport_reason(exc)
                 if isinstance(exc, httpx.TooManyRedirects):
-                    error_class, reason = "connection", f"more than {MAX_REDIRECTS} redirects"
+                    error_class, reason = "connection", gettext("more than %(n)s redirects", n=MAX_REDIRECTS)
                 elif error_class in UNREACHABLE_CLASSES or (error_class == "dns" and policy is not None
                                                              and policy.restricted):
                     # restricted, a name that does not resolve reads as one that resolves to a refused address
                     raise unreachable(base_url) from None
                 if error_class == "timeout":
-                    reason = f"no answer within {timeout_s:.0f} s"
-                raise PreflightRefused(f"cannot reach {base_url}: {reason}", error_class=error_class) from None
+                    reason = gettext("no answer within %(s)s s", s=f"{timeout_s:.0f}")
+                raise PreflightRefused(gettext("cannot reach %(url)s: %(reason)s", url=base_url, reason=reason),
+                                       error_class=error_class) from None
             if response.status_code in (401, 403) and unauthenticated_ok:
                 result.checked = "unauthenticated"
-                result.warnings.append(f"{base_url} answered HTTP {response.status_code} to a check without a key: "
-                                       "it is reachable, the model and the key were not checked")
+                result.warnings.append(gettext("%(url)s answered HTTP %(status)s to a check without a key: it is "
+                                               "reachable, the model and the key were not checked", url=base_url,
+                                               status=response.status_code))
                 raise _Unauthenticated
             return response
 
@@ -199,7 +209,8 @@ def _check(*, base_url: str, model: str, key: str | None, timeout_s: float, resu
             if served:
                 result.checked, result.models = "models", served
                 if model not in served:
-                    raise PreflightRefused(f"unknown model {model!r}: {base_url} serves {', '.join(served[:20])}",
+                    raise PreflightRefused(gettext("unknown model %(model)s: %(url)s serves %(served)s",
+                                                   model=repr(model), url=base_url, served=", ".join(served[:20])),
                                            error_class="unknown_model")
                 return result
         elif response.status_code in (401, 403):
@@ -213,7 +224,7 @@ def _check(*, base_url: str, model: str, key: str | None, timeout_s: float, resu
         try:
             response.json()["choices"][0]
         except (ValueError, KeyError, IndexError, TypeError):
-            raise PreflightRefused(f"{chat_url} answered 200 with no chat completion in it (is it an "
-                                   "OpenAI-compatible API?)", error_class="malformed") from None
+            raise PreflightRefused(gettext("%(url)s answered 200 with no chat completion in it (is it an "
+                                           "OpenAI-compatible API?)", url=chat_url), error_class="malformed") from None
         result.checked = "completion"
         return result

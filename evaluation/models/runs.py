@@ -5,6 +5,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from evaluation.models.endpoints import ModelEndpoint
@@ -75,7 +76,8 @@ class Run(models.Model):
 
     def clean(self) -> None:
         if self.method not in METHODS:
-            raise ValidationError({"method": f"Unknown method {self.method!r}; choose from {', '.join(METHODS)}."})
+            raise ValidationError({"method": gettext("Unknown method %(name)s; choose from %(methods)s.")
+                                             % {"name": repr(self.method), "methods": ", ".join(METHODS)}})
 
     @property
     def rows_per_item(self) -> int:

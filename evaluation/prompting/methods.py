@@ -379,4 +379,5 @@ def get_method(name: str) -> Method:
     try:
         return METHODS[name]
     except KeyError:
-        raise UnknownMethod(f"Unknown method {name!r}; choose from {', '.join(METHODS)}.", field="method") from None
+        raise UnknownMethod(gettext("Unknown method %(name)s; choose from %(methods)s.", name=repr(name),
+                                          methods=", ".join(METHODS)), field="method") from None

@@ -67,8 +67,8 @@ def figure_runs(*, split: str, option_order: str = OptionOrder.ORIGINAL, run_ids
         chosen = runs.filter(pk__in=list(run_ids))
         missing = sorted(set(run_ids) - set(chosen.values_list("pk", flat=True)))
         if missing:
-            raise Invalid(f"Not finished multiple-choice runs of split {split}: "
-                          + ", ".join(f"#{pk}" for pk in missing), field="runs")
+            raise Invalid(gettext("Not finished multiple-choice runs of split %(split)s: %(runs)s")
+                          % {"split": split, "runs": ", ".join(f"#{pk}" for pk in missing)}, field="runs")
         order = {name: i for i, name in enumerate(METHODS)}
         return sorted(chosen, key=lambda r: (order.get(r.method, len(order)), r.endpoint.name, r.pk))
     if option_order:
@@ -98,7 +98,7 @@ def figure_inputs(*, split: str, option_order: str = OptionOrder.ORIGINAL, exclu
     stale rows (an item changed since) and, when asked, without flagged items; the Selection says what
     was dropped."""
     if not split:
-        raise Invalid("Choose a split: a figure never mixes item sets.", field="split")
+        raise Invalid(gettext("Choose a split: a figure never mixes item sets."), field="split")
     kinds = check_kinds(exclude) if exclude else ()
     runs = figure_runs(split=split, option_order=option_order, run_ids=run_ids)
     selection = Selection(split=split, runs=len(runs), excluded_kinds=kinds)
@@ -147,7 +147,7 @@ def figure_data(name: str, *, split: str, option_order: str = OptionOrder.ORIGIN
 
     Refused with EmptyFigure (saying why and what to do) when the figure would have nothing on it."""
     if name not in FIGURES:
-        raise NotFound(f"No figure {name!r}; choose from {', '.join(FIGURES)}.")
+        raise NotFound(gettext("No figure %(name)r; choose from %(figures)s.") % {"name": name, "figures": ", ".join(FIGURES)})
     inputs = figure_inputs(split=split, option_order=option_order, exclude=exclude, run_ids=run_ids)
     why = empty_figure_reason(inputs.selection, option_order=option_order)
     if why:
@@ -197,7 +197,7 @@ def launch_estimate(*, endpoint: ModelEndpoint, methods: Sequence[str], split: s
     item_ids = select_item_ids(split=split, item_status=item_status, question_type=question_type, ids=ids,
                                limit=limit)
     if not item_ids:
-        raise EmptySelection("No items match this selection.")
+        raise EmptySelection(gettext("No items match this selection."))
     rows = list(Item.objects.filter(pk__in=item_ids).values_list("context_tokens", "question", "options"))
     item_tokens = sum(context + token_count(question) + sum(map(token_count, options))
                       for context, question, options in rows)

@@ -90,8 +90,8 @@ def run_comparison(*, a: Run, b: Run, exclude: Sequence[str] = ()) -> RunCompari
     if a.pk == b.pk:
         raise Invalid(gettext("Choose two different runs."), field="b")
     if a.split and b.split and a.split != b.split:
-        raise Invalid(f"Run #{a.pk} is on split {a.split} and run #{b.pk} on {b.split}: they share no items.",
-                      field="b")
+        raise Invalid(gettext("Run #%(a)s is on split %(split_a)s and run #%(b)s on %(split_b)s: they share no items.")
+                      % {"a": a.pk, "split_a": a.split, "b": b.pk, "split_b": b.split}, field="b")
     outcome_a, rows_a = _outcomes(a)
     outcome_b, rows_b = _outcomes(b)
     kinds, excluded = (), 0
@@ -99,7 +99,8 @@ def run_comparison(*, a: Run, b: Run, exclude: Sequence[str] = ()) -> RunCompari
         kinds = check_kinds(exclude)
         split = a.split or b.split
         if not split:
-            raise Invalid("Excluding flagged items needs runs on a split (the data-quality report is per split).",
+            raise Invalid(gettext("Excluding flagged items needs runs on a split (the data-quality report is per "
+                                  "split)."),
                           field="exclude")
         flagged = flagged_item_ids(split=split, kinds=kinds)
         excluded = len({item for item, _ in (*outcome_a, *outcome_b)} & flagged)

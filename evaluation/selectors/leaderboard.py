@@ -238,17 +238,17 @@ def _chosen_runs(run_ids: Sequence[int]) -> list[Run]:
     runs = list(Run.objects.select_related("endpoint").defer("item_ids", "requested_ids").filter(pk__in=run_ids))
     missing = sorted(set(run_ids) - {r.pk for r in runs})
     if missing:
-        raise Invalid(f"No run {', '.join(f'#{pk}' for pk in missing)}.", field="runs")
+        raise Invalid(gettext("No run %(runs)s.") % {"runs": ", ".join(f"#{pk}" for pk in missing)}, field="runs")
     seen: dict[tuple[str, int], int] = {}
     for run in runs:
         other = seen.setdefault((run.method, run.endpoint_id), run.pk)
         if other != run.pk:
-            raise Invalid(f"Runs #{other} and #{run.pk} are the same method on the same endpoint: one cell each.",
-                          field="runs")
+            raise Invalid(gettext("Runs #%(one)s and #%(other)s are the same method on the same endpoint: one cell "
+                                  "each.") % {"one": other, "other": run.pk}, field="runs")
     splits = sorted({r.split for r in runs if r.split})
     if len(splits) > 1:
-        raise Invalid(f"The runs are on different splits ({', '.join(splits)}): compare runs of one split.",
-                      field="runs")
+        raise Invalid(gettext("The runs are on different splits (%(splits)s): compare runs of one split.")
+                      % {"splits": ", ".join(splits)}, field="runs")
     return runs
 
 
@@ -261,7 +261,7 @@ def leaderboard(*, split: str = "", run_ids: Sequence[int] = (), option_order: s
         runs, common = _chosen_runs(run_ids), True
         split = next((r.split for r in runs if r.split), "")
     elif not split:
-        raise Invalid("Choose a split (or runs): a table over several item sets would compare unlike things.",
+        raise Invalid(gettext("Choose a split (or runs): a table over several item sets would compare unlike things."),
                       field="split")
     else:
         runs = _runs_for_split(split, option_order)
@@ -300,7 +300,7 @@ def _without_flagged(split: str, runs: Sequence[Run], item_ids: list[int] | None
                      kinds: Sequence[str]) -> tuple[list[int], int]:
     """The table's items (the common ones, else the split's) without the flagged ones, and how many went."""
     if not split:
-        raise Invalid("Excluding flagged items needs a split (the data-quality report is per split).",
+        raise Invalid(gettext("Excluding flagged items needs a split (the data-quality report is per split)."),
                       field="exclude")
     flagged = flagged_item_ids(split=split, kinds=kinds)
     candidates = item_ids if item_ids is not None else Item.objects.filter(split=split).values_list("pk", flat=True)
@@ -312,8 +312,8 @@ def _without_flagged(split: str, runs: Sequence[Run], item_ids: list[int] | None
 def _reference_run(runs: Sequence[Run], reference: str) -> Run:
     found = next((r for r in runs if cell_key(r.method, r.endpoint.name) == reference), None)
     if found is None:
-        raise Invalid(f"No cell {reference!r} in this table: give METHOD@ENDPOINT of one of its cells.",
-                      field="reference")
+        raise Invalid(gettext("No cell %(cell)r in this table: give METHOD@ENDPOINT of one of its cells.")
+                      % {"cell": reference}, field="reference")
     return found
 
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from django.core.cache import cache
 from django.db.models import Count, Max, Sum
+from django.utils.translation import gettext
 
 from annotation.models import Item
 from evaluation.statistics.quality_checks import FLAG_KINDS, ItemInput, answer_skew, check_item, languages_of, summarize
@@ -31,8 +32,8 @@ def check_kinds(kinds: Iterable[str] | None) -> tuple[str, ...]:
     kinds = tuple(dict.fromkeys(k for k in kinds if k))
     unknown = [k for k in kinds if k not in FLAG_KINDS]
     if unknown:
-        raise Invalid(f"Unknown flag kind(s) {', '.join(unknown)}; choose from {', '.join(FLAG_KINDS)}.",
-                      field="kinds")
+        raise Invalid(gettext("Unknown flag kind(s) %(kinds)s; choose from %(choices)s.")
+                      % {"kinds": ", ".join(unknown), "choices": ", ".join(FLAG_KINDS)}, field="kinds")
     return kinds
 
 
@@ -69,7 +70,7 @@ def quality_report(*, split: str) -> dict:
     """The report as plain data (the page shows it, the JSON is it): counts per flag kind, every flagged
     item with what exactly, clue anchoring, answer positions."""
     if not split:
-        raise Invalid("Choose a split.", field="split")
+        raise Invalid(gettext("Choose a split."), field="split")
     key = f"evaluation:quality:{split}:{_fingerprint(split)}"
     report = cache.get(key)
     if report is None:

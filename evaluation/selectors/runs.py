@@ -13,6 +13,7 @@ from datetime import datetime
 from django.db.models import Count, F, Q, QuerySet, Sum
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from annotation import clue_graph
 from annotation.highlight import segments
@@ -303,7 +304,7 @@ def select_item_ids(*, split: str = "", item_status: str = "", question_type: st
                     ids: Sequence[int] = (), limit: int | None = None) -> list[int]:
     """The ids of the items a launch over this selection takes, in id order (refuses a limit below 1)."""
     if limit is not None and limit < 1:
-        raise Invalid("The limit must be at least 1.", field="limit")
+        raise Invalid(gettext("The limit must be at least 1."), field="limit")
     items = item_list(split=split or None, status=item_status or None, question_type=question_type or None)
     if ids:
         items = items.filter(pk__in=list(ids))

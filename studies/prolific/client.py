@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from foundation.words import gettext
 from studies.prolific.errors import ProlificRefused, ProlificUnavailable
 
 if TYPE_CHECKING:
@@ -108,7 +109,8 @@ class ProlificClient:
             raise _unavailable(f"Prolific answered {response.status_code}.", maybe_sent=True)
         if response.status_code >= 400:
             detail = response.text[:300]
-            raise ProlificRefused(f"Prolific refused the call ({response.status_code}): {detail}",
+            raise ProlificRefused(gettext("Prolific refused the call (%(status)s): %(detail)s",
+                                          status=response.status_code, detail=detail),
                                   details={"prolific_status": response.status_code})
         if not response.content:
             return {}

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from studies.models import Study
 from studies.prolific.client import BonusRow
@@ -50,7 +51,8 @@ def bonus_batch_propose(*, study_id: int, user=None) -> BonusBatch | None:
 def bonus_batch_approve(*, batch_id: int, user=None) -> BonusBatch:
     batch = BonusBatch.objects.select_for_update().get(pk=batch_id)
     if batch.state != BonusBatchState.PROPOSED:
-        raise BonusBatchRefused(f"Only a proposed batch can be approved; this one is {batch.state}.")
+        raise BonusBatchRefused(gettext("Only a proposed batch can be approved; this one is %(state)s.")
+                                % {"state": batch.state})
     batch.state, batch.approved_at = BonusBatchState.APPROVED, timezone.now()
     batch.approved_by = user if getattr(user, "pk", None) else None
     batch.save(update_fields=["state", "approved_at", "approved_by"])
@@ -69,8 +71,8 @@ def bonus_batch_send(*, batch_id: int) -> BonusBatch:
             except ProlificRefused as error:
                 if batch.prolific_bulk_id or batch.send_attempts > 1:  # sent before: cannot know, so never resend
                     raise BonusOutcomeUnknown(
-                        f"Prolific cannot list this batch's payments ({error.message}); check the study's bonuses "
-                        "on Prolific before anything is sent again.")
+                        gettext("Prolific cannot list this batch's payments (%(error)s); check the study's bonuses "
+                                "on Prolific before anything is sent again.") % {"error": error.message})
                 known = []
             if any(str(p.get("status", "")).upper() == "PAID" for p in known):
                 paid = next(p for p in known if str(p.get("status", "")).upper() == "PAID")
@@ -85,8 +87,8 @@ def bonus_batch_send(*, batch_id: int) -> BonusBatch:
             except ProlificUnavailable as error:
                 if getattr(error, "maybe_sent", True):
                     raise BonusOutcomeUnknown(
-                        f"The pay call's answer was lost ({error.message}); the batch stays 'sending' and is "
-                        "reconciled with Prolific before anything is sent again.")
+                        gettext("The pay call's answer was lost (%(error)s); the batch stays 'sending' and is "
+                                "reconciled with Prolific before anything is sent again.") % {"error": error.message})
                 raise
         return _record(batch.pk, state=BonusBatchState.SENT, bulk_id=bulk_id)
     except ProlificRefused as error:  # refused before paying (set-up or pay refused): nothing was paid
@@ -106,7 +108,8 @@ def bonus_batch_check_sendable(*, batch_id: int) -> BonusBatch:
     """The batch, if it may be sent now (approved, or left sending or failed); refused with the reason otherwise."""
     batch = BonusBatch.objects.get(pk=batch_id)
     if batch.state not in SENDABLE:
-        raise BonusBatchRefused(f"Only an approved batch can be sent; this one is {batch.state}.")
+        raise BonusBatchRefused(gettext("Only an approved batch can be sent; this one is %(state)s.")
+                                % {"state": batch.state})
     return batch
 
 
@@ -123,15 +126,16 @@ def _claim(batch_id: int) -> BonusBatch:
     now = timezone.now()
     batch = BonusBatch.objects.select_for_update().get(pk=batch_id)
     if batch.state not in SENDABLE:
-        raise BonusBatchRefused(f"Only an approved batch can be sent; this one is {batch.state}.")
+        raise BonusBatchRefused(gettext("Only an approved batch can be sent; this one is %(state)s.")
+                                % {"state": batch.state})
     if batch.send_claimed_until and batch.send_claimed_until > now:
-        raise BonusBatchRefused("Another sender is sending this batch right now.")
+        raise BonusBatchRefused(gettext("Another sender is sending this batch right now."))
     claimed = BonusBatch.objects.filter(pk=batch_id).filter(
         Q(send_claimed_until__isnull=True) | Q(send_claimed_until__lte=now)).update(
         state=BonusBatchState.SENDING, send_attempts=batch.send_attempts + 1, last_error="",
         send_claimed_until=now + timedelta(seconds=settings.PROLIFIC_BONUS_CLAIM_S))
     if not claimed:
-        raise BonusBatchRefused("Another sender is sending this batch right now.")
+        raise BonusBatchRefused(gettext("Another sender is sending this batch right now."))
     batch.refresh_from_db()
     return batch
 

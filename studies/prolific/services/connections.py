@@ -7,6 +7,7 @@ import re
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from studies.models import Study
 from studies.prolific.client import ProlificClient
@@ -23,7 +24,8 @@ def prolific_client(connection: ProlificConnection) -> ProlificClient:
     """A client with the token read now from the variable the connection names (ProlificNotConnected if unset)."""
     token = os.environ.get(connection.token_env, "")
     if not token:
-        raise ProlificNotConnected(f"The environment variable {connection.token_env} holds no Prolific API token.",
+        raise ProlificNotConnected(gettext("The environment variable %(name)s holds no Prolific API token.")
+                                   % {"name": connection.token_env},
                                    field="token_env")
     return ProlificClient(token=token, base_url=settings.PROLIFIC_API_URL, timeout_s=settings.PROLIFIC_API_TIMEOUT_S)
 
@@ -31,7 +33,7 @@ def prolific_client(connection: ProlificConnection) -> ProlificClient:
 def connection_of(study_id: int) -> ProlificConnection:
     connection = ProlificConnection.objects.filter(study_id=study_id).first()
     if connection is None:
-        raise ProlificNotConnected("This study has no Prolific connection.", field="prolific_study_id")
+        raise ProlificNotConnected(gettext("This study has no Prolific connection."), field="prolific_study_id")
     return connection
 
 
@@ -40,14 +42,15 @@ def connection_set(*, study_id: int, prolific_study_id: str, token_env: str) -> 
     """Name the study's Prolific study and the variable holding the token (never the token itself)."""
     prolific_study_id, token_env = prolific_study_id.strip(), token_env.strip()
     if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", prolific_study_id):
-        raise ProlificNotConnected("A Prolific study id: letters, digits, - and _ (up to 64).",
+        raise ProlificNotConnected(gettext("A Prolific study id: letters, digits, - and _ (up to 64)."),
                                    field="prolific_study_id")
     if not TOKEN_ENV_RE.match(token_env):
-        raise ProlificNotConnected("The NAME of the variable holding the token, starting with PROLIFIC_ "
-                                   "(e.g. PROLIFIC_API_TOKEN), never the token itself.", field="token_env")
+        raise ProlificNotConnected(gettext("The NAME of the variable holding the token, starting with PROLIFIC_ "
+                                           "(e.g. PROLIFIC_API_TOKEN), never the token itself."), field="token_env")
     taken = ProlificConnection.objects.filter(prolific_study_id=prolific_study_id).exclude(study_id=study_id)
     if taken.exists():
-        raise ProlificNotConnected("Another study is connected to this Prolific study.", field="prolific_study_id")
+        raise ProlificNotConnected(gettext("Another study is connected to this Prolific study."),
+                                   field="prolific_study_id")
     Study.objects.select_for_update().get(pk=study_id)
     connection, _ = ProlificConnection.objects.update_or_create(
         study_id=study_id, defaults={"prolific_study_id": prolific_study_id, "token_env": token_env,
@@ -77,7 +80,7 @@ def _submission_for_review(study_id: int, submission_id: str) -> tuple[ProlificC
     connection = connection_of(study_id)
     submission = ProlificSubmission.objects.filter(submission_id=submission_id).first()
     if submission is None or (submission.connection_id not in (None, connection.pk)):
-        raise SubmissionReviewRefused("No such submission in this study.", field="submission_id")
+        raise SubmissionReviewRefused(gettext("No such submission in this study."), field="submission_id")
     return connection, submission
 
 
@@ -86,7 +89,8 @@ def submission_approve(*, study_id: int, submission_id: str, user=None) -> Proli
     connection, submission = _submission_for_review(study_id, submission_id)
     if submission.status != SubmissionStatus.AWAITING_REVIEW:
         raise SubmissionReviewRefused(
-            f"Only a submission awaiting review can be approved; this one is {submission.status}.", field="action")
+            gettext("Only a submission awaiting review can be approved; this one is %(status)s.")
+            % {"status": submission.status}, field="action")
     with prolific_client(connection) as client:
         client.submission_transition(submission_id, "APPROVE")
     return _reviewed(submission, SubmissionStatus.APPROVED, "", user)
@@ -98,14 +102,17 @@ def submission_reject(*, study_id: int, submission_id: str, message: str, catego
     connection, submission = _submission_for_review(study_id, submission_id)
     message = (message or "").strip()
     if len(message) < 100:
-        raise SubmissionReviewRefused("A rejection needs a reason for the participant of at least 100 characters.",
+        raise SubmissionReviewRefused(gettext("A rejection needs a reason for the participant of at least 100 "
+                                              "characters."),
                                       field="message")
     if category not in REJECTION_CATEGORIES:
-        raise SubmissionReviewRefused(f"The rejection category is one of {', '.join(sorted(REJECTION_CATEGORIES))}.",
+        raise SubmissionReviewRefused(gettext("The rejection category is one of %(categories)s.")
+                                      % {"categories": ", ".join(sorted(REJECTION_CATEGORIES))},
                                       field="category")
     if submission.status != SubmissionStatus.AWAITING_REVIEW:
         raise SubmissionReviewRefused(
-            f"Only a submission awaiting review can be rejected; this one is {submission.status}.", field="action")
+            gettext("Only a submission awaiting review can be rejected; this one is %(status)s.")
+            % {"status": submission.status}, field="action")
     with prolific_client(connection) as client:
         client.submission_transition(submission_id, "REJECT", message=message, rejection_category=category)
     return _reviewed(submission, SubmissionStatus.REJECTED, message, user)
