@@ -23,7 +23,7 @@ services:
 TEST_WORKERS ?= 2
 
 test: install services
-	$(TEST_ENV) $(PY) -m pytest -m "not perf" -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -m "not perf" -n $(TEST_WORKERS) --durations=20 $(PYTEST_ARGS)
 
 # The house's rules: import-linter's contracts (pyproject.toml: floors, pure packages, layers) and ruff.
 # tests/project/test_architecture.py runs both within `make test` too; this is the quick way, without the suite.
