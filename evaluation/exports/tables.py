@@ -14,8 +14,11 @@ from foundation import csv_safety
 LEADERBOARD_COLUMNS = [
     "row", "method", "endpoint", "run", "split", "option_order", "n", "correct", "accuracy", "ci95_low", "ci95_high",
     "keyinfo", "first_option_baseline", "stale_dropped", "is_reference", "pairs", "ref_right_cell_wrong",
-    "ref_wrong_cell_right", "p_value", "p_holm", "significant", "items",
+    "ref_wrong_cell_right", "p_value", "p_holm", "significant", "items", "judge", "n_reviewed",
 ]
+#: A free-text cell's accuracy per judge, one CSV row each: the judge's labels alone, the people's reviews alone
+#: (weighted by the queue's design) and the judge-powered (PPI++) estimate, each with its n.
+JUDGED_ROWS = ("judge_only", "people_only", "judge_powered")
 
 
 def leaderboard_rows(table: Leaderboard) -> list[dict]:
@@ -32,12 +35,29 @@ def leaderboard_rows(table: Leaderboard) -> list[dict]:
                      "is_reference": j["is_reference"], "pairs": j["pairs"], "ref_right_cell_wrong": disc[0],
                      "ref_wrong_cell_right": disc[1], "p_value": j["p_value"], "p_holm": j["p_holm"],
                      "significant": j["significant"], "items": None})
+        rows += _judged_rows(cell, j)
     for baseline in table.baselines:
         for endpoint, c in zip(table.endpoints, baseline.cells):
             if c is not None:
                 rows.append({"row": baseline.key, "method": baseline.label, "endpoint": endpoint.name,
                              "split": table.split, "option_order": table.option_order, "n": c.n,
                              "accuracy": c.value, "ci95_low": c.low, "ci95_high": c.high, "items": c.items})
+    return rows
+
+
+def _judged_rows(cell, j: dict) -> list[dict]:
+    """The rows of a free-text cell's judged accuracies (none for a multiple-choice cell)."""
+    rows = []
+    for judged in cell.judged if j.get("judged") is not None else ():
+        base = {"method": j["method"], "endpoint": j["endpoint"], "run": j["run"], "split": j["split"],
+                "option_order": j["option_order"], "judge": judged.config}
+        rows.append({**base, "row": JUDGED_ROWS[0], "n": judged.counted, "correct": judged.correct,
+                     "accuracy": judged.accuracy, "n_reviewed": judged.reviewed})
+        for kind, estimate in ((JUDGED_ROWS[1], judged.people), (JUDGED_ROWS[2], judged.powered)):
+            estimate = estimate or {}
+            rows.append({**base, "row": kind, "n": estimate.get("n"), "accuracy": estimate.get("value"),
+                         "ci95_low": estimate.get("low"), "ci95_high": estimate.get("high"),
+                         "n_reviewed": estimate.get("n_reviewed")})
     return rows
 
 
