@@ -58,3 +58,14 @@ def free_text_run(sample_items):
         result.free_answer = f"Answer number {i}: {item.options[option]}"
     Result.objects.bulk_update(results, ["free_answer"])
     return run
+
+
+@pytest.fixture
+def api(researcher):
+    """A researcher's API client with a token (as a script would call), answering errors instead of raising."""
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    client = APIClient(raise_request_exception=False)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=researcher).key}")
+    return client

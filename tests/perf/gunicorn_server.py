@@ -20,7 +20,7 @@ import httpx
 from django.db import connection
 
 from tests.conftest import REPO_DIR, subprocess_env
-from tests.perf.test_study_load import _cpu_seconds, _free_port
+from tests.perf.test_study_load import _cpu_seconds, _free_port, child_pids
 
 WORKERS = int(os.environ.get("BENCH_WORKERS", "4"))
 THREADS = int(os.environ.get("BENCH_THREADS", "1"))
@@ -32,15 +32,7 @@ class ImageServer:
         self.url, self.proc = url, proc
 
     def worker_pids(self) -> list[int]:
-        pids = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == self.proc.pid:
-                pids.append(int(stat.parent.name))
-        return pids
+        return child_pids(self.proc.pid)
 
     def describe(self) -> str:
         return f"gunicorn {WORKERS} workers x {THREADS} threads ({WORKER_CLASS}, app preloaded, database pool)"

@@ -60,6 +60,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def child_pids(parent: int) -> list[int]:
+    """The processes whose parent is ``parent`` (a server's workers), read from /proc."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent:
+            pids.append(int(stat.parent.name))
+    return pids
+
+
 class Server:
     def __init__(self, url: str, proc: subprocess.Popen, access_log: Path):
         self.url, self.proc, self.access_log = url, proc, access_log
@@ -88,15 +101,7 @@ class Server:
         return kinds
 
     def worker_pids(self) -> list[int]:
-        pids = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == self.proc.pid:
-                pids.append(int(stat.parent.name))
-        return pids
+        return child_pids(self.proc.pid)
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from evaluation.model_calls.credentials import (
     credential_name,
@@ -26,13 +24,6 @@ pytestmark = pytest.mark.django_db
 
 KEY = "sk-proj-Zx81Qa0Lr5Tb7Kx2Wm"
 GROQ = "gsk_8Hk2Lm9Qp4Rt6Vx1Zc3Bn5"
-
-
-@pytest.fixture
-def api(researcher):
-    client = APIClient(raise_request_exception=False)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=researcher).key}")
-    return client
 
 
 def _create(api, **fields):

@@ -14,8 +14,6 @@ import threading
 
 import pytest
 from django.test import override_settings
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from evaluation.execution import chunks as execution
 from evaluation.model_calls import preflight
@@ -96,13 +94,6 @@ def test_host_names_are_judged_by_every_address_they_resolve_to():
 
 
 # --- the policy on endpoints, the launch check and the workers (loopback only) --------------------------------
-
-@pytest.fixture
-def api(researcher):
-    client = APIClient(raise_request_exception=False)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=researcher).key}")
-    return client
-
 
 @pytest.mark.django_db
 def test_an_endpoint_on_a_refused_address_is_not_saved(api, settings):

@@ -14,8 +14,6 @@ from django.db.models import F
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 from scipy import stats
 
 from annotation.models import Item
@@ -120,13 +118,6 @@ def test_an_edit_or_a_translation_is_seen_at_once(detectbench_dir, annotator):
 
 
 # --------------------------------------------------------------------------- exclude flagged
-
-@pytest.fixture
-def api(researcher):
-    client = APIClient(raise_request_exception=False)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=researcher).key}")
-    return client
-
 
 @pytest.fixture
 def runs(detectbench_dir, compute):

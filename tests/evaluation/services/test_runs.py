@@ -5,8 +5,6 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from evaluation.errors import UnknownMethod
 from evaluation.models import ModelEndpoint, Run
@@ -21,13 +19,6 @@ HUGE = 10**12
 def named_fields(body: dict) -> set[str]:
     """The fields a 400 names: serializer errors by key, a refused service call in "field" / "errors"."""
     return set(body) | set(body.get("errors") or {}) | {body.get("field")}
-
-
-@pytest.fixture
-def api(researcher):
-    client = APIClient(raise_request_exception=False)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=researcher).key}")
-    return client
 
 
 @pytest.fixture

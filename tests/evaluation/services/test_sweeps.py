@@ -4,21 +4,12 @@ import re
 
 import pytest
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from evaluation.models import Run
 from evaluation.services import runs as services
 from tests.support.items import import_items
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def api(researcher):
-    client = APIClient(raise_request_exception=False)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=researcher).key}")
-    return client
 
 
 @pytest.fixture

@@ -2,8 +2,6 @@
 key is never stored or shown (only the name of the variable that holds it); launched runs keep their params."""
 import pytest
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from evaluation.models import ModelEndpoint
 from evaluation.services import runs as services
@@ -17,13 +15,6 @@ PASTED_KEY = "sk-proj-Abc123SecretValue"
 def endpoint(db):
     return services.endpoint_create(name="vllm", base_url="http://127.0.0.1:9/v1", model="m",
                                     api_key_env="VLLM_KEY", temperature=0.2)
-
-
-@pytest.fixture
-def api(researcher):
-    client = APIClient(raise_request_exception=False)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=researcher).key}")
-    return client
 
 
 def _form(endpoint, **changes):
