@@ -25,6 +25,9 @@ from evaluation.prompting.prompts import Presented
 #: limit is unchanged (peak in flight still reaches it); the ramp waits before the limiter, holding no slot.
 RAMP_SPACING_S = 0.002
 RAMP_MAX_S = 0.25
+#: After the circuit breaker opened, how long the other workers have to write their failed jobs (their retries
+#: wake on the breaker at once; a request still on the wire is abandoned after this).
+BREAKER_GRACE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -280,6 +283,12 @@ class Engine:
         tasks = [asyncio.ensure_future(worker()) for _ in range(workers)]
         try:
             done, pending_tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            first = next((t.exception() for t in done if not t.cancelled() and t.exception() is not None), None)
+            if isinstance(first, EndpointDown) and pending_tasks:
+                # The breaker opened: the other workers see it at their next attempt (a retry's wait wakes on it)
+                # and write their failed jobs with the requests they made, as this one did; a little time for it.
+                more, pending_tasks = await asyncio.wait(pending_tasks, timeout=BREAKER_GRACE_S)
+                done |= more
             # One worker raised (the endpoint is down, or the database / Redis is): the others stop now, their
             # requests in flight are abandoned unwritten, and the error is raised.
             for task in pending_tasks:
