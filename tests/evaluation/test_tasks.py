@@ -65,7 +65,11 @@ def test_429_and_500_storm_every_item_resolved_none_duplicated(items, celery_wor
 
 
 def test_worker_killed_mid_run_then_relaunched_leaves_exactly_one_row_per_item(items, transactional_db, tmp_path):
-    env = subprocess_env(EVALUATION_LIMITER_LEASE_S="1")
+    # The killed worker's limiter slots come back after 1 s and its chunk's message after 4 s (its items stay
+    # claimed by that chunk until then, so the run finishes only when the broker hands the message out again):
+    # with the default 45 s visibility timeout, the test waited 40 s for that (tests/evaluation/execution/
+    # test_recovery.py's workers run with the same 4 s; a live chunk's heartbeat renews its message every 1 s).
+    env = subprocess_env(EVALUATION_LIMITER_LEASE_S="1", BROKER_VISIBILITY_TIMEOUT_S="4", EVALUATION_CHUNK_HEARTBEAT_S="1")
     worker = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)
     try:
         with ModelServer(latency_s=0.15) as server:
