@@ -208,6 +208,119 @@ def _clean_test_broker():
     yield
 
 
+# The tests that take longest (seconds of setup + call at low load, from `make test PYTEST_ARGS=--durations=120`).
+# Under pytest-xdist, the modules that hold them are handed out first within their pytest-django group, the
+# longest first, so that the run ends on short tests and no long one starts last while the other worker idles.
+# A name here that no longer exists changes nothing; a new long test belongs here too.
+LONG_TESTS = {
+    "tests/project/test_permission_matrix.py::test_every_route_method_and_visitor_answers_as_the_matrix_says": 65,
+    "tests/evaluation/test_tasks.py::test_worker_killed_mid_run_then_relaunched_leaves_exactly_one_row_per_item": 52,
+    "tests/e2e/test_walkthrough.py::test_first_hour_of_a_participant_an_annotator_and_a_researcher": 48,
+    "tests/e2e/test_sweep.py::test_a_researcher_sweeps_three_models_by_two_methods_and_reads_the_results": 47,
+    "tests/annotation/test_blind_everywhere.py::test_a_blind_reviewer_fetches_nothing_the_judge_said": 31,
+    "tests/studies/test_concurrency.py::test_sixty_bots_at_once_fill_exactly_fifty_attempts": 29,
+    "tests/project/test_api_schemathesis.py::test_no_operation_answers_a_server_error": 26,
+    "tests/annotation/services/test_leases.py::test_a_burst_of_concurrent_next_item_requests_gives_no_500_and_one_live_lease_per_user_and_stage": 26,
+    "tests/project/test_make_run.py::test_make_run_starts_in_production_mode_without_a_warning_and_a_second_start_does_nothing_again": 24,
+    "tests/e2e/test_annotation_console.py::test_every_annotation_screen_runs_without_a_console_error": 23,
+    "tests/studies/test_transient_faults.py::test_terminated_database_connections_while_30_bots_answer": 20,
+    "tests/evaluation/prompting/test_circular.py::test_circular_on_the_real_test_split_first_option_scores_0_and_an_always_right_server_1": 19,
+    "tests/e2e/test_participant_keyboard.py::test_sticky_timer_warns_at_five_and_one_minute_and_ends_on_the_timeout_page": 17,
+    "tests/studies/prolific/services/test_bonuses.py::test_a_worker_killed_in_the_middle_of_a_bonus_batch_pays_everyone_exactly_once": 16,
+    "tests/evaluation/test_tasks.py::test_429_and_500_storm_every_item_resolved_none_duplicated": 16,
+    "tests/evaluation/test_execution.py::test_evaluate_command_on_the_real_test_split": 16,
+    "tests/project/test_compose.py::test_gunicorn_serves_pages_with_debug_off": 15,
+    "tests/evaluation/test_tasks.py::test_a_killed_judge_run_heals_by_itself_resume_is_refused_while_it_runs_and_nothing_is_asked_twice": 15,
+    "tests/e2e/test_belief_review.py::test_annotator_reviews_judge_labels_and_the_trust_page_updates": 15,
+    "tests/project/test_offline_assets.py::test_pages_in_chromium_make_no_request_to_another_host": 14,
+    "tests/project/test_make_run.py::test_runs_handed_to_the_worker_are_computed_there": 14,
+    "tests/evaluation/test_tasks.py::test_two_workers_share_the_endpoint_limit": 14,
+    "tests/annotation/services/test_belief_review.py::test_two_reviewers_asking_at_once_never_get_the_same_label": 14,
+    "tests/evaluation/execution/test_recovery.py::test_a_database_blip_mid_run_is_retried_and_stores_no_failed_row": 13,
+    "tests/annotation/test_blind_everywhere.py::test_the_walk_finds_the_judge_when_review_is_not_blind": 13,
+    "tests/project/test_csv_exports.py::test_every_csv_route_neutralises_every_formula_in_every_cell": 12,
+    "tests/evaluation/test_figures.py::test_every_figure_downloads_as_png_pdf_svg_and_json": 12,
+    "tests/evaluation/execution/test_recovery.py::test_a_sigkilled_worker_s_chunk_is_redelivered_without_a_manual_step": 12,
+    "tests/evaluation/execution/test_recovery.py::test_a_redis_restart_mid_run_loses_nothing_and_needs_no_manual_step": 12,
+    "tests/studies/test_tasks.py::test_deadline_passes_with_the_browser_closed_and_the_worker_sweeps": 11,
+    "tests/studies/prolific/test_lifecycle.py::test_sixty_participants_returns_time_outs_and_bonuses_paid_once": 11,
+    "tests/project/test_offline_assets.py::test_no_page_of_any_role_and_no_static_file_loads_from_another_host": 11,
+    "tests/annotation/clue_graph/test_nodes.py::test_a_step_input_is_drawn_as_an_edge_exactly_when_the_checks_do_not_call_it_dangling": 11,
+    "tests/studies/prolific/services/test_screen_outs.py::test_a_screen_out_gives_the_items_back_at_once_and_prolific_records_it_once": 10,
+    "tests/studies/management/commands/test_run_study_bots.py::test_sixty_bots_at_concurrency_sixty_get_a_pool_that_fits_and_all_finish": 10,
+    "tests/project/test_request_text.py::test_every_route_answers_400_to_a_nul_or_a_lone_surrogate_in_any_parameter": 10,
+    "tests/project/test_database_blip.py::test_no_page_of_any_role_answers_500_after_the_database_backends_are_terminated": 10,
+    "tests/annotation/test_content_version_migration.py::test_rows_at_old_item_versions_are_re_pinned_to_the_content_they_saw": 10,
+    "tests/annotation/services/test_leases.py::test_two_annotators_asking_at_the_same_moment_200_times_never_get_the_same_item_stage": 10,
+    "tests/annotation/clue_graph/test_parse.py::test_every_real_record_parses_checks_and_round_trips": 10,
+    "tests/annotation/clue_graph/test_drawing.py::test_clue_graph_page_escapes_clue_text_in_the_svg_and_the_editor": 10,
+    "tests/project/test_celery_roundtrip.py::test_worker_round_trips_a_task_that_writes": 8,
+    "tests/evaluation/test_tasks.py::test_a_probe_launched_from_the_card_runs_on_a_worker": 8,
+    "tests/evaluation/test_tasks.py::test_a_judge_run_on_a_worker": 8,
+    "tests/project/test_chinese_pages.py::test_a_figure_drawn_in_chinese_finds_a_font_for_every_character": 7,
+    "tests/project/test_admin_roles.py::test_every_model_view_and_role_answers_as_the_policy_says": 7,
+    "tests/evaluation/management/commands/test_evaluate.py::test_through_a_celery_worker_a_dead_endpoint_fails_the_run_and_evaluate_exits_non_zero": 7,
+    "tests/e2e/test_annotation_workflow.py::test_annotator_verifies_with_keys_moves_on_by_itself_and_sees_decisions_read_only": 7,
+    "tests/backup/test_backup.py::test_round_trip_through_a_freshly_migrated_database_is_byte_identical": 7,
+    "tests/annotation/test_confidence_sequence.py::test_in_the_queue_design_the_stopped_interval_covers_the_share_of_the_queue_labels": 7,
+    "tests/e2e/test_annotation_workflow.py::test_clue_fix_by_selection_updates_the_picture_the_badge_and_the_checks": 6,
+    "tests/annotation/selectors/test_belief_trust.py::test_a_random_share_of_zero_gives_no_weighted_estimate_and_says_why": 6,
+    "tests/project/test_compose.py::test_the_worker_starts_and_its_health_check_answers": 5,
+    "tests/project/test_chinese_pages.py::test_every_page_of_every_role_reads_in_chinese": 5,
+    "tests/evaluation/test_figures.py::test_figure_command_writes_each_format": 5,
+    "tests/annotation/test_confidence_sequence.py::test_a_review_sequence_stopped_at_its_precision_target_covers_the_truth": 5,
+    "tests/project/test_lazy_imports.py::test_the_heavy_libraries_come_with_their_first_use": 4,
+    "tests/e2e/test_endpoint_connection.py::test_testing_the_connection_from_the_create_form": 4,
+    "tests/annotation/test_keyinfo.py::test_a_worker_start_builds_the_scorer_so_no_run_waits_for_its_import": 4,
+    "tests/annotation/selectors/test_belief_trust.py::test_reviewers_answering_at_random_get_no_pooled_kappa_and_about_zero_per_criterion": 4,
+    "tests/annotation/clue_graph/test_anchor.py::test_every_real_record_anchors": 4,
+}
+
+
+def _django_group(item: pytest.Item) -> int:
+    """pytest-django's order of a test (pytest_django.plugin.pytest_collection_modifyitems): 0 in a rolled-back
+    transaction, 1 transactional (commits, empties the tables after), 2 without the database."""
+    from django.test import TestCase, TransactionTestCase
+    from pytest_django.plugin import validate_django_db
+
+    cls = getattr(item, "cls", None)
+    if cls and issubclass(cls, TransactionTestCase):
+        return 0 if issubclass(cls, TestCase) else 1
+    marker = item.get_closest_marker("django_db")
+    transactional = False
+    if marker:
+        transaction, reset_sequences, *_ = validate_django_db(marker)
+        transactional = transaction or reset_sequences
+    fixtures = getattr(item, "fixturenames", [])
+    if transactional or "transactional_db" in fixtures or "live_server" in fixtures:
+        return 1
+    return 0 if marker or "db" in fixtures else 2
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """On a pytest-xdist worker (after pytest-django has put the tests in its order, which stays: no test in a
+    rolled-back transaction runs after one that empties the tables): the modules of LONG_TESTS go first within
+    their group, the one with the longest test first, each module's tests kept together, its long ones first.
+    Tests without the database (group 2) that are long go before everything: where they run changes nothing.
+    Every worker collects the same items and sorts them the same way, as pytest-xdist requires."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    module_longest: dict[str, int] = {}
+    for nodeid, seconds in LONG_TESTS.items():
+        module = nodeid.split("::", 1)[0]
+        module_longest[module] = max(module_longest.get(module, 0), seconds)
+
+    def key(indexed):
+        index, item = indexed
+        group = _django_group(item)
+        own = LONG_TESTS.get(item.nodeid, 0)
+        phase = {0: 1, 1: 2, 2: 0 if own else 3}[group]
+        return phase, -module_longest.get(item.nodeid.split("::", 1)[0], 0), -own, index
+
+    items[:] = [item for _, item in sorted(enumerate(items), key=key)]
+
+
 # Modules whose tests stay together on one pytest-xdist worker: their module fixtures start a whole
 # stack (migrated database, gunicorn, worker, beat) that would otherwise start once per worker.
 XDIST_WHOLE_MODULES = {"tests/project/test_compose.py"}
