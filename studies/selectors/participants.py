@@ -8,12 +8,17 @@ from enum import Enum
 
 from django.db.models import Count, F, Q
 
+from foundation.prepared_queries import PreparedQuery
 from studies.errors import ParticipantIdTaken
 from studies.models import Attempt, Study, StudyItem, StudyStatus
 
+#: An attempt with its study by token: every participant request reads it (compiled once per process).
+_ATTEMPT_BY_TOKEN = PreparedQuery(lambda token: Attempt.objects.select_related("study").filter(token=token)[:1],
+                                  "prepared:token")
+
 
 def attempt_by_token(token: str) -> Attempt | None:
-    return Attempt.objects.select_related("study").filter(token=token).first()
+    return _ATTEMPT_BY_TOKEN.first(token)
 
 
 def study_public(slug: str) -> Study | None:

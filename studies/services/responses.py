@@ -11,6 +11,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation.models import Item
+from foundation.prepared_queries import PreparedQuery
 from foundation.words import gettext, gettext_noop
 from studies.content import clean_answer, clean_highlights, matching_highlights, shown_item
 from studies.errors import AnswerInvalid, AnswerRefused, DraftRefused
@@ -97,21 +98,33 @@ def practice_check(*, study: Study, chosen_option: Any, confidence: Any = None, 
 
 SHOWN_ITEM_FIELDS = ("id", "context", "question", "options", "translations")
 
+# The reads of an answer and a question, compiled once per process (foundation.prepared_queries): the same SQL as
+# these querysets, without the ORM compiling it again on every answer.
+_LOCKED_ATTEMPT = PreparedQuery(
+    lambda token: Attempt.objects.select_for_update(of=("self",)).select_related("study").filter(token=token)[:1],
+    "prepared:token")
+_LEASES = PreparedQuery(
+    lambda attempt_id: ParticipantLease.objects.filter(attempt_id=attempt_id)
+    .only("id", "position", "status", "shown_at", "item_id", "draft_highlights").order_by("position"),
+    -730_001)
+_ANSWERED_AND_NEXT_ITEMS = PreparedQuery(
+    lambda first, second: Item.objects.only(*SHOWN_ITEM_FIELDS, "answer_index", "content_version")
+    .filter(pk__in=[first, second]), -730_002, -730_003)
+_SHOWN_ITEM = PreparedQuery(lambda pk: Item.objects.only(*SHOWN_ITEM_FIELDS).filter(pk=pk)[:1], -730_004)
+
 
 def _attempt_leases(attempt: Attempt) -> list[ParticipantLease]:
     """The attempt's leases in presentation order, with only what the question flow needs."""
-    return list(
-        ParticipantLease.objects.filter(attempt=attempt)
-        .only("id", "position", "status", "shown_at", "item_id", "draft_highlights")
-        .order_by("position")
-    )
+    return _LEASES.run(attempt.pk)
 
 
 def shown_item_of(lease: ParticipantLease) -> Item:
     """The item of a lease with only the fields a participant may see (already loaded after an answer)."""
     if ParticipantLease.item.is_cached(lease):
         return lease.item
-    item = Item.objects.only(*SHOWN_ITEM_FIELDS).get(pk=lease.item_id)
+    item = _SHOWN_ITEM.first(lease.item_id)
+    if item is None:
+        raise Item.DoesNotExist(f"no item {lease.item_id}")
     lease.item = item
     return item
 
@@ -165,7 +178,7 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
     # The hot path of a study: BEGIN, attempt (locked), its leases, the answered and the next item (one
     # statement), INSERT the response, UPDATE both leases (one statement), COMMIT; the last answer adds
     # the UPDATE that finishes the attempt. The attempt row lock serializes every change of its leases.
-    attempt = Attempt.objects.select_for_update(of=("self",)).select_related("study").filter(token=token).first()
+    attempt = _LOCKED_ATTEMPT.first(token)
     if attempt is None:
         raise AnswerRefused(AnswerRefused.UNKNOWN, gettext("Unknown attempt."), 404)
     if attempt.status != AttemptStatus.STARTED:
@@ -192,8 +205,8 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
         if now > question_deadline + grace:
             raise AnswerRefused(RefusedAnswer.Reason.QUESTION_TIMEOUT, gettext("The time for this question is up."), 409)
     following = next((l for l in leases if l.status == ParticipantLeaseStatus.ACTIVE and l.pk != lease.pk), None)
-    items = Item.objects.only(*SHOWN_ITEM_FIELDS, "answer_index", "content_version").in_bulk(
-        [lease.item_id] + ([following.item_id] if following else []))
+    items = {item.pk: item for item in _ANSWERED_AND_NEXT_ITEMS.run(
+        lease.item_id, following.item_id if following else lease.item_id)}
     item = items[lease.item_id]
     shown = shown_item(context=item.context, question=item.question, options=item.options,
                        translations=item.translations, language=study.language_of(attempt.language))

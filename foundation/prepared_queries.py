@@ -1,0 +1,109 @@
+"""Querysets compiled once per process, for the reads on the hottest paths (a participant's answer and question).
+
+Django compiles a queryset to SQL each time it is evaluated. For the small fixed reads of an answer (the attempt
+with its study, locked; its leases; the answered and the next item) the compiling costs more CPU than PostgreSQL
+spends running them: about 1-2 ms each on two cores, a third of an answer's CPU. A `PreparedQuery` builds its
+queryset once per database alias with markers in place of the values that change, keeps the compiled SQL, and
+then runs that SQL with the values, turning the rows into model instances the way the ORM's own iterable does
+(the compiler's converters, `only()`'s deferred fields, `select_related` populators). The SQL is the ORM's, so
+the result is the same as evaluating the queryset; tests/foundation/test_prepared_queries.py compares them.
+
+Only for querysets of model instances whose values are plain filter values (each marker must appear once among
+the compiled parameters); a `select_for_update` one must run inside a transaction, as the ORM requires.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connections
+from django.db.models import Model, QuerySet
+from django.db.models.query import ModelIterable, get_related_populators
+from django.db.transaction import TransactionManagementError
+
+
+@dataclass
+class _Compiled:
+    alias: str
+    sql: str
+    params: tuple
+    slots: tuple[int, ...]          # where each value goes among the parameters
+    compiler: Any                   # the compiler that made the SQL: its select list, klass_info, converters
+    init_list: list[str]
+    start: int
+    end: int
+    for_update: bool
+
+
+class PreparedQuery:
+    """`build(*markers)` returns the queryset; `run(*values)` evaluates it with the values in the markers' places.
+
+    The markers must be values no real call passes and that the fields accept (a string for a text field, an
+    int for a key); each must appear exactly once among the compiled parameters.
+    """
+
+    def __init__(self, build: Callable[..., QuerySet], *markers: Any):
+        self.build, self.markers = build, markers
+        self._compiled: _Compiled | None = None  # one database alias: the queryset's own
+
+    def queryset(self, *values: Any) -> QuerySet:
+        """The queryset itself, with the values (what `run` is equal to)."""
+        return self.build(*values)
+
+    def run(self, *values: Any) -> list[Model]:
+        if len(values) != len(self.markers):
+            raise TypeError(f"{len(self.markers)} values expected, {len(values)} given")
+        compiled = self._compiled or self._compile(self.build(*self.markers))
+        connection = connections[compiled.alias]
+        if compiled.for_update and connection.get_autocommit():
+            raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
+        params = list(compiled.params)
+        for slot, value in zip(compiled.slots, values):
+            params[slot] = value
+        with connection.cursor() as cursor:
+            cursor.execute(compiled.sql, params)
+            rows = cursor.fetchall()
+        return self._instances(compiled, rows)
+
+    def first(self, *values: Any) -> Model | None:
+        found = self.run(*values)
+        return found[0] if found else None
+
+    def _compile(self, queryset: QuerySet) -> _Compiled:
+        if queryset._iterable_class is not ModelIterable or queryset._prefetch_related_lookups:
+            raise ValueError("only querysets of model instances (no values(), no prefetch_related) can be prepared")
+        alias = queryset.db
+        compiler = queryset.query.get_compiler(using=alias)
+        for_update = bool(queryset.query.select_for_update)
+        connection = connections[alias]
+        if for_update and connection.get_autocommit():
+            raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
+        sql, params = compiler.as_sql()
+        slots = []
+        for marker in self.markers:
+            found = [i for i, param in enumerate(params) if type(param) is type(marker) and param == marker]
+            if len(found) != 1:
+                raise ValueError(f"the marker {marker!r} appears {len(found)} times among the parameters of {sql}")
+            slots.append(found[0])
+        klass_info, select = compiler.klass_info, compiler.select
+        select_fields = klass_info["select_fields"]
+        start, end = select_fields[0], select_fields[-1] + 1
+        compiled = _Compiled(alias=alias, sql=sql, params=tuple(params), slots=tuple(slots), compiler=compiler,
+                             init_list=[column[0].target.attname for column in select[start:end]], start=start,
+                             end=end, for_update=for_update)
+        self._compiled = compiled
+        return compiled
+
+    @staticmethod
+    def _instances(compiled: _Compiled, rows: list[tuple]) -> list[Model]:
+        compiler, alias = compiled.compiler, compiled.alias
+        model = compiler.klass_info["model"]
+        populators = get_related_populators(compiler.klass_info, compiler.select, alias)
+        found = []
+        for row in compiler.results_iter([rows]):
+            instance = model.from_db(alias, compiled.init_list, row[compiled.start:compiled.end])
+            for populator in populators:
+                populator.populate(row, instance)
+            found.append(instance)
+        return found

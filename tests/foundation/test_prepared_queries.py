@@ -1,0 +1,115 @@
+"""A prepared query gives what its queryset gives: the same SQL, the same rows as the same model instances (fields,
+deferred fields, related objects, converted values), for every prepared query in the project (found by scanning
+the apps' modules), and it refuses what it cannot do instead of answering wrongly."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+from django.db import connection, transaction
+from django.db.models import Model
+from django.db.transaction import TransactionManagementError
+from django.test.utils import CaptureQueriesContext
+
+from annotation.models import Item
+from foundation.prepared_queries import PreparedQuery
+from studies.models import Attempt, ParticipantLease, StudyStatus
+from studies.services import attempt_start, study_create, study_join
+from tests.support.items import import_items
+
+APPS = ("foundation", "annotation", "studies", "evaluation", "detectbench_web")
+
+
+def _prepared_queries() -> dict[str, PreparedQuery]:
+    """Every module-level PreparedQuery of the project's packages, by its dotted name."""
+    found = {}
+    for package_name in APPS:
+        package = importlib.import_module(package_name)
+        for module_info in pkgutil.walk_packages(package.__path__, prefix=f"{package_name}."):
+            if ".migrations" in module_info.name or module_info.name.endswith(".tests"):
+                continue
+            module = importlib.import_module(module_info.name)
+            for name, value in vars(module).items():
+                if isinstance(value, PreparedQuery):
+                    found[f"{module_info.name}.{name}"] = value
+    return found
+
+
+def _same(a: Model, b: Model) -> None:
+    assert type(a) is type(b) and a.pk == b.pk
+    assert a.get_deferred_fields() == b.get_deferred_fields()
+    loaded = [f.attname for f in a._meta.concrete_fields if f.attname not in a.get_deferred_fields()]
+    assert {n: getattr(a, n) for n in loaded} == {n: getattr(b, n) for n in loaded}
+    for relation in a._state.fields_cache:  # select_related objects, compared the same way
+        _same(a._state.fields_cache[relation], b._state.fields_cache[relation])
+    assert set(a._state.fields_cache) == set(b._state.fields_cache)
+
+
+@pytest.fixture
+def attempt(db, detectbench_dir):
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=6)
+    ids = list(Item.objects.order_by("pk").values_list("pk", flat=True))
+    study = study_create(slug="prepared", item_ids=ids, per_participant=3, raters=1, time_limit_seconds=600,
+                         status=StudyStatus.OPEN, completion_code="P")
+    return attempt_start(attempt_id=study_join(study=study, participant_id="p1").pk)
+
+
+def _values_for(name: str, attempt: Attempt) -> list[tuple]:
+    """Real values for each prepared query's markers (a query with an unknown shape fails here: add it)."""
+    lease_items = list(ParticipantLease.objects.filter(attempt=attempt).values_list("item_id", flat=True))
+    by_marker_type = {
+        "str": [(attempt.token,), ("no-such-token",)],
+        "int": [(attempt.pk,), (lease_items[0],), (-1,)],
+        "int,int": [(lease_items[0], lease_items[1]), (lease_items[0], lease_items[0]), (-1, -2)],
+    }
+    return by_marker_type[",".join(type(m).__name__ for m in _prepared_queries()[name].markers)]
+
+
+def test_the_project_has_prepared_queries_to_check():
+    assert {"studies.services.responses._LOCKED_ATTEMPT", "studies.selectors.participants._ATTEMPT_BY_TOKEN",
+            "studies.services.responses._LEASES"} <= set(_prepared_queries())
+
+
+@pytest.mark.parametrize("name", sorted(_prepared_queries()))
+def test_every_prepared_query_equals_its_queryset(name, attempt):
+    prepared = _prepared_queries()[name]
+    for values in _values_for(name, attempt):
+        with transaction.atomic():  # some lock rows (select_for_update), as their callers do
+            with CaptureQueriesContext(connection) as orm:
+                expected = list(prepared.queryset(*values))
+            with CaptureQueriesContext(connection) as ours:
+                got = prepared.run(*values)
+        assert len(got) == len(expected)
+        for a, b in zip(got, expected):
+            _same(a, b)
+        if len(set(values)) == len(values):  # (the ORM writes IN (7) for IN (7, 7); the rows are the same)
+            assert [q["sql"] for q in ours] == [q["sql"] for q in orm]  # one statement, the ORM's own, same values
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_locking_query_outside_a_transaction_is_refused_as_the_orm_refuses_it(attempt):
+    locking = PreparedQuery(lambda token: Attempt.objects.select_for_update().filter(token=token), "marker")
+    with pytest.raises(TransactionManagementError):
+        locking.run(attempt.token)
+    with transaction.atomic():
+        assert [a.pk for a in locking.run(attempt.token)] == [attempt.pk]
+    with pytest.raises(TransactionManagementError):  # compiled now: still refused
+        locking.run(attempt.token)
+
+
+def test_a_marker_that_is_not_exactly_once_among_the_parameters_is_refused(db):
+    with pytest.raises(ValueError, match="appears 0 times"):
+        PreparedQuery(lambda v: Attempt.objects.filter(token="fixed"), "marker").run("x")
+    with pytest.raises(ValueError, match="appears 2 times"):
+        PreparedQuery(lambda v: Attempt.objects.filter(token=v, external_participant_id=v), "marker").run("x")
+    with pytest.raises(ValueError, match="model instances"):
+        PreparedQuery(lambda v: Attempt.objects.filter(token=v).values("pk"), "marker").run("x")
+    with pytest.raises(TypeError, match="1 values expected"):
+        PreparedQuery(lambda v: Attempt.objects.filter(token=v), "marker").run("x", "y")
+
+
+def test_values_are_parameters_never_sql(attempt):
+    prepared = PreparedQuery(lambda token: Attempt.objects.filter(token=token), "marker")
+    assert prepared.run("x' OR '1'='1") == []
+    assert [a.pk for a in prepared.run(attempt.token)] == [attempt.pk]
