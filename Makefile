@@ -22,8 +22,11 @@ services:
 # (15 and 14; detectbench_web/settings/test.py); TEST_WORKERS=0 runs the suite in one process.
 TEST_WORKERS ?= 2
 
+# PYTHONDONTWRITEBYTECODE is cleared (some machines set it): the test processes and every child they start
+# (manage.py, gunicorn, Celery workers) then keep the compiled modules in __pycache__ (git-ignored) instead of
+# compiling the project again at each start; collecting the suite takes 6 s of CPU instead of 16 s per process.
 test: install services
-	$(TEST_ENV) $(PY) -m pytest -m "not perf" -n $(TEST_WORKERS) --durations=20 $(PYTEST_ARGS)
+	$(TEST_ENV) PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -m "not perf" -n $(TEST_WORKERS) --durations=20 $(PYTEST_ARGS)
 
 # The house's rules: import-linter's contracts (pyproject.toml: floors, pure packages, layers) and ruff.
 # tests/project/test_architecture.py runs both within `make test` too; this is the quick way, without the suite.
