@@ -333,3 +333,29 @@ def test_chinese_practice_feedback_and_field_errors(client, make_study, items):
     bad = client.post(reverse("studies_public:answer", args=[attempt.token]),
                       {"position": position, "chosen_option": 0, "confidence": "9"})
     assert bad.status_code == 400 and "把握程度必须在 1 到 5 之间" in bad.content.decode()
+
+
+@pytest.mark.parametrize("script_prefix", ["/", "/lab/"])
+def test_the_attempt_addresses_equal_reverse_for_every_route_and_any_url_safe_token(script_prefix, make_study):
+    import secrets
+    import string
+
+    from django.urls import clear_script_prefix, set_script_prefix
+
+    from studies.views.participant_pages import ATTEMPT_ROUTES, participant_urls
+
+    from studies import urls_public
+
+    # Every public route of an attempt (by its token) is among the addresses a page gets.
+    assert {p.name for p in urls_public.urlpatterns if "<str:token>" in str(p.pattern)} == set(ATTEMPT_ROUTES)
+    study = make_study()
+    alphabet = string.ascii_letters + string.digits + "-_"  # what secrets.token_urlsafe writes
+    set_script_prefix(script_prefix)
+    try:
+        for token in [secrets.token_urlsafe(32) for _ in range(20)] + [alphabet, "-_-", "a" * 64]:
+            urls = participant_urls(study, Attempt(study=study, token=token))
+            assert {name: urls[name] for name in ATTEMPT_ROUTES} == {
+                name: reverse(f"studies_public:{name}", args=[token]) for name in ATTEMPT_ROUTES}
+            assert urls["attempt"].startswith(script_prefix)
+    finally:
+        clear_script_prefix()
