@@ -245,12 +245,13 @@ def take_leases(world, client: Client, user) -> tuple[list[BeliefLease], dict[st
 
 def leaks(bodies: dict[str, str], labels: list[BeliefLabel]) -> list[str]:
     found = []
+    values = {label.pk: judge_values(label) for label in labels}  # the same for every body
     for where, body in bodies.items():
         for marker in MARKERS:
             if marker in body:
                 found.append(f"{where}: {marker!r}")
         for label in labels:
-            for value in judge_values(label):
+            for value in values[label.pk]:
                 if _appears(value, body):
                     found.append(f"{where}: {label.queue.name} label {label.pk} {value[:60]!r}")
     return found
@@ -261,6 +262,8 @@ _NUMBER = re.compile(r"\d+\.\d+%?|\d+%")
 
 def _appears(value: str, body: str) -> bool:
     """Text anywhere; a number as a number of its own (0.06 is not in 12:00:10.060123)."""
+    if value not in body:  # the quick test: no number of its own either
+        return False
     if _NUMBER.fullmatch(value):
         return re.search(rf"(?<![\d.]){re.escape(value)}(?![\d])", body) is not None
     return value in body
