@@ -5,6 +5,7 @@ import json
 import signal
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.db.models import Count
@@ -98,7 +99,13 @@ def test_worker_killed_mid_run_then_relaunched_leaves_exactly_one_row_per_item(i
 
 
 def test_two_workers_share_the_endpoint_limit(items, transactional_db, tmp_path):
-    workers = [start_celery_worker(tmp_path, pool="solo", concurrency=1) for _ in range(2)]
+    with ThreadPoolExecutor(2) as pool:  # the two start side by side (each takes seconds)
+        starting = [pool.submit(start_celery_worker, tmp_path, pool="solo", concurrency=1) for _ in range(2)]
+    workers = [future.result() for future in starting if future.exception() is None]
+    if len(workers) < len(starting):
+        for worker in workers:
+            worker.stop()
+        raise next(future.exception() for future in starting if future.exception() is not None)
     try:
         with ModelServer(latency_s=0.08) as server:
             ep = endpoint(server, max_concurrency=8, use_cache=False)
