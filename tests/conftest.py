@@ -299,26 +299,27 @@ def _django_group(item: pytest.Item) -> int:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
-    """On a pytest-xdist worker (after pytest-django has put the tests in its order, which stays: no test in a
-    rolled-back transaction runs after one that empties the tables): the modules of LONG_TESTS go first within
-    their group, the one with the longest test first, each module's tests kept together, its long ones first.
-    Tests without the database (group 2) that are long go before everything: where they run changes nothing.
-    Every worker collects the same items and sorts them the same way, as pytest-xdist requires."""
+    """On a pytest-xdist worker, after pytest-django has put the tests in its order (which stays: no test in a
+    rolled-back transaction runs after one that empties the tables): within each group, the tests of the
+    modules that hold a long test of that group go first, the module with the longest one first; a module's
+    tests keep their order. Modules with a long test that needs no database (group 2) go before everything:
+    where those run changes nothing. Every worker collects the same items and sorts them the same way, as
+    pytest-xdist requires; a run without pytest-xdist keeps pytest-django's order."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    module_longest: dict[str, int] = {}
-    for nodeid, seconds in LONG_TESTS.items():
-        module = nodeid.split("::", 1)[0]
-        module_longest[module] = max(module_longest.get(module, 0), seconds)
+    groups = [_django_group(item) for item in items]
+    longest: dict[tuple[str, int], int] = {}
+    for item, group in zip(items, groups, strict=True):
+        key = (item.nodeid.split("::", 1)[0], group)
+        longest[key] = max(longest.get(key, 0), LONG_TESTS.get(item.nodeid, 0))
 
-    def key(indexed):
-        index, item = indexed
-        group = _django_group(item)
-        own = LONG_TESTS.get(item.nodeid, 0)
-        phase = {0: 1, 1: 2, 2: 0 if own else 3}[group]
-        return phase, -module_longest.get(item.nodeid.split("::", 1)[0], 0), -own, index
+    def order(index: int):
+        item, group = items[index], groups[index]
+        module_longest = longest[(item.nodeid.split("::", 1)[0], group)]
+        phase = {0: 1, 1: 2, 2: 0 if module_longest else 3}[group]
+        return phase, -module_longest, index
 
-    items[:] = [item for _, item in sorted(enumerate(items), key=key)]
+    items[:] = [items[index] for index in sorted(range(len(items)), key=order)]
 
 
 # Modules whose tests stay together on one pytest-xdist worker: their module fixtures start a whole
