@@ -208,14 +208,15 @@ def _clean_test_broker():
     yield
 
 
-# The tests that take longest (seconds of setup + call at low load, from `make test PYTEST_ARGS=--durations=120`).
+# The tests that take longest (seconds of setup + call at low load, from `make test PYTEST_ARGS=--durations=120`;
+# four shortened since are estimates).
 # Under pytest-xdist, the modules that hold them are handed out first within their pytest-django group, the
 # longest first, so that the run ends on short tests and no long one starts last while the other worker idles.
 # A name here that no longer exists changes nothing; a new long test belongs here too.
 LONG_TESTS = {
     "tests/project/test_permission_matrix.py::test_every_route_method_and_visitor_answers_as_the_matrix_says": 65,
-    "tests/evaluation/test_tasks.py::test_worker_killed_mid_run_then_relaunched_leaves_exactly_one_row_per_item": 52,
-    "tests/e2e/test_walkthrough.py::test_first_hour_of_a_participant_an_annotator_and_a_researcher": 48,
+    "tests/evaluation/test_tasks.py::test_worker_killed_mid_run_then_relaunched_leaves_exactly_one_row_per_item": 15,
+    "tests/e2e/test_walkthrough.py::test_first_hour_of_a_participant_an_annotator_and_a_researcher": 35,
     "tests/e2e/test_sweep.py::test_a_researcher_sweeps_three_models_by_two_methods_and_reads_the_results": 47,
     "tests/annotation/test_blind_everywhere.py::test_a_blind_reviewer_fetches_nothing_the_judge_said": 31,
     "tests/studies/test_concurrency.py::test_sixty_bots_at_once_fill_exactly_fifty_attempts": 29,
@@ -225,8 +226,8 @@ LONG_TESTS = {
     "tests/e2e/test_annotation_console.py::test_every_annotation_screen_runs_without_a_console_error": 23,
     "tests/studies/test_transient_faults.py::test_terminated_database_connections_while_30_bots_answer": 20,
     "tests/evaluation/prompting/test_circular.py::test_circular_on_the_real_test_split_first_option_scores_0_and_an_always_right_server_1": 19,
-    "tests/e2e/test_participant_keyboard.py::test_sticky_timer_warns_at_five_and_one_minute_and_ends_on_the_timeout_page": 17,
-    "tests/studies/prolific/services/test_bonuses.py::test_a_worker_killed_in_the_middle_of_a_bonus_batch_pays_everyone_exactly_once": 16,
+    "tests/e2e/test_participant_keyboard.py::test_sticky_timer_warns_at_five_and_one_minute_and_ends_on_the_timeout_page": 9,
+    "tests/studies/prolific/services/test_bonuses.py::test_a_worker_killed_in_the_middle_of_a_bonus_batch_pays_everyone_exactly_once": 12,
     "tests/evaluation/test_tasks.py::test_429_and_500_storm_every_item_resolved_none_duplicated": 16,
     "tests/evaluation/test_execution.py::test_evaluate_command_on_the_real_test_split": 16,
     "tests/project/test_compose.py::test_gunicorn_serves_pages_with_debug_off": 15,
