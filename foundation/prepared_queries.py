@@ -34,6 +34,8 @@ class _Compiled:
     start: int
     end: int
     for_update: bool
+    converters: dict                # the compiler's value converters of the selected columns
+    populators: list                # select_related: how each related object is built from a row
 
 
 class PreparedQuery:
@@ -91,19 +93,58 @@ class PreparedQuery:
         start, end = select_fields[0], select_fields[-1] + 1
         compiled = _Compiled(alias=alias, sql=sql, params=tuple(params), slots=tuple(slots), compiler=compiler,
                              init_list=[column[0].target.attname for column in select[start:end]], start=start,
-                             end=end, for_update=for_update)
+                             end=end, for_update=for_update,
+                             converters=compiler.get_converters([column[0] for column in select[:compiler.col_count]]),
+                             populators=get_related_populators(klass_info, select, alias))
         self._compiled = compiled
         return compiled
 
     @staticmethod
     def _instances(compiled: _Compiled, rows: list[tuple]) -> list[Model]:
+        """As the ORM's ModelIterable: converted values, the model's (deferred) fields, related objects."""
         compiler, alias = compiled.compiler, compiled.alias
         model = compiler.klass_info["model"]
-        populators = get_related_populators(compiler.klass_info, compiler.select, alias)
+        if compiled.converters:
+            rows = compiler.apply_converters(rows, compiled.converters)
         found = []
-        for row in compiler.results_iter([rows]):
+        for row in rows:
             instance = model.from_db(alias, compiled.init_list, row[compiled.start:compiled.end])
-            for populator in populators:
+            for populator in compiled.populators:
                 populator.populate(row, instance)
             found.append(instance)
         return found
+
+
+class PreparedInsert:
+    """`save(instance)`: INSERT one new row of `model` (every concrete field but an unset auto primary key), RETURNING
+    its primary key, with the SQL built once per process by Django's own insert compiler; the values are prepared
+    by that compiler's methods (`pre_save_val`, `prepare_value`), as `Model.save()` prepares them. No model signals
+    are sent: only for models nothing listens to (tests/foundation/test_prepared_queries.py checks)."""
+
+    def __init__(self, model: type[Model], using: str = "default"):
+        self.model, self.using = model, using
+        self._compiled: tuple[str, list, Any] | None = None
+
+    def _compile(self, instance: Model) -> tuple[str, list, Any]:
+        from django.db.models.sql import InsertQuery
+
+        meta = self.model._meta
+        fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field]
+        query = InsertQuery(self.model)
+        query.insert_values(fields, [instance])
+        compiler = query.get_compiler(using=self.using)
+        compiler.returning_fields = [meta.pk]
+        ((sql, _params),) = compiler.as_sql()
+        self._compiled = (sql, fields, compiler)
+        return self._compiled
+
+    def save(self, instance: Model) -> Model:
+        if instance.pk is not None or not instance._state.adding:
+            raise ValueError("only a new instance without a primary key can be inserted")
+        sql, fields, compiler = self._compiled or self._compile(instance)
+        params = [compiler.prepare_value(field, compiler.pre_save_val(field, instance)) for field in fields]
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(sql, params)
+            instance.pk = cursor.fetchone()[0]
+        instance._state.adding, instance._state.db = False, self.using
+        return instance

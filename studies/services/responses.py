@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation.models import Item
-from foundation.prepared_queries import PreparedQuery
+from foundation.prepared_queries import PreparedInsert, PreparedQuery
 from foundation.words import gettext, gettext_noop
 from studies.content import clean_answer, clean_highlights, matching_highlights, shown_item
 from studies.errors import AnswerInvalid, AnswerRefused, DraftRefused
@@ -111,6 +111,7 @@ _ANSWERED_AND_NEXT_ITEMS = PreparedQuery(
     lambda first, second: Item.objects.only(*SHOWN_ITEM_FIELDS, "answer_index", "content_version")
     .filter(pk__in=[first, second]), -730_002, -730_003)
 _SHOWN_ITEM = PreparedQuery(lambda pk: Item.objects.only(*SHOWN_ITEM_FIELDS).filter(pk=pk)[:1], -730_004)
+_RESPONSE_INSERT = PreparedInsert(Response)
 
 
 def _attempt_leases(attempt: Attempt) -> list[ParticipantLease]:
@@ -214,12 +215,12 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
         highlights = matching_highlights(context=shown.context, highlights=lease.draft_highlights)
     option, conf, spans = clean_answer(context=shown.context, n_options=len(shown.options),
                                        chosen_option=chosen_option, confidence=confidence, highlights=highlights)
-    response = Response.objects.create(
+    response = _RESPONSE_INSERT.save(Response(
         attempt=attempt, item=item, lease=lease, chosen_option=option, confidence=conf, highlights=spans,
         language=shown.language, is_correct=option == item.answer_index, item_version=item.content_version,
         shown_at=shown_at, answered_at=now,
         is_late=now > question_deadline,
-    )
+    ))
     lease.status, lease.ended_at, lease.shown_at = ParticipantLeaseStatus.ANSWERED, now, shown_at
     if following is None:
         ParticipantLease.objects.filter(pk=lease.pk).update(

@@ -9,12 +9,14 @@ import pkgutil
 import pytest
 from django.db import connection, transaction
 from django.db.models import Model
+from django.db.models.signals import post_save, pre_save
 from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from annotation.models import Item
-from foundation.prepared_queries import PreparedQuery
-from studies.models import Attempt, ParticipantLease, StudyStatus
+from foundation.prepared_queries import PreparedInsert, PreparedQuery
+from studies.models import Attempt, ParticipantLease, Response, StudyStatus
 from studies.services import attempt_start, study_create, study_join
 from tests.support.items import import_items
 
@@ -113,3 +115,51 @@ def test_values_are_parameters_never_sql(attempt):
     prepared = PreparedQuery(lambda token: Attempt.objects.filter(token=token), "marker")
     assert prepared.run("x' OR '1'='1") == []
     assert [a.pk for a in prepared.run(attempt.token)] == [attempt.pk]
+
+
+def _prepared_inserts() -> dict[str, PreparedInsert]:
+    found = {}
+    for package_name in APPS:
+        package = importlib.import_module(package_name)
+        for module_info in pkgutil.walk_packages(package.__path__, prefix=f"{package_name}."):
+            if ".migrations" in module_info.name:
+                continue
+            for name, value in vars(importlib.import_module(module_info.name)).items():
+                if isinstance(value, PreparedInsert):
+                    found[f"{module_info.name}.{name}"] = value
+    return found
+
+
+def test_the_project_has_prepared_inserts_and_nothing_listens_to_their_models_signals():
+    inserts = _prepared_inserts()
+    assert "studies.services.responses._RESPONSE_INSERT" in inserts
+    for name, insert in inserts.items():  # save() sends no pre_save/post_save: nothing may be waiting for them
+        assert not pre_save.has_listeners(insert.model) and not post_save.has_listeners(insert.model), name
+
+
+def test_an_answer_inserted_prepared_is_the_row_the_orm_inserts(attempt):
+    lease = ParticipantLease.objects.filter(attempt=attempt).order_by("position").first()
+    other = ParticipantLease.objects.filter(attempt=attempt).order_by("position")[1]
+    now = timezone.now()
+
+    def answer(for_lease):
+        return Response(attempt=attempt, item_id=for_lease.item_id, lease=for_lease, chosen_option=2, confidence=None,
+                        highlights=[{"start": 0, "end": 3, "text": "The"}], language="", is_correct=False,
+                        item_version=1, shown_at=now, answered_at=now, is_late=True)
+
+    insert = PreparedInsert(Response)
+    with CaptureQueriesContext(connection) as ours:
+        mine = insert.save(answer(lease))
+    with CaptureQueriesContext(connection) as orm:
+        theirs = answer(other)
+        theirs.save()
+    assert mine.pk and not mine._state.adding and mine._state.db == "default"
+    ours_sql, orm_sql = ours[0]["sql"], orm[0]["sql"]
+    assert ours_sql.split(" VALUES ")[0] == orm_sql.split(" VALUES ")[0] and len(ours) == len(orm) == 1
+    stored = {r.pk: r for r in Response.objects.filter(pk__in=[mine.pk, theirs.pk])}
+    skip = {"id", "lease_id", "item_id"}
+    fields = [f.attname for f in Response._meta.concrete_fields if f.attname not in skip]
+    assert {f: getattr(stored[mine.pk], f) for f in fields} == {f: getattr(stored[theirs.pk], f) for f in fields}
+    assert stored[mine.pk].highlights == [{"start": 0, "end": 3, "text": "The"}]
+    with pytest.raises(ValueError):
+        insert.save(mine)  # not new: refused, nothing written twice
