@@ -172,7 +172,7 @@ def start_celery_worker(tmp_path: Path, *, concurrency: int = 2, pool: str = "pr
             raise RuntimeError(f"celery worker exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
         if "ready." in log.read_text(errors="replace"):
             return worker
-        time.sleep(0.2)
+        time.sleep(0.05)  # the log is short until then: reading it is cheap
     worker.stop()
     raise RuntimeError(f"celery worker did not become ready:\n{log.read_text()[-3000:]}")
 

@@ -21,7 +21,7 @@ def wait_for(predicate, timeout: float, what: str):
         value = predicate()
         if value:
             return value
-        time.sleep(0.2)
+        time.sleep(0.1)  # as tests/support/waiting.py's wait_until
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
