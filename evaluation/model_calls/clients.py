@@ -300,7 +300,23 @@ class OpenAIChatClient(ModelClient):
         self._headers = httpx2.Headers({**{k: v for k, v in self._client.default_headers.items() if isinstance(v, str)},
                                         **self._client.auth_headers, "X-Stainless-Retry-Count": "0",
                                         "X-Stainless-Read-Timeout": str(timeout.read)})
+        # Straight to aiohttp when the SDK's HTTP client would use its aiohttp transport for this URL (no proxy
+        # mounted): the same session, the same headers, timeouts and redirects, aiohttp's errors mapped to the SDK's
+        # HTTP errors by the transport's own map. httpx2's request and header objects around each aiohttp request
+        # (built, merged, copied and converted again) were most of a request's client CPU.
+        transport = self._http._transport_for_url(self._url)
+        self._aiohttp = None
+        if type(transport).__name__ == "AiohttpTransport" and transport.proxy is None:
+            from aiohttp import ClientTimeout
+            from multidict import CIMultiDict
+            from openai._vendor.httpx_aiohttp.transport import map_aiohttp_exceptions
+
+            headers = CIMultiDict(self._headers.multi_items())
+            headers["Accept-Encoding"] = "gzip, deflate"  # what aiohttp decodes here whatever else is installed
+            self._aiohttp = (transport, str(self._url), headers, map_aiohttp_exceptions, ClientTimeout(
+                sock_connect=timeout.connect, sock_read=timeout.read, connect=timeout.pool))
         # The transport errors the SDK wraps, as it does (openai._httpx2.timeout_exceptions / request_exceptions).
+        self._httpx = httpx2
         self._timeouts, self._transport_errors = (httpx2.TimeoutException,), (httpx2.RequestError, ssl.SSLError,
                                                                               sys.modules["anyio"].EndOfStream)
 
@@ -325,6 +341,8 @@ class OpenAIChatClient(ModelClient):
     async def _post(self, content: bytes) -> bytes:
         """The body of a 2xx answer, else the SDK's errors as ``chat.completions.create`` raises them (its
         APIStatusError for the status, with the server's message and body; APITimeoutError; APIConnectionError)."""
+        if self._aiohttp is not None:
+            return await self._post_aiohttp(content)
         try:
             response = await self._http.post(self._url, content=content, headers=self._headers)
         except self._timeouts as exc:
@@ -334,6 +352,27 @@ class OpenAIChatClient(ModelClient):
         if not response.is_success:
             raise self._client._make_status_error_from_response(response)
         return response.content
+
+    async def _post_aiohttp(self, content: bytes) -> bytes:
+        """`_post` through the transport's aiohttp session itself; the same answers and the same errors."""
+        transport, url, headers, map_errors, timeout = self._aiohttp
+        if transport.client is None or not hasattr(transport.client, "request"):
+            transport.client = transport.get_client()
+        try:
+            with map_errors():
+                async with transport.client.request("POST", url, data=content, headers=headers, timeout=timeout,
+                                                    allow_redirects=True, compress=False) as response:
+                    body = await response.read()
+                    status, raw_headers = response.status, response.raw_headers
+        except self._timeouts as exc:
+            raise sys.modules["openai"].APITimeoutError(request=self._http.build_request("POST", self._url)) from exc
+        except self._transport_errors as exc:
+            raise sys.modules["openai"].APIConnectionError(request=self._http.build_request("POST", self._url)) from exc
+        if not 200 <= status < 300:  # the SDK's error for the status, from the response as httpx2 would hold it
+            failed = self._httpx.Response(status, headers=raw_headers, content=body,
+                                          request=self._http.build_request("POST", self._url))
+            raise self._client._make_status_error_from_response(failed)
+        return body
 
     async def _wait(self, seconds: float) -> None:
         """Sleep before a retry; woken at once when the circuit breaker opens meanwhile."""

@@ -277,3 +277,30 @@ def test_a_request_carries_the_sdks_headers_key_and_body():
     assert headers["user-agent"].startswith("AsyncOpenAI/Python")
     assert headers["x-stainless-read-timeout"] == "7.5" and headers["x-stainless-retry-count"] == "0"
     assert body == {"top_k": 5, "model": "stand-in", "messages": MESSAGES, "temperature": 0, "max_tokens": 50}
+
+
+def test_the_direct_aiohttp_way_sends_what_the_sdks_http_client_sends_and_reads_the_same_failures():
+    """A plain URL goes straight to the SDK's aiohttp session (the fast way); with a proxy mounted, through the SDK's
+    HTTP client. Both send the same headers and body, and meet 429/500 and a 404 the same way."""
+    seen = {}
+    for direct in (True, False):
+        with HeaderRecorder(rate_429=0.2, rate_500=0.05, retry_after_s=0.01, seed=5) as server:
+            c = OpenAIChatClient(base_url=server.base_url, model="stand-in", api_key="sk-test-123456",
+                                 params={"temperature": 0}, timeout_s=7.5,
+                                 retry=RetryPolicy(max_attempts=20, base_delay_s=0.001, max_delay_s=0.01, total_s=30))
+            assert c._aiohttp is not None  # a plain URL, no proxy: the direct way is taken
+            if not direct:
+                c._aiohttp = None
+            results = asyncio.run(complete_many(c, 30))
+            missing = OpenAIChatClient(base_url=server.base_url.removesuffix("/v1") + "/nowhere", model="stand-in",
+                                       api_key=None, params={}, timeout_s=5)
+            if not direct:
+                missing._aiohttp = None
+            (not_found,) = asyncio.run(complete_many(missing, 1))
+        assert all(not isinstance(r, BaseException) and r.text for r in results), [r for r in results if isinstance(r, BaseException)]
+        assert any(r.failed_attempts for r in results)  # the 429s and 500s were met and retried
+        assert isinstance(not_found, RequestFailed) and not_found.error_class == "http_404"
+        headers, body = server.requests[0]
+        seen[direct] = ({k: v for k, v in headers.items() if k not in {"accept-encoding", "content-length", "host", "connection"}},  # HTTP/1.1 keeps it alive
+                        body, sorted({e["error_class"] for r in results for e in r.failed_attempts}))
+    assert seen[True] == seen[False]
