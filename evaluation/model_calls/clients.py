@@ -1,8 +1,8 @@
 """Model clients (no Django inside): OpenAI-compatible endpoints and the built-in offline models.
 
-:class:`OpenAIChatClient` sends one chat completion per call with the ``AsyncOpenAI`` SDK's HTTP client on
-its aiohttp transport (``openai[aiohttp]``; the SDK's headers, authentication and error classes; its own
-retries off) and retries here,
+:class:`OpenAIChatClient` sends one chat completion per call through the ``AsyncOpenAI`` SDK's aiohttp session
+(``openai[aiohttp]``; the SDK's headers, authentication and error classes; its own retries off; straight to aiohttp
+unless a proxy is mounted, then through the SDK's HTTP client) and retries here,
 outside the concurrency slot, with
 exponential backoff and full jitter on 429, 408/409/425, 5xx, timeouts, connection
 errors and malformed responses, honouring ``Retry-After``; attempts and total time
