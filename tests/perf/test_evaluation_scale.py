@@ -10,6 +10,13 @@ not grow with the rows: at most ``MAX_GROWTH_MB`` from 25% to 100% of the rows (
 arrive; what a process loads once, at its first rows, is before the 25% mark: the SDK, and rouge-score with
 nltk and scipy for the KeyInfo score, about 150 MB, at the first row written).
 
+Then Inspect AI (tests/perf/inspect_bench.py; skipped with a message without its virtualenv, INSPECT_BENCH=1
+creates it) on the same 11,960 requests: the 1,196 prompts our run sends, each for 10 epochs (Inspect's repeat
+of a sample, scored each time: our samples per item, the same prompt in the original option order), against
+its own stand-in process answering in 50 ms, --max-connections 256. It prints Inspect's eval wall and ratio,
+the CPU per request of the inspect process and the stand-in, its RSS and peak RSS, and Inspect / ours for
+what ran in the same session.
+
     make bench   # or: pytest tests/perf/test_evaluation_scale.py -m perf -s
 """
 from __future__ import annotations
@@ -23,6 +30,7 @@ import pytest
 
 from evaluation.models import Result, RunStatus
 from evaluation.services import runs as services
+from tests.perf import inspect_bench
 from tests.perf.test_evaluation_throughput import ms_per_request
 from tests.support.items import import_items
 from tests.support.model_server import start_server_process
@@ -33,6 +41,8 @@ LATENCY_S, CONCURRENCY, SAMPLES = 0.05, 256, 10
 GOAL_RATIO = 1.15
 MAX_GROWTH_MB = 30.0
 MARKS = (25, 50, 75, 100)
+INSPECT_TIMEOUT_S = 900
+OURS: dict[str, tuple[float, float | None]] = {}  # this session's runs: (wall s, client CPU s), for Inspect / ours
 
 
 def _rss_mb(pid: int | str = "self") -> float:
@@ -162,6 +172,7 @@ def test_12000_requests_at_concurrency_256_in_one_process(detectbench_dir):
         threads_last.update(_threads_cpu_s())
         _report("DetectBench Web, one process", requests, elapsed, cpu, server, server_cpu_started, memory.text(),
                 load_before)
+        OURS["one process"] = (elapsed, cpu)
         by_thread = {}
         for (tid, name), seconds in threads_last.items():
             key = ("event loop" if tid == os.getpid() else "database thread" if "-db" in name else
@@ -203,9 +214,55 @@ def test_12000_requests_through_two_celery_worker_processes(detectbench_dir, tmp
             workers_cpu = _children_cpu_s(worker.proc.pid) - workers_cpu_started  # both pool processes together
             _report("DetectBench Web via Celery (2 worker processes)", requests, elapsed, workers_cpu, server,
                     server_cpu_started, memory.text(), load_before)
+            OURS["two Celery workers"] = (elapsed, workers_cpu)
     finally:
         worker.stop()
     run.refresh_from_db()
     assert run.status == RunStatus.FINISHED
     _assert_resolved_once(run, requests)
     memory.assert_bounded()
+
+
+def test_inspect_ai_on_the_same_12000_requests(detectbench_dir, tmp_path):
+    if inspect_bench.inspect_python() is None:
+        pytest.skip(inspect_bench.SKIPPED)
+    n_items = import_items(detectbench_dir / "test.jsonl", split="test")
+    requests, ideal = n_items * SAMPLES, n_items * SAMPLES * LATENCY_S / CONCURRENCY
+    with start_server_process(latency_s=LATENCY_S, reply_mode="first") as server:
+        endpoint = services.endpoint_create(name="bench-12k-prompts", base_url=server.base_url, model="stand-in",
+                                            max_concurrency=CONCURRENCY, use_cache=False)
+        # A run that is never executed: its items and options as our run shows them, for the prompts.
+        run = services.run_launch(endpoint=endpoint, method="naive", split="test", samples=SAMPLES, enqueue=False)
+        samples = inspect_bench.naive_samples(run)
+        load_before, server_cpu_started = os.getloadavg(), server.cpu_seconds()
+        result = inspect_bench.run_inspect(tmp_path, server.base_url, samples, max_connections=CONCURRENCY,
+                                           epochs=SAMPLES, log_format="eval", timeout_s=INSPECT_TIMEOUT_S)
+        server_cpu = server.cpu_seconds()
+        server_cpu = None if server_cpu is None or server_cpu_started is None else server_cpu - server_cpu_started
+        stats = server.stats()
+    arrivals = sorted(stats["arrivals"])
+    ratio, cpu = result["eval_s"] / ideal, inspect_bench.eval_cpu_s(result)
+    print(f"\nInspect AI {inspect_bench.inspect_version()}, one process (--max-connections {CONCURRENCY}, --epochs "
+          f"{SAMPLES} of {len(samples)} samples, .eval log): {stats['requests']} requests, latency "
+          f"{LATENCY_S * 1000:.0f} ms: eval wall {result['eval_s']:.0f} s (the log's started_at to completed_at, in "
+          f"whole seconds; whole process {result['process_s']:.2f} s, first to last request "
+          f"{arrivals[-1] - arrivals[0]:.2f} s), "
+          f"ideal {ideal:.2f} s, ratio {ratio:.2f} (goal <= {GOAL_RATIO}: "
+          f"{'met' if ratio <= GOAL_RATIO else 'NOT met'}); accuracy {result['accuracy']:.3f}, status "
+          f"{result['status']}")
+    print(f"  CPU per request: inspect process {ms_per_request(cpu, requests)} within the eval "
+          f"({ms_per_request(result['cpu_s'], requests)} whole process: start-up and log included), stand-in server "
+          f"{ms_per_request(server_cpu, requests)}; peak in flight {stats['peak_in_flight']}; load average "
+          f"{' '.join(f'{x:.2f}' for x in load_before)} before, {os.getloadavg()[0]:.2f} after, on "
+          f"{os.cpu_count()} CPUs")
+    rss_at = [inspect_bench.at(result["trace"], arrivals[len(arrivals) * mark // 100 - 1])[1] for mark in MARKS]
+    marks = ", ".join(f"{mark}% {rss:.0f}" for mark, rss in zip(MARKS, rss_at, strict=True))
+    first_rss = inspect_bench.at(result["trace"], arrivals[0])[1]
+    print(f"  memory: inspect process RSS MB at the first request {first_rss:.0f}, when this share of the requests "
+          f"had arrived {marks}; peak {result['peak_rss_mb']:.0f} (wait4)")
+    for name, (wall, our_cpu) in OURS.items():
+        print(f"  Inspect AI / DetectBench Web {name} (this session): wall {result['eval_s'] / wall:.2f}x, CPU per "
+              f"request {'n/a' if not our_cpu else f'{cpu / our_cpu:.2f}x'}")
+    assert result["status"] == "success"
+    assert stats["requests"] == requests and stats["by_status"] == {"200": requests}
+    assert stats["peak_in_flight"] <= CONCURRENCY

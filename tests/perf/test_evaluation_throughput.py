@@ -5,58 +5,33 @@ asserted: the benchmark prints the wall time, the ideal, their ratio, the CPU pe
 client process and of the stand-in server (both on the same CPUs) and the load average; it asserts
 only correctness (every item resolved once, none duplicated).
 
-Also runs Inspect AI (`inspect-ai` from PyPI, in its own virtualenv at var/inspect-venv)
-on the same prompts against the same stand-in server with --max-connections 64 and
-prints both times. Without that virtualenv the Inspect part is skipped with a message;
-set INSPECT_BENCH=1 to have this benchmark create it (python3 -m venv + pip install).
+Also runs Inspect AI (`inspect-ai` from PyPI, in its own virtualenv at var/inspect-venv; see
+tests/perf/inspect_bench.py) on the same prompts against the same stand-in server with --max-connections 64
+and prints both times, and the inspect process's CPU per request and peak RSS. Without that virtualenv the
+Inspect part is skipped with a message; set INSPECT_BENCH=1 to have this benchmark create it (python3 -m venv
++ pip install).
 
     make bench   # or: pytest tests/perf/test_evaluation_throughput.py -m perf -s
 """
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import time
-from datetime import datetime
-from pathlib import Path
 
 import pytest
 
-from annotation.models import Item
-from evaluation.execution.chunks import item_view
 from evaluation.models import Result, RunStatus
-from evaluation.prompting.methods import get_method
-from evaluation.prompting.prompts import present
 from evaluation.selectors.run_record import run_record_counts
 from evaluation.services import runs as services
+from tests.perf.inspect_bench import SKIPPED, eval_cpu_s, inspect_python, inspect_version, naive_samples, run_inspect
 from tests.support.items import import_items
 from tests.support.model_server import start_server_process
 
 pytestmark = [pytest.mark.perf, pytest.mark.django_db(transaction=True)]
 
-REPO_DIR = Path(__file__).resolve().parent.parent.parent
-INSPECT_VENV = Path(os.environ.get("INSPECT_VENV", REPO_DIR / "var" / "inspect-venv"))
 LATENCY_S = 0.2
 CONCURRENCY = 64
 GOAL_RATIO = 1.15
-
-INSPECT_TASK = '''
-import json
-from inspect_ai import Task, task
-from inspect_ai.dataset import Sample
-from inspect_ai.scorer import match
-from inspect_ai.solver import generate
-
-
-@task
-def detectbench_naive():
-    with open({path!r}) as handle:
-        records = [json.loads(line) for line in handle]
-    return Task(dataset=[Sample(id=r["id"], input=r["input"], target=r["target"]) for r in records],
-                solver=generate(), scorer=match(location="end"))
-'''
 
 
 def ms_per_request(cpu_s: float | None, n: int) -> str:
@@ -87,49 +62,15 @@ def timeline(arrivals: list[float], started: float, elapsed: float) -> str:
 
 def assert_resolved_once(run, n: int) -> None:
     """Every item has exactly one row, answered, recorded (finish_reason, tokens spent) and parsed: the stand-in
-    answers the first label, "1", which the reader calls ambiguous where another option's text is 1."""
+    answers the first label, "1", a serial number alone, which the reader takes as that label even where another
+    option's text is 1."""
     rows = Result.objects.filter(run=run)
     assert rows.count() == n
     assert rows.values("item_id", "sample_index").distinct().count() == n
-    clashes = sum("1" in item.options[1:] for item in Item.objects.filter(pk__in=run.item_ids))
-    assert rows.filter(error="", parse_status="ok").count() == n - clashes
+    assert rows.filter(error="", parse_status="ok", answer_label="1").count() == n
     assert rows.filter(error="", finish_reason="stop", truncated=False, spent_tokens_out__gt=0).count() == n
     counts = run_record_counts(run=run)
     assert (counts["errors"], counts["cached"], counts["truncated"], counts["abandoned_requests"]) == (0, 0, 0, 0)
-
-
-def inspect_python() -> Path | None:
-    python = INSPECT_VENV / "bin" / "python"
-    if (INSPECT_VENV / "bin" / "inspect").exists():
-        return python
-    if os.environ.get("INSPECT_BENCH") == "1":
-        subprocess.run([sys.executable if sys.version_info >= (3, 10) else "python3", "-m", "venv", str(INSPECT_VENV)],
-                       check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "inspect-ai", "openai"], check=True)
-        return python
-    return None
-
-
-def run_inspect(tmp_path: Path, base_url: str, samples: list[dict]) -> dict:
-    data = tmp_path / "samples.jsonl"
-    data.write_text("".join(json.dumps(s) + "\n" for s in samples))
-    task = tmp_path / "inspect_task.py"
-    task.write_text(INSPECT_TASK.format(path=str(data)))
-    env = dict(os.environ, STANDIN_BASE_URL=base_url, STANDIN_API_KEY="not-needed", INSPECT_LOG_DIR=str(tmp_path / "logs"))
-    started = time.monotonic()
-    proc = subprocess.run(
-        [str(INSPECT_VENV / "bin" / "inspect"), "eval", task.name, "--model", "openai-api/standin/stand-in",
-         "--max-connections", str(CONCURRENCY), "--log-dir", str(tmp_path / "logs"), "--log-format", "json",
-         "--display", "none", "--max-retries", "3"],
-        env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path,
-    )
-    process_s = time.monotonic() - started
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    log = json.loads(next((tmp_path / "logs").glob("*.json")).read_text())
-    stats = log["stats"]
-    eval_s = (datetime.fromisoformat(stats["completed_at"]) - datetime.fromisoformat(stats["started_at"])).total_seconds()
-    accuracy = log["results"]["scores"][0]["metrics"]["accuracy"]["value"]
-    return {"eval_s": eval_s, "process_s": process_s, "accuracy": accuracy, "samples": len(samples)}
 
 
 def test_throughput_1196_items_200ms_concurrency_64(detectbench_dir, tmp_path):
@@ -165,23 +106,17 @@ def test_throughput_1196_items_200ms_concurrency_64(detectbench_dir, tmp_path):
         assert_resolved_once(run, n)
         assert stats["requests"] == n
 
-        python = inspect_python()
-        if python is None:
-            print(f"Inspect AI comparison skipped: no virtualenv at {INSPECT_VENV} "
-                  "(set INSPECT_BENCH=1 to create it: python3 -m venv + pip install inspect-ai openai)")
+        if inspect_python() is None:
+            print(SKIPPED)
         else:
-            method = get_method("naive")
-            samples = []
-            for item in Item.objects.filter(pk__in=run.item_ids).order_by("pk"):
-                shown = present(item_view(item), seed=run.seed, permute=False)
-                samples.append({"id": item.pk, "input": method.messages(shown, ())[-1]["content"],
-                                "target": shown.answer_label})
             server.reset()
-            inspect = run_inspect(tmp_path, server.base_url, samples)
+            inspect = run_inspect(tmp_path, server.base_url, naive_samples(run), max_connections=CONCURRENCY)
             inspect_stats = server.stats()
-            print(f"Inspect AI (--max-connections {CONCURRENCY}): eval {inspect['eval_s']:.2f} s "
+            print(f"Inspect AI {inspect_version()} (--max-connections {CONCURRENCY}): eval {inspect['eval_s']:.2f} s "
                   f"(whole process {inspect['process_s']:.2f} s), accuracy {inspect['accuracy']:.3f}, "
-                  f"peak in flight {inspect_stats['peak_in_flight']}")
+                  f"peak in flight {inspect_stats['peak_in_flight']}; its process: CPU per request "
+                  f"{ms_per_request(eval_cpu_s(inspect), n)} within the eval ({ms_per_request(inspect['cpu_s'], n)} "
+                  f"whole process), peak RSS {inspect['peak_rss_mb']:.0f} MB")
             print(f"Inspect AI eval time / DetectBench Web time: {inspect['eval_s'] / elapsed:.2f}x; "
                   f"DetectBench Web / ideal {ratio:.3f}, Inspect AI / ideal {inspect['eval_s'] / ideal:.3f}")
             assert inspect["samples"] == n
