@@ -143,8 +143,12 @@ class PreparedInsert:
             raise ValueError("only a new instance without a primary key can be inserted")
         sql, fields, compiler = self._compiled or self._compile(instance)
         params = [compiler.prepare_value(field, compiler.pre_save_val(field, instance)) for field in fields]
-        with connections[self.using].cursor() as cursor:
+        connection = connections[self.using]
+        with connection.cursor() as cursor:
             cursor.execute(sql, params)
-            instance.pk = cursor.fetchone()[0]
+            if connection.features.can_return_columns_from_insert:
+                instance.pk = cursor.fetchone()[0]
+            else:  # a database without INSERT ... RETURNING (an old SQLite): the id it just gave
+                instance.pk = connection.ops.last_insert_id(cursor, self.model._meta.db_table, self.model._meta.pk.column)
         instance._state.adding, instance._state.db = False, self.using
         return instance
