@@ -3,24 +3,21 @@
 A participant's question page holds about thirty `{% translate %}` tags; each one looks up the active language
 (a context-local), builds a lazy string, looks it up in the catalog and escapes it: about a sixth of the CPU of
 an answer on two cores. The translation of a literal in a language never changes while the process runs, so
-this library (settings: TEMPLATES OPTIONS "libraries" {"i18n": ...}, which every `{% load i18n %}` then loads)
-keeps each rendered literal by (language, autoescape, literal). Everything else is Django's own: tags with a
-variable, a filter, a message context or `noop` render as Django renders them, and so do all other tags and
-filters of the library. The cache is emptied when the languages or the catalogs' settings change (tests).
+`install()` (called when the apps are ready, detectbench_web.apps) makes the `translate` and `trans` tags of
+Django's own library, the one every `{% load i18n %}` loads, build a node that keeps each rendered literal by
+(language, autoescape, literal). (Registering a second library named "i18n" instead would draw Django's
+templates.W003 warning.) Everything else is Django's own: tags with a variable, a filter, a message context or
+`noop` render as Django renders them, and so do all other tags and filters. The cache is emptied when the
+languages or the catalogs' settings change (tests).
 """
 from __future__ import annotations
 
-from django import template
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.template.base import Variable, render_value_in_context
 from django.templatetags import i18n as django_i18n
 from django.utils.safestring import SafeData, mark_safe
 from django.utils.translation import get_language
-
-register = template.Library()
-register.tags.update(django_i18n.register.tags)
-register.filters.update(django_i18n.register.filters)
 
 _rendered: dict[tuple[str | None, bool, str], str] = {}
 
@@ -46,12 +43,17 @@ class CachedTranslateNode(django_i18n.TranslateNode):
         return value
 
 
-@register.tag("translate")
-@register.tag("trans")
 def do_translate(parser, token):
+    """Django's own parsing of the tag, then the remembering node."""
     node = django_i18n.do_translate(parser, token)
     node.__class__ = CachedTranslateNode
     return node
+
+
+def install() -> None:
+    """The `translate` and `trans` tags of Django's i18n library parse into the remembering node (idempotent)."""
+    django_i18n.register.tags["translate"] = do_translate
+    django_i18n.register.tags["trans"] = do_translate
 
 
 @receiver(setting_changed)

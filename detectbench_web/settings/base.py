@@ -98,8 +98,6 @@ TEMPLATES = [
                 "django.template.context_processors.i18n",
                 "detectbench_web.navigation.navigation_context",
             ],
-            # `{% load i18n %}` loads Django's library with each translated literal kept per language.
-            "libraries": {"i18n": "foundation.cached_i18n"},
         },
     }
 ]

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.template import Context, Engine, engines
+from django.core import checks
+from django.template import Context, Engine, Library, engines
+from django.templatetags import i18n as django_i18n
 from django.utils import translation
 
 from foundation.cached_i18n import CachedTranslateNode
@@ -31,7 +33,13 @@ def _literals() -> list[str]:
 
 
 OURS = engines["django"].engine
-DJANGOS = Engine(libraries={"i18n": "django.templatetags.i18n"})
+#: Django's tags as they are without install(): a library of their own, with Django's parsing functions.
+_plain = Library()
+_plain.tags.update(django_i18n.register.tags)
+_plain.filters.update(django_i18n.register.filters)
+_plain.tags["translate"] = _plain.tags["trans"] = django_i18n.do_translate
+register = _plain  # what DJANGOS loads for {% load i18n %}
+DJANGOS = Engine(libraries={"i18n": "tests.foundation.test_cached_i18n"})
 
 
 def _both(source: str, context: dict | None = None, autoescape: bool = True) -> tuple[str, str]:
@@ -39,9 +47,12 @@ def _both(source: str, context: dict | None = None, autoescape: bool = True) -> 
             DJANGOS.from_string(source).render(Context(context or {}, autoescape=autoescape)))
 
 
-def test_the_project_engine_loads_the_remembering_tag():
-    nodes = OURS.from_string('{% load i18n %}{% translate "Time left" %}').nodelist
-    assert any(isinstance(node, CachedTranslateNode) for node in nodes)
+def test_the_project_engine_loads_the_remembering_tag_and_django_checks_find_nothing_to_say():
+    nodes = OURS.from_string('{% load i18n %}{% translate "Time left" %}{% trans "Time left" %}').nodelist
+    assert sum(isinstance(node, CachedTranslateNode) for node in nodes) == 2
+    assert not [m for m in checks.run_checks() if m.id.startswith("templates.")]
+    plain = DJANGOS.from_string('{% load i18n %}{% translate "Time left" %}').nodelist
+    assert not any(isinstance(node, CachedTranslateNode) for node in plain)  # the comparison is with Django's own
     assert len(_literals()) > 200  # the scan found the project's templates
 
 

@@ -28,6 +28,7 @@ from annotation.models import Item
 from detectbench_web import demo
 from evaluation.models import JudgeRun, Run
 from studies.allocation import quota_fit
+from studies.management.bots import run_bots
 from studies.models import Study
 from studies.setup_checks import setup_warnings, translation_coverage
 from tests.conftest import REPO_DIR, start_celery_worker
@@ -212,6 +213,11 @@ def test_make_run_starts_in_production_mode_without_a_warning_and_a_second_start
     assert stylesheet, page[:2000]
     assert _get(base + stylesheet.group(1))[0] == 200
     assert _get(f"{base}/s/demo/")[0] == 200
+    # A participant's whole attempt on make run's SQLite (prepared reads and inserts, the Python hand-out): every
+    # answer stored, the completion code shown.
+    (walk,) = run_bots(base, "demo", 1, concurrency=1, id_prefix="sqlite-walk")
+    assert walk.outcome == "complete" and walk.answered == 15 and walk.completion_code, walk
+    assert not walk.server_errors
     # The worker adds the demo's model and judge runs after the server is up.
     deadline = time.monotonic() + 180
     while True:
