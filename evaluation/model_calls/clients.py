@@ -12,25 +12,32 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import email.utils
-import errno
 import functools
 import json
 import random
 import re
-import socket
 import ssl
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from evaluation.model_calls.builtin_models import builtin_reply, count_tokens
+from evaluation.model_calls.direct_http import DirectSender
+from evaluation.model_calls.failures import (  # noqa: F401 - also read from here (preflight, tests)
+    _MODEL_MISSING,
+    ABANDONED,
+    RETRYABLE_STATUS,
+    Failure,
+    MalformedResponse,
+    _sdk_error,
+    classify_failure,
+    retry_after_seconds,
+    transport_reason,
+)
 from evaluation.model_calls.limiter import Limiter, LocalLimiter
 from evaluation.prompting.methods import Completion
-
-RETRYABLE_STATUS = {408, 409, 425, 429}
 
 
 def import_sdk():
@@ -44,17 +51,9 @@ def import_sdk():
     return openai, httpx2
 
 
-def _sdk_error(exc: BaseException, *names: str) -> bool:
-    """Whether ``exc`` is one of the openai SDK's errors ``names`` (never, while the SDK is not imported: then
-    nothing could have raised one)."""
-    openai = sys.modules.get("openai")
-    return openai is not None and isinstance(exc, tuple(getattr(openai, name) for name in names))
-
 #: Error classes that say the endpoint itself is unusable (not this one request): they feed the circuit breaker.
 ENDPOINT_ERRORS = frozenset({"connection_refused", "dns", "connection", "connect_timeout", "http_401", "http_403",
                              "http_404", "unknown_model"})
-#: A request that timed out while the server may still be generating it (its tokens are spent, not counted).
-ABANDONED = "timeout"
 
 
 class RequestFailed(Exception):
@@ -113,80 +112,6 @@ class CircuitBreaker:
 
 
 @dataclass(frozen=True)
-class Failure:
-    """How an attempt failed: its class (e.g. ``connection_refused``), whether to retry, Retry-After, a description."""
-    error_class: str
-    retry: bool
-    retry_after: float | None
-    description: str
-
-
-def _chain(exc: BaseException):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
-
-
-def transport_reason(exc: BaseException) -> tuple[str, str]:
-    """(class, reason) of a transport failure from its cause chain: the SDK reports a refused connection
-    as a connect *timeout* (its aiohttp transport maps every connector error so), the chain keeps the truth."""
-    chain = list(_chain(exc))
-    names, deepest = {type(e).__name__ for e in chain}, chain[-1]
-    for e in chain:
-        if isinstance(e, socket.gaierror) or type(e).__name__ == "ClientConnectorDNSError":
-            return "dns", f"DNS failure, the host name does not resolve: {e}"[:300]
-        if isinstance(e, ConnectionRefusedError) or getattr(e, "errno", None) == errno.ECONNREFUSED:
-            return "connection_refused", f"connection refused: {e} (is the server running?)"[:300]
-    if "ConnectTimeout" in names:  # below the SDK's and httpx2's wrappers: aiohttp's timeout (from a CancelledError)
-        if any(isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in chain
-               if not type(e).__module__.startswith(("openai", "httpx"))):
-            return "connect_timeout", "connect timeout: the host did not accept the connection in time"
-        return "connection", f"connection error: {_os_text(deepest)}"
-    if names & {"ReadTimeout", "WriteTimeout", "PoolTimeout", "SocketTimeoutError", "ServerTimeoutError"} \
-            or _sdk_error(exc, "APITimeoutError"):
-        return ABANDONED, "timeout: no answer within the timeout (the server may still be generating it)"
-    return "connection", f"connection error: {_os_text(deepest)}"
-
-
-def _os_text(exc: BaseException) -> str:
-    return (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__)[:200]
-
-
-_MODEL_MISSING = re.compile(r"model.{0,80}(not (be )?found|does not exist|not exist|unknown|not served|no such|"
-                            r"not available|invalid model)|(unknown|invalid|unsupported) model|model_not_found", re.I | re.S)
-
-
-def classify_failure(exc: BaseException, *, url: str = "") -> Failure:
-    """How one attempt failed: named (connection refused, DNS, timeout, 401/403, 404 with a /v1 hint, unknown
-    model, ...), retried or not, and the server's Retry-After."""
-    if _sdk_error(exc, "APIStatusError"):
-        status = exc.status_code
-        message = str(exc.message)
-        body = json.dumps(exc.body) if exc.body is not None else ""
-        if status in (400, 404) and _MODEL_MISSING.search(message + " " + body):
-            return Failure("unknown_model", False, None, f"unknown model (HTTP {status}): {message}"[:500])
-        retry = status in RETRYABLE_STATUS or status >= 500
-        if status in (401, 403):
-            text = f"HTTP {status} ({'unauthorized' if status == 401 else 'forbidden'}): {message} (check the API key variable)"
-        elif status == 404:
-            hint = (" - the base URL probably lacks /v1 (e.g. http://host:port/v1)"
-                    if url and not url.rstrip("/").endswith("/v1") else " - check the base URL")
-            text = f"HTTP 404 on {url or 'the endpoint'}/chat/completions: {message}{hint}"
-        else:
-            text = f"HTTP {status}: {message}"
-        error_class = f"http_{status}" if status < 500 else "http_5xx"
-        return Failure(error_class, retry, retry_after_seconds(exc.response.headers) if retry else None, text[:500])
-    if _sdk_error(exc, "APIConnectionError"):  # includes APITimeoutError
-        error_class, reason = transport_reason(exc)
-        return Failure(error_class, True, None, reason[:500])
-    if isinstance(exc, (json.JSONDecodeError, MalformedResponse)) or _sdk_error(exc, "APIResponseValidationError"):
-        return Failure("malformed", True, None, f"malformed response: {exc}"[:500])
-    return Failure("other", False, None, f"{type(exc).__name__}: {exc}"[:500])
-
-
-@dataclass(frozen=True)
 class RetryPolicy:
     max_attempts: int = 6
     total_s: float = 600.0
@@ -198,28 +123,6 @@ class RetryPolicy:
         if retry_after is not None:
             return retry_after + random.uniform(0, min(1.0, 0.1 * retry_after + 0.01))
         return random.uniform(0, min(self.max_delay_s, self.base_delay_s * 2 ** (attempt - 1)))
-
-
-def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
-    if not headers:
-        return None
-    if (value := headers.get("retry-after-ms")) is not None:
-        try:
-            return max(0.0, float(value) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        when = email.utils.parsedate_to_datetime(value)
-        return max(0.0, when.timestamp() - time.time()) if when else None
-
-
-class MalformedResponse(ValueError):
-    pass
 
 
 REDACTED = "[redacted]"
@@ -300,21 +203,8 @@ class OpenAIChatClient(ModelClient):
         self._headers = httpx2.Headers({**{k: v for k, v in self._client.default_headers.items() if isinstance(v, str)},
                                         **self._client.auth_headers, "X-Stainless-Retry-Count": "0",
                                         "X-Stainless-Read-Timeout": str(timeout.read)})
-        # Straight to aiohttp when the SDK's HTTP client would use its aiohttp transport for this URL (no proxy
-        # mounted): the same session, the same headers, timeouts and redirects, aiohttp's errors mapped to the SDK's
-        # HTTP errors by the transport's own map. httpx2's request and header objects around each aiohttp request
-        # (built, merged, copied and converted again) were most of a request's client CPU.
-        transport = self._http._transport_for_url(self._url)
-        self._aiohttp = None
-        if type(transport).__name__ == "AiohttpTransport" and transport.proxy is None:
-            from aiohttp import ClientTimeout
-            from multidict import CIMultiDict
-            from openai._vendor.httpx_aiohttp.transport import map_aiohttp_exceptions
-
-            headers = CIMultiDict(self._headers.multi_items())
-            headers["Accept-Encoding"] = "gzip, deflate"  # what aiohttp decodes here whatever else is installed
-            self._aiohttp = (transport, str(self._url), headers, map_aiohttp_exceptions, ClientTimeout(
-                sock_connect=timeout.connect, sock_read=timeout.read, connect=timeout.pool))
+        # Straight to the SDK's aiohttp session where its client would send there (evaluation.model_calls.direct_http).
+        self._direct = DirectSender.for_client(self._http, self._url, self._headers, timeout)
         # The transport errors the SDK wraps, as it does (openai._httpx2.timeout_exceptions / request_exceptions).
         self._httpx = httpx2
         self._timeouts, self._transport_errors = (httpx2.TimeoutException,), (httpx2.RequestError, ssl.SSLError,
@@ -341,8 +231,8 @@ class OpenAIChatClient(ModelClient):
     async def _post(self, content: bytes) -> bytes:
         """The body of a 2xx answer, else the SDK's errors as ``chat.completions.create`` raises them (its
         APIStatusError for the status, with the server's message and body; APITimeoutError; APIConnectionError)."""
-        if self._aiohttp is not None:
-            return await self._post_aiohttp(content)
+        if self._direct is not None:
+            return await self._post_direct(content)
         try:
             response = await self._http.post(self._url, content=content, headers=self._headers)
         except self._timeouts as exc:
@@ -353,25 +243,17 @@ class OpenAIChatClient(ModelClient):
             raise self._client._make_status_error_from_response(response)
         return response.content
 
-    async def _post_aiohttp(self, content: bytes) -> bytes:
-        """`_post` through the transport's aiohttp session itself; the same answers and the same errors."""
-        transport, url, headers, map_errors, timeout = self._aiohttp
-        if transport.client is None or not hasattr(transport.client, "request"):
-            transport.client = transport.get_client()
+    async def _post_direct(self, content: bytes) -> bytes:
+        """`_post` through the SDK's aiohttp session itself: the same answers and the same errors."""
         try:
-            with map_errors():
-                async with transport.client.request("POST", url, data=content, headers=headers, timeout=timeout,
-                                                    allow_redirects=True, compress=False) as response:
-                    body = await response.read()
-                    status, raw_headers = response.status, response.raw_headers
+            status, raw_headers, body = await self._direct.post(content)
         except self._timeouts as exc:
             raise sys.modules["openai"].APITimeoutError(request=self._http.build_request("POST", self._url)) from exc
         except self._transport_errors as exc:
             raise sys.modules["openai"].APIConnectionError(request=self._http.build_request("POST", self._url)) from exc
         if not 200 <= status < 300:  # the SDK's error for the status, from the response as httpx2 would hold it
-            failed = self._httpx.Response(status, headers=raw_headers, content=body,
-                                          request=self._http.build_request("POST", self._url))
-            raise self._client._make_status_error_from_response(failed)
+            raise self._client._make_status_error_from_response(self._httpx.Response(
+                status, headers=raw_headers, content=body, request=self._http.build_request("POST", self._url)))
         return body
 
     async def _wait(self, seconds: float) -> None:

@@ -288,14 +288,14 @@ def test_the_direct_aiohttp_way_sends_what_the_sdks_http_client_sends_and_reads_
             c = OpenAIChatClient(base_url=server.base_url, model="stand-in", api_key="sk-test-123456",
                                  params={"temperature": 0}, timeout_s=7.5,
                                  retry=RetryPolicy(max_attempts=20, base_delay_s=0.001, max_delay_s=0.01, total_s=30))
-            assert c._aiohttp is not None  # a plain URL, no proxy: the direct way is taken
+            assert c._direct is not None  # a plain URL, no proxy: the direct way is taken
             if not direct:
-                c._aiohttp = None
+                c._direct = None
             results = asyncio.run(complete_many(c, 30))
             missing = OpenAIChatClient(base_url=server.base_url.removesuffix("/v1") + "/nowhere", model="stand-in",
                                        api_key=None, params={}, timeout_s=5)
             if not direct:
-                missing._aiohttp = None
+                missing._direct = None
             (not_found,) = asyncio.run(complete_many(missing, 1))
         assert all(not isinstance(r, BaseException) and r.text for r in results), [r for r in results if isinstance(r, BaseException)]
         assert any(r.failed_attempts for r in results)  # the 429s and 500s were met and retried

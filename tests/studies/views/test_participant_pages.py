@@ -342,9 +342,8 @@ def test_the_attempt_addresses_equal_reverse_for_every_route_and_any_url_safe_to
 
     from django.urls import clear_script_prefix, set_script_prefix
 
-    from studies.views.participant_pages import ATTEMPT_ROUTES, participant_urls
-
     from studies import urls_public
+    from studies.views.participant_pages import ATTEMPT_ROUTES, participant_urls
 
     # Every public route of an attempt (by its token) is among the addresses a page gets.
     assert {p.name for p in urls_public.urlpatterns if "<str:token>" in str(p.pattern)} == set(ATTEMPT_ROUTES)
