@@ -278,6 +278,12 @@ LONG_TESTS = {
 }
 
 
+# Modules that stay where pytest-django puts them: tests/backup/test_backup.py's module fixture empties the test
+# database (as a transactional test does) although its tests are not transactional, so the tests collected
+# before it (tests/annotation's, which need the rows `migrate` writes) must still run before it.
+STAY_IN_PLACE = {"tests/backup/test_backup.py"}
+
+
 def _django_group(item: pytest.Item) -> int:
     """pytest-django's order of a test (pytest_django.plugin.pytest_collection_modifyitems): 0 in a rolled-back
     transaction, 1 transactional (commits, empties the tables after), 2 without the database."""
@@ -312,11 +318,12 @@ def pytest_collection_modifyitems(config, items):
     longest: dict[tuple[str, int], int] = {}
     for item, group in zip(items, groups, strict=True):
         key = (item.nodeid.split("::", 1)[0], group)
-        longest[key] = max(longest.get(key, 0), LONG_TESTS.get(item.nodeid, 0))
+        if key[0] not in STAY_IN_PLACE:
+            longest[key] = max(longest.get(key, 0), LONG_TESTS.get(item.nodeid, 0))
 
     def order(index: int):
         item, group = items[index], groups[index]
-        module_longest = longest[(item.nodeid.split("::", 1)[0], group)]
+        module_longest = longest.get((item.nodeid.split("::", 1)[0], group), 0)
         phase = {0: 1, 1: 2, 2: 0 if module_longest else 3}[group]
         return phase, -module_longest, index
 
