@@ -78,10 +78,7 @@ class PreparedQuery:
         alias = queryset.db
         compiler = queryset.query.get_compiler(using=alias)
         for_update = bool(queryset.query.select_for_update)
-        connection = connections[alias]
-        if for_update and connection.get_autocommit():
-            raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
-        sql, params = compiler.as_sql()
+        sql, params = compiler.as_sql()  # the ORM's own checks too (select_for_update outside a transaction)
         slots = []
         for marker in self.markers:
             found = [i for i, param in enumerate(params) if type(param) is type(marker) and param == marker]

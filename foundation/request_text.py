@@ -145,9 +145,9 @@ def request_problem(request: HttpRequest) -> UnusableText | None:
     why = text_problem(request.path)
     if why:
         return UnusableText(gettext("The address %(why)s.") % {"why": why})
-    query = request.META.get("QUERY_STRING", "")
-    if query and not _urlencoded_clean(query.encode("latin-1", "replace")):
-        problem = (_urlencoded_problem(query.encode("latin-1", "replace"), QUERY_PARAMETER)
+    query = request.META.get("QUERY_STRING", "").encode("latin-1", "replace")
+    if query and not _urlencoded_clean(query):
+        problem = (_urlencoded_problem(query, QUERY_PARAMETER)
                    or _pairs_problem(request.GET.lists(), QUERY_PARAMETER))
         if problem:
             return problem
@@ -155,9 +155,10 @@ def request_problem(request: HttpRequest) -> UnusableText | None:
         return None
     content_type = (request.content_type or "").lower()
     if content_type == "application/x-www-form-urlencoded":
-        if _urlencoded_clean(request.body):
+        body = request.body
+        if _urlencoded_clean(body):
             return None  # its fields are its parts (no files): nothing to look at part by part
-        problem = _urlencoded_problem(request.body, FORM_FIELD)
+        problem = _urlencoded_problem(body, FORM_FIELD)
         if problem:
             return problem
     if content_type in FORM_TYPES and request.method == "POST":

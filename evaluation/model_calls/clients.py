@@ -230,30 +230,24 @@ class OpenAIChatClient(ModelClient):
 
     async def _post(self, content: bytes) -> bytes:
         """The body of a 2xx answer, else the SDK's errors as ``chat.completions.create`` raises them (its
-        APIStatusError for the status, with the server's message and body; APITimeoutError; APIConnectionError)."""
-        if self._direct is not None:
-            return await self._post_direct(content)
+        APIStatusError for the status, with the server's message and body; APITimeoutError; APIConnectionError).
+        Straight through the SDK's aiohttp session where its client would send there, else through the client."""
+        response = None
         try:
-            response = await self._http.post(self._url, content=content, headers=self._headers)
+            if self._direct is not None:
+                status, raw_headers, body = await self._direct.post(content)
+            else:
+                response = await self._http.post(self._url, content=content, headers=self._headers)
+                status, body = response.status_code, response.content
         except self._timeouts as exc:
             raise sys.modules["openai"].APITimeoutError(request=self._http.build_request("POST", self._url)) from exc
         except self._transport_errors as exc:
             raise sys.modules["openai"].APIConnectionError(request=self._http.build_request("POST", self._url)) from exc
-        if not response.is_success:
+        if not 200 <= status < 300:  # the SDK's error for the status, from the response as httpx2 holds it
+            if response is None:
+                response = self._httpx.Response(status, headers=raw_headers, content=body,
+                                                request=self._http.build_request("POST", self._url))
             raise self._client._make_status_error_from_response(response)
-        return response.content
-
-    async def _post_direct(self, content: bytes) -> bytes:
-        """`_post` through the SDK's aiohttp session itself: the same answers and the same errors."""
-        try:
-            status, raw_headers, body = await self._direct.post(content)
-        except self._timeouts as exc:
-            raise sys.modules["openai"].APITimeoutError(request=self._http.build_request("POST", self._url)) from exc
-        except self._transport_errors as exc:
-            raise sys.modules["openai"].APIConnectionError(request=self._http.build_request("POST", self._url)) from exc
-        if not 200 <= status < 300:  # the SDK's error for the status, from the response as httpx2 would hold it
-            raise self._client._make_status_error_from_response(self._httpx.Response(
-                status, headers=raw_headers, content=body, request=self._http.build_request("POST", self._url)))
         return body
 
     async def _wait(self, seconds: float) -> None:
