@@ -26,7 +26,7 @@ import weakref
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection
+from django.db import ProgrammingError, connection
 
 from studies.allocation import MASK, MIX, seed_salt
 from studies.models import (
@@ -181,6 +181,7 @@ _STATEMENTS = (_prepared("attempt", LOCK_ATTEMPT_SQL), _prepared("study", LOCK_S
 _EXECUTE = ";\n".join(statement.execute for statement in _STATEMENTS)
 #: The database connections (psycopg's, which the pool keeps across requests) that hold the prepared statements.
 _PREPARED_ON: weakref.WeakSet = weakref.WeakSet()
+_NO_SUCH_PREPARED_STATEMENT = "26000"  # invalid_sql_statement_name
 
 
 def _prepare(cursor) -> None:
@@ -212,7 +213,18 @@ def hand_out(*, attempt_id: int, study_id: int, seed: str, now: datetime, overdu
               "salt": seed_salt(seed), "order_salt": seed_salt(f"order:{seed}")}
     with connection.cursor() as cursor:
         _prepare(cursor)
-        cursor.execute(_EXECUTE, params)
+        try:
+            cursor.execute(_EXECUTE, params)
+        except ProgrammingError as error:
+            if getattr(error.__cause__, "sqlstate", None) != _NO_SUCH_PREPARED_STATEMENT:
+                raise
+            # The connection lost them (DEALLOCATE, DISCARD ALL): nothing ran. Prepared again at the next start,
+            # or now when no transaction of the caller's was aborted by the error.
+            _PREPARED_ON.discard(connection.connection)
+            if connection.in_atomic_block:
+                raise
+            _prepare(cursor)
+            cursor.execute(_EXECUTE, params)
         attempt_row = cursor.fetchone()
         cursor.nextset()
         study_row = cursor.fetchone()

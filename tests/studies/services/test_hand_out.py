@@ -67,3 +67,17 @@ def test_a_changed_statement_is_prepared_under_another_name():
     assert one.name != other.name and one.name.startswith("studies_hand_out_items_")
     assert one.prepare == f"PREPARE {one.name} (bigint) AS SELECT 1 FROM t WHERE id = $1"
     assert one.execute == f"EXECUTE {one.name}(%(study)s)"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_that_lost_the_statements_prepares_them_again_and_the_start_goes_through(make_study):
+    """DEALLOCATE (or DISCARD ALL) behind this process's back: the start is not refused."""
+    study = make_study(n_items=12, per_participant=3, raters=2)
+    _start(study, "a")
+    with connection.cursor() as cursor:
+        for name in _held():
+            cursor.execute(f"DEALLOCATE {name}")
+    started, sql = _start(study, "b")
+    assert started.status == AttemptStatus.STARTED and started.leases.count() == 3
+    assert any(s.startswith("PREPARE") for s in sql)
+    assert _held() == {statement.name for statement in hand_out_module._STATEMENTS}
