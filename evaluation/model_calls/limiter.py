@@ -18,12 +18,14 @@ import asyncio
 import collections
 import contextlib
 import fcntl
+import logging
 import os
 import random
 import time
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 _ACQUIRE = """
 local now = redis.call('TIME')
@@ -65,6 +67,8 @@ class Limiter:
         self._queued = 0  # coroutines of this process waiting for a local permit
         self._spare: list[tuple[str, int, float]] = []  # (token, hand-offs so far, kept since)
         self._reaper: asyncio.Task | None = None
+        self._returning: list[str] = []  # slots given back, on their way to the shared limiter
+        self._returner: asyncio.Task | None = None
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
@@ -86,20 +90,37 @@ class Limiter:
                     if self._reaper is None or self._reaper.done():
                         self._reaper = asyncio.create_task(self._reap())
                 else:
-                    await self._release(token)
+                    self._give_back([token])
         finally:
             self._local.release()
+
+    def _give_back(self, tokens: list[str]) -> None:
+        """Return slots to the shared limiter, together: the slots given back while one return is on its way go
+        in the next one (one round trip for many, not one each; a slot is only held a little longer, so the bound
+        on requests in flight is kept)."""
+        self._returning.extend(tokens)
+        if self._returner is None or self._returner.done():
+            self._returner = asyncio.create_task(self._return_all())
+
+    async def _return_all(self) -> None:
+        await asyncio.sleep(0)  # the other coroutines of this turn give theirs back too
+        while self._returning:
+            tokens, self._returning = self._returning, []
+            try:
+                await self._release_many(tokens)
+            except Exception:  # noqa: BLE001 - the shared store unreachable: the leases expire (RedisLimiter.lease_s)
+                log.warning("could not give back %d slots of the limiter; they come back when their leases expire",
+                            len(tokens), exc_info=True)
 
     async def _reap(self) -> None:
         """Give back slots kept but unused for ``spare_s``."""
         while self._spare:
             await asyncio.sleep(self.spare_s / 2)
             cutoff = time.monotonic() - self.spare_s
-            stale = [entry for entry in self._spare if entry[2] < cutoff]
-            if stale:
+            if self._spare and self._spare[0][2] < cutoff:  # the oldest first: nothing is stale while the first is not
+                stale = [entry[0] for entry in self._spare if entry[2] < cutoff]
                 self._spare = [entry for entry in self._spare if entry[2] >= cutoff]
-                for token, _, _ in stale:
-                    await self._release(token)
+                self._give_back(stale)
 
     async def _acquire(self) -> str:
         return ""
@@ -116,8 +137,11 @@ class Limiter:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
+        if self._returner is not None and not self._returner.done():
+            await self._returner
         spare, self._spare = self._spare, []
-        await self._release_many([token for token, _, _ in spare])
+        returning, self._returning = self._returning, []
+        await self._release_many([token for token, _, _ in spare] + returning)
 
 
 async def _pause(waited: int, cap_s: float = 0.05) -> None:
@@ -191,7 +215,7 @@ class RedisLimiter(Limiter):
         waited = 0
         await asyncio.sleep(0)  # let the coroutines of this loop turn queue up too
         while any(not f.done() for f in self._waiters):
-            tokens = [uuid.uuid4().hex for f in self._waiters if not f.done()]
+            tokens = [os.urandom(16).hex() for f in self._waiters if not f.done()]
             try:
                 granted = int(await self._script(keys=[self.slots_key, self.rate_key],
                                                  args=[self.limit, self.lease_s, self.rpm, *tokens]))

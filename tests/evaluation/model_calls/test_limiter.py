@@ -113,3 +113,37 @@ def test_redis_lease_is_renewed_while_a_long_request_holds_it():
         await holder.close(), await other.close()
 
     asyncio.run(go())
+
+
+def test_slots_given_back_together_take_one_round_trip_and_all_come_back():
+    """Slots that end in the same turn of the loop go back to Redis in one ZREM (counted by Redis' own keyspace
+    events), the set is empty once they are back, and close() gives back one still on its way."""
+    key = f"test-return-{os.getpid()}-{time.time_ns()}"
+    store = redis.Redis.from_url(settings.REDIS_URL)
+    store.config_set("notify-keyspace-events", "Kz")
+    db = store.connection_pool.connection_kwargs.get("db", 0)
+
+    async def go():
+        limiter = RedisLimiter(redis_url=settings.REDIS_URL, key=key, limit=8)
+        limiter.max_handoffs = 0  # every slot goes back when its request ends
+        events = store.pubsub()
+        events.subscribe(f"__keyspace@{db}__:{limiter.slots_key}")
+        events.get_message(timeout=1)  # the subscription's confirmation
+        gauge = {"now": 0, "peak": 0}
+        await asyncio.gather(*(_hold(limiter, gauge, 0.02) for _ in range(8)))  # 8 slots, ended in one turn
+        await asyncio.sleep(0.05)
+        removed = []
+        while (message := events.get_message(timeout=0.2)) is not None:
+            removed += [message["data"]] if message["data"] == b"zrem" else []
+        events.close()
+        left_after_requests = store.zcard(limiter.slots_key)
+        async with limiter.slot():
+            pass
+        await limiter.close()  # the last slot's return was still on its way
+        return gauge["peak"], removed, left_after_requests, store.zcard(limiter.slots_key)
+
+    peak, removed, left_after_requests, left_after_close = asyncio.run(go())
+    store.close()
+    assert peak == 8
+    assert left_after_requests == 0 and left_after_close == 0
+    assert removed == [b"zrem"], f"{len(removed)} ZREM commands for 8 slots ended together"
