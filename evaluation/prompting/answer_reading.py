@@ -138,7 +138,8 @@ def _prepare(text: str) -> str:
     return _LATEX_MARK.sub("", text)
 
 
-def split_sections(text: str) -> list[Section]:
+@functools.lru_cache(maxsize=512)  # an output is split twice (answer, key information) when reading leaves it as is
+def split_sections(text: str) -> tuple[Section, ...]:
     """Split an output into header sections (text before the first header is dropped)."""
     text = _INLINE_HEADER.sub("\n", (text or "").replace("\r\n", "\n"))
     sections: list[tuple[str, int | None, list[str]]] = []
@@ -150,7 +151,7 @@ def split_sections(text: str) -> list[Section]:
             sections.append((_NAMES.get(name, name), int(number) if number else None, [match.group("rest")]))
         elif sections:
             sections[-1][2].append(line)
-    return [Section(name, "\n".join(lines).strip(), number) for name, number, lines in sections]
+    return tuple(Section(name, "\n".join(lines).strip(), number) for name, number, lines in sections)
 
 
 class _Reader:
