@@ -1,9 +1,12 @@
 """Handing a run's work to the Celery workers: chunk tasks and judge-run tasks, sent by task name.
 
 Services (launch, resume) and the recovery pass both queue work through here, so neither imports the
-task module (which imports them): the tasks are looked up by name in the app's registry, not imported.
+task module (which imports them) at its own import: the tasks are looked up by name in the app's registry, their
+module imported at the first lookup.
 """
 from __future__ import annotations
+
+import importlib
 
 from celery import current_app
 from django.db import transaction
@@ -14,10 +17,11 @@ JUDGE_RUN_TASK = "evaluation.tasks.judge_run_execute"
 
 def _task(name: str):
     """The registered task of this name. The registry fills as task modules are imported: a process that has
-    imported none (a web server, a management command) imports every app's tasks module first (Celery's
-    autodiscovery, as a worker does at start)."""
+    imported none (a web server, a management command) imports the task's own module first. Not every app's,
+    as a worker does at start: Celery's Django fixup would then run all of Django's system checks, a quarter of
+    a second in the first launch of each web process."""
     if name not in current_app.tasks:
-        current_app.loader.import_default_modules()
+        importlib.import_module(name.rpartition(".")[0])
     return current_app.tasks[name]
 
 
