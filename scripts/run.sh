@@ -39,7 +39,7 @@ $PY manage.py setup_demo --runs worker
 case "$HOST" in 0.0.0.0) SERVER=127.0.0.1 ;; ::) SERVER=::1 ;; *) SERVER=$HOST ;; esac
 (
   for _ in $(seq 1 600); do (exec 3<>"/dev/tcp/$SERVER/$PORT") 2>/dev/null && break; sleep 0.1; done
-  exec .venv/bin/celery -A detectbench_web worker --beat --loglevel INFO --concurrency 2 \
+  exec .venv/bin/celery -A detectbench_web worker --beat --loglevel INFO \
     --schedule "$VAR/celerybeat-schedule"
 ) >"$VAR/log/worker.log" 2>&1 &
 WORKER=$!

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 
 from celery import current_app
+from django.conf import settings
 from django.db import transaction
 
 RUN_CHUNK_TASK = "evaluation.tasks.run_chunk"
@@ -25,11 +26,27 @@ def _task(name: str):
     return current_app.tasks[name]
 
 
+def split_evenly(item_ids: list[int], *, most: int, processes: int) -> list[list[int]]:
+    """The items in consecutive chunks of at most ``most``, as many as a multiple of ``processes`` (short of one
+    item each), their sizes within one of each other: the processes start together and end together."""
+    if not item_ids:
+        return []
+    count = -(-len(item_ids) // max(1, most))
+    count = min(len(item_ids), -(-count // processes) * processes)
+    size, larger = divmod(len(item_ids), count)
+    chunks, start = [], 0
+    for index in range(count):
+        end = start + size + (index < larger)
+        chunks.append(list(item_ids[start:end]))
+        start = end
+    return chunks
+
+
 def chunks_enqueue(run, item_ids: list[int]) -> None:
     """Queue the chunk tasks of these items of a run, after the current transaction commits (at once
-    outside one), `run.chunk_size` items per chunk."""
-    for start in range(0, len(item_ids), run.chunk_size):
-        chunk = list(item_ids[start:start + run.chunk_size])
+    outside one): at most `run.chunk_size` items per chunk, split evenly over the worker processes
+    (settings.EVALUATION_WORKER_PROCESSES)."""
+    for chunk in split_evenly(list(item_ids), most=run.chunk_size, processes=settings.EVALUATION_WORKER_PROCESSES):
         transaction.on_commit(lambda chunk=chunk: _task(RUN_CHUNK_TASK).delay(run.pk, chunk))
 
 

@@ -102,7 +102,8 @@ class RunLaunchForm(forms.Form):
     option_order = forms.ChoiceField(choices=OptionOrder.choices, initial=OptionOrder.ORIGINAL, label=_("Option order"))
     chunk_size = forms.IntegerField(min_value=1, max_value=10_000, initial=400, required=False,
                                     label=_("Items per task"),
-                                    help_text=_("A run is computed in tasks of this many items (workers share them)."))
+                                    help_text=_("A run is computed in tasks of at most this many items, "
+                                                "split evenly over the worker processes."))
     no_preflight = forms.BooleanField(
         required=False, label=_("Launch without checking the endpoints"),
         help_text=_("Unticked, each remote endpoint is first asked for its models (or one tiny completion), and "

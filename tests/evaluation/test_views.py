@@ -2,6 +2,7 @@
 import asyncio
 
 import pytest
+from django.conf import settings
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -109,7 +110,7 @@ def test_endpoint_create_and_launch_forms(researcher_client, detectbench_dir, dj
     assert response.status_code == 302
     runs = Run.objects.filter(endpoint=endpoint)
     assert runs.count() == 2 and all(r.option_order == "permuted" and len(r.item_ids) == 5 for r in runs)
-    assert len(callbacks) == 2  # one chunk task per run, enqueued on commit
+    assert len(callbacks) == 2 * settings.EVALUATION_WORKER_PROCESSES  # a chunk per worker process and run, on commit
 
 
 def test_api_role_checks_and_launch_cancel_resume(researcher, annotator, detectbench_dir, django_capture_on_commit_callbacks):
@@ -154,7 +155,8 @@ def test_resuming_a_complete_run_keeps_it_finished(researcher, finished_run, dja
     assert finished_run.status == RunStatus.FINISHED and finished_run.finished_at is not None
 
 
-def test_resume_requeues_only_failed_and_missing_items(finished_run, django_capture_on_commit_callbacks):
+def test_resume_requeues_only_failed_and_missing_items(finished_run, django_capture_on_commit_callbacks, settings):
+    settings.EVALUATION_WORKER_PROCESSES = 1
     failed, missing = finished_run.item_ids[3], finished_run.item_ids[7]
     Result.objects.filter(run=finished_run, item_id=failed).update(error="HTTP 500")
     Result.objects.filter(run=finished_run, item_id=missing).delete()

@@ -4,8 +4,17 @@ import json
 import subprocess
 import sys
 
-from evaluation.execution import queueing
+import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from annotation.models import Item
+from evaluation.execution import heartbeats, queueing
+from evaluation.execution import recovery as reconcile
+from evaluation.services import runs as services
 from tests.conftest import REPO_DIR, subprocess_env
+from tests.support.items import import_items
 
 _PROBE = """
 import json, sys, django
@@ -33,3 +42,48 @@ def test_every_task_queueing_sends_is_found_in_a_fresh_process_from_its_own_modu
     # Only the tasks' own modules were imported: not every app's (Celery's autodiscovery, which under Django also
     # runs all of the system checks).
     assert report["other_task_modules"] == []
+
+
+@given(n=st.integers(0, 3000), most=st.integers(1, 500), processes=st.integers(1, 8))
+@hypothesis_settings(max_examples=400, deadline=None)
+def test_split_evenly_covers_every_item_once_in_a_multiple_of_the_processes(n, most, processes):
+    items = list(range(10_000, 10_000 + n))
+    chunks = queueing.split_evenly(items, most=most, processes=processes)
+    assert [i for chunk in chunks for i in chunk] == items  # every item once, in order
+    if not items:
+        assert chunks == []
+        return
+    sizes = [len(chunk) for chunk in chunks]
+    assert max(sizes) <= most and min(sizes) >= 1
+    assert max(sizes) - min(sizes) <= 1  # the processes end together
+    # As many chunks as a multiple of the processes, short of one item each; never more than needed for that.
+    assert len(chunks) % processes == 0 or len(chunks) == n
+    assert len(chunks) < -(-n // most) + processes
+
+
+@pytest.fixture
+def broker():
+    """The broker's Redis; the run_chunk messages the test leaves in the queue are removed afterwards."""
+    client = reconcile.broker_redis()
+    yield client
+    for key in heartbeats._queue_keys(client):
+        for raw in client.lrange(key, 0, -1):
+            if heartbeats.chunk_of_message(raw):
+                client.lrem(key, 0, raw)
+    client.close()
+
+
+@pytest.mark.django_db
+def test_a_launch_splits_the_run_evenly_over_the_worker_processes(detectbench_dir, django_capture_on_commit_callbacks,
+                                                                    settings, broker):
+    """1,196 items at the default 400 per task were three tasks: on two processes, one computed the third alone."""
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=13)
+    ids = list(Item.objects.filter(split="test").order_by("pk").values_list("pk", flat=True))
+    settings.EVALUATION_WORKER_PROCESSES = 2
+    endpoint = services.endpoint_for_cli(builtin="first-option")
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.run_launch(endpoint=endpoint, method="naive", ids=ids, chunk_size=5)
+    raws = [raw for key in heartbeats._queue_keys(broker) for raw in broker.lrange(key, 0, -1)]
+    sent = [found[2] for raw in raws if (found := heartbeats.chunk_of_message(raw)) and found[1] == run.pk]
+    assert sorted(len(chunk) for chunk in sent) == [3, 3, 3, 4]  # not 5, 5, 3
+    assert sorted(i for chunk in sent for i in chunk) == sorted(ids)

@@ -241,7 +241,8 @@ def test_a_database_blip_mid_run_is_retried_and_stores_no_failed_row(items, modu
 
 
 @with_worker
-def test_a_sigkilled_worker_s_chunk_is_redelivered_without_a_manual_step(items, module_worker):
+def test_a_sigkilled_worker_s_chunk_is_redelivered_without_a_manual_step(items, module_worker, settings):
+    settings.EVALUATION_WORKER_PROCESSES = 1  # the worker's one process: the run is one chunk
     worker, env = module_worker["process"], module_worker["env"]
     with ModelServer(latency_s=0.5) as server:  # long enough that the kill lands mid-run on a loaded machine
         ep = endpoint(server, max_concurrency=2, use_cache=False)

@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from django.conf import settings
 from django.urls import reverse
 
 from evaluation.models import Run
@@ -49,7 +50,7 @@ def test_a_sweep_from_the_page_launches_one_run_per_pair_on_the_same_items(resea
             "ids": "", "limit": 6, "seed": 7, "samples": 1, "option_order": "permuted"})
     assert response.status_code == 302 and response["Location"] == reverse("evaluation:run_list")
     runs = list(Run.objects.order_by("pk"))
-    assert len(runs) == 6 and len(callbacks) == 6
+    assert len(runs) == 6 and len(callbacks) == 6 * settings.EVALUATION_WORKER_PROCESSES  # chunks per run
     assert {(r.endpoint_id, r.method) for r in runs} == {(e.pk, m) for e in builtins for m in ("naive", "self-cot")}
     assert len({tuple(r.item_ids) for r in runs}) == 1 and len(runs[0].item_ids) == 6
     assert all(r.seed == 7 and r.option_order == "permuted" for r in runs)

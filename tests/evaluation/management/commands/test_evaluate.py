@@ -191,8 +191,9 @@ def test_a_run_whose_rows_are_all_errors_exits_non_zero(items):
 
 
 def test_through_a_celery_worker_a_dead_endpoint_fails_the_run_and_evaluate_exits_non_zero(detectbench_dir,
-                                                                                           celery_worker):
+                                                                                           celery_worker, settings):
     """The breaker in a worker process (default threshold, 20): 24 items, one attempt each, nothing listening."""
+    settings.EVALUATION_WORKER_PROCESSES = 1  # one chunk: the 24 requests meet one breaker (each process has its own)
     import_items(detectbench_dir / "test.jsonl", split="test", limit=24)
     url = f"http://127.0.0.1:{free_port()}/v1"
     services.endpoint_for_cli(base_url=url, model="m", concurrency=1)
