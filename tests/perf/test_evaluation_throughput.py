@@ -136,7 +136,7 @@ def test_throughput_through_two_celery_worker_processes(detectbench_dir, tmp_pat
             load_before = os.getloadavg()[0]
             server_cpu_started = server.cpu_seconds()
             started = time.monotonic()
-            run = services.run_launch(endpoint=endpoint, method="naive", split="test", chunk_size=-(-n // 2))
+            run = services.run_launch(endpoint=endpoint, method="naive", split="test")  # as the dashboard launches it
             while time.monotonic() - started < 120:
                 run.refresh_from_db(fields=["status"])
                 if run.status == RunStatus.FINISHED:
