@@ -48,6 +48,7 @@ def import_sdk():
     import httpx2
     import openai
 
+    _ssl_context()  # and the TLS context (~30 ms of loading the CA bundle), once
     return openai, httpx2
 
 
