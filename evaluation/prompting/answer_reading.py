@@ -131,17 +131,20 @@ def option_labels(count: int, style: str = "numbers") -> list[str]:
 def _prepare(text: str) -> str:
     """Unicode-normalised (full-width digits and colons), reasoning blocks and LaTeX wrappers removed."""
     text = unicodedata.normalize("NFKC", (text or "").replace("\r\n", "\n"))
-    text = _THINK.sub("", text).replace("</think>", "")
-    for _ in range(3):
-        text = _LATEX_WRAP.sub(r"\1", text)
-    text = _BOXED.sub(r" the answer is \1. ", text)  # a boxed value is the answer, wherever it stands
-    return _LATEX_MARK.sub("", text)
+    if "<" in text:  # each pattern below needs its mark in the text (<, a backslash, $): most outputs have none
+        text = _THINK.sub("", text).replace("</think>", "")
+    if "\\" in text:
+        for _ in range(3):
+            text = _LATEX_WRAP.sub(r"\1", text)
+        text = _BOXED.sub(r" the answer is \1. ", text)  # a boxed value is the answer, wherever it stands
+    return _LATEX_MARK.sub("", text) if "\\" in text or "$" in text else text
 
 
 @functools.lru_cache(maxsize=512)  # an output is split twice (answer, key information) when reading leaves it as is
 def split_sections(text: str) -> tuple[Section, ...]:
     """Split an output into header sections (text before the first header is dropped)."""
-    text = _INLINE_HEADER.sub("\n", (text or "").replace("\r\n", "\n"))
+    text = (text or "").replace("\r\n", "\n")
+    text = _INLINE_HEADER.sub("\n", text) if "##" in text else text
     sections: list[tuple[str, int | None, list[str]]] = []
     for line in text.split("\n"):
         match = _HEADER.match(line)

@@ -1,6 +1,12 @@
 """Answer and key-information parsing on real-looking model outputs, including the shapes harnesses get wrong."""
-import pytest
+import unicodedata
 
+import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from evaluation.prompting import answer_reading
 from evaluation.prompting.answer_reading import (
     AMBIGUOUS,
     MISSING,
@@ -262,3 +268,23 @@ def test_the_reader_agrees_with_a_person_on_the_corpus(detectbench_dir):
     assert result.echo_false_answers == []
     assert result.false_answers == [], result.disagreements
     assert result.rate >= 0.98, f"{result.agreed}/{result.rows}: {result.disagreements}"
+
+
+
+_MARKS = st.sampled_from(["<think>", "</think>", "<THINK>", "\\text{", "\\boxed{", "\\(", "$", "$$", "}", "##", "###",
+                          " ## Answer:", "\n", "\r\n", "Answer: 2", "x", "İ", "ß", "２", "："])
+
+
+@given(st.lists(st.one_of(_MARKS, st.text(max_size=6)), max_size=25).map("".join))
+@hypothesis_settings(max_examples=3000, deadline=None)
+def test_the_quick_looks_for_marks_never_change_a_reading(text):
+    """_prepare and split_sections skip a pattern when its mark (<, a backslash, $, ##) is not in the text: the
+    result is the whole chain's, applied without skipping."""
+    full = unicodedata.normalize("NFKC", text.replace("\r\n", "\n"))
+    full = answer_reading._THINK.sub("", full).replace("</think>", "")
+    for _ in range(3):
+        full = answer_reading._LATEX_WRAP.sub(r"\1", full)
+    full = answer_reading._LATEX_MARK.sub("", answer_reading._BOXED.sub(r" the answer is \1. ", full))
+    assert answer_reading._prepare(text) == full
+    lines = text.replace("\r\n", "\n")
+    assert answer_reading._INLINE_HEADER.sub("\n", lines) == lines or "##" in lines
