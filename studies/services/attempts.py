@@ -237,14 +237,16 @@ def _report_screen_out(attempt_id: int) -> None:
         log.exception("screen-out of attempt %s not queued for Prolific", attempt_id)
 
 
-def attempt_screening_answer(*, attempt_id: int, option: int) -> Attempt:
+def attempt_screening_answer(*, attempt_id: int, option: int, attempt: Attempt | None = None) -> Attempt:
     """The answer to the study's screening question, before the start: a passing one starts the attempt, any
-    other screens the participant out (nothing handed out yet)."""
-    attempt = Attempt.objects.select_related("study").get(pk=attempt_id)
+    other screens the participant out (nothing handed out yet). `attempt`: the attempt already read with its study
+    (the page's; the start and the screen-out read its status again under its lock)."""
+    if attempt is None or attempt.pk != attempt_id:
+        attempt = Attempt.objects.select_related("study").get(pk=attempt_id)
     if attempt.status != AttemptStatus.JOINED:  # answered in another tab already: as it stands
         return attempt
     if attempt.study.screening_passes(option):
-        attempt = attempt_start(attempt_id=attempt_id)
+        attempt = attempt_start(attempt_id=attempt_id, attempt=attempt)
         Attempt.objects.filter(pk=attempt_id, screening_answer__isnull=True).update(screening_answer=option)
         return attempt
     return attempt_screen_out(attempt_id=attempt_id, reason="The screening question's answer does not pass.",

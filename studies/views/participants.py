@@ -229,7 +229,7 @@ def attempt_start_view(request, token: str):
             option = _screening_option(request.POST.get("screening_answer"), attempt.study)
             if option is None:
                 return _instructions(request, attempt, screening_error=True, status=400)
-            services.attempt_screening_answer(attempt_id=attempt.pk, option=option)
+            services.attempt_screening_answer(attempt_id=attempt.pk, option=option, attempt=attempt)  # not again
         else:
             services.attempt_start(attempt_id=attempt.pk, attempt=attempt)  # read above: not again
     except StudyNotOpen as refusal:

@@ -315,6 +315,32 @@ def test_question_page_and_submit_query_counts(client, make_study):
     assert submit_n <= 5
 
 
+
+def test_a_start_reads_the_attempt_once_with_or_without_a_screening_question(client, make_study):
+    """The Start button: the attempt read for the page, then the hand-out (one message); a passing screening answer
+    adds only its own UPDATE (the attempt is handed down, not read again by each service)."""
+    plain = make_study(n_items=6, per_participant=2)
+    screened = make_study(n_items=6, per_participant=2, screening_question="Do you read English fluently?",
+                          screening_options=["Yes", "No"], screening_pass=[0], screen_out_code="SO")
+    _join(client, plain, "Q0")
+    _start(client, Attempt.objects.get(external_participant_id="Q0"))  # the connection prepares the hand-out
+    counts = {}
+    for study, pid, data in ((plain, "Q1", {}), (screened, "Q2", {"screening_answer": "0"})):
+        client.cookies.clear()
+        _join(client, study, pid)
+        attempt = Attempt.objects.get(external_participant_id=pid)
+        with CaptureQueriesContext(connection) as captured:
+            response = client.post(reverse("studies_public:start", args=[attempt.token]), data)
+        assert response.status_code == 302
+        attempt.refresh_from_db()
+        assert attempt.status == AttemptStatus.STARTED and attempt.leases.count() == 2
+        reads = [q["sql"] for q in captured.captured_queries if q["sql"].startswith('SELECT "studies_attempt"')]
+        assert len(reads) == 1, reads
+        counts[pid] = sql_count(captured)
+    assert counts == {"Q1": 2, "Q2": 3}
+    assert Attempt.objects.get(external_participant_id="Q2").screening_answer == 0
+
+
 # --------------------------------------------------------------------------- review fixes
 
 @pytest.mark.parametrize("fields", [
