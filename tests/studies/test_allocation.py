@@ -124,15 +124,21 @@ def test_mix_is_a_bijection_of_32_bit_keys_and_spreads_consecutive_ids():
 # --------------------------------------------------------------------------- the SQL hand-out (PostgreSQL)
 
 @pytest.mark.django_db
-def test_the_sql_hand_out_picks_exactly_the_items_and_order_of_the_python_rule(make_study):
+@pytest.mark.parametrize("id_offset", [0, (1 << 32) + 12345])
+def test_the_sql_hand_out_picks_exactly_the_items_and_order_of_the_python_rule(make_study, id_offset):
     """Many random pool states (loads, quotas, released items): a start on PostgreSQL (one SQL statement) hands out
-    exactly the items choose_items picks from the same rows, in presentation_order, with the loads raised by one."""
+    exactly the items choose_items picks from the same rows, in presentation_order, with the loads raised by one.
+    Also with study-item ids above 2**32, where the tie key keeps only their low 32 bits, in SQL as in Python."""
+    from django.db.models import F
     from django.utils import timezone
 
     from studies.models import Attempt, AttemptStatus, StudyItem
     from studies.services import attempt_start, study_join
 
     study = make_study(n_items=40, per_participant=6, raters=4)
+    if id_offset:
+        StudyItem.objects.filter(study=study).update(id=F("id") + id_offset)
+        assert StudyItem.objects.filter(study=study, id__lt=id_offset).count() == 0
     rng = random.Random(7)
     for round_ in range(25):
         pool = list(StudyItem.objects.filter(study=study))
