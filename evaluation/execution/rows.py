@@ -101,6 +101,22 @@ def _upsert_rows_postgresql(rows: list[Result]) -> None:
                        f"ON CONFLICT (run_id, item_id, sample_index) DO UPDATE SET {updates}")
 
 
+def _upsert_rows_executemany(rows: list[Result]) -> None:
+    """The same upsert as one INSERT ... ON CONFLICT DO UPDATE statement, built once, run over the rows' values
+    (SQLite, the embedded mode): ``bulk_create`` assembled the SQL of every row again, a quarter of an embedded
+    12k-request run's CPU. Values are prepared by each field as the ORM's insert prepares them (pre_save, then
+    get_db_prep_save: timestamps set, JSON encoded)."""
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(f.column) for f in _COPY_FIELDS)
+    updates = ", ".join(f"{quote(Result._meta.get_field(name).column)} = "
+                        f"EXCLUDED.{quote(Result._meta.get_field(name).column)}" for name in RESULT_FIELDS)
+    sql = (f"INSERT INTO {quote(Result._meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(_COPY_FIELDS))}) "
+           f"ON CONFLICT (run_id, item_id, sample_index) DO UPDATE SET {updates}")
+    values = [tuple(f.get_db_prep_save(f.pre_save(row, True), connection) for f in _COPY_FIELDS) for row in rows]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, values)
+
+
 def write_results(run: Run, results: list[JobResult], model: str) -> None:
     """Upsert the rows of these results and store their new responses in the cache, in one transaction."""
     rows = [result_row(run, r) for r in results]
@@ -114,8 +130,7 @@ def write_results(run: Run, results: list[JobResult], model: str) -> None:
         if connection.vendor == "postgresql":
             _upsert_rows_postgresql(rows)
         else:  # SQLite (embedded mode)
-            Result.objects.bulk_create(rows, update_conflicts=True, unique_fields=["run", "item", "sample_index"],
-                                       update_fields=RESULT_FIELDS)
+            _upsert_rows_executemany(rows)
         if cached:
             CachedResponse.objects.bulk_create(cached, ignore_conflicts=True)
 

@@ -69,6 +69,8 @@ class Limiter:
         self._reaper: asyncio.Task | None = None
         self._returning: list[str] = []  # slots given back, on their way to the shared limiter
         self._returner: asyncio.Task | None = None
+        self._waiters: collections.deque[asyncio.Future] = collections.deque()  # coroutines waiting for a slot
+        self._acquirer: asyncio.Task | None = None  # the task that serves them together (shared limiters)
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
@@ -125,6 +127,27 @@ class Limiter:
     async def _acquire(self) -> str:
         return ""
 
+    async def _granted(self) -> str:
+        """Wait in line for a slot from ``_acquire_for_waiters``, which serves every waiting coroutine together."""
+        future = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        if self._acquirer is None or self._acquirer.done():
+            self._acquirer = asyncio.create_task(self._acquire_for_waiters())
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled() and future.exception() is None:
+                await asyncio.shield(self._release(future.result()))  # granted just as the caller gave up
+            raise
+
+    async def _acquire_for_waiters(self) -> None:
+        raise NotImplementedError
+
+    def _next_waiter(self) -> asyncio.Future | None:
+        while self._waiters and self._waiters[0].done():  # cancelled while waiting
+            self._waiters.popleft()
+        return self._waiters.popleft() if self._waiters else None
+
     async def _release(self, token: str) -> None:
         return None
 
@@ -133,10 +156,11 @@ class Limiter:
             await self._release(token)
 
     async def close(self) -> None:
-        if self._reaper is not None:
-            self._reaper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reaper
+        for task in (self._reaper, self._acquirer):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self._returner is not None and not self._returner.done():
             await self._returner
         spare, self._spare = self._spare, []
@@ -180,8 +204,6 @@ class RedisLimiter(Limiter):
         self.lease_s = lease_s
         self._held: set[str] = set()
         self._renewer: asyncio.Task | None = None
-        self._waiters: collections.deque[asyncio.Future] = collections.deque()
-        self._acquirer: asyncio.Task | None = None
 
     async def _renew(self) -> None:
         while True:
@@ -194,21 +216,7 @@ class RedisLimiter(Limiter):
                     await self._redis.zadd(self.slots_key, held, xx=True)
 
     async def _acquire(self) -> str:
-        future = asyncio.get_running_loop().create_future()
-        self._waiters.append(future)
-        if self._acquirer is None or self._acquirer.done():
-            self._acquirer = asyncio.create_task(self._acquire_for_waiters())
-        try:
-            return await future
-        except asyncio.CancelledError:
-            if future.done() and not future.cancelled() and future.exception() is None:
-                await asyncio.shield(self._release(future.result()))  # granted just as the caller gave up
-            raise
-
-    def _next_waiter(self) -> asyncio.Future | None:
-        while self._waiters and self._waiters[0].done():  # cancelled while waiting
-            self._waiters.popleft()
-        return self._waiters.popleft() if self._waiters else None
+        return await self._granted()
 
     async def _acquire_for_waiters(self) -> None:
         """Grant slots to the waiting coroutines, as many per script call as there are waiters."""
@@ -255,10 +263,6 @@ class RedisLimiter(Limiter):
 
     async def close(self) -> None:
         await super().close()
-        if self._acquirer is not None:
-            self._acquirer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._acquirer
         if self._renewer is not None:
             self._renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -267,25 +271,53 @@ class RedisLimiter(Limiter):
 
 
 class FileLimiter(Limiter):
+    """The coroutines of a process that wait for a slot are served together by one task: one pass over the slot
+    files this process does not hold gives each waiter a free one (a pass per waiter, each opening every file, was
+    two fifths of a 12k-request run's CPU). The files stay open; a slot given back wakes the task at once."""
+
     def __init__(self, *, directory: Path, limit: int, requests_per_minute: int | None = None):
         super().__init__(limit=limit, requests_per_minute=requests_per_minute)
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._starts: collections.deque[float] = collections.deque()
+        self._fds: dict[int, int] = {}  # slot -> its file, opened once
+        self._held: set[int] = set()  # slots this process holds
+        self._next = random.randrange(self.limit)  # where the next pass starts (processes start apart)
+        self._freed: asyncio.Event | None = None
 
-    def _try_lock(self) -> int | None:
-        for slot in random.sample(range(self.limit), self.limit):
-            fd = os.open(self.directory / f"slot-{slot}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    def _lock_free(self, wanted: int) -> list[int]:
+        """Up to ``wanted`` slots locked now, in one pass over the slots this process does not hold."""
+        got: list[int] = []
+        for step in range(self.limit):
+            if len(got) >= wanted or len(self._held) >= self.limit:
+                break
+            slot = (self._next + step) % self.limit
+            if slot in self._held:
+                continue
+            if (fd := self._fds.get(slot)) is None:
+                fd = self._fds[slot] = os.open(self.directory / f"slot-{slot}.lock", os.O_RDWR | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return fd
             except BlockingIOError:
-                os.close(fd)
-        return None
+                continue
+            self._held.add(slot)
+            got.append(slot)
+            self._next = (slot + 1) % self.limit
+        return got
+
+    def _try_lock(self) -> int | None:
+        """One free slot locked now, or None."""
+        got = self._lock_free(1)
+        return got[0] if got else None
 
     async def _acquire(self) -> str:
+        return await self._granted()
+
+    async def _acquire_for_waiters(self) -> None:
         waited = 0
-        while True:
+        self._freed = self._freed or asyncio.Event()
+        await asyncio.sleep(0)  # let the coroutines of this loop turn queue up too
+        while wanted := sum(1 for f in self._waiters if not f.done()):
             if self.rpm:
                 now = time.monotonic()
                 while self._starts and self._starts[0] < now - 60:
@@ -293,18 +325,40 @@ class FileLimiter(Limiter):
                 if len(self._starts) >= self.rpm:
                     await asyncio.sleep(max(0.05, self._starts[0] + 60 - now))
                     continue
-            fd = self._try_lock()
-            if fd is not None:
+                wanted = min(wanted, self.rpm - len(self._starts))
+            self._freed.clear()
+            for slot in self._lock_free(wanted):
+                waiter = self._next_waiter()
+                if waiter is None:
+                    self._unlock(slot)
+                    continue
                 if self.rpm:
                     self._starts.append(time.monotonic())
-                return str(fd)
-            await _pause(waited)
-            waited += 1
+                waiter.set_result(str(slot))
+            if any(not f.done() for f in self._waiters):  # the others' slots: poll, or woken by one given back
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._freed.wait(), min(0.05, 0.002 * (1.5 ** min(waited, 10))))
+                waited += 1
+            else:
+                waited = 0
+
+    def _unlock(self, slot: int) -> None:
+        if slot in self._held:
+            fcntl.flock(self._fds[slot], fcntl.LOCK_UN)
+            self._held.discard(slot)
 
     async def _release(self, token: str) -> None:
-        fd = int(token)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        self._unlock(int(token))
+        if self._freed is not None:
+            self._freed.set()
+
+    async def close(self) -> None:
+        await super().close()
+        for slot in list(self._held):
+            self._unlock(slot)
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
 
 
 class LocalLimiter(Limiter):
