@@ -165,12 +165,7 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
-#: Processes of a worker (its --concurrency when its command line gives none: make run's and the image's workers).
-CELERY_WORKER_CONCURRENCY = int(os.environ.get("CELERY_WORKER_CONCURRENCY", "2"))
-#: The worker processes that compute runs, in all: a run's items go out in equal tasks, as many as a multiple of
-#: this, so that the processes finish together (three tasks on two processes left one computing the third alone,
-#: a 12k-request run 1.7x longer). Scaled out to several workers: set it to their processes together.
-EVALUATION_WORKER_PROCESSES = max(1, int(os.environ.get("EVALUATION_WORKER_PROCESSES", str(CELERY_WORKER_CONCURRENCY))))
+CELERY_WORKER_CONCURRENCY = int(os.environ.get("CELERY_WORKER_CONCURRENCY", "2"))  # a worker's processes
 #: How often the periodic sweep closes study attempts whose deadline passed (seconds).
 STUDIES_SWEEP_INTERVAL_S = float(os.environ.get("STUDIES_SWEEP_INTERVAL_S", "30"))
 from detectbench_web.settings.prolific import *  # noqa: E402,F403 - Prolific's settings, in their own module
@@ -387,8 +382,9 @@ LOGGING = {
                            "propagate": True}},
 }
 
-# --- evaluation ------------------------------------------------------------
-# Read by evaluation.execution.chunks (the pure limiter/engine get them as arguments).
+# --- evaluation (read by evaluation.execution; the pure limiter/engine get them as arguments) ---------------
+#: Worker processes in all (several workers: their sum): a run's tasks are split evenly over them.
+EVALUATION_WORKER_PROCESSES = max(1, int(os.environ.get("EVALUATION_WORKER_PROCESSES", str(CELERY_WORKER_CONCURRENCY))))
 #: Seconds a Redis limiter lease lives unrenewed: the slots of a killed worker come back after this.
 EVALUATION_LIMITER_LEASE_S = float(os.environ.get("EVALUATION_LIMITER_LEASE_S", "10"))
 #: Slow start: the first requests of a chunk are launched this many seconds apart (0 = all at once).
@@ -396,8 +392,7 @@ EVALUATION_RAMP_SPACING_S = float(os.environ.get("EVALUATION_RAMP_SPACING_S", "0
 #: Slot files of the embedded-mode limiter (used when REDIS_URL is empty); created on first use.
 EVALUATION_LIMITER_DIR = Path(os.environ.get("EVALUATION_LIMITER_DIR", VAR_DIR / "limiter"))
 #: An endpoint's key variable (a NAME, never the key) matches this and is no setting or variable the app reads.
-EVALUATION_API_KEY_ENV_PATTERN = os.environ.get("EVALUATION_API_KEY_ENV_PATTERN",
-                                                r"[A-Z][A-Z0-9_]*_(API_KEY|KEY|TOKEN)")
+EVALUATION_API_KEY_ENV_PATTERN = os.environ.get("EVALUATION_API_KEY_ENV_PATTERN", r"[A-Z][A-Z0-9_]*_(API_KEY|KEY|TOKEN)")
 #: Restricted (unless DEBUG), endpoints reach public addresses and these networks only (CIDRs; a local llama.cpp or
 #: vLLM: 127.0.0.0/8,::1/128, as `make run` sets); evaluation.model_calls.destinations, checked by evaluation's app.
 EVALUATION_ENDPOINT_RESTRICTED = env_bool("EVALUATION_ENDPOINT_RESTRICTED", not DEBUG)

@@ -5,9 +5,8 @@ one, "the answer is X" / ``\\boxed{X}`` anywhere, else a bare label as the first
 (``1/2/3/4``, ``xxxxx``, a copied list of options, ``Answer 1:`` ... ``Answer 4:``) are never answers; a reading
 naming several options is ``ambiguous``, no answer is ``missing``: never a guess. A number alone where the prompt
 asks for the serial number (the output, a line, an answer section) is that serial number, even where an option's
-text is that number; elsewhere such a clash is ``ambiguous``. The rules, and the agreement
-with a person's reading of real outputs: tests/evaluation/corpus/ (README.md, answers.jsonl).
-"""
+text is that number; elsewhere such a clash is ``ambiguous``. The rules, and the agreement with a person's reading
+of real outputs: tests/evaluation/corpus/ (README.md, answers.jsonl)."""
 from __future__ import annotations
 
 import functools
@@ -94,8 +93,7 @@ _WORDS = {w: i for i, ws in enumerate([("one", "first", "一"), ("two", "second"
 _ORDINAL = re.compile(
     r"(?:option|choice)\s+(?P<a>one|two|three|four|five|six)(?![\w-])"
     r"|(?<![\w-])(?:the\s+)?(?P<b>first|second|third|fourth|fifth|sixth)\s+(?:option|choice)(?![\w-])"
-    r"|第(?P<c>[一二三四五六])(?:个)?(?:选项|项)",
-    re.IGNORECASE,
+    r"|第(?P<c>[一二三四五六])(?:个)?(?:选项|项)", re.IGNORECASE,
 )
 _LABEL_LINE = re.compile(rf"{_OPEN}\s*{_TOKEN}\s*{_CLOSE}(?:\s*(?:[/|,、&]|or|and)\s*{_OPEN}\s*{_TOKEN}\s*{_CLOSE})+",
                          re.IGNORECASE)
@@ -129,10 +127,9 @@ def option_labels(count: int, style: str = "numbers") -> list[str]:
 
 
 def _prepare(text: str) -> str:
-    """Unicode-normalised (full-width digits and colons), reasoning blocks and LaTeX wrappers removed."""
+    """NFKC-normalised (full-width digits, colons); reasoning blocks, LaTeX wrappers removed (where their mark is)."""
     text = unicodedata.normalize("NFKC", (text or "").replace("\r\n", "\n"))
-    if "<" in text:  # each pattern below needs its mark in the text (<, a backslash, $): most outputs have none
-        text = _THINK.sub("", text).replace("</think>", "")
+    text = _THINK.sub("", text).replace("</think>", "") if "<" in text else text
     if "\\" in text:
         for _ in range(3):
             text = _LATEX_WRAP.sub(r"\1", text)
