@@ -12,11 +12,11 @@ import threading
 import time
 
 from celery import shared_task
-from celery.signals import worker_init, worker_ready
+from celery.signals import worker_init, worker_ready, worker_shutdown
 from django.conf import settings
 
 from evaluation.execution import chunks as execution
-from evaluation.execution import heartbeats
+from evaluation.execution import embedded_workers, heartbeats
 from evaluation.execution import recovery as reconcile
 from evaluation.execution.infrastructure import INFRASTRUCTURE_ERRORS
 from evaluation.execution.judge import execute_judge_run
@@ -62,6 +62,17 @@ def import_model_sdk(**_) -> None:
 
     import_sdk()
     warm_scorer()
+
+
+@worker_ready.connect
+def mark_embedded_worker(**_) -> None:
+    """On make run's filesystem broker (no ping), `evaluate --wait` finds this worker by its mark."""
+    embedded_workers.mark_running()
+
+
+@worker_shutdown.connect
+def unmark_embedded_worker(**_) -> None:
+    embedded_workers.unmark()
 
 
 @worker_ready.connect
