@@ -24,60 +24,17 @@ from studies.models import (
     Response,
     Study,
 )
-from studies.services.attempts import attempt_expire, attempt_finish_if_done, leases_time_out
-
-
-@dataclass
-class Question:
-    """The question an attempt is on now, with the time the participant has left for it."""
-
-    lease: ParticipantLease
-    number: int          # 1-based among the attempt's items
-    total: int
-    answered: int
-    seconds_left: int    # min(attempt deadline, question deadline) - now
-    first_shown: bool = False  # shown for the first time now (so it has no highlight draft yet)
-
-
-def question_open(*, attempt: Attempt, now: datetime | None = None) -> Question | None:
-    """The attempt's current question (first unanswered lease); records when it was first shown.
-
-    Questions whose own time limit has passed are timed out first (their items return to the pool).
-    Returns None when nothing is left (the attempt is then finished).
-    """
-    now = now or timezone.now()
-    leases = _attempt_leases(attempt)
-    limit = attempt.study.question_time_limit_seconds
-    grace = timedelta(seconds=attempt.study.grace_seconds)
-    if limit:
-        overdue = [l for l in leases if l.status == ParticipantLeaseStatus.ACTIVE and l.shown_at
-                   and l.shown_at + timedelta(seconds=limit) + grace < now]
-        if overdue:
-            leases_time_out(attempt_id=attempt.pk, lease_ids=[l.pk for l in overdue], now=now)
-            for l in overdue:
-                l.status = ParticipantLeaseStatus.TIMED_OUT
-    if not any(l.status == ParticipantLeaseStatus.ACTIVE for l in leases):
-        attempt_finish_if_done(attempt_id=attempt.pk, now=now)
-        attempt.refresh_from_db(fields=["status", "ended_at"])
-        return None
-    return _question_from(attempt, leases, now)
-
-
-def attempt_question(*, attempt: Attempt, now: datetime | None = None) -> Question | None:
-    """The question the attempt's page shows now; None when the attempt is not running (any more).
-
-    A page load after the deadline (plus grace) closes the attempt before the sweep does; an extension
-    committed meanwhile wins (the deadline is checked again under the row lock). `attempt` is updated.
-    """
-    now = now or timezone.now()
-    if attempt.status != AttemptStatus.STARTED:
-        return None
-    if attempt.grace_deadline() < now:
-        closed = attempt_expire(attempt_id=attempt.pk, now=now, overdue_only=True)
-        attempt.status, attempt.ended_at, attempt.deadline = closed.status, closed.ended_at, closed.deadline
-        if attempt.status != AttemptStatus.STARTED:
-            return None
-    return question_open(attempt=attempt, now=now)
+from studies.services.attempts import attempt_expire, leases_time_out
+from studies.services.questions import (  # noqa: F401  (re-exported: studies.services and callers import them here)
+    _LEASES,
+    SHOWN_ITEM_FIELDS,
+    Question,
+    attempt_leases,
+    attempt_question,
+    question_from,
+    question_open,
+    shown_item_of,
+)
 
 
 def practice_check(*, study: Study, chosen_option: Any, confidence: Any = None, highlights: Any = None,
@@ -96,54 +53,15 @@ def practice_check(*, study: Study, chosen_option: Any, confidence: Any = None, 
     return option == item.answer_index
 
 
-SHOWN_ITEM_FIELDS = ("id", "context", "question", "options", "translations")
-
 # The reads of an answer and a question, compiled once per process (foundation.prepared_queries): the same SQL as
-# these querysets, without the ORM compiling it again on every answer.
+# these querysets, without the ORM compiling it again on every answer (the leases: studies.services.questions).
 _LOCKED_ATTEMPT = PreparedQuery(
     lambda token: Attempt.objects.select_for_update(of=("self",)).select_related("study").filter(token=token)[:1],
     "prepared:token")
-_LEASES = PreparedQuery(
-    lambda attempt_id: ParticipantLease.objects.filter(attempt_id=attempt_id)
-    .only("id", "position", "status", "shown_at", "item_id", "draft_highlights").order_by("position"),
-    -730_001)
 _ANSWERED_AND_NEXT_ITEMS = PreparedQuery(
     lambda first, second: Item.objects.only(*SHOWN_ITEM_FIELDS, "answer_index", "content_version")
     .filter(pk__in=[first, second]), -730_002, -730_003)
-_SHOWN_ITEM = PreparedQuery(lambda pk: Item.objects.only(*SHOWN_ITEM_FIELDS).filter(pk=pk)[:1], -730_004)
 _RESPONSE_INSERT = PreparedInsert(Response)
-
-
-def _attempt_leases(attempt: Attempt) -> list[ParticipantLease]:
-    """The attempt's leases in presentation order, with only what the question flow needs."""
-    return _LEASES.run(attempt.pk)
-
-
-def shown_item_of(lease: ParticipantLease) -> Item:
-    """The item of a lease with only the fields a participant may see (already loaded after an answer)."""
-    if ParticipantLease.item.is_cached(lease):
-        return lease.item
-    item = _SHOWN_ITEM.first(lease.item_id)
-    if item is None:
-        raise Item.DoesNotExist(f"no item {lease.item_id}")
-    lease.item = item
-    return item
-
-
-def _question_from(attempt: Attempt, leases: list[ParticipantLease], now: datetime) -> Question:
-    """The first active lease of `leases` as the current question; records when it is first shown."""
-    lease = next(l for l in leases if l.status == ParticipantLeaseStatus.ACTIVE)
-    first_shown = lease.shown_at is None or lease.shown_at == now
-    if lease.shown_at is None:  # first time shown (after an answer, its UPDATE did this already)
-        ParticipantLease.objects.filter(pk=lease.pk, shown_at__isnull=True).update(shown_at=now)
-        lease.shown_at = now
-    left = attempt.seconds_left(now)
-    limit = attempt.study.question_time_limit_seconds
-    if limit:
-        left = min(left, max(0, int((lease.shown_at + timedelta(seconds=limit) - now).total_seconds())))
-    answered = sum(1 for l in leases if l.status == ParticipantLeaseStatus.ANSWERED)
-    return Question(lease=lease, number=lease.position + 1, total=len(leases), answered=answered, seconds_left=left,
-                    first_shown=first_shown)
 
 
 def response_submit(*, token: str, position: int, chosen_option: Any, confidence: Any = None,
@@ -185,7 +103,7 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
     if attempt.status != AttemptStatus.STARTED:
         raise AnswerRefused(RefusedAnswer.Reason.CLOSED, gettext(CLOSED_MESSAGE), 410)
     study = attempt.study
-    leases = _attempt_leases(attempt)
+    leases = attempt_leases(attempt)
     at = _as_position(position)
     lease = next((l for l in leases if l.position == at), None)
     if lease is None:
@@ -244,7 +162,7 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
     if following.shown_at is None:
         following.shown_at = now
     following.item = items[following.item_id]  # rendered next: no second query for it
-    return Submitted(response=response, attempt=attempt, next_question=_question_from(attempt, leases, now))
+    return Submitted(response=response, attempt=attempt, next_question=question_from(attempt, leases, now))
 
 
 CLOSED_MESSAGE = gettext_noop("This attempt is no longer running: time is up or it was closed.")
@@ -318,7 +236,7 @@ def _open_lease(attempt: Attempt, position: int, now: datetime) -> ParticipantLe
     grace = timedelta(seconds=study.grace_seconds)
     if attempt.status != AttemptStatus.STARTED or now > attempt.deadline + grace:
         raise DraftRefused(DraftRefused.CLOSED, gettext(CLOSED_MESSAGE), 410)
-    current = next((l for l in _attempt_leases(attempt) if l.status == ParticipantLeaseStatus.ACTIVE), None)
+    current = next((l for l in attempt_leases(attempt) if l.status == ParticipantLeaseStatus.ACTIVE), None)
     if current is None or current.position != position or current.shown_at is None:
         raise DraftRefused(DraftRefused.NOT_OPEN, gettext("This question is not open: your attempt is on another one."))
     limit = study.question_time_limit_seconds

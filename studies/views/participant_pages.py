@@ -9,6 +9,7 @@ without a switch follows the browser.
 from __future__ import annotations
 
 import logging
+import re
 from functools import lru_cache, wraps
 from urllib.parse import urlencode
 
@@ -68,11 +69,28 @@ ATTEMPT_ROUTES = ("attempt", "start", "answer", "return", "language", "practice"
 
 def participant_urls(study: Study, attempt: Attempt | None) -> dict:
     """The addresses a participant page's forms and links lead to (a preview passes its own)."""
-    urls = {"join": reverse("studies_public:join", args=[study.slug])}
+    urls = {"join": _public_url("join", study.slug)}
     if attempt is not None:
         urls.update({name: f"{head}{attempt.token}{tail}"
                      for name, (head, tail) in _attempt_route_parts(get_script_prefix()).items()})
     return urls
+
+
+def attempt_url(name: str, token: str) -> str:
+    """`reverse("studies_public:<name>", args=[token])` for one of the ATTEMPT_ROUTES, from the route reversed once."""
+    return _public_url(name, token)
+
+
+_UNQUOTED = re.compile(r"[-a-zA-Z0-9_]+\Z")  # what a token (token_urlsafe) or a slug is made of: never quoted
+
+
+def _public_url(name: str, argument: str) -> str:
+    """`reverse("studies_public:<name>", args=[argument])`, from the route reversed once (reverse itself for an
+    argument it might quote or refuse)."""
+    if not _UNQUOTED.match(argument):
+        return reverse(f"studies_public:{name}", args=[argument])
+    head, tail = _route_parts(get_script_prefix(), name)
+    return f"{head}{argument}{tail}"
 
 
 _TOKEN_MARKER = "0prepared0token0"
@@ -83,11 +101,15 @@ def _attempt_route_parts(script_prefix: str) -> dict[str, tuple[str, str]]:
     """Each attempt route reversed once (per script prefix) around a marker token: what comes before and after the
     token. Every page of an attempt links to all seven; reversing them on each page was a twentieth of its CPU.
     Tokens are URL-safe (`secrets.token_urlsafe`), so they need no quoting (tests compare with `reverse`)."""
-    parts = {}
-    for name in ATTEMPT_ROUTES:
-        head, tail = reverse(f"studies_public:{name}", args=[_TOKEN_MARKER]).split(_TOKEN_MARKER)
-        parts[name] = (head, tail)
-    return parts
+    return {name: _route_parts(script_prefix, name) for name in ATTEMPT_ROUTES}
+
+
+@lru_cache(maxsize=32)
+def _route_parts(script_prefix: str, name: str) -> tuple[str, str]:
+    """The public route `name` reversed around a marker argument (a token or a study's slug, neither ever quoted):
+    what comes before it and after it."""
+    head, tail = reverse(f"studies_public:{name}", args=[_TOKEN_MARKER]).split(_TOKEN_MARKER)
+    return head, tail
 
 
 def render_page(request, study: Study, template: str, context: dict, *, status: int = 200,

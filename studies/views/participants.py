@@ -35,7 +35,14 @@ from studies.selectors.participants import (
     study_entry,
     study_public,
 )
-from studies.views.participant_pages import error_page, language_param, participant_page, post_only, render_page
+from studies.views.participant_pages import (
+    attempt_url,
+    error_page,
+    language_param,
+    participant_page,
+    post_only,
+    render_page,
+)
 
 COOKIE_PREFIX = "dbstudy_"
 COOKIE_MAX_AGE = 14 * 24 * 3600
@@ -47,7 +54,7 @@ def _shown(item, study: Study, language: str | None) -> ShownItem:
 
 
 def _hub(attempt: Attempt) -> str:
-    return reverse("studies_public:attempt", args=[attempt.token])
+    return attempt_url("attempt", attempt.token)
 
 
 def _consent(request, study: Study, external: dict, **extra) -> dict:
@@ -167,7 +174,7 @@ def _instructions(request, attempt: Attempt, *, screening_error: bool = False, s
     study = attempt.study
     practice = _shown(study.practice_item, study, attempt.language) if study.practice_item_id else None
     return render_page(request, study, "studies/public/instructions.html", {
-        "practice": practice, "practice_url": reverse("studies_public:practice", args=[attempt.token]),
+        "practice": practice, "practice_url": attempt_url("practice", attempt.token),
         "screening_error": screening_error,
     }, status=status, attempt=attempt)
 
@@ -181,7 +188,7 @@ def _question_context(attempt: Attempt, question: services.Question, **extra) ->
     limit_first = bool(attempt.study.question_time_limit_seconds) and attempt.seconds_left() > question.seconds_left
     return {"question": question, "shown": shown, "draft_json": json.dumps(draft, ensure_ascii=False),
             "question_limit_first": limit_first,
-            "draft_url": reverse("studies_public:draft", args=[attempt.token]), **extra}
+            "draft_url": attempt_url("draft", attempt.token), **extra}
 
 
 def _end_page(request, attempt: Attempt, status: int = 200) -> HttpResponse:

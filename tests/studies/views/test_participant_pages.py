@@ -343,7 +343,7 @@ def test_the_attempt_addresses_equal_reverse_for_every_route_and_any_url_safe_to
     from django.urls import clear_script_prefix, set_script_prefix
 
     from studies import urls_public
-    from studies.views.participant_pages import ATTEMPT_ROUTES, participant_urls
+    from studies.views.participant_pages import ATTEMPT_ROUTES, attempt_url, participant_urls
 
     # Every public route of an attempt (by its token) is among the addresses a page gets.
     assert {p.name for p in urls_public.urlpatterns if "<str:token>" in str(p.pattern)} == set(ATTEMPT_ROUTES)
@@ -356,5 +356,12 @@ def test_the_attempt_addresses_equal_reverse_for_every_route_and_any_url_safe_to
             assert {name: urls[name] for name in ATTEMPT_ROUTES} == {
                 name: reverse(f"studies_public:{name}", args=[token]) for name in ATTEMPT_ROUTES}
             assert urls["attempt"].startswith(script_prefix)
+            assert {name: attempt_url(name, token) for name in ATTEMPT_ROUTES} == {
+                name: reverse(f"studies_public:{name}", args=[token]) for name in ATTEMPT_ROUTES}
+        for slug in [study.slug, "a", "-_-", alphabet]:  # the join address: by the study's slug
+            study.slug = slug
+            assert participant_urls(study, None) == {"join": reverse("studies_public:join", args=[slug])}
+        for token in ["a b", "ü", "x%41", "?#"]:  # never written by token_urlsafe: as reverse quotes them
+            assert attempt_url("draft", token) == reverse("studies_public:draft", args=[token])
     finally:
         clear_script_prefix()

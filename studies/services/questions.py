@@ -1,0 +1,197 @@
+"""The question an attempt is on: which one, the time left for it, and when it was first shown.
+
+The hottest read of a study (every question page, and the next question after each answer), so its statements
+are built once per process: the leases read (`_LEASES`, foundation.prepared_queries) and the UPDATE that records
+when a question is first shown (`_SHOWN_AT_UPDATE`, Django's own UpdateQuery compiled once). A page needs only
+the current lease as a model instance: the others are read as rows (status, shown time), not fifteen instances.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.db import connections, router, transaction
+from django.db.models.sql import UpdateQuery
+from django.utils import timezone
+
+from annotation.models import Item
+from foundation.prepared_queries import PreparedQuery
+from studies.models import Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus
+from studies.services.attempts import attempt_expire, attempt_finish_if_done, leases_time_out
+
+SHOWN_ITEM_FIELDS = ("id", "context", "question", "options", "translations")
+
+#: An attempt's leases in presentation order, with only what the question flow and an answer need.
+_LEASES = PreparedQuery(
+    lambda attempt_id: ParticipantLease.objects.filter(attempt_id=attempt_id)
+    .only("id", "position", "status", "shown_at", "item_id", "draft_highlights").order_by("position"),
+    -730_001)
+_SHOWN_ITEM = PreparedQuery(lambda pk: Item.objects.only(*SHOWN_ITEM_FIELDS).filter(pk=pk)[:1], -730_004)
+
+
+@dataclass
+class Question:
+    """The question an attempt is on now, with the time the participant has left for it."""
+
+    lease: ParticipantLease
+    number: int          # 1-based among the attempt's items
+    total: int
+    answered: int
+    seconds_left: int    # min(attempt deadline, question deadline) - now
+    first_shown: bool = False  # shown for the first time now (so it has no highlight draft yet)
+
+
+def attempt_leases(attempt: Attempt) -> list[ParticipantLease]:
+    """The attempt's leases in presentation order, with only what the question flow needs."""
+    return _LEASES.run(attempt.pk)
+
+
+def shown_item_of(lease: ParticipantLease) -> Item:
+    """The item of a lease with only the fields a participant may see (already loaded after an answer)."""
+    if ParticipantLease.item.is_cached(lease):
+        return lease.item
+    item = _SHOWN_ITEM.first(lease.item_id)
+    if item is None:
+        raise Item.DoesNotExist(f"no item {lease.item_id}")
+    lease.item = item
+    return item
+
+
+def question_open(*, attempt: Attempt, now: datetime | None = None) -> Question | None:
+    """The attempt's current question (first unanswered lease); records when it was first shown.
+
+    Questions whose own time limit has passed are timed out first (their items return to the pool).
+    Returns None when nothing is left (the attempt is then finished).
+    """
+    now = now or timezone.now()
+    rows = _LeaseRows.read(attempt.pk)
+    ID, STATUS, SHOWN_AT = _LeaseRows.ID, _LeaseRows.STATUS, _LeaseRows.SHOWN_AT
+    statuses = [row[STATUS] for row in rows]
+    limit = attempt.study.question_time_limit_seconds
+    grace = timedelta(seconds=attempt.study.grace_seconds)
+    if limit:
+        overdue = [i for i, row in enumerate(rows) if row[STATUS] == ParticipantLeaseStatus.ACTIVE and row[SHOWN_AT]
+                   and row[SHOWN_AT] + timedelta(seconds=limit) + grace < now]
+        if overdue:
+            leases_time_out(attempt_id=attempt.pk, lease_ids=[rows[i][ID] for i in overdue], now=now)
+            for i in overdue:
+                statuses[i] = ParticipantLeaseStatus.TIMED_OUT
+    if ParticipantLeaseStatus.ACTIVE not in statuses:
+        attempt_finish_if_done(attempt_id=attempt.pk, now=now)
+        attempt.refresh_from_db(fields=["status", "ended_at"])
+        return None
+    lease = _LeaseRows.instance(rows[statuses.index(ParticipantLeaseStatus.ACTIVE)])
+    return _question(attempt, lease, total=len(rows), answered=statuses.count(ParticipantLeaseStatus.ANSWERED),
+                     now=now)
+
+
+def attempt_question(*, attempt: Attempt, now: datetime | None = None) -> Question | None:
+    """The question the attempt's page shows now; None when the attempt is not running (any more).
+
+    A page load after the deadline (plus grace) closes the attempt before the sweep does; an extension
+    committed meanwhile wins (the deadline is checked again under the row lock). `attempt` is updated.
+    """
+    now = now or timezone.now()
+    if attempt.status != AttemptStatus.STARTED:
+        return None
+    if attempt.grace_deadline() < now:
+        closed = attempt_expire(attempt_id=attempt.pk, now=now, overdue_only=True)
+        attempt.status, attempt.ended_at, attempt.deadline = closed.status, closed.ended_at, closed.deadline
+        if attempt.status != AttemptStatus.STARTED:
+            return None
+    return question_open(attempt=attempt, now=now)
+
+
+def question_from(attempt: Attempt, leases: list[ParticipantLease], now: datetime) -> Question:
+    """The first active lease of `leases` (model instances, as an answer read them) as the current question."""
+    lease = next(l for l in leases if l.status == ParticipantLeaseStatus.ACTIVE)
+    answered = sum(1 for l in leases if l.status == ParticipantLeaseStatus.ANSWERED)
+    return _question(attempt, lease, total=len(leases), answered=answered, now=now)
+
+
+def _question(attempt: Attempt, lease: ParticipantLease, *, total: int, answered: int, now: datetime) -> Question:
+    """`lease` as the current question; records when it is first shown."""
+    first_shown = lease.shown_at is None or lease.shown_at == now
+    if lease.shown_at is None:  # first time shown (after an answer, its UPDATE did this already)
+        _SHOWN_AT_UPDATE.run(lease.pk, now)
+        lease.shown_at = now
+    left = attempt.seconds_left(now)
+    limit = attempt.study.question_time_limit_seconds
+    if limit:
+        left = min(left, max(0, int((lease.shown_at + timedelta(seconds=limit) - now).total_seconds())))
+    return Question(lease=lease, number=lease.position + 1, total=total, answered=answered, seconds_left=left,
+                    first_shown=first_shown)
+
+
+class _LeaseRows:
+    """`_LEASES`'s own statement with its rows kept as tuples: a page needs the statuses and shown times of all the
+    leases but only the current one as a model instance (made as `_LEASES.run` makes it, converters included)."""
+
+    ID, STATUS, SHOWN_AT = 0, 1, 2  # a row of `read`: (id, status, shown_at, the row as the statement gives it)
+
+    @classmethod
+    def read(cls, attempt_id: int) -> list[tuple]:
+        compiled = _LEASES._compiled or _LEASES._compile(_LEASES.build(*_LEASES.markers))
+        columns = cls._columns(compiled)
+        params = list(compiled.params)
+        params[compiled.slots[0]] = attempt_id
+        with connections[compiled.alias].cursor() as cursor:
+            cursor.execute(compiled.sql, params)
+            rows = cursor.fetchall()
+        # (id, status, shown_at, the row as read): the first three have no converters (checked in _columns).
+        return [(row[columns[0]], row[columns[1]], row[columns[2]], row) for row in rows]
+
+    @staticmethod
+    def instance(row: tuple) -> ParticipantLease:
+        return PreparedQuery._instances(_LEASES._compiled, [row[3]])[0]
+
+    @staticmethod
+    def _columns(compiled) -> tuple[int, int, int]:
+        found = tuple(compiled.start + compiled.init_list.index(name) for name in ("id", "status", "shown_at"))
+        if any(index in compiled.converters for index in found):  # a backend that converts them: not as read
+            raise NotImplementedError("lease rows need converters on this database")
+        return found
+
+
+class _PreparedShownAtUpdate:
+    """`ParticipantLease.objects.filter(pk=lease_id, shown_at__isnull=True).update(shown_at=now)`: Django's own
+    UpdateQuery compiled once per process with markers in place of the two values, which are prepared at each
+    run by the same field methods its compiler uses (a test compares the statement and its effect with the ORM's)."""
+
+    MARK_ID, MARK_AT = -730_005, datetime(1901, 2, 3, 4, 5, 6, 789, tzinfo=UTC)
+
+    def __init__(self):
+        self._compiled: tuple[str, str, list, int, int] | None = None
+
+    def queryset_update(self, lease_id: int, now: datetime) -> int:
+        """What `run` is equal to: the ORM's own update."""
+        return ParticipantLease.objects.filter(pk=lease_id, shown_at__isnull=True).update(shown_at=now)
+
+    def _compile(self) -> tuple[str, str, list, int, int]:
+        queryset = ParticipantLease.objects.filter(pk=self.MARK_ID, shown_at__isnull=True)
+        alias = router.db_for_write(ParticipantLease)
+        query = queryset.query.chain(UpdateQuery)  # as QuerySet.update builds it
+        query.add_update_values({"shown_at": self.MARK_AT})
+        query.annotations = {}
+        sql, params = query.get_compiler(alias).as_sql()
+        connection = connections[alias]
+        at = ParticipantLease._meta.get_field("shown_at").get_db_prep_save(self.MARK_AT, connection)
+        slots = [[i for i, p in enumerate(params) if type(p) is type(marker) and p == marker]
+                 for marker in (self.MARK_ID, at)]
+        if any(len(found) != 1 for found in slots):
+            raise ValueError(f"the markers are not each once among the parameters of {sql}")
+        self._compiled = (alias, sql, list(params), slots[0][0], slots[1][0])
+        return self._compiled
+
+    def run(self, lease_id: int, now: datetime) -> int:
+        alias, sql, params, id_slot, at_slot = self._compiled or self._compile()
+        connection = connections[alias]
+        params = list(params)
+        params[id_slot] = ParticipantLease._meta.pk.get_db_prep_value(lease_id, connection)
+        params[at_slot] = ParticipantLease._meta.get_field("shown_at").get_db_prep_save(now, connection)
+        with transaction.mark_for_rollback_on_error(alias), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.rowcount
+
+
+_SHOWN_AT_UPDATE = _PreparedShownAtUpdate()
