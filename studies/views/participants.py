@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET
@@ -57,6 +57,11 @@ def _hub(attempt: Attempt) -> str:
     return attempt_url("attempt", attempt.token)
 
 
+def _to_hub(attempt: Attempt) -> HttpResponseRedirect:
+    """A redirect to the attempt's page (`redirect(url)` would first try the address as a view name to reverse)."""
+    return HttpResponseRedirect(_hub(attempt))
+
+
 def _consent(request, study: Study, external: dict, **extra) -> dict:
     """The consent page's context: a study without its own consent text shows the standard one; a researcher
     signed in is told that joining takes a real place, and where the preview is."""
@@ -94,7 +99,7 @@ def study_landing(request, slug: str):
             return error_page(request, 404, what="study")
         own = attempt_resumable(study=study, cookie_token=request.COOKIES.get(COOKIE_PREFIX + slug, ""))
         if own is not None:
-            return redirect(_hub(own))
+            return _to_hub(own)
         return _placeholder_page(request, study, external, unfilled, language_param(request.GET.get("lang")))
     entry = study_entry(slug=slug, participant_id=external["PROLIFIC_PID"],
                                   session_id=external["SESSION_ID"],
@@ -102,7 +107,7 @@ def study_landing(request, slug: str):
     if entry is None:
         return error_page(request, 404, what="study")
     if entry.entry == Entry.RESUME:
-        return redirect(_hub(entry.attempt))
+        return _to_hub(entry.attempt)
     chosen = language_param(request.GET.get("lang"))
     if entry.entry == Entry.TAKEN:
         return _taken_page(request, entry.study, chosen)
@@ -146,7 +151,7 @@ def study_join_view(request, slug: str):
         return _taken_page(request, study, chosen)
     except PlaceholderId as refusal:
         return _placeholder_page(request, study, external, refusal.fields, chosen)
-    response = redirect(_hub(attempt))
+    response = _to_hub(attempt)
     response.set_cookie(COOKIE_PREFIX + slug, attempt.token, max_age=COOKIE_MAX_AGE, httponly=True,
                         samesite="Lax", secure=request.is_secure())
     return response
@@ -242,7 +247,7 @@ def attempt_start_view(request, token: str):
     except StudyNotOpen as refusal:
         return render_page(request, attempt.study, "studies/public/closed.html", {}, status=refusal.http_status,
                            attempt=attempt)
-    return redirect(_hub(attempt))
+    return _to_hub(attempt)
 
 
 def _screening_option(value: str | None, study: Study) -> int | None:
@@ -282,7 +287,7 @@ def answer_view(request, token: str):
             return _unknown_attempt(request)
         question = services.attempt_question(attempt=attempt)
         if question is None:
-            return redirect(_hub(attempt))
+            return _to_hub(attempt)
         template = "studies/public/question.html#question" if request.htmx else "studies/public/question.html"
         return render_page(request, attempt.study, template,
                            _question_context(attempt, question, errors=invalid.messages), status=invalid.http_status,
@@ -300,7 +305,7 @@ def _after_answer(request, attempt: Attempt) -> HttpResponse:
         redirect_response = HttpResponse(status=204)
         redirect_response.headers["HX-Redirect"] = _hub(attempt)
         return redirect_response
-    return redirect(_hub(attempt))
+    return _to_hub(attempt)
 
 
 @participant_page
@@ -365,7 +370,7 @@ def attempt_return_view(request, token: str):
     if attempt is None:
         return _unknown_attempt(request)
     services.attempt_return(attempt_id=attempt.pk)  # idempotent: an attempt that ended stays as it is
-    return redirect(_hub(attempt))
+    return _to_hub(attempt)
 
 
 @post_only
@@ -376,4 +381,4 @@ def attempt_language_view(request, token: str):
     if attempt is None:
         return _unknown_attempt(request)
     services.attempt_set_language(attempt_id=attempt.pk, language=language_param(request.POST.get("language")) or "")
-    return redirect(_hub(attempt))
+    return _to_hub(attempt)
