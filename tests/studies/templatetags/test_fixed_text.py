@@ -14,7 +14,7 @@ from studies.views.participant_pages import participant_urls
 from studies.views.participants import _question_context
 from tests.studies.conftest import started_attempt
 
-FIXED_TAGS = re.compile(r"{% (?:end)?fixed %}")
+FIXED_TAGS = re.compile(r"{% (?:end)?fixed %}|{% localize off %}|{% endlocalize %}")  # both change no output
 PARTICIPANT_TEMPLATES = ("studies/public/base.html", "studies/public/question.html", "studies/public/item_form.html")
 
 
