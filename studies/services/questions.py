@@ -138,7 +138,12 @@ class _LeaseRows:
         with connections[compiled.alias].cursor() as cursor:
             cursor.execute(compiled.sql, params)
             rows = cursor.fetchall()
-        # (id, status, shown_at, the row as read): the first three have no converters (checked in _columns).
+        if any(index in compiled.converters for index in columns):  # SQLite: shown_at is read as text
+            converted = [list(row) for row in compiled.compiler.apply_converters(
+                [list(row) for row in rows], {i: compiled.converters[i] for i in columns if i in compiled.converters})]
+            return [(values[columns[0]], values[columns[1]], values[columns[2]], row)
+                    for values, row in zip(converted, rows)]
+        # (id, status, shown_at, the row as read): no converters on these three (PostgreSQL).
         return [(row[columns[0]], row[columns[1]], row[columns[2]], row) for row in rows]
 
     @staticmethod
@@ -147,10 +152,7 @@ class _LeaseRows:
 
     @staticmethod
     def _columns(compiled) -> tuple[int, int, int]:
-        found = tuple(compiled.start + compiled.init_list.index(name) for name in ("id", "status", "shown_at"))
-        if any(index in compiled.converters for index in found):  # a backend that converts them: not as read
-            raise NotImplementedError("lease rows need converters on this database")
-        return found
+        return tuple(compiled.start + compiled.init_list.index(name) for name in ("id", "status", "shown_at"))
 
 
 class _PreparedShownAtUpdate:
