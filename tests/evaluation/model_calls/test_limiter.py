@@ -147,3 +147,35 @@ def test_slots_given_back_together_take_one_round_trip_and_all_come_back():
     assert peak == 8
     assert left_after_requests == 0 and left_after_close == 0
     assert removed == [b"zrem"], f"{len(removed)} ZREM commands for 8 slots ended together"
+
+
+def test_file_limiter_requests_per_minute_and_a_waiter_given_up_leaks_no_slot(tmp_path):
+    """The embedded limiter's per-minute cap, and a coroutine cancelled while it waits for a slot: the slot it may
+    have been granted as it gave up goes back, so the other process gets all of them afterwards."""
+    async def go():
+        capped = FileLimiter(directory=tmp_path / "rpm", limit=10, requests_per_minute=5)
+        for _ in range(5):
+            async with capped.slot():
+                pass
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(capped._acquire(), 0.5)
+        await capped.close()
+
+        a = FileLimiter(directory=tmp_path / "slots", limit=2)
+        b = FileLimiter(directory=tmp_path / "slots", limit=2)
+        held = [await a._acquire(), await a._acquire()]  # a holds both
+        waiting = [asyncio.ensure_future(b._acquire()) for _ in range(3)]
+        await asyncio.sleep(0.05)
+        assert not any(w.done() for w in waiting)
+        waiting[0].cancel()
+        for token in held:
+            await a._release(token)
+        granted = await asyncio.wait_for(asyncio.gather(*waiting[1:]), 2.0)
+        assert sorted(granted) == ["0", "1"]  # the two left waiting got the two slots
+        assert waiting[0].cancelled()
+        for token in granted:
+            await b._release(token)
+        assert sorted([await a._acquire(), await a._acquire()]) == ["0", "1"]  # nothing held by b any more
+        await a.close(), await b.close()
+
+    asyncio.run(go())
