@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from annotation.models import Item
 from evaluation.execution import heartbeats, queueing
-from evaluation.execution import recovery as reconcile
 from evaluation.services import runs as services
 from tests.conftest import REPO_DIR, subprocess_env
 from tests.support.items import import_items
@@ -59,18 +58,6 @@ def test_split_evenly_covers_every_item_once_in_a_multiple_of_the_processes(n, m
     # As many chunks as a multiple of the processes, short of one item each; never more than needed for that.
     assert len(chunks) % processes == 0 or len(chunks) == n
     assert len(chunks) < -(-n // most) + processes
-
-
-@pytest.fixture
-def broker():
-    """The broker's Redis; the run_chunk messages the test leaves in the queue are removed afterwards."""
-    client = reconcile.broker_redis()
-    yield client
-    for key in heartbeats._queue_keys(client):
-        for raw in client.lrange(key, 0, -1):
-            if heartbeats.chunk_of_message(raw):
-                client.lrem(key, 0, raw)
-    client.close()
 
 
 @pytest.mark.django_db

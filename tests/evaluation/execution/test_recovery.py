@@ -38,18 +38,6 @@ def items(detectbench_dir):
     return list(Item.objects.filter(split="test").order_by("pk").values_list("pk", flat=True))
 
 
-@pytest.fixture
-def broker():
-    """The broker's Redis; the run_chunk messages a test leaves in the queue are removed afterwards."""
-    client = reconcile.broker_redis()
-    yield client
-    for key in heartbeats._queue_keys(client):
-        for raw in client.lrange(key, 0, -1):
-            if heartbeats.chunk_of_message(raw):
-                client.lrem(key, 0, raw)
-    client.close()
-
-
 def stalled_run(items, *, done: list[int], minutes_ago: float = 5) -> Run:
     """A running run whose rows of ``done`` exist (computed by the real planner, engine and writer on the test's
     connection), last written and started ``minutes_ago``, with nothing queued or running for it."""
