@@ -69,18 +69,22 @@ _JSON_COLUMNS = {f.attname for f in _COPY_FIELDS if f.get_internal_type() == "JS
 _INCOMING = "evaluation_result_incoming"
 
 
+def _upsert_parts() -> tuple[str, str, str]:
+    """(table, its columns, the ON CONFLICT clause) of the result upsert: (run, item, sample) updates RESULT_FIELDS."""
+    quote = connection.ops.quote_name
+    updates = ", ".join(f"{quote(column)} = EXCLUDED.{quote(column)}"
+                        for column in (Result._meta.get_field(name).column for name in RESULT_FIELDS))
+    return (quote(Result._meta.db_table), ", ".join(quote(f.column) for f in _COPY_FIELDS),
+            f"ON CONFLICT (run_id, item_id, sample_index) DO UPDATE SET {updates}")
+
+
 def _upsert_rows_postgresql(rows: list[Result]) -> None:
     """INSERT ... ON CONFLICT (run, item, sample) DO UPDATE from a COPY into a session temp table.
 
     The same upsert as ``bulk_create(update_conflicts=True)`` (so exactly-once is unchanged), at a
     fraction of its CPU: values go to psycopg as tuples through COPY instead of one SQL parameter per
     field, which matters because this thread competes with the event loop for the GIL."""
-    quote = connection.ops.quote_name
-    table = quote(Result._meta.db_table)
-    columns = [f.column for f in _COPY_FIELDS]
-    column_list = ", ".join(quote(c) for c in columns)
-    updates = ", ".join(f"{quote(Result._meta.get_field(name).column)} = EXCLUDED.{quote(Result._meta.get_field(name).column)}"
-                        for name in RESULT_FIELDS)
+    table, column_list, on_conflict = _upsert_parts()
     now = timezone.now()
     attnames = [f.attname for f in _COPY_FIELDS]
     with connection.cursor() as cursor:
@@ -97,21 +101,16 @@ def _upsert_rows_postgresql(rows: list[Result]) -> None:
                         value = now
                     values.append(value)
                 copy.write_row(values)
-        cursor.execute(f"INSERT INTO {table} ({column_list}) SELECT {column_list} FROM {_INCOMING} "
-                       f"ON CONFLICT (run_id, item_id, sample_index) DO UPDATE SET {updates}")
+        cursor.execute(f"INSERT INTO {table} ({column_list}) SELECT {column_list} FROM {_INCOMING} {on_conflict}")
 
 
 def _upsert_rows_executemany(rows: list[Result]) -> None:
-    """The same upsert as one INSERT ... ON CONFLICT DO UPDATE statement, built once, run over the rows' values
-    (SQLite, the embedded mode): ``bulk_create`` assembled the SQL of every row again, a quarter of an embedded
-    12k-request run's CPU. Values are prepared by each field as the ORM's insert prepares them (pre_save, then
-    get_db_prep_save: timestamps set, JSON encoded)."""
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(f.column) for f in _COPY_FIELDS)
-    updates = ", ".join(f"{quote(Result._meta.get_field(name).column)} = "
-                        f"EXCLUDED.{quote(Result._meta.get_field(name).column)}" for name in RESULT_FIELDS)
-    sql = (f"INSERT INTO {quote(Result._meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(_COPY_FIELDS))}) "
-           f"ON CONFLICT (run_id, item_id, sample_index) DO UPDATE SET {updates}")
+    """The same upsert as one INSERT ... ON CONFLICT DO UPDATE statement for the whole batch, run over the rows'
+    values (SQLite, the embedded mode): ``bulk_create`` assembled the SQL of every row again, a quarter of an
+    embedded 12k-request run's CPU. Values are prepared by each field as the ORM's insert prepares them (pre_save,
+    then get_db_prep_save: timestamps set, JSON encoded)."""
+    table, column_list, on_conflict = _upsert_parts()
+    sql = f"INSERT INTO {table} ({column_list}) VALUES ({', '.join(['%s'] * len(_COPY_FIELDS))}) {on_conflict}"
     values = [tuple(f.get_db_prep_save(f.pre_save(row, True), connection) for f in _COPY_FIELDS) for row in rows]
     with connection.cursor() as cursor:
         cursor.executemany(sql, values)
