@@ -54,6 +54,10 @@ class PreparedQuery:
         return self.build(*values)
 
     def run(self, *values: Any) -> list[Model]:
+        return self.instances(self.rows(*values))
+
+    def rows(self, *values: Any) -> list[tuple]:
+        """The rows as the database gives them, for `instances` or `fields` (a caller that needs few instances)."""
         if len(values) != len(self.markers):
             raise TypeError(f"{len(self.markers)} values expected, {len(values)} given")
         compiled = self._compiled or self._compile(self.build(*self.markers))
@@ -65,8 +69,21 @@ class PreparedQuery:
             params[slot] = value
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
-            rows = cursor.fetchall()
-        return self._instances(compiled, rows)
+            return cursor.fetchall()
+
+    def instances(self, rows: list[tuple]) -> list[Model]:
+        """The model instances of rows from `rows`, as `run` makes them."""
+        return self._instances(self._compiled, rows)
+
+    def fields(self, rows: list[tuple], *names: str) -> list[tuple]:
+        """Of each row from `rows`, the values of the model's fields `names` (attnames), converted as the ORM
+        converts them (SQLite reads a datetime as text)."""
+        compiled = self._compiled
+        columns = [compiled.start + compiled.init_list.index(name) for name in names]
+        converters = {i: compiled.converters[i] for i in columns if i in compiled.converters}
+        if converters:
+            rows = compiled.compiler.apply_converters([list(row) for row in rows], converters)
+        return [tuple(row[i] for i in columns) for row in rows]
 
     def first(self, *values: Any) -> Model | None:
         found = self.run(*values)

@@ -124,35 +124,19 @@ def _question(attempt: Attempt, lease: ParticipantLease, *, total: int, answered
 
 
 class _LeaseRows:
-    """`_LEASES`'s own statement with its rows kept as tuples: a page needs the statuses and shown times of all the
-    leases but only the current one as a model instance (made as `_LEASES.run` makes it, converters included)."""
+    """`_LEASES`'s rows kept as they are read: a page needs the statuses and shown times of all the leases but only
+    the current one as a model instance (made as `_LEASES.run` makes it, converters included)."""
 
     ID, STATUS, SHOWN_AT = 0, 1, 2  # a row of `read`: (id, status, shown_at, the row as the statement gives it)
 
-    @classmethod
-    def read(cls, attempt_id: int) -> list[tuple]:
-        compiled = _LEASES._compiled or _LEASES._compile(_LEASES.build(*_LEASES.markers))
-        columns = cls._columns(compiled)
-        params = list(compiled.params)
-        params[compiled.slots[0]] = attempt_id
-        with connections[compiled.alias].cursor() as cursor:
-            cursor.execute(compiled.sql, params)
-            rows = cursor.fetchall()
-        if any(index in compiled.converters for index in columns):  # SQLite: shown_at is read as text
-            converted = [list(row) for row in compiled.compiler.apply_converters(
-                [list(row) for row in rows], {i: compiled.converters[i] for i in columns if i in compiled.converters})]
-            return [(values[columns[0]], values[columns[1]], values[columns[2]], row)
-                    for values, row in zip(converted, rows)]
-        # (id, status, shown_at, the row as read): no converters on these three (PostgreSQL).
-        return [(row[columns[0]], row[columns[1]], row[columns[2]], row) for row in rows]
+    @staticmethod
+    def read(attempt_id: int) -> list[tuple]:
+        rows = _LEASES.rows(attempt_id)
+        return [(*values, row) for values, row in zip(_LEASES.fields(rows, "id", "status", "shown_at"), rows)]
 
     @staticmethod
     def instance(row: tuple) -> ParticipantLease:
-        return PreparedQuery._instances(_LEASES._compiled, [row[3]])[0]
-
-    @staticmethod
-    def _columns(compiled) -> tuple[int, int, int]:
-        return tuple(compiled.start + compiled.init_list.index(name) for name in ("id", "status", "shown_at"))
+        return _LEASES.instances([row[3]])[0]
 
 
 class _PreparedShownAtUpdate:

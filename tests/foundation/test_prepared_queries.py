@@ -85,6 +85,10 @@ def test_every_prepared_query_equals_its_queryset(name, attempt):
         assert len(got) == len(expected)
         for a, b in zip(got, expected):
             _same(a, b)
+        with transaction.atomic():  # the rows read for `fields`: each field's value as the instance holds it
+            names = list(prepared._compiled.init_list)
+            fields = prepared.fields(prepared.rows(*values), *names)
+        assert fields == [tuple(getattr(instance, name) for name in names) for instance in expected]
         if len(set(values)) == len(values):  # (the ORM writes IN (7) for IN (7, 7); the rows are the same)
             assert [q["sql"] for q in ours] == [q["sql"] for q in orm]  # one statement, the ORM's own, same values
 
