@@ -110,10 +110,9 @@ if DATABASE_URL:
         _db["CONN_MAX_AGE"] = 0
         if env_bool("DATABASE_POOL", True):
             _db.setdefault("OPTIONS", {})["pool"] = {
-                "min_size": 1,
-                "max_size": int(os.environ.get("DATABASE_POOL_MAX", "10")),
-                "timeout": 20,
+                "min_size": 1, "max_size": int(os.environ.get("DATABASE_POOL_MAX", "10")), "timeout": 20,
             }
+        _db["ENGINE"] = "foundation.postgresql"  # Django's, with a pool check that has no round trip
     DATABASES = {"default": _db}
 else:
     DATABASES = {
@@ -126,8 +125,8 @@ else:
             },
         }
     }
-# A dead connection is never handed to a view: Django 5.2 makes this the pool's `check` (ConnectionPool.check_connection,
-# psycopg_pool >= 3.2; "check" in OPTIONS too is refused), else a health check; foundation.database_faults does the rest.
+# A dead connection is never handed to a view: Django 5.2 makes this the pool's check (foundation.postgresql: one
+# without a round trip when the socket has no news), else a health check; foundation.database_faults does the rest.
 for _database in DATABASES.values():
     _database["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -42,7 +42,7 @@ from detectbench_web.settings.base import *  # noqa: E402,F401,F403
 # Django's PostgreSQL backend with emptying by DELETE instead of TRUNCATE after transactional tests
 # (tests/support/pg_backend says why), and commits that do not wait for the WAL to reach the disk
 # (synchronous_commit=off: only a crash of PostgreSQL could lose the last commits of a test database).
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
+if DATABASES["default"]["ENGINE"] == "foundation.postgresql":  # noqa: F405
     DATABASES["default"]["ENGINE"] = "tests.support.pg_backend"  # noqa: F405
     DATABASES["default"].setdefault("OPTIONS", {})["options"] = "-c synchronous_commit=off"  # noqa: F405
 

@@ -118,3 +118,41 @@ def test_no_page_of_any_role_answers_500_after_the_database_backends_are_termina
     errors = [(role, path, status) for role, path, status in seen if status >= 500]
     print(f"\n{killed} backends terminated; 60 requests across {len(roles)} roles: {dict(by_status)}")
     assert not errors, (errors, log.read_text(errors="replace")[-3000:])
+
+
+def test_posts_after_the_backends_are_terminated_get_working_connections_not_a_please_try_again(
+        pooled_gunicorn, django_user_model):
+    """A POST is never run twice, so only the pool's check stands between it and a dead connection: every one is
+    answered as if nothing had happened (a login here; 16 in parallel, over both workers' pools)."""
+    import re
+
+    url, log = pooled_gunicorn
+    users = [django_user_model.objects.create_user(f"blip-post-{i}", password="pw-blip") for i in range(16)]
+    clients = [httpx.Client(base_url=url, timeout=30) for _ in users]
+    tokens = []
+    for http in clients:
+        page = http.get("/accounts/login/")
+        tokens.append(re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT array_agg(pid) FROM pg_stat_activity WHERE datname = current_database()"
+                       " AND pid <> pg_backend_pid()")
+        pids = cursor.fetchone()[0]
+    assert _terminate_backends() >= 2
+    deadline = time.monotonic() + 10
+    while True:  # the terminated backends are gone (their sockets closed) before the POSTs
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", [pids])
+            if cursor.fetchone()[0] == 0:
+                break
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+    def log_in(i: int) -> int:
+        return clients[i].post("/accounts/login/", data={
+            "username": users[i].username, "password": "pw-blip", "csrfmiddlewaretoken": tokens[i]}).status_code
+
+    with ThreadPoolExecutor(16) as pool:
+        statuses = list(pool.map(log_in, range(16)))
+    for http in clients:
+        http.close()
+    assert statuses == [302] * 16, (statuses, log.read_text(errors="replace")[-3000:])

@@ -1,6 +1,6 @@
 """A dropped database connection outside the participant pages: a GET runs once more on a fresh connection; what
 cannot be retried, or fails again, is a 503 "please try again" with the site's layout (JSON for the API), never
-a 500. The pool's check before use is a setting (Django turns CONN_HEALTH_CHECKS into the pool's check)."""
+a 500. The check before use is a setting (CONN_HEALTH_CHECKS: with a pool, foundation.postgresql's check)."""
 from __future__ import annotations
 
 import pytest

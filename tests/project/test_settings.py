@@ -30,7 +30,7 @@ def test_database_and_redis_urls_switch_to_postgresql_pool_and_redis(tmp_path):
            "REDIS_URL": "redis://r:6379/0"}
     out = _run(env, "-c", PRINT)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["django.db.backends.postgresql", "True", "redis", "True", "1"]
+    assert out.stdout.split() == ["foundation.postgresql", "True", "redis", "True", "1"]
 
 
 def test_production_settings_pass_check_deploy(tmp_path):

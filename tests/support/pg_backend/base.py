@@ -7,7 +7,9 @@ point, so DELETE FROM each of them, in the same transaction with the (deferrable
 at commit, empties them in milliseconds. Sequences are not reset either way (Django's flush only
 resets them when asked, and then, as with CASCADE, this falls back to TRUNCATE).
 """
-from django.db.backends.postgresql import base, operations
+from django.db.backends.postgresql import operations
+
+from foundation.postgresql import base
 
 
 class DatabaseOperations(operations.DatabaseOperations):
