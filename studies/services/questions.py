@@ -2,7 +2,7 @@
 
 The hottest read of a study (every question page, and the next question after each answer), so its statements
 are built once per process: the leases read (`_LEASES`, foundation.prepared_queries) and the UPDATE that records
-when a question is first shown (`_SHOWN_AT_UPDATE`, Django's own UpdateQuery compiled once). A page needs only
+when a question is first shown (`_SHOWN_AT_UPDATE`, a PreparedUpdate). A page needs only
 the current lease as a model instance: the others are read as rows (status, shown time), not fifteen instances.
 """
 from __future__ import annotations
@@ -10,12 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.db import connections, router, transaction
-from django.db.models.sql import UpdateQuery
 from django.utils import timezone
 
 from annotation.models import Item
-from foundation.prepared_queries import PreparedQuery
+from foundation.prepared_queries import PreparedQuery, PreparedUpdate
 from studies.models import Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus
 from studies.services.attempts import attempt_expire, attempt_finish_if_done, leases_time_out
 
@@ -139,45 +137,7 @@ class _LeaseRows:
         return _LEASES.instances([row[3]])[0]
 
 
-class _PreparedShownAtUpdate:
-    """`ParticipantLease.objects.filter(pk=lease_id, shown_at__isnull=True).update(shown_at=now)`: Django's own
-    UpdateQuery compiled once per process with markers in place of the two values, which are prepared at each
-    run by the same field methods its compiler uses (a test compares the statement and its effect with the ORM's)."""
-
-    MARK_ID, MARK_AT = -730_005, datetime(1901, 2, 3, 4, 5, 6, 789, tzinfo=UTC)
-
-    def __init__(self):
-        self._compiled: tuple[str, str, list, int, int] | None = None
-
-    def queryset_update(self, lease_id: int, now: datetime) -> int:
-        """What `run` is equal to: the ORM's own update."""
-        return ParticipantLease.objects.filter(pk=lease_id, shown_at__isnull=True).update(shown_at=now)
-
-    def _compile(self) -> tuple[str, str, list, int, int]:
-        queryset = ParticipantLease.objects.filter(pk=self.MARK_ID, shown_at__isnull=True)
-        alias = router.db_for_write(ParticipantLease)
-        query = queryset.query.chain(UpdateQuery)  # as QuerySet.update builds it
-        query.add_update_values({"shown_at": self.MARK_AT})
-        query.annotations = {}
-        sql, params = query.get_compiler(alias).as_sql()
-        connection = connections[alias]
-        at = ParticipantLease._meta.get_field("shown_at").get_db_prep_save(self.MARK_AT, connection)
-        slots = [[i for i, p in enumerate(params) if type(p) is type(marker) and p == marker]
-                 for marker in (self.MARK_ID, at)]
-        if any(len(found) != 1 for found in slots):
-            raise ValueError(f"the markers are not each once among the parameters of {sql}")
-        self._compiled = (alias, sql, list(params), slots[0][0], slots[1][0])
-        return self._compiled
-
-    def run(self, lease_id: int, now: datetime) -> int:
-        alias, sql, params, id_slot, at_slot = self._compiled or self._compile()
-        connection = connections[alias]
-        params = list(params)
-        params[id_slot] = ParticipantLease._meta.pk.get_db_prep_value(lease_id, connection)
-        params[at_slot] = ParticipantLease._meta.get_field("shown_at").get_db_prep_save(now, connection)
-        with transaction.mark_for_rollback_on_error(alias), connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.rowcount
-
-
-_SHOWN_AT_UPDATE = _PreparedShownAtUpdate()
+#: When a question is first shown: `filter(pk=lease_id, shown_at__isnull=True).update(shown_at=now)`, compiled once.
+_SHOWN_AT_UPDATE = PreparedUpdate(
+    lambda lease_id, at: (ParticipantLease.objects.filter(pk=lease_id, shown_at__isnull=True), {"shown_at": at}),
+    -730_005, datetime(1901, 2, 3, 4, 5, 6, 789, tzinfo=UTC))

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from annotation.models import Item
-from foundation.prepared_queries import PreparedInsert, PreparedQuery
+from foundation.prepared_queries import PreparedInsert, PreparedQuery, PreparedUpdate
 from studies.models import Attempt, ParticipantLease, Response, StudyStatus
 from studies.services import attempt_start, study_create, study_join
 from tests.support.items import import_items
@@ -167,3 +167,50 @@ def test_an_answer_inserted_prepared_is_the_row_the_orm_inserts(attempt):
     assert stored[mine.pk].highlights == [{"start": 0, "end": 3, "text": "The"}]
     with pytest.raises(ValueError):
         insert.save(mine)  # not new: refused, nothing written twice
+
+
+def _prepared_updates() -> dict[str, PreparedUpdate]:
+    found = {}
+    for package_name in APPS:
+        package = importlib.import_module(package_name)
+        for module_info in pkgutil.walk_packages(package.__path__, prefix=f"{package_name}."):
+            if ".migrations" in module_info.name:
+                continue
+            for name, value in vars(importlib.import_module(module_info.name)).items():
+                if isinstance(value, PreparedUpdate):
+                    found[f"{module_info.name}.{name}"] = value
+    return found
+
+
+def test_the_project_has_prepared_updates_to_check():
+    assert "studies.services.questions._SHOWN_AT_UPDATE" in _prepared_updates()
+
+
+class _Rollback(Exception):
+    pass
+
+
+@pytest.mark.parametrize("name", sorted(_prepared_updates()))
+def test_every_prepared_update_equals_the_orms_update(name, attempt):
+    prepared = _prepared_updates()[name]
+    model = prepared.build(*prepared.markers)[0].model
+    rows = list(model.objects.order_by("pk").values_list("pk", flat=True))
+    now = timezone.now()
+    by_type = {"int": [rows[0], rows[-1], -1], "datetime": [now, now.replace(microsecond=1)], "str": ["x", "y"]}
+    kinds = [type(marker).__name__ for marker in prepared.markers]
+    changed = []
+    for i in range(3):
+        values = tuple(by_type[kind][min(i, len(by_type[kind]) - 1)] for kind in kinds)
+        outcomes = []
+        for call in (prepared.run, prepared.orm_update):
+            try:
+                with transaction.atomic(), CaptureQueriesContext(connection) as ran:
+                    count = call(*values)
+                    after = list(model.objects.order_by("pk").values())
+                    raise _Rollback
+            except _Rollback:
+                pass
+            outcomes.append((count, [q["sql"] for q in ran][:1], after))
+        assert outcomes[0] == outcomes[1], (name, values)  # rows changed, the statement, every row afterwards
+        changed.append(outcomes[0][0])
+    assert any(changed) and changed[-1] == 0, changed  # it changed a row, and none of no row (-1)

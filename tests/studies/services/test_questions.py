@@ -63,8 +63,8 @@ def test_the_shown_at_update_is_the_orms_statement_with_the_orms_effect(make_stu
     with CaptureQueriesContext(connection) as ran_ours:
         counts_ours = [_SHOWN_AT_UPDATE.run(ours.pk, now), _SHOWN_AT_UPDATE.run(ours.pk, now + timedelta(seconds=1))]
     with CaptureQueriesContext(connection) as ran_orm:
-        counts_orm = [_SHOWN_AT_UPDATE.queryset_update(orm.pk, now),
-                      _SHOWN_AT_UPDATE.queryset_update(orm.pk, now + timedelta(seconds=1))]
+        counts_orm = [_SHOWN_AT_UPDATE.orm_update(orm.pk, now),
+                      _SHOWN_AT_UPDATE.orm_update(orm.pk, now + timedelta(seconds=1))]
     assert counts_ours == counts_orm == [1, 0]  # only the first time: a second showing keeps the first time
     assert [q["sql"].replace(f'."id" = {ours.pk} ', '."id" = ID ') for q in ran_ours] == \
         [q["sql"].replace(f'."id" = {orm.pk} ', '."id" = ID ') for q in ran_orm]
