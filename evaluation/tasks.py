@@ -20,6 +20,7 @@ from evaluation.execution import embedded_workers, heartbeats
 from evaluation.execution import recovery as reconcile
 from evaluation.execution.infrastructure import INFRASTRUCTURE_ERRORS
 from evaluation.execution.judge import execute_judge_run
+from evaluation.models import Run
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,10 @@ RETRY_PUBLISH_POLICY = {"max_retries": 20, "interval_start": 0.2, "interval_step
              max_retries=settings.EVALUATION_CHUNK_MAX_RETRIES, retry_kwargs={"retry_policy": RETRY_PUBLISH_POLICY})
 def run_chunk(self, run_id: int, item_ids: list[int]) -> dict:
     """Compute the missing or failed rows of these items of a run (rows already done are skipped; items
-    another live chunk of the run is computing are left to it)."""
+    another live chunk of the run is computing are left to it). A chunk of a run deleted meanwhile is dropped."""
+    if not Run.objects.filter(pk=run_id).exists():
+        log.warning("run %s no longer exists: its chunk of %d items is dropped", run_id, len(item_ids))
+        return {"run": run_id, "jobs": 0, "written": 0, "errors": 0, "claimed": 0, "dropped": True}
     claimed = heartbeats.claim_items(run_id, item_ids)
     if not claimed:
         execution.refresh_status(run_id)

@@ -221,3 +221,10 @@ def test_a_probe_launched_from_the_card_runs_on_a_worker(free_text_run, celery_w
     assert BeliefLabel.objects.filter(queue=config.queue).count() == in_queue
     page = client_for(researcher).get(reverse("evaluation:judge_quality", args=[config.name])).content.decode()
     assert "0 of n = 5" in page  # the same scripted verdict whatever the order: no flip
+
+
+def test_a_chunk_of_a_deleted_run_is_dropped_with_a_warning_not_an_error(caplog, db):
+    with caplog.at_level("WARNING", logger="evaluation.tasks"):
+        result = run_chunk.apply(args=(987_654_321, [1, 2, 3]))
+    assert result.successful() and result.result["dropped"] is True and result.result["written"] == 0
+    assert "987654321 no longer exists: its chunk of 3 items is dropped" in caplog.text
