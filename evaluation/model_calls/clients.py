@@ -36,6 +36,7 @@ from evaluation.model_calls.failures import (  # noqa: F401 - also read from her
     retry_after_seconds,
     transport_reason,
 )
+from evaluation.model_calls.keepalive_http import KeepAliveSender
 from evaluation.model_calls.limiter import Limiter, LocalLimiter
 from evaluation.prompting.methods import Completion
 
@@ -204,8 +205,10 @@ class OpenAIChatClient(ModelClient):
         self._headers = httpx2.Headers({**{k: v for k, v in self._client.default_headers.items() if isinstance(v, str)},
                                         **self._client.auth_headers, "X-Stainless-Retry-Count": "0",
                                         "X-Stainless-Read-Timeout": str(timeout.read)})
-        # Straight to the SDK's aiohttp session where its client would send there (evaluation.model_calls.direct_http).
-        self._direct = DirectSender.for_client(self._http, self._url, self._headers, timeout)
+        # Straight to the SDK's aiohttp session where its client would send there (evaluation.model_calls.direct_http),
+        # and there over our own kept-alive connections (evaluation.model_calls.keepalive_http; redirects: aiohttp).
+        direct = DirectSender.for_client(self._http, self._url, self._headers, timeout)
+        self._direct = KeepAliveSender.for_client(direct, self._url, self._headers, timeout, _ssl_context()) or direct
         # The transport errors the SDK wraps, as it does (openai._httpx2.timeout_exceptions / request_exceptions).
         self._httpx = httpx2
         self._timeouts, self._transport_errors = (httpx2.TimeoutException,), (httpx2.RequestError, ssl.SSLError,
@@ -312,5 +315,7 @@ class OpenAIChatClient(ModelClient):
             await self._wait(wait)
 
     async def close(self) -> None:
+        if isinstance(self._direct, KeepAliveSender):
+            await self._direct.close()
         await self._client.close()
         await self.limiter.close()
