@@ -58,14 +58,12 @@ def reconcile_runs() -> dict:
 
 @worker_init.connect
 def import_model_sdk(**_) -> None:
-    """Workers import the model SDK and build the ROUGE-L scorer when they start (before the pool forks), not when
-    their first run needs them: the imports take seconds (rouge-score pulls nltk in), which a run's clock should not
-    hold (the first scored rows would wait for them on the database thread), nor URL loading, which does without."""
-    from annotation.keyinfo import warm_scorer
+    """Workers import the model SDK when they start (before the pool forks), not when their first run needs it: the
+    import takes seconds, which a run's clock should not hold, nor URL loading, which does without. (The ROUGE-L
+    score imports nothing: annotation.keyinfo.)"""
     from evaluation.model_calls.clients import import_sdk
 
     import_sdk()
-    warm_scorer()
 
 
 @worker_ready.connect
