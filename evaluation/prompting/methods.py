@@ -90,6 +90,10 @@ def assistant(text: str) -> dict[str, str]:
     return {"role": "assistant", "content": text}
 
 
+#: Prompts a method keeps (a few MB of text at most); then it starts again.
+PROMPTS_KEPT = 4096
+
+
 class Method:
     """Base class: a single prompt from ``template``, optionally after ``shots`` chat-turn demonstrations.
 
@@ -153,6 +157,23 @@ class Method:
         return {}
 
     def prompt(self, shown: Presented) -> str:
+        """`render_prompt(shown)`, kept per shown item: a run's samples and demonstrations show the same item in the
+        same order again (10 samples over 4 rotations: 4 prompts), and a prompt depends on nothing else."""
+        cache = self.__dict__.get("_prompts")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_prompts", cache)  # some methods are frozen dataclasses
+        try:
+            found = cache.get(shown)
+        except TypeError:  # an item given with lists (tests, previews): not kept
+            return self.render_prompt(shown)
+        if found is None:
+            if len(cache) >= PROMPTS_KEPT:
+                cache.clear()
+            found = cache[shown] = self.render_prompt(shown)
+        return found
+
+    def render_prompt(self, shown: Presented) -> str:
         return render(self.template, **self.extra_fields(shown), **shown.fields())
 
     def demo_reply(self, demo: Presented) -> str:
@@ -321,7 +342,7 @@ class FreeText(Method):
     base_name, base_label, family, template = "free-text", "Free text (options hidden)", "Free text", "free_text"
     free_text, allowed_shots, default_max_tokens = True, (0,), 1024
 
-    def prompt(self, shown: Presented) -> str:
+    def render_prompt(self, shown: Presented) -> str:
         return render(self.template, context=shown.item.context, question=shown.item.question)
 
     async def solve(self, shown, demos, generate, *, k):

@@ -230,3 +230,35 @@ def test_prompt_templates_are_word_for_word_the_papers(table, template):
         return text.split()
 
     assert words(prompts.template_text(template)) == words(paper[start:end])
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_every_methods_kept_prompt_is_the_prompt_it_renders(name):
+    """Kept per shown item: the same text as rendering it again, for every method, order and label style, and a
+    different shown item (another order, another item) never gets another's prompt."""
+    method = get_method(name)
+    shown_items = [present(item, seed=seed, permute=permute, label_style=style)
+                   for item in (ITEM, DEMO) for seed in (0, 1) for permute in (False, True)
+                   for style in ("numbers", "letters")]
+    try:
+        method.render_prompt(shown_items[0])
+    except KeyError:  # a method whose template needs more than the item (its demonstrations, its own chains)
+        with pytest.raises(KeyError):
+            method.prompt(shown_items[0])
+        return
+    for _ in range(2):  # rendered, then kept
+        for shown in shown_items:
+            assert method.prompt(shown) == method.render_prompt(shown)
+    listed = present(ItemView(**{**ITEM.__dict__, "options": list(ITEM.options)}), seed=0, permute=False)
+    assert method.prompt(listed) == method.render_prompt(listed)  # unhashable: rendered, not kept
+
+
+def test_kept_prompts_are_bounded(monkeypatch):
+    from evaluation.prompting import methods
+
+    monkeypatch.setattr(methods, "PROMPTS_KEPT", 5)
+    method = Naive()
+    for item_id in range(12):
+        item = ItemView(**{**ITEM.__dict__, "id": item_id, "question": f"Who broke window {item_id}?"})
+        assert f"window {item_id}?" in method.prompt(present(item, seed=0, permute=False))
+        assert len(method._prompts) <= 5
