@@ -90,9 +90,7 @@ def assistant(text: str) -> dict[str, str]:
     return {"role": "assistant", "content": text}
 
 
-#: Prompts a method keeps (a few MB of text at most); then it starts again.
-PROMPTS_KEPT = 4096
-
+PROMPTS_KEPT = 4096  #: prompts a method keeps (a few MB of text at most); then it starts again
 
 class Method:
     """Base class: a single prompt from ``template``, optionally after ``shots`` chat-turn demonstrations.
@@ -159,18 +157,15 @@ class Method:
     def prompt(self, shown: Presented) -> str:
         """`render_prompt(shown)`, kept per shown item: a run's samples and demonstrations show the same item in the
         same order again (10 samples over 4 rotations: 4 prompts), and a prompt depends on nothing else."""
-        cache = self.__dict__.get("_prompts")
-        if cache is None:
-            cache = {}
-            object.__setattr__(self, "_prompts", cache)  # some methods are frozen dataclasses
+        if (cache := self.__dict__.get("_prompts")) is None:
+            object.__setattr__(self, "_prompts", cache := {})  # some methods are frozen dataclasses
         try:
-            found = cache.get(shown)
-        except TypeError:  # an item given with lists (tests, previews): not kept
+            if (found := cache.get(shown)) is None:
+                if len(cache) >= PROMPTS_KEPT:
+                    cache.clear()
+                found = cache[shown] = self.render_prompt(shown)
+        except TypeError:  # an item given with lists (tests, previews): not hashable, not kept
             return self.render_prompt(shown)
-        if found is None:
-            if len(cache) >= PROMPTS_KEPT:
-                cache.clear()
-            found = cache[shown] = self.render_prompt(shown)
         return found
 
     def render_prompt(self, shown: Presented) -> str:
