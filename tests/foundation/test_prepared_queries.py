@@ -23,19 +23,22 @@ from tests.support.items import import_items
 APPS = ("foundation", "annotation", "studies", "evaluation", "detectbench_web")
 
 
-def _prepared_queries() -> dict[str, PreparedQuery]:
-    """Every module-level PreparedQuery of the project's packages, by its dotted name."""
+def _module_level(kind: type) -> dict:
+    """Every module-level instance of `kind` in the project's packages, by its dotted name."""
     found = {}
     for package_name in APPS:
         package = importlib.import_module(package_name)
         for module_info in pkgutil.walk_packages(package.__path__, prefix=f"{package_name}."):
             if ".migrations" in module_info.name or module_info.name.endswith(".tests"):
                 continue
-            module = importlib.import_module(module_info.name)
-            for name, value in vars(module).items():
-                if isinstance(value, PreparedQuery):
+            for name, value in vars(importlib.import_module(module_info.name)).items():
+                if isinstance(value, kind):
                     found[f"{module_info.name}.{name}"] = value
     return found
+
+
+def _prepared_queries() -> dict[str, PreparedQuery]:
+    return _module_level(PreparedQuery)
 
 
 def _same(a: Model, b: Model) -> None:
@@ -122,16 +125,7 @@ def test_values_are_parameters_never_sql(attempt):
 
 
 def _prepared_inserts() -> dict[str, PreparedInsert]:
-    found = {}
-    for package_name in APPS:
-        package = importlib.import_module(package_name)
-        for module_info in pkgutil.walk_packages(package.__path__, prefix=f"{package_name}."):
-            if ".migrations" in module_info.name:
-                continue
-            for name, value in vars(importlib.import_module(module_info.name)).items():
-                if isinstance(value, PreparedInsert):
-                    found[f"{module_info.name}.{name}"] = value
-    return found
+    return _module_level(PreparedInsert)
 
 
 def test_the_project_has_prepared_inserts_and_nothing_listens_to_their_models_signals():
@@ -170,16 +164,7 @@ def test_an_answer_inserted_prepared_is_the_row_the_orm_inserts(attempt):
 
 
 def _prepared_updates() -> dict[str, PreparedUpdate]:
-    found = {}
-    for package_name in APPS:
-        package = importlib.import_module(package_name)
-        for module_info in pkgutil.walk_packages(package.__path__, prefix=f"{package_name}."):
-            if ".migrations" in module_info.name:
-                continue
-            for name, value in vars(importlib.import_module(module_info.name)).items():
-                if isinstance(value, PreparedUpdate):
-                    found[f"{module_info.name}.{name}"] = value
-    return found
+    return _module_level(PreparedUpdate)
 
 
 def test_the_project_has_prepared_updates_to_check():

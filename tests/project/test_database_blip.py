@@ -8,6 +8,7 @@ an API token.
 """
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -124,8 +125,6 @@ def test_posts_after_the_backends_are_terminated_get_working_connections_not_a_p
         pooled_gunicorn, django_user_model):
     """A POST is never run twice, so only the pool's check stands between it and a dead connection: every one is
     answered as if nothing had happened (a login here; 16 in parallel, over both workers' pools)."""
-    import re
-
     url, log = pooled_gunicorn
     users = [django_user_model.objects.create_user(f"blip-post-{i}", password="pw-blip") for i in range(16)]
     clients = [httpx.Client(base_url=url, timeout=30) for _ in users]
