@@ -104,7 +104,16 @@ def attempt_start(*, attempt_id: int, now: datetime | None = None, attempt: Atte
             raise StudyNotOpen()
         return attempt
     attempt.status, attempt.started_at, attempt.deadline = done.status, done.started_at, done.deadline
+    if done.leases:  # the leases as the statement wrote them (a field not written here is left deferred)
+        attempt.handed_out = [ParticipantLease.from_db(connection.alias, _HANDED_OUT_FIELDS, [
+            lease_id, attempt.pk, study_item_id, item_id, position, ParticipantLeaseStatus.ACTIVE, done.deadline,
+            now if position == 0 else None, now, None, [], None,
+        ]) for position, (lease_id, study_item_id, item_id) in enumerate(done.leases)]
     return attempt
+
+
+_HANDED_OUT_FIELDS = ["id", "attempt_id", "study_item_id", "item_id", "position", "status", "expires_at", "shown_at",
+                      "created_at", "ended_at", "draft_highlights", "draft_saved_at"]
 
 
 @transaction.atomic
@@ -133,8 +142,10 @@ def _attempt_start_locked(*, attempt_id: int, now: datetime) -> Attempt:
         return attempt
     deadline = now + timedelta(seconds=study.time_limit_seconds)
     StudyItem.objects.filter(pk__in=chosen).update(load=F("load") + 1, released_at=None)
+    # The first question counts as shown from the start: its page is the answer to Start (as on PostgreSQL).
     ParticipantLease.objects.bulk_create(
-        ParticipantLease(attempt=attempt, study_item_id=pk, item_id=item_of[pk], position=i, expires_at=deadline)
+        ParticipantLease(attempt=attempt, study_item_id=pk, item_id=item_of[pk], position=i, expires_at=deadline,
+                         shown_at=now if i == 0 else None)
         for i, pk in enumerate(presentation_order(chosen, seed=seed))
     )
     attempt.status, attempt.started_at, attempt.deadline = AttemptStatus.STARTED, now, deadline

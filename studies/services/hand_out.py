@@ -5,7 +5,9 @@ row, which is what keeps the quotas exact). What matters then is how long each s
 step from Python, it held it across a dozen round trips, each of which waits for a CPU on a busy machine (about
 30 ms a start on 2 cores). Here the whole hand-out is one message of three statements, which PostgreSQL runs as one
 transaction: lock the attempt, lock the study (lock order: attempt -> study -> items, as everywhere), then a single
-statement chooses the items, raises their loads, inserts the leases and starts (or fills) the attempt. The study row
+statement chooses the items, raises their loads, inserts the leases and starts (or fills) the attempt. It returns
+the leases, so that the first question's page (the answer to Start) needs no read of them; that question counts as
+shown from the start. The study row
 is held from the second statement to the commit, all inside the server: no client round trip while it is held.
 The three are prepared statements (PREPARE once per database connection, then EXECUTE): planning the third took
 PostgreSQL as long as running it.
@@ -101,13 +103,13 @@ WITH study AS (
     FROM chosen WHERE si.id = chosen.id AND (SELECT ok FROM enough)
     RETURNING si.id, si.item_id
 ), leases AS (
-    INSERT INTO {lease} (attempt_id, study_item_id, item_id, position, status, expires_at, created_at,
+    INSERT INTO {lease} (attempt_id, study_item_id, item_id, position, status, expires_at, created_at, shown_at,
                          draft_highlights)
-    SELECT %(attempt)s, id, item_id,
-           row_number() OVER (ORDER BY {order_key}, id) - 1,
-           %(active)s, %(now)s + (SELECT time_limit_seconds FROM study) * interval '1 second', %(now)s, '[]'::jsonb
-    FROM taken
-    RETURNING 1
+    SELECT %(attempt)s, id, item_id, position,
+           %(active)s, %(now)s + (SELECT time_limit_seconds FROM study) * interval '1 second', %(now)s,
+           CASE WHEN position = 0 THEN %(now)s END, '[]'::jsonb
+    FROM (SELECT id, item_id, row_number() OVER (ORDER BY {order_key}, id) - 1 AS position FROM taken) ordered
+    RETURNING id, study_item_id, item_id, position
 ), updated AS (
     UPDATE {attempt} a
     SET status = CASE WHEN enough.ok THEN %(started)s ELSE %(full)s END,
@@ -117,7 +119,8 @@ WITH study AS (
     WHERE a.id IN (SELECT id FROM attempt)
     RETURNING a.status, a.started_at, a.deadline
 )
-SELECT updated.status, updated.started_at, updated.deadline, (SELECT count(*) FROM leases), (SELECT found FROM overdue)
+SELECT updated.status, updated.started_at, updated.deadline, (SELECT found FROM overdue),
+       (SELECT array_agg(ARRAY[id, study_item_id, item_id] ORDER BY position) FROM leases)
 FROM (SELECT 1) AS one LEFT JOIN updated ON true
 """.format(**_TABLES, items=_mixed_items("%(salt)s").format(**_TABLES),
            order_key=_tie_key("id", "%(order_salt)s"))
@@ -133,8 +136,10 @@ class HandOut:
     status: str | None = None          # None: the attempt was left as it was
     started_at: datetime | None = None
     deadline: datetime | None = None
-    leases: int = 0
     overdue: bool = False
+    #: The leases inserted, in presentation order: (lease id, study item id, item id) each. The first one's question
+    #: is shown at once (its shown_at is the start's `now`), the others' shown_at is empty.
+    leases: tuple[tuple[int, int, int], ...] = ()
 
 
 #: The values that change from one start to the next, with their SQL types: the prepared statements' parameters.
@@ -229,10 +234,10 @@ def hand_out(*, attempt_id: int, study_id: int, seed: str, now: datetime, overdu
         cursor.nextset()
         study_row = cursor.fetchone()
         cursor.nextset()
-        status, started_at, deadline, leases, overdue = cursor.fetchone()
+        status, started_at, deadline, overdue, leases = cursor.fetchone()
     if attempt_row is None:
         raise Attempt.DoesNotExist(f"no attempt {attempt_id}")
     # status None: the attempt was left as it was (already started or ended, the study not open, or, `overdue`,
     # the study had attempts past their deadline: the caller releases them and runs it again).
-    return HandOut(attempt_row[0], study_row[0] if study_row else "", status, started_at, deadline, leases,
-                   bool(overdue))
+    return HandOut(attempt_row[0], study_row[0] if study_row else "", status, started_at, deadline, bool(overdue),
+                   tuple(tuple(lease) for lease in leases or ()))

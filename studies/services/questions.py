@@ -89,9 +89,11 @@ def attempt_question(*, attempt: Attempt, now: datetime | None = None) -> Questi
     A page load after the deadline (plus grace) closes the attempt before the sweep does; an extension
     committed meanwhile wins (the deadline is checked again under the row lock). `attempt` is updated.
     """
-    now = now or timezone.now()
     if attempt.status != AttemptStatus.STARTED:
         return None
+    if attempt.handed_out:  # this instance's Start handed them out just now: the first is shown from the start
+        return question_from(attempt, attempt.handed_out, attempt.started_at)
+    now = now or timezone.now()
     if attempt.grace_deadline() < now:
         closed = attempt_expire(attempt_id=attempt.pk, now=now, overdue_only=True)
         attempt.status, attempt.ended_at, attempt.deadline = closed.status, closed.ended_at, closed.deadline

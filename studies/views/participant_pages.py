@@ -124,12 +124,20 @@ def render_page(request, study: Study, template: str, context: dict, *, status: 
         "language_switch": language_switch(request, study, shown, attempt, context.get("external")),
         "shown_language": shown or ORIGINAL, **context,
     }
+    if attempt is not None and request.method == "POST" and not getattr(request, "htmx", False):
+        # A whole page answering a form (Start): question.js puts the attempt's address in the address bar.
+        context["page_address"] = context["urls"]["attempt"]
     language = ui_language(study, chosen)
     if language is None:
-        return render(request, template, context, status=status)
-    with translation.override(language):
         response = render(request, template, context, status=status)
-    response.headers["Content-Language"] = language
+    else:
+        with translation.override(language):
+            response = render(request, template, context, status=status)
+        response.headers["Content-Language"] = language
+    if attempt is not None:
+        # An attempt's page shows where the attempt stands now: Back to an earlier page of it (the instructions
+        # before Start) asks the server again instead of showing the stored page.
+        response.headers["Cache-Control"] = "no-store"
     return response
 
 

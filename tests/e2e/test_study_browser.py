@@ -54,6 +54,11 @@ def test_participant_completes_study_with_highlights_and_reload_resumes(live_ser
     page.click("button[type=submit]")
     page.click("#start")
     page.wait_for_selector("#question")
+    # The first question is the answer to Start itself; the address bar shows the attempt's address, not Start's.
+    attempt = Attempt.objects.get(external_participant_id="pw-1")
+    assert page.url == f"{live_server.url}/s/a/{attempt.token}/"
+    sent: list[tuple[str, str]] = []
+    page.on("request", lambda request: sent.append((request.method, request.url)))
 
     # Highlight by mouse, remove it, highlight again.
     _select_by_mouse(page)
@@ -72,6 +77,8 @@ def test_participant_completes_study_with_highlights_and_reload_resumes(live_ser
     page.reload()
     page.wait_for_selector("#question")
     reloaded_by = timezone.now()
+    # The reload asked for the attempt's page (a GET), it did not send Start again.
+    assert ("GET", page.url) in sent and not [url for method, url in sent if url.endswith("/start/")], sent
     after = int(page.locator("[data-seconds-left]").get_attribute("data-seconds-left"))
     assert after <= before
     assert int((deadline - reloaded_by).total_seconds()) <= after <= int((deadline - reloaded_from).total_seconds())

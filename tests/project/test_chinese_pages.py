@@ -81,7 +81,9 @@ def _participant_stages(client: Client, values: dict):
     """The participant pages of a Chinese study's attempt once it is started (the questions), then once every
     question is answered (the end): (stage, url, status, html)."""
     token = values["token"]
-    assert client.post(f"/s/a/{token}/start/", **CHINESE).status_code == 302
+    started = client.post(f"/s/a/{token}/start/", **CHINESE)  # the first question is Start's answer
+    assert started.status_code == 200
+    yield "started", f"/s/a/{token}/start/", started.status_code, started.content.decode()
     yield from (("started", *page) for page in _walk(client, values, [], prefix="s/"))
     for _ in range(10):
         position = POSITION.search(client.get(f"/s/a/{token}/", **CHINESE).content.decode())

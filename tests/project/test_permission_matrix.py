@@ -109,7 +109,7 @@ MATRIX: dict[str, tuple] = {
     'studies_public:language': (ANYONE, '302'),
     'studies_public:practice': (ANYONE, '302 POST=404'),
     'studies_public:return': (ANYONE, '302'),
-    'studies_public:start': (ANYONE, '302'),
+    'studies_public:start': (ANYONE, '302 POST=200'),  # POST: the attempt's page (the first question) itself
     # studies pages and API
     'studies_api:study_list': (RESEARCHERS, '200 POST=400 PUT=405 PATCH=405 DELETE=405'),
     'studies_api:study_detail': (RESEARCHERS, '200 POST=405 PUT=405 DELETE=405'),

@@ -132,7 +132,7 @@ def test_the_sql_hand_out_picks_exactly_the_items_and_order_of_the_python_rule(m
     from django.db.models import F
     from django.utils import timezone
 
-    from studies.models import Attempt, AttemptStatus, StudyItem
+    from studies.models import Attempt, AttemptStatus, ParticipantLease, StudyItem
     from studies.services import attempt_start, study_join
 
     study = make_study(n_items=40, per_participant=6, raters=4)
@@ -159,6 +159,13 @@ def test_the_sql_hand_out_picks_exactly_the_items_and_order_of_the_python_rule(m
             continue
         assert started.status == AttemptStatus.STARTED
         assert leases == presentation_order(expected, seed=seed), round_
+        # The leases the start hands up (the first question's page reads none) are the rows written, every field.
+        fields = [field.attname for field in ParticipantLease._meta.concrete_fields]
+        assert all(not lease.get_deferred_fields() for lease in started.handed_out)
+        assert [[getattr(lease, name) for name in fields] for lease in started.handed_out] == [
+            list(row) for row in ParticipantLease.objects.filter(attempt=attempt).order_by("position")
+            .values_list(*fields)]
+        assert [lease.shown_at for lease in started.handed_out] == [started.started_at] + [None] * (len(leases) - 1)
         after = dict(StudyItem.objects.filter(study=study).values_list("pk", "load"))
         assert after == {r.pk: r.load + (r.pk in expected) for r in pool}
         assert not StudyItem.objects.filter(pk__in=expected, released_at__isnull=False).exists()

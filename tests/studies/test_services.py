@@ -92,8 +92,8 @@ def test_answer_ends_its_lease_and_shows_the_next_question(make_study):
     """The submit's one UPDATE of two leases: the answered one ends, the next one is shown from now on."""
     study = make_study(n_items=6, per_participant=3, raters=1)
     attempt = started_attempt(study)
-    t0 = timezone.now()
-    first = question_open(attempt=attempt, now=t0)
+    t0 = attempt.started_at  # the first question is shown from the start: its page is the answer to Start
+    first = question_open(attempt=attempt, now=t0 + timedelta(seconds=3))
     t1 = t0 + timedelta(seconds=20)
     submitted = response_submit(token=attempt.token, position=first.lease.position, chosen_option=0, now=t1)
     answered = ParticipantLease.objects.get(pk=first.lease.pk)
@@ -153,9 +153,10 @@ def test_late_answer_is_refused_recorded_and_attempt_closed(make_study):
 def test_question_time_limit(make_study):
     study = make_study(n_items=4, per_participant=2, raters=2, question_time_limit_seconds=30, grace_seconds=2)
     attempt = started_attempt(study)
-    now = timezone.now()
+    now = attempt.started_at  # the first question counts as shown from the start (its page answers Start)
     q = question_open(attempt=attempt, now=now)
-    assert q.seconds_left == 30
+    assert q.seconds_left == 30 and q.lease.shown_at == now
+    assert question_open(attempt=attempt, now=now + timedelta(seconds=10)).seconds_left == 20
     with pytest.raises(AnswerRefused) as error:
         _answer(attempt, q.lease.position, now=now + timedelta(seconds=40))
     assert error.value.reason == RefusedAnswer.Reason.QUESTION_TIMEOUT

@@ -5,6 +5,17 @@
 (function () {
   "use strict";
 
+  /* A page that answers a form (Start) names the attempt's own address: shown in the address bar instead of the
+     form's, so that a reload, or the timer's reload, asks for the attempt's page rather than sending the form again. */
+  var address = document.querySelector('meta[name="page-address"]');
+  if (address && window.history && history.replaceState && address.content !== window.location.pathname) {
+    history.replaceState(history.state, "", address.content);
+  }
+  /* A page kept by the browser and shown again by Back shows the attempt as it was: ask the server again. */
+  window.addEventListener("pageshow", function (event) {
+    if (event.persisted && document.body.classList.contains("participant")) window.location.reload();
+  });
+
   function fmt(total) {
     total = Math.max(0, Math.floor(total));
     var h = Math.floor(total / 3600), m = Math.floor((total % 3600) / 60), s = total % 60;

@@ -63,6 +63,13 @@ def _start(client, attempt):
     return client.post(reverse("studies_public:start", args=[attempt.token]), follow=True)
 
 
+def _question_part(page: str) -> str:
+    """The question's block of a page, without what differs from one rendering to the next (CSRF token, clock)."""
+    part = page[page.index('<div id="question"'):]
+    part = re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", part)
+    return re.sub(r'data-seconds-left="\d+"|>\d+:\d\d(:\d\d)?<', "", part)
+
+
 def _position(page: str) -> int:
     return int(re.search(r'data-position="(\d+)"', page).group(1))
 
@@ -317,8 +324,9 @@ def test_question_page_and_submit_query_counts(client, make_study):
 
 
 def test_a_start_reads_the_attempt_once_with_or_without_a_screening_question(client, make_study):
-    """The Start button: the attempt read for the page, then the hand-out (one message); a passing screening answer
-    adds only its own UPDATE (the attempt is handed down, not read again by each service)."""
+    """The Start button: the attempt read for the page, then the hand-out (one message), then the item of the first
+    question, whose page is the answer (no redirect, and no read of the leases the hand-out wrote); a passing
+    screening answer adds only its own UPDATE (the attempt is handed down, not read again by each service)."""
     plain = make_study(n_items=6, per_participant=2)
     screened = make_study(n_items=6, per_participant=2, screening_question="Do you read English fluently?",
                           screening_options=["Yes", "No"], screening_pass=[0], screen_out_code="SO")
@@ -331,13 +339,19 @@ def test_a_start_reads_the_attempt_once_with_or_without_a_screening_question(cli
         attempt = Attempt.objects.get(external_participant_id=pid)
         with CaptureQueriesContext(connection) as captured:
             response = client.post(reverse("studies_public:start", args=[attempt.token]), data)
-        assert response.status_code == 302
+        assert response.status_code == 200
         attempt.refresh_from_db()
         assert attempt.status == AttemptStatus.STARTED and attempt.leases.count() == 2
+        first = attempt.leases.get(position=0)
+        assert first.shown_at == attempt.started_at and _position(response.content.decode()) == 0
         reads = [q["sql"] for q in captured.captured_queries if q["sql"].startswith('SELECT "studies_attempt"')]
         assert len(reads) == 1, reads
+        assert not [q for q in captured.captured_queries if "studies_participantlease" in q["sql"]
+                    and "studies_hand_out" not in q["sql"]]
         counts[pid] = sql_count(captured)
-    assert counts == {"Q1": 2, "Q2": 3}
+        page = client.get(reverse("studies_public:attempt", args=[attempt.token])).content.decode()
+        assert _question_part(page) == _question_part(response.content.decode())  # what a reload shows
+    assert counts == {"Q1": 3, "Q2": 4}
     assert Attempt.objects.get(external_participant_id="Q2").screening_answer == 0
 
 
