@@ -1,10 +1,10 @@
 """Benchmark: a class starting at once (issue 23). N participants (100, then 300) have joined a study over the real
-DetectBench items; then they press Start, each then loading the first question, against the image's gunicorn
-(docker/gunicorn.conf.py: 4 sync workers, the app preloaded, warmed up) on PostgreSQL on this 2-core machine.
+DetectBench items; then they press Start, each getting the first question (Start's answer), against the image's
+gunicorn (docker/gunicorn.conf.py: 4 sync workers, the app preloaded, warmed up) on PostgreSQL on this 2-core machine.
 
 Two arrivals: "at once" (a barrier: every Start in the same instant, the harshest) and "within one second" (the
-Starts spread evenly over one second, a class told "go"). For each it prints the latency of Start (the POST and the
-first question it redirects to) p50/p95/p99/max, starts per second over the burst, the CPU per start of the gunicorn
+Starts spread evenly over one second, a class told "go"). For each it prints the latency of Start (the POST, whose
+answer is the first question) p50/p95/p99/max, starts per second over the burst, the CPU per start of the gunicorn
 workers, PostgreSQL and the client (the bots run on the same 2 cores) and the load average (other work shares the
 machine). BENCH_REPEAT (default 2) repeats every measurement on a fresh study.
 
@@ -113,7 +113,7 @@ def test_a_class_of_100_then_300_starting_at_once(detectbench_dir, tmp_path):
         warm_up(server, f"/s/{warm.slug}/")
         run_bots(server.url, warm.slug, 40, concurrency=8, stop_after=1, id_prefix="warm")
         print(f"\nA class starting ({len(item_ids)} items, {PER_PARTICIPANT} each, {RATERS} raters) against "
-              f"{server.describe()} + PostgreSQL, {os.cpu_count()} cores; start = POST Start + the first question")
+              f"{server.describe()} + PostgreSQL, {os.cpu_count()} cores; start = POST Start, answered with the first question")
         runs = [(n, spread) for n in (100, 300) for spread in (0.0, 1.0)]
         for repeat in range(REPEAT):
             print(f" run {repeat + 1} of {REPEAT}:")
