@@ -13,7 +13,7 @@ import pytest
 from django.db import connection
 from psycopg_pool import ConnectionPool
 
-from foundation.pool_check import check_idle_connection
+from foundation.pool_check import check_idle_connection, checked_checkout
 from tests.conftest import REPO_DIR, subprocess_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -117,6 +117,62 @@ def test_a_pool_with_this_check_replaces_every_terminated_connection():
         pool.close()
 
 
+@pytest.mark.parametrize("size", [1, 4])
+def test_when_every_pooled_connection_is_dead_the_next_is_tried_at_once(size):
+    """After a restart every idle connection of a pool is dead. The checkout discards each and tries the next at
+    once: a working connection in well under the 1 s that psycopg_pool's own checked checkout sleeps after the first
+    dead one (then 2, 4, 8 s: 15 s for the fifth). The dead ones are replaced."""
+    pool = ConnectionPool(kwargs={**_conninfo(), "autocommit": True}, min_size=size, max_size=size, open=True,
+                          timeout=10)
+    try:
+        pool.wait(timeout=10)
+        taken = [pool.getconn() for _ in range(size)]
+        pids = {conn.info.backend_pid for conn in taken}
+        for conn in taken:
+            pool.putconn(conn)
+        for pid in pids:
+            _terminate(pid)
+        for pid in pids:
+            _wait_until_gone(pid)
+        began = time.monotonic()
+        conn = checked_checkout(pool, pool.getconn)
+        took = time.monotonic() - began
+        try:
+            assert conn.execute("SELECT 1").fetchone() == (1,) and conn.info.backend_pid not in pids
+        finally:
+            pool.putconn(conn)
+        assert took < 0.9, f"{took:.2f} s for a working connection"
+        assert pool.get_stats().get("returns_bad", 0) == size  # every dead one was discarded, none kept
+    finally:
+        pool.close()
+
+
+def test_a_checkout_gives_up_at_the_pools_timeout_when_every_new_connection_dies_too():
+    """The server keeps failing (here: every connection is terminated as soon as it is handed out): past the pool's
+    size of dead connections in a row the checkout waits between tries and raises PoolTimeout at the timeout."""
+    from psycopg_pool import PoolTimeout
+
+    pool = ConnectionPool(kwargs={**_conninfo(), "autocommit": True}, min_size=1, max_size=1, open=True, timeout=2)
+    tries = []
+
+    def dying_getconn():
+        conn = pool.getconn()
+        pid = conn.info.backend_pid
+        _terminate(pid)
+        _wait_until_gone(pid)
+        tries.append(pid)
+        return conn
+
+    try:
+        pool.wait(timeout=10)
+        began = time.monotonic()
+        with pytest.raises(PoolTimeout):
+            checked_checkout(pool, dying_getconn)
+        assert 1.5 < time.monotonic() - began < 4 and 3 <= len(tries) <= 20
+    finally:
+        pool.close()
+
+
 def test_djangos_pool_checks_out_a_connection_without_a_round_trip():
     """Through the settings and Django's own connection, as gunicorn's workers run: the pool's check is this one,
     and checking a pooled connection out leaves the server's record of its last statement as it was."""
@@ -130,7 +186,7 @@ def test_djangos_pool_checks_out_a_connection_without_a_round_trip():
         connection.close()  # back to the pool
         connection.ensure_connection()  # out again, through the check
         same = connection.connection.info.backend_pid == pid
-        print(type(connection).__module__, connection.pool._check.__name__, same, pid)
+        print(type(connection).__module__, connection.pool._check is None, same, pid)
         connection.close()
         input()  # the test reads the backend's last statement meanwhile
     """
@@ -140,7 +196,8 @@ def test_djangos_pool_checks_out_a_connection_without_a_round_trip():
         line = proc.stdout.readline().split()
         assert len(line) == 4, proc.stderr.read()[-2000:] if proc.poll() is not None else line
         module, check, same, pid = line
-        assert (module, check, same) == ("tests.support.pg_backend.base", "check_idle_connection", "True")
+        # The pool checks nothing by itself: the backend's checkout does (checked_checkout), with this check.
+        assert (module, check, same) == ("tests.support.pg_backend.base", "True", "True")
         assert _last_statement(int(pid)) == MARK
     finally:
         proc.communicate("\n", timeout=30)
