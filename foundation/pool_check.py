@@ -32,25 +32,29 @@ def check_idle_connection(conn: Connection) -> None:
         ConnectionPool.check_connection(conn)  # the full round trip: raises if the connection is dead
 
 
-def checked_checkout(pool: ConnectionPool, getconn: Callable[[], Connection]) -> Connection:
-    """A connection of `pool` (taken by `getconn`, unchecked) that passes `check_idle_connection`.
+def checked_checkout(pool: ConnectionPool, getconn: Callable[[float], Connection]) -> Connection:
+    """A connection of `pool` (taken by `getconn(timeout)`, unchecked) that passes `check_idle_connection`.
 
     A dead one goes back (the pool discards it and opens another in the background) and the next is tried at once.
     psycopg_pool's own checked checkout waits between two dead connections, 1 s, then 2, 4, 8 s: after a restart
     or a failover, when every idle connection of the pool is dead, a request waited 15 s for the fifth of them,
     and with backends terminated every half second requests ran out of the pool's 20 s. Only after more dead
     connections in a row than the pool holds (the new ones die too: the server is failing) does this wait between
-    tries, 0.1 s doubling to 1 s, and it gives up with PoolTimeout at the pool's timeout.
+    tries, 0.1 s doubling to 1 s. All of it within the pool's timeout, waits for a free connection included:
+    PoolTimeout after it.
     """
     deadline = time.monotonic() + pool.timeout
     dead, delay = 0, 0.0
     while True:
-        conn = getconn()
+        conn = getconn(max(0.0, deadline - time.monotonic()))
         try:
             check_idle_connection(conn)
             return conn
         except Exception:  # noqa: BLE001 - any failure of the check: the pool replaces the connection
             pool.putconn(conn)
+        except BaseException:  # interrupted: the connection goes back, unchecked, and the interruption goes on
+            pool.putconn(conn)
+            raise
         dead += 1
         if dead > pool.max_size:
             delay = min(1.0, max(0.1, delay * 2))

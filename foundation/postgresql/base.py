@@ -28,4 +28,14 @@ class DatabaseWrapper(base.DatabaseWrapper):
         pool = self.pool
         if pool is None or not self.settings_dict.get("CONN_HEALTH_CHECKS"):
             return super().get_new_connection(conn_params)
-        return checked_checkout(pool, lambda: super(DatabaseWrapper, self).get_new_connection(conn_params))
+        first = [super().get_new_connection(conn_params)]  # Django's checkout: opens the pool, the isolation level
+
+        def getconn(timeout: float):
+            if first:
+                return first.pop()
+            connection = pool.getconn(timeout)
+            if "isolation_level" in self.settings_dict["OPTIONS"]:  # as Django's checkout sets it
+                connection.isolation_level = self.isolation_level
+            return connection
+
+        return checked_checkout(pool, getconn)

@@ -98,8 +98,9 @@ def attempt_start(*, attempt_id: int, now: datetime | None = None, attempt: Atte
             _release_overdue(Study.objects.select_for_update().get(pk=study.pk), now)
         done = hand_out(attempt_id=attempt.pk, study_id=study.pk, seed=seed, now=now, overdue_before=overdue_before,
                         ignore_overdue=True)
-    attempt.status = done.status_before
     if done.status is None:
+        if done.status_before != attempt.status:  # changed since it was read (a second Start, a return): as it is
+            attempt.refresh_from_db(fields=["status", "started_at", "deadline", "ended_at"])
         if attempt.status in (AttemptStatus.JOINED, AttemptStatus.FULL) and done.study_status != StudyStatus.OPEN:
             raise StudyNotOpen()
         return attempt

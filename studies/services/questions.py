@@ -91,9 +91,13 @@ def attempt_question(*, attempt: Attempt, now: datetime | None = None) -> Questi
     """
     if attempt.status != AttemptStatus.STARTED:
         return None
-    if attempt.handed_out:  # this instance's Start handed them out just now: the first is shown from the start
-        return question_from(attempt, attempt.handed_out, attempt.started_at)
     now = now or timezone.now()
+    if attempt.handed_out:  # this instance's Start handed them out just now (once: later pages read them)
+        leases, attempt.handed_out = attempt.handed_out, None
+        question = question_from(attempt, leases, now)
+        question.first_shown = True  # shown from the start: no highlight draft yet
+        return question
+
     if attempt.grace_deadline() < now:
         closed = attempt_expire(attempt_id=attempt.pk, now=now, overdue_only=True)
         attempt.status, attempt.ended_at, attempt.deadline = closed.status, closed.ended_at, closed.deadline

@@ -155,8 +155,8 @@ def test_a_checkout_gives_up_at_the_pools_timeout_when_every_new_connection_dies
     pool = ConnectionPool(kwargs={**_conninfo(), "autocommit": True}, min_size=1, max_size=1, open=True, timeout=2)
     tries = []
 
-    def dying_getconn():
-        conn = pool.getconn()
+    def dying_getconn(timeout):
+        conn = pool.getconn(timeout)
         pid = conn.info.backend_pid
         _terminate(pid)
         _wait_until_gone(pid)
@@ -169,6 +169,23 @@ def test_a_checkout_gives_up_at_the_pools_timeout_when_every_new_connection_dies
         with pytest.raises(PoolTimeout):
             checked_checkout(pool, dying_getconn)
         assert 1.5 < time.monotonic() - began < 4 and 3 <= len(tries) <= 20
+    finally:
+        pool.close()
+
+
+def test_the_wait_for_a_free_connection_counts_in_the_pools_timeout():
+    """Every connection busy: PoolTimeout at the pool's timeout, whatever was tried before (one budget in all)."""
+    from psycopg_pool import PoolTimeout
+
+    pool = ConnectionPool(kwargs={**_conninfo(), "autocommit": True}, min_size=1, max_size=1, open=True, timeout=1)
+    try:
+        pool.wait(timeout=10)
+        held = pool.getconn()
+        began = time.monotonic()
+        with pytest.raises(PoolTimeout):
+            checked_checkout(pool, pool.getconn)
+        assert 0.8 < time.monotonic() - began < 1.8
+        pool.putconn(held)
     finally:
         pool.close()
 

@@ -8,8 +8,9 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from studies.models import ParticipantLease, ParticipantLeaseStatus
-from studies.services import question_open, response_submit
+from studies.models import Attempt, ParticipantLease, ParticipantLeaseStatus
+from studies.services import attempt_question, attempt_start, question_open, response_submit, study_join
+from studies.services.attempts import _HANDED_OUT_FIELDS
 from studies.services.questions import _SHOWN_AT_UPDATE
 from tests.studies.conftest import started_attempt
 
@@ -72,3 +73,35 @@ def test_the_shown_at_update_is_the_orms_statement_with_the_orms_effect(make_stu
     assert ParticipantLease.objects.get(pk=ours.pk).shown_at == ParticipantLease.objects.get(pk=orm.pk).shown_at == now
     with transaction.atomic():  # inside a transaction too (the next question after an answer)
         assert _SHOWN_AT_UPDATE.run(-1, now) == 0
+
+
+def test_the_question_of_a_start_comes_from_the_leases_it_handed_out_once_then_from_the_database(make_study):
+    """Start's page reads no lease (the hand-out gave them), counts the time left from now, and has no draft yet;
+    the same instance's next question is read from the database again (the handed-out leases are used once)."""
+    study = make_study(n_items=10, per_participant=3, raters=1, question_time_limit_seconds=60)
+    attempt = started_attempt(study)
+    assert [lease.position for lease in attempt.handed_out] == [0, 1, 2]
+    later = attempt.started_at + timedelta(seconds=10)
+    with CaptureQueriesContext(connection) as ran:
+        first = attempt_question(attempt=attempt, now=later)
+    assert not ran.captured_queries and attempt.handed_out is None
+    assert first.first_shown and first.seconds_left == 50 and (first.number, first.total, first.answered) == (1, 3, 0)
+    _same_lease(first.lease, ParticipantLease.objects.only(*_HANDED_OUT_FIELDS).get(pk=first.lease.pk))
+    ParticipantLease.objects.filter(pk=first.lease.pk).update(draft_highlights=[{"start": 0, "end": 3, "text": "x"}])
+    again = attempt_question(attempt=attempt, now=later)  # a reload: the database, the draft with it
+    assert again.lease.draft_highlights == [{"start": 0, "end": 3, "text": "x"}] and not again.first_shown
+
+
+def test_a_second_start_that_overlaps_the_first_returns_the_attempt_as_the_first_left_it(make_study):
+    """Two Starts of one attempt at once (a double click, two tabs): the second read the attempt before the first
+    handed out; its hand-out does nothing, and it returns the attempt as it now is (started, with its deadline),
+    whose page is the first question: not its stale copy (which had no deadline: a 500 on the page)."""
+    study = make_study(n_items=10, per_participant=3, raters=1)
+    joined = study_join(study=study, participant_id="twice")
+    stale = Attempt.objects.select_related("study").get(pk=joined.pk)
+    first = attempt_start(attempt_id=joined.pk)
+    second = attempt_start(attempt_id=joined.pk, attempt=stale)
+    assert (second.status, second.started_at, second.deadline) == (first.status, first.started_at, first.deadline)
+    assert second.handed_out is None and ParticipantLease.objects.filter(attempt=joined).count() == 3
+    question = attempt_question(attempt=second)
+    assert question.number == 1 and question.lease.pk == first.handed_out[0].pk
