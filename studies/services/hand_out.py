@@ -49,7 +49,7 @@ _TABLES = {"attempt": Attempt._meta.db_table, "study": Study._meta.db_table, "it
 def _tie_key(column: str, salt: str) -> str:
     """studies.allocation.mix(column, salt) in bigint SQL (every operator parenthesized: PostgreSQL gives #, & and >>
     one precedence). Each step names its input twice, so the text doubles with every step (42 operators for 12):
-    fine for the 15 rows of an attempt, not for a study's whole pool (_mixed_items)."""
+    fine for the 15 rows of an attempt (their presentation order), not for a study's whole pool (_open_items)."""
     x = f"(({column} # {salt}) & {MASK})"
     for _ in range(2):
         x = _mix_step(x)
@@ -60,20 +60,15 @@ def _mix_step(x: str) -> str:
     return f"(((({x} >> 16) # {x}) * {MIX}) & {MASK})"
 
 
-def _mixed_items(salt: str) -> str:
-    """The study's open items with the two first steps of mix(id, salt) as `mixed` (the tie key is then
-    `(mixed >> 16) # mixed`), each step computed once per item: a step's result is a column of a subquery that
-    OFFSET 0 keeps from being merged into the query above it (merged, its expression would be written out, and
-    computed, twice). A third of the time of choosing among 1,563 items went to computing the key twice over."""
-    first = _mix_step(f"((si.id # {salt}) & {MASK})")
+def _open_items(salt: str) -> str:
+    """The study's open items with their tie key under `salt`: PostgreSQL's own C hash of the id
+    (``hashint8extended``; studies.allocation.pg_hash_int8 is the same in Python), one function call per item of
+    the pool where the earlier key was a dozen bigint operators."""
     return f"""(
-        SELECT id, item_id, remaining, fresh, {_mix_step("mixed_once")} AS mixed FROM (
-            SELECT si.id, si.item_id, si.quota - si.load AS remaining, si.released_at IS NULL AS fresh,
-                   {first} AS mixed_once
-            FROM {{item}} si
-            WHERE si.study_id = %(study)s AND si.load < si.quota AND EXISTS (SELECT 1 FROM attempt)
-            OFFSET 0
-        ) mixed_once OFFSET 0
+        SELECT si.id, si.item_id, si.quota - si.load AS remaining, si.released_at IS NULL AS fresh,
+               hashint8extended(si.id, {salt}) AS tie
+        FROM {{item}} si
+        WHERE si.study_id = %(study)s AND si.load < si.quota AND EXISTS (SELECT 1 FROM attempt)
     ) si"""
 
 
@@ -94,7 +89,7 @@ WITH study AS (
       AND NOT (SELECT found FROM overdue)
 ), chosen AS (
     SELECT si.id, si.item_id FROM {items}
-    ORDER BY si.remaining DESC, si.fresh, (si.mixed >> 16) # si.mixed, si.id
+    ORDER BY si.remaining DESC, si.fresh, si.tie, si.id
     LIMIT (SELECT per_participant FROM study)
 ), enough AS (
     SELECT count(*) = (SELECT per_participant FROM study) AS ok FROM chosen
@@ -122,7 +117,7 @@ WITH study AS (
 SELECT updated.status, updated.started_at, updated.deadline, (SELECT found FROM overdue),
        (SELECT array_agg(ARRAY[id, study_item_id, item_id] ORDER BY position) FROM leases)
 FROM (SELECT 1) AS one LEFT JOIN updated ON true
-""".format(**_TABLES, items=_mixed_items("%(salt)s").format(**_TABLES),
+""".format(**_TABLES, items=_open_items("%(salt)s").format(**_TABLES),
            order_key=_tie_key("id", "%(order_salt)s"))
 
 

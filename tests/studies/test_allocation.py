@@ -124,6 +124,26 @@ def test_mix_is_a_bijection_of_32_bit_keys_and_spreads_consecutive_ids():
 # --------------------------------------------------------------------------- the SQL hand-out (PostgreSQL)
 
 @pytest.mark.django_db
+def test_the_tie_break_hash_is_postgresqls_own():
+    """pg_hash_int8 gives what PostgreSQL's hashint8extended gives: the edges of bigint, ids above 2**32, seeds
+    of zero, 32 and 64 bits and negative, and thousands of random pairs (hypothesis-free: one query for all)."""
+    from django.db import connection
+
+    from studies.allocation import pg_hash_int8
+
+    rng = random.Random(23)
+    values = [0, 1, -1, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**32 + 12345, 2**63 - 1, -2**63, *range(2, 3000),
+              *(rng.randrange(-2**63, 2**63) for _ in range(3000))]
+    seeds = [0, 1, 2**32 - 1, -5, 2**40 + 7, -2**63, 2**63 - 1, *(rng.randrange(0, 2**32) for _ in range(60))]
+    pairs = [(value, rng.choice(seeds)) for value in values]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT hashint8extended(v, s) FROM unnest(%s::bigint[], %s::bigint[]) WITH ORDINALITY "
+                       "AS t(v, s, n) ORDER BY n", [[v for v, _ in pairs], [s for _, s in pairs]])
+        theirs = [row[0] for row in cursor.fetchall()]
+    assert theirs == [pg_hash_int8(value, seed) for value, seed in pairs]
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("id_offset", [0, (1 << 32) + 12345])
 def test_the_sql_hand_out_picks_exactly_the_items_and_order_of_the_python_rule(make_study, id_offset):
     """Many random pool states (loads, quotas, released items): a start on PostgreSQL (one SQL statement) hands out
