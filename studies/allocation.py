@@ -34,19 +34,21 @@ class Slot:
         return self.quota - self.load
 
 
-#: The tie-break's multiplier (a 32-bit integer hash: T. Mueller's, a bijection of 32-bit numbers). Products stay
+#: The presentation order's multiplier (a 32-bit integer hash: T. Mueller's, a bijection of 32-bit numbers). Products stay
 #: below 2**59, so PostgreSQL computes the same keys in bigint (studies.services.hand_out).
 MIX = 0x45D9F3B
 MASK = 0xFFFFFFFF
 
 
 def seed_salt(seed: int | str) -> int:
-    """The 32-bit number a seed turns into for the tie-break (MD5: stable, independent of Python's hash seed)."""
+    """The 32-bit number a seed turns into for the tie-break and the presentation order (MD5: stable, independent of
+    Python's hash seed)."""
     return int(hashlib.md5(str(seed).encode(), usedforsecurity=False).hexdigest()[:8], 16)
 
 
 def mix(key: int, salt: int) -> int:
-    """The tie-break key of item `key` under `salt`: distinct keys under 2**32 never collide (a bijection)."""
+    """The presentation-order key of item `key` under `salt`: distinct keys under 2**32 never collide (a bijection).
+    The choice's tie-break is `pg_hash_int8` (computed by PostgreSQL in C over a whole pool)."""
     x = (key ^ salt) & MASK
     x = (((x >> 16) ^ x) * MIX) & MASK
     x = (((x >> 16) ^ x) * MIX) & MASK
