@@ -50,11 +50,10 @@ def checked_checkout(pool: ConnectionPool, getconn: Callable[[float], Connection
         try:
             check_idle_connection(conn)
             return conn
-        except Exception:  # noqa: BLE001 - any failure of the check: the pool replaces the connection
+        except BaseException as error:  # the connection goes back: the pool replaces a dead one
             pool.putconn(conn)
-        except BaseException:  # interrupted: the connection goes back, unchecked, and the interruption goes on
-            pool.putconn(conn)
-            raise
+            if not isinstance(error, Exception):  # interrupted: the interruption goes on
+                raise
         dead += 1
         if dead > pool.max_size:
             delay = min(1.0, max(0.1, delay * 2))

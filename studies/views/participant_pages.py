@@ -19,6 +19,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import Resolver404, get_script_prefix, resolve, reverse
 from django.utils import translation
+from django.utils.cache import patch_cache_control
 
 from foundation.database_faults import TRANSIENT_DATABASE_ERRORS
 from foundation.database_faults import pool_exhausted as _pool_exhausted
@@ -137,7 +138,7 @@ def render_page(request, study: Study, template: str, context: dict, *, status: 
     if attempt is not None:
         # An attempt's page shows where the attempt stands now: Back to an earlier page of it (the instructions
         # before Start) asks the server again instead of showing the stored page.
-        response.headers["Cache-Control"] = "no-store"
+        patch_cache_control(response, no_store=True)
     return response
 
 

@@ -11,6 +11,7 @@ import json
 from django.http import HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect
 from django.urls import reverse
+from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_GET
 
 from foundation.roles import is_researcher
@@ -347,7 +348,7 @@ def draft_view(request, token: str):
     except AnswerInvalid as invalid:
         return JsonResponse({"code": invalid.code, "errors": invalid.messages}, status=invalid.http_status)
     response = JsonResponse({"position": draft.position, "highlights": draft.highlights})
-    response.headers["Cache-Control"] = "no-store"
+    patch_cache_control(response, no_store=True)
     return response
 
 
