@@ -10,7 +10,6 @@ leaves nothing half-written.
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any
 
 from django.db import connection, transaction
@@ -20,6 +19,7 @@ from evaluation.model_calls.engine import JobResult, timeouts_of
 from evaluation.models import CachedResponse, Result, Run
 from evaluation.prompting.methods import TRUNCATED, Completion
 from evaluation.prompting.scoring import answer_shown_first, score_outcome
+from foundation import fast_json
 
 RESULT_FIELDS = [
     "item_version", "messages", "raw_output", "shown_order", "answer_index", "answer_label", "parse_status", "is_correct",
@@ -120,7 +120,7 @@ def _upsert_rows_postgresql(rows: list[dict[str, Any]]) -> None:
                 for name in attnames:
                     value = row[name] if name in row else fixed[name] if name in fixed else per_row[name].get_default()
                     if name in _JSON_COLUMNS:
-                        value = json.dumps(value, ensure_ascii=False)
+                        value = fast_json.dumps_text(value)
                     elif name == "created_at" and value is None:
                         value = now
                     values.append(value)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 from evaluation.judge.beliefs import TokenLogprob, logprobs_as_json, read_logprobs
 from evaluation.model_calls.clients import OpenAIChatClient
 from evaluation.prompting.methods import Completion
+from foundation import fast_json
 
 TOP_LOGPROBS = 5
 _ENVELOPE = "detectbench-judge-reply"
@@ -30,7 +31,7 @@ class LogprobChatClient(OpenAIChatClient):
     def read(self, body: bytes, *, latency_s: float, attempts: int) -> Completion:
         completion = super().read(body, latency_s=latency_s, attempts=attempts)
         try:
-            content = ((json.loads(body)["choices"][0] or {}).get("logprobs") or {}).get("content")
+            content = ((fast_json.loads(body)["choices"][0] or {}).get("logprobs") or {}).get("content")
         except (KeyError, IndexError, TypeError, AttributeError, ValueError):
             content = None
         # Every field of the plain completion (finish_reason, failed attempts, ...), plus the log-probabilities.

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import json
 import random
 import re
 import ssl
@@ -39,6 +38,7 @@ from evaluation.model_calls.failures import (  # noqa: F401 - also read from her
 from evaluation.model_calls.keepalive_http import KeepAliveSender
 from evaluation.model_calls.limiter import Limiter, LocalLimiter
 from evaluation.prompting.methods import Completion
+from foundation import fast_json
 
 
 def import_sdk():
@@ -148,7 +148,7 @@ def _ssl_context() -> ssl.SSLContext:
 def read_completion(body: bytes) -> tuple[str, int, int, str]:
     """(text, prompt tokens, completion tokens, finish reason) of a chat-completion JSON body; MalformedResponse
     if it is not one."""
-    data = json.loads(body)
+    data = fast_json.loads(body)
     try:
         choice = data["choices"][0]
         text = (choice.get("message") or {}).get("content") or ""
@@ -219,7 +219,7 @@ class OpenAIChatClient(ModelClient):
         params = dict(self.params)
         extra_body = params.pop("extra_body", None) or {}
         body = {**extra_body, "model": self.model, "messages": list(messages), **params}
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        return fast_json.dumps(body)
 
     def read(self, body: bytes, *, latency_s: float, attempts: int) -> Completion:
         """The Completion of a response body (a subclass may read more of it, e.g. the log-probabilities);
