@@ -1,15 +1,16 @@
 """Execute one chunk of a run: fetch in batch, run the jobs on an event loop, upsert rows while streaming.
 
 Called by the Celery task (and in-process by `evaluate --wait`). Database work runs
-on one dedicated thread outside the event loop: one query for the items, one for the
-rows already done, batched cache lookups, and a bulk upsert every few hundred
-milliseconds. Rows are written with INSERT ... ON CONFLICT (run, item, sample) DO
+on two dedicated threads outside the event loop: one reads (the items, in batches as
+the jobs are planned, and the batched cache lookups), the other writes (a bulk upsert
+every few hundred milliseconds), so that a read never waits behind a write. Rows are written with INSERT ... ON CONFLICT (run, item, sample) DO
 UPDATE, so a chunk delivered twice never duplicates a row, and a row already done
 is skipped before any request is made.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -42,7 +43,7 @@ from evaluation.models import ModelEndpoint, OptionOrder, Result, Run, RunStatus
 from evaluation.models.endpoints import destination_policy, key_variable_error
 from evaluation.prompting.circular import present_rotated
 from evaluation.prompting.methods import Completion, get_method
-from evaluation.prompting.prompts import ItemView, Presented, choose_demonstrations, present
+from evaluation.prompting.prompts import ItemView, Presented, demonstration_order, first_demonstrations, present
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,10 @@ class ChunkReport:
     skipped: int = 0
     cancelled: bool = False
     failed: str = ""  # why the run failed in this chunk (the circuit breaker), else ""
+
+
+#: The fields of an item that ``item_view`` and the planner read.
+PLANNED_FIELDS = ("id", "context", "question", "options", "answer_index", "evidence", "reasoning", "content_version")
 
 
 def item_view(item: Item) -> ItemView:
@@ -165,6 +170,10 @@ class JobPlanner:
         return cls(run=run, method=method, option_order=run.option_order,
                    pool=demonstration_pool() if method.shots else [])
 
+    def __post_init__(self) -> None:
+        # The pool in the seed's order, shuffled once (choose_demonstrations' order: each job takes its first ones).
+        self._demo_order = demonstration_order(pool_ids=self.pool, seed=self.run.seed) if self.pool else []
+
     def shown(self, view: ItemView, sample_index: int) -> Presented:
         """The item as shown in this row: its original order, its seeded permutation, or a rotation."""
         run = self.run
@@ -173,33 +182,42 @@ class JobPlanner:
         return present(view, seed=run.seed, permute=self.option_order == OptionOrder.PERMUTED,
                        label_style=run.option_labels)
 
+    def _demos_of(self, item_id: int) -> list[int]:
+        return first_demonstrations(self._demo_order, exclude=item_id, shots=self.method.shots)
+
     def jobs(self, wanted: list[tuple[int, int]]) -> list[Job]:
-        run, method, pool = self.run, self.method, self.pool
+        run, method = self.run, self.method
         # Demonstrations are permuted with a permuted run, else (original or circular) in their original order.
         permute_demos = self.option_order == OptionOrder.PERMUTED
         circular = self.option_order == OptionOrder.CIRCULAR
         need = sorted({i for i, _ in wanted})
-        found = list(Item.objects.filter(pk__in=need))
+        found = list(Item.objects.filter(pk__in=need).order_by().only(*PLANNED_FIELDS))
         items = {item.pk: item_view(item) for item in found}
         versions = {item.pk: item.content_version for item in found}
         demo_views: dict[int, ItemView] = {}
         if method.shots:
-            demo_ids = {d for i in need for d in choose_demonstrations(pool_ids=pool, seed=run.seed, exclude=i,
-                                                                         shots=method.shots)}
-            demo_views = {item.pk: item_view(item) for item in Item.objects.filter(pk__in=demo_ids)}
+            demo_ids = {d for i in need for d in self._demos_of(i)}
+            demo_views = {item.pk: item_view(item)
+                          for item in Item.objects.filter(pk__in=demo_ids).order_by().only(*PLANNED_FIELDS)}
+        # The samples of an item are shown alike (but for a circular run's rotations): one presentation each, one
+        # set of demonstrations per item, not one per row.
+        shown: dict[tuple[int, int], Presented] = {}
+        demos_by_item: dict[int, tuple[Presented, ...]] = {}
         jobs = []
         for item_id, sample in wanted:
             view = items.get(item_id)
             if view is None:
                 continue
-            demos = ()
-            if method.shots:
-                demos = tuple(
+            demos = demos_by_item.get(item_id)
+            if demos is None:
+                demos = demos_by_item[item_id] = tuple(
                     present(demo_views[d], seed=run.seed, permute=permute_demos, label_style=run.option_labels)
-                    for d in choose_demonstrations(pool_ids=pool, seed=run.seed, exclude=item_id, shots=method.shots)
-                )
+                    for d in self._demos_of(item_id)) if method.shots else ()
+            key = (item_id, sample % run.rotations if circular else 0)
+            if (presented := shown.get(key)) is None:
+                presented = shown[key] = self.shown(view, sample)
             # The rotations of one sample share its sampling index (cache and client see sample, not row).
-            jobs.append(Job(item_id=item_id, sample_index=sample, shown=self.shown(view, sample), demos=demos,
+            jobs.append(Job(item_id=item_id, sample_index=sample, shown=presented, demos=demos,
                             sample=sample // run.rotations if circular else None, item_version=versions[item_id]))
         return jobs
 
@@ -221,11 +239,12 @@ def _wanted(run: Run, item_ids: list[int]) -> tuple[list[tuple[int, int]], int]:
     return [(i, s) for i in item_ids for s in range(run.rows_per_item) if (i, s) not in done], len(done)
 
 
-#: Jobs are planned (items loaded, prompts rendered) on the database thread in batches while the first
-#: requests are already on the wire: the first batch is about one wave, so the run starts after ~10 ms of
-#: planning instead of after all of it (~130 ms for 1,196 items).
+#: Jobs are planned (items loaded, shown) on the reading thread in batches while the first requests are
+#: already on the wire: the first batch is small, so the run starts after a few ms of planning instead of
+#: after all of it; the next ones are larger (one item query per batch: 64 rows a batch cost 41 us a job, a
+#: third of the event loop's own CPU per request, on the same interpreter lock).
 FIRST_PLAN_BATCH = 64
-PLAN_BATCH = 64
+PLAN_BATCH = 512
 
 
 def run_event_loop(coroutine):
@@ -290,27 +309,49 @@ def execute_chunk(*, run_id: int, item_ids: list[int] | None = None) -> ChunkRep
 
 
 async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport) -> None:
-    # Here, not at the top: it imports redis, which URL loading (services import this module) does not need.
-    from evaluation.execution.infrastructure import INFRASTRUCTURE_ERRORS
-
-    endpoint = run.endpoint
     method = get_method(run.method)
     loop = asyncio.get_running_loop()
-    db = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"run-{run.pk}-db")
+    db = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"run-{run.pk}-db")  # writes (streaming.stream_jobs)
+    # Reads: planning and cache lookups. On the writes' thread they waited behind each write (~0.1 s for a
+    # thousand rows); the workers then ran out of jobs, ~6 ms a request at concurrency 256.
+    reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"run-{run.pk}-read")
     batches = [wanted[:FIRST_PLAN_BATCH]] + [wanted[i:i + PLAN_BATCH]
                                              for i in range(FIRST_PLAN_BATCH, len(wanted), PLAN_BATCH)]
-    # The first batch is planned on the database thread while the client is built here.
+
+    # The first batch is planned on the reading thread while the client is built.
     def plan_first() -> tuple[JobPlanner, list[Job]]:
         planner = JobPlanner.for_run(run)
         return planner, planner.jobs(batches[0])
 
-    first = loop.run_in_executor(db, plan_first)
+    outcome = StreamOutcome()
+    try:
+        await _stream(run, method, loop.run_in_executor(reads, plan_first), batches, reads, db, report, outcome)
+    finally:
+        report.written += outcome.written
+        report.errors += outcome.errors
+        # After a batch still being planned (a stopped run): its connection is closed on its own thread.
+        with contextlib.suppress(BaseException):
+            await loop.run_in_executor(reads, connections.close_all)
+        reads.shutdown(wait=True)
+        db.shutdown(wait=True)  # stream_jobs shut it down, unless the client could not be built
+    report.cancelled = outcome.cancelled
+
+
+async def _stream(run: Run, method, first, batches: list[list[tuple[int, int]]], reads: ThreadPoolExecutor,
+                  db: ThreadPoolExecutor, report: ChunkReport, outcome: StreamOutcome) -> None:
+    """The chunk's jobs (``first``: the planner and the first batch's jobs, on their way) through the engine."""
+    # Here, not at the top: it imports redis, which URL loading (services import this module) does not need.
+    from evaluation.execution.infrastructure import INFRASTRUCTURE_ERRORS
+
+    endpoint = run.endpoint
+    loop = asyncio.get_running_loop()
+    wanted_count = sum(len(batch) for batch in batches)
 
     async def jobs():
         planner, planned = await first
         for index, batch in enumerate(batches):
             if index:
-                planned = await loop.run_in_executor(db, planner.jobs, batch)
+                planned = await loop.run_in_executor(reads, planner.jobs, batch)
             report.jobs += len(planned)
             for job in planned:
                 yield job
@@ -322,20 +363,13 @@ async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport)
     use_cache = endpoint.use_cache and not endpoint.is_builtin
 
     async def cache_fetch(keys: list[str]) -> dict[str, Completion]:
-        return await loop.run_in_executor(db, _cache_fetch, keys)
+        return await loop.run_in_executor(reads, _cache_fetch, keys)
 
     engine = Engine(method=method, client=client, k=run.k, concurrency=endpoint.max_concurrency,
                     base_url=endpoint.base_url, model=endpoint.model, params=params,
                     cache_fetch=cache_fetch if use_cache else None,
                     ramp_spacing_s=0.0 if endpoint.is_builtin else settings.EVALUATION_RAMP_SPACING_S,
                     infrastructure_errors=INFRASTRUCTURE_ERRORS)
-    outcome = StreamOutcome()
-    try:
-        await stream_jobs(engine=engine, jobs=jobs(), db=db, write=lambda batch: _write(run, batch, endpoint.model),
-                          is_cancelled=lambda: _is_cancelled(run.pk), close_client=client.close, count=len(wanted),
-                          outcome=outcome)
-    finally:
-        report.written += outcome.written
-        report.errors += outcome.errors
-    report.cancelled = outcome.cancelled
-
+    await stream_jobs(engine=engine, jobs=jobs(), db=db, write=lambda batch: _write(run, batch, endpoint.model),
+                      is_cancelled=lambda: _is_cancelled(run.pk), close_client=client.close, count=wanted_count,
+                      outcome=outcome)

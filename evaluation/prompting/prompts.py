@@ -108,8 +108,18 @@ def present(item: ItemView, *, seed: int, permute: bool, label_style: str = "num
     return Presented(item=item, order=order, labels=tuple(option_labels(count, label_style)), label_style=label_style)
 
 
-def choose_demonstrations(*, pool_ids: list[int], seed: int, exclude: int, shots: int = 3) -> list[int]:
-    """``shots`` train-item ids chosen by the run seed; never the evaluated item itself."""
+def demonstration_order(*, pool_ids: list[int], seed: int) -> list[int]:
+    """The demonstration pool in the run seed's order (``choose_demonstrations`` takes the first ones)."""
     order = sorted(pool_ids)
     random.Random(f"demos:{seed}").shuffle(order)
-    return [i for i in order if i != exclude][:shots]
+    return order
+
+
+def first_demonstrations(order: list[int], *, exclude: int, shots: int = 3) -> list[int]:
+    """The first ``shots`` ids of a ``demonstration_order`` that are not the evaluated item."""
+    return [i for i in order[: shots + 1] if i != exclude][:shots]
+
+
+def choose_demonstrations(*, pool_ids: list[int], seed: int, exclude: int, shots: int = 3) -> list[int]:
+    """``shots`` train-item ids chosen by the run seed; never the evaluated item itself."""
+    return first_demonstrations(demonstration_order(pool_ids=pool_ids, seed=seed), exclude=exclude, shots=shots)

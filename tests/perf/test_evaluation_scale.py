@@ -178,7 +178,8 @@ def test_12000_requests_at_concurrency_256_in_one_process(detectbench_dir):
         OURS["one process"] = (elapsed, cpu)
         by_thread = {}
         for (tid, name), seconds in threads_last.items():
-            key = ("event loop" if tid == os.getpid() else "database thread" if "-db" in name else
+            key = ("event loop" if tid == os.getpid() else "writing thread" if "-db" in name else
+                   "reading thread" if "-read" in name else
                    "this benchmark's watcher" if tid == watcher.native_id else "other threads")
             by_thread[key] = by_thread.get(key, 0.0) + seconds - threads_before.get((tid, name), 0.0)
         print("  client CPU per request by thread: " + ", ".join(

@@ -1,0 +1,93 @@
+"""evaluation.execution.chunks: a chunk's reads (planning the jobs, the cache) never wait behind its writes."""
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg
+import pytest
+from django.db import connection
+
+from annotation.models import Item
+from evaluation.execution import chunks
+from evaluation.models import Result, RunStatus
+from evaluation.prompting.prompts import choose_demonstrations
+from evaluation.services import runs as services
+from tests.support.items import import_items
+from tests.support.model_server import ModelServer
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _other_connection() -> psycopg.Connection:
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    return psycopg.connect(**params, autocommit=False)
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_requests_go_on_while_the_writes_are_blocked(detectbench_dir, use_cache):
+    """The result table is locked against writes by another session from the run's start: every job must still be
+    planned (far more than the first batch and the engine's queue hold) and sent, and the rows written once the
+    lock goes. When planning and the cache lookups shared the writes' thread, the requests stopped at the first
+    blocked write."""
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=30)
+    samples = 30  # 900 jobs: 64 planned first, then batches of PLAN_BATCH; the engine queues 2 x 8 ahead
+    assert 30 * samples > chunks.FIRST_PLAN_BATCH + chunks.PLAN_BATCH
+    blocker = _other_connection()
+    try:
+        with ModelServer(reply_mode="first", latency_s=0.002) as server:
+            endpoint = services.endpoint_create(name="blocked writes", base_url=server.base_url, model="stand-in",
+                                                max_concurrency=8, use_cache=use_cache)
+            run = services.run_launch(endpoint=endpoint, method="naive", split="test", samples=samples,
+                                      enqueue=False)
+            blocker.execute("LOCK TABLE evaluation_result IN SHARE MODE")  # reads pass, INSERT waits
+            worker = threading.Thread(target=services.run_execute_in_process, kwargs={"run": run})
+            worker.start()
+            deadline = time.monotonic() + 30
+            while server.stats.requests < run.total and time.monotonic() < deadline and worker.is_alive():
+                time.sleep(0.02)
+            sent_while_blocked = server.stats.requests
+            written_while_blocked = Result.objects.filter(run=run).count()
+            blocker.rollback()  # the lock goes
+            worker.join(60)
+            assert not worker.is_alive()
+        assert written_while_blocked == 0
+        assert sent_while_blocked == run.total, f"only {sent_while_blocked} of {run.total} requests while blocked"
+        run.refresh_from_db()
+        assert run.status == RunStatus.FINISHED
+        rows = Result.objects.filter(run=run)
+        assert rows.count() == run.total == rows.values("item_id", "sample_index").distinct().count()
+        assert not rows.exclude(error="").exists()
+    finally:
+        blocker.close()
+
+
+def test_planning_shows_the_samples_of_an_item_alike_and_each_rotation_once(detectbench_dir):
+    """One presentation per (item, rotation) and one set of demonstrations per item: the same objects for every
+    sample, equal to what the rules give for each row on its own."""
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=6)
+    import_items(detectbench_dir / "train.jsonl", split="train", limit=8)
+    endpoint = services.endpoint_create(name="planning", base_url="http://127.0.0.1:9/v1", model="m")
+    for method, order in (("naive", "permuted"), ("auto-cot-3shot", "circular"), ("naive", "original")):
+        run = services.run_launch(endpoint=endpoint, method=method, split="test", samples=3, enqueue=False,
+                                  option_order=order)
+        planner = chunks.JobPlanner.for_run(run)
+        wanted = [(i, s) for i in run.item_ids for s in range(run.rows_per_item)]
+        jobs = planner.jobs(wanted)
+        assert [(j.item_id, j.sample_index) for j in jobs] == wanted
+        views = {item.pk: chunks.item_view(item) for item in Item.objects.filter(pk__in=run.item_ids)}
+        for job in jobs:
+            assert job.shown == planner.shown(views[job.item_id], job.sample_index)
+            ids = [d.item.id for d in job.demos]
+            assert ids == choose_demonstrations(pool_ids=planner.pool, seed=run.seed, exclude=job.item_id,
+                                                       shots=planner.method.shots)
+            assert job.item_id not in ids
+        by_key = {}
+        for job in jobs:
+            key = (job.item_id, job.sample_index % run.rotations)
+            assert by_key.setdefault(key, job.shown) is job.shown
+        if method.endswith("3shot"):
+            assert all(len(j.demos) == 3 for j in jobs)
+        assert len(by_key) == len(run.item_ids) * run.rotations
