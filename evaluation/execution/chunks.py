@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from annotation.clue_graph import gold_key_information
 from annotation.models import Item, ItemStatus
+from evaluation.execution.collector import collector_for_a_run
 from evaluation.execution.rows import cache_fetch as _cache_fetch
 from evaluation.execution.rows import write_results
 from evaluation.execution.streaming import StreamOutcome, stream_jobs
@@ -248,12 +249,14 @@ PLAN_BATCH = 512
 
 
 def run_event_loop(coroutine):
-    """Run a coroutine on uvloop when installed (about half the per-request CPU), else on asyncio."""
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency; stay usable without it
-        return asyncio.run(coroutine)
-    return uvloop.run(coroutine)
+    """Run a coroutine on uvloop when installed (about half the per-request CPU), else on asyncio; with the
+    garbage collector set for a run (evaluation.execution.collector)."""
+    with collector_for_a_run():
+        try:
+            import uvloop
+        except ImportError:  # pragma: no cover - uvloop is a dependency; stay usable without it
+            return asyncio.run(coroutine)
+        return uvloop.run(coroutine)
 
 
 def mark_started(run_id: int) -> None:
