@@ -7,7 +7,17 @@ once drifted: no breaker, no infrastructure errors, a cache read that dropped ``
 from __future__ import annotations
 
 import ast
+import asyncio
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from evaluation.execution import streaming
+from evaluation.model_calls.clients import ModelClient
+from evaluation.model_calls.engine import Engine, Job
+from evaluation.prompting.methods import Completion, get_method
+from evaluation.prompting.prompts import ItemView, present
 
 ROOT = Path(__file__).resolve().parents[3]
 APPS = ("annotation", "studies", "evaluation", "foundation", "detectbench_web")
@@ -49,3 +59,59 @@ def test_a_judge_run_builds_its_client_where_a_model_run_does():
     """The judge's client comes from ``chunks.make_client`` (same limiter, retries, breaker, key handling)."""
     judge = (ROOT / "evaluation/execution/judge.py").read_text()
     assert "make_client(" in judge and "LogprobChatClient(" not in judge
+
+
+# --- When the rows are written: at once when answers are few, batched (writes spaced) when they come fast ---
+
+
+class _TimedModel(ModelClient):
+    """The model API's stand-in, in process: answers "1" after ``delay_s``, noting when each answer came."""
+
+    def __init__(self, delay_s: float):
+        self.delay_s, self.answered = delay_s, {}
+
+    async def complete(self, messages, *, sample_key):
+        await asyncio.sleep(self.delay_s)
+        self.answered[sample_key.split(":")[0]] = time.monotonic()
+        return Completion(text="### Answer:\n1", tokens_in=1, tokens_out=1, finish_reason="stop")
+
+
+def _stream(delay_s: float, jobs: int, concurrency: int):
+    view = ItemView(id=1, context="A clue.", question="Who?", options=("Ann", "Bo"), answer_index=0)
+    shown = present(view, seed=0, permute=False)
+    model = _TimedModel(delay_s)
+    engine = Engine(method=get_method("naive"), client=model, concurrency=concurrency, ramp_spacing_s=0.0)
+    writes, lock = [], threading.Lock()
+
+    def write(batch):
+        with lock:
+            writes.append((time.monotonic(), [r.job.sample_index for r in batch]))
+
+    async def main():
+        return await streaming.stream_jobs(
+            engine=engine, jobs=[Job(item_id=1, sample_index=n, shown=shown) for n in range(jobs)],
+            db=ThreadPoolExecutor(max_workers=1), write=write, is_cancelled=lambda: False,
+            close_client=model.close)
+
+    outcome = asyncio.run(main())
+    written = sorted(n for _, batch in writes for n in batch)
+    assert written == list(range(jobs)) and outcome.written == jobs
+    return model, writes
+
+
+def test_answers_that_come_fast_are_written_in_spaced_batches():
+    _, writes = _stream(delay_s=0.002, jobs=8000, concurrency=32)
+    starts = [at for at, _ in writes[:-1]]  # the last write, of what is left at the end, is not held back
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert len(gaps) >= 4 and min(gaps) >= streaming.WRITE_SPACING_S * 0.95, gaps
+    assert max(len(batch) for _, batch in writes) > 100  # batched, not a few rows a write
+
+
+def test_an_answer_that_comes_alone_is_written_at_once():
+    """A slow endpoint: each answer is written as it comes, not held back (a killed worker loses only what is in
+    flight)."""
+    model, writes = _stream(delay_s=0.12, jobs=5, concurrency=1)
+    for at, batch in writes:
+        for n in batch:
+            assert at - model.answered[str(n)] < 0.03, (n, at - model.answered[str(n)])
+    assert len(writes) == 5
