@@ -387,7 +387,7 @@ EVALUATION_WORKER_PROCESSES = max(1, int(os.environ.get("EVALUATION_WORKER_PROCE
 #: Seconds a Redis limiter lease lives unrenewed: the slots of a killed worker come back after this.
 EVALUATION_LIMITER_LEASE_S = float(os.environ.get("EVALUATION_LIMITER_LEASE_S", "10"))
 #: Slow start: the first requests of a chunk are launched this many seconds apart (0 = all at once).
-EVALUATION_RAMP_SPACING_S = float(os.environ.get("EVALUATION_RAMP_SPACING_S", "0.002"))
+EVALUATION_RAMP_SPACING_S = float(os.environ.get("EVALUATION_RAMP_SPACING_S", "0.0002"))
 #: Slot files of the embedded-mode limiter (used when REDIS_URL is empty); created on first use.
 EVALUATION_LIMITER_DIR = Path(os.environ.get("EVALUATION_LIMITER_DIR", VAR_DIR / "limiter"))
 #: An endpoint's key variable (a NAME, never the key) matches this and is no setting or variable the app reads.
