@@ -29,7 +29,28 @@ def fonts() -> dict:
     from matplotlib import font_manager
 
     installed = {font.name for font in font_manager.fontManager.ttflist}
+    if not installed.intersection(CJK_FONTS) and _add_fonts_installed_since_the_cache(font_manager):
+        installed = {font.name for font in font_manager.fontManager.ttflist}
     return {"font.family": ["DejaVu Sans", *(name for name in CJK_FONTS if name in installed)]}
+
+
+def _add_fonts_installed_since_the_cache(font_manager) -> int:
+    """matplotlib lists the machine's fonts once, in a cache kept across processes (~/.cache/matplotlib): a CJK
+    font installed after that is not in its list. Add the system's font files that look like one (their names),
+    once per process; returns how many."""
+    known = {font.fname for font in font_manager.fontManager.ttflist}
+    added = 0
+    for path in font_manager.findSystemFonts():
+        name = path.rsplit("/", 1)[-1].lower()
+        if path not in known and any(mark in name for mark in ("cjk", "droidsansfallback", "wqy")):
+            try:
+                font_manager.fontManager.addfont(path)
+            except (OSError, RuntimeError, ValueError):  # a file FreeType cannot read
+                continue
+            added += 1
+    return added
+
+
 BAR = "#4c78a8"
 LINE = "#888888"
 

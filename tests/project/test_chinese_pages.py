@@ -141,10 +141,9 @@ def test_every_page_of_every_role_reads_in_chinese(world):  # noqa: F811
 
 def test_a_figure_drawn_in_chinese_finds_a_font_for_every_character(world):  # noqa: F811
     """PNG and PDF downloads draw the text themselves: a Chinese label needs a CJK font (else empty boxes)."""
-    from matplotlib import font_manager
+    from annotation.trust_figure import fonts
 
-    cjk = [f.name for f in font_manager.fontManager.ttflist
-           if any(name in f.name for name in ("CJK", "Droid Sans Fallback", "WenQuanYi"))]
+    cjk = fonts()["font.family"][1:]  # the app's own lookup: after DejaVu Sans, the CJK fonts it found
     require(bool(cjk), "a CJK font for Chinese figure labels (apt-get install fonts-noto-cjk)")
     clients, _ = world
     for name in FIGURES:
