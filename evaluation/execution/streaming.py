@@ -67,11 +67,12 @@ async def stream_jobs(*, engine: Engine, jobs: Iterable[Job] | AsyncIterable[Job
         while not done.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(arrived.wait(), FLUSH_EVERY_S)
-            if (pause := last + WRITE_SPACING_S - time.monotonic()) > 0 and not done.is_set():
+            if buffer and not done.is_set() and (pause := last + WRITE_SPACING_S - time.monotonic()) > 0:
                 await asyncio.sleep(pause)
             arrived.clear()
-            last = time.monotonic()
-            await flush()
+            if buffer:  # the spacing runs from the last write, not from a wake-up with nothing to write
+                last = time.monotonic()
+                await flush()
             if time.monotonic() - state["checked"] >= CANCEL_CHECK_S:
                 state["checked"] = time.monotonic()
                 state["cancelled"] = await loop.run_in_executor(db, is_cancelled)
@@ -109,8 +110,9 @@ async def stream_jobs(*, engine: Engine, jobs: Iterable[Job] | AsyncIterable[Job
         await flush()
         await close_client()
     finally:
-        with contextlib.suppress(BaseException):
-            await loop.run_in_executor(db, connections.close_all)
+        # Queued, then waited for without awaiting (a cancellation here must not skip it); a lookup or write asked
+        # of the thread after this is refused (RuntimeError) instead of opening a connection nobody closes.
+        db.submit(connections.close_all)
         db.shutdown(wait=True)
     outcome.cancelled = state["cancelled"]
     return outcome
