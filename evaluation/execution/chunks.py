@@ -10,7 +10,6 @@ is skipped before any request is made.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -327,14 +326,20 @@ async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport)
         return planner, planner.jobs(batches[0])
 
     outcome = StreamOutcome()
+    first = loop.run_in_executor(reads, plan_first)
     try:
-        await _stream(run, method, loop.run_in_executor(reads, plan_first), batches, reads, db, report, outcome)
+        await _stream(run, method, first, batches, reads, db, report, outcome)
     finally:
         report.written += outcome.written
         report.errors += outcome.errors
-        # After a batch still being planned (a stopped run): its connection is closed on its own thread.
-        with contextlib.suppress(BaseException):
-            await loop.run_in_executor(reads, connections.close_all)
+        if first.done() and not first.cancelled():
+            first.exception()  # retrieved: _stream raised it, or the client could not be built before it was read
+        else:
+            first.cancel()
+        # After a batch still being planned (a stopped run), its connection is closed on its own thread: queued and
+        # waited for without awaiting (a cancellation here must not skip it); a cache lookup asked after this is
+        # refused (RuntimeError: a miss) instead of opening a connection nobody closes.
+        reads.submit(connections.close_all)
         reads.shutdown(wait=True)
         db.shutdown(wait=True)  # stream_jobs shut it down, unless the client could not be built
     report.cancelled = outcome.cancelled
