@@ -8,6 +8,12 @@ Infinity in a body to decode; text that is not UTF-8) goes to the standard libra
 its own error. The encoded text is compact and not ASCII-escaped, as ``json.dumps(..., ensure_ascii=False,
 separators=(",", ":"))`` writes it; a float may be spelled differently (``0.00001`` for ``1e-05``), the same
 number.
+
+Where the two differ (none of it in a chat request, a chat response or a row today): orjson writes NaN and the
+infinities as ``null`` (the standard library writes ``NaN``, which is not JSON and which PostgreSQL refuses);
+it writes dates, times, UUIDs and dataclasses (the standard library raises ``TypeError``); it reads an integer
+beyond 64 bits as a float. Nothing that hashes or compares JSON text uses this module (the response cache's key
+is the standard library's, ``evaluation.model_calls.engine.cache_key``).
 """
 from __future__ import annotations
 

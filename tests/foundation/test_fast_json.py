@@ -60,3 +60,8 @@ def test_what_orjson_refuses_to_decode_the_standard_library_decides():
 def test_an_object_neither_encodes_is_the_standard_library_s_type_error():
     with pytest.raises(TypeError, match="not JSON serializable"):
         fast_json.dumps({"x": object()})
+
+
+def test_where_orjson_and_the_standard_library_differ_is_as_documented():
+    assert fast_json.dumps([math.nan, math.inf]) == b"[null,null]"
+    assert fast_json.loads(b"[123456789012345678901234567890]") == [1.2345678901234568e29]
