@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import close_old_connections
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -26,7 +26,7 @@ from annotation.models import Item, ItemStatus
 from evaluation.execution.collector import collector_for_a_run
 from evaluation.execution.rows import cache_fetch as _cache_fetch
 from evaluation.execution.rows import write_results
-from evaluation.execution.streaming import StreamOutcome, stream_jobs
+from evaluation.execution.streaming import StreamOutcome, close_thread, reading_thread, stream_jobs
 from evaluation.model_calls.clients import (
     BuiltinClient,
     CircuitBreaker,
@@ -314,9 +314,7 @@ async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport)
     method = get_method(run.method)
     loop = asyncio.get_running_loop()
     db = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"run-{run.pk}-db")  # writes (streaming.stream_jobs)
-    # Reads: planning and cache lookups. On the writes' thread they waited behind each write (~0.1 s for a
-    # thousand rows); the workers then ran out of jobs, ~6 ms a request at concurrency 256.
-    reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"run-{run.pk}-read")
+    reads = reading_thread(f"run-{run.pk}")  # planning and cache lookups
     batches = [wanted[:FIRST_PLAN_BATCH]] + [wanted[i:i + PLAN_BATCH]
                                              for i in range(FIRST_PLAN_BATCH, len(wanted), PLAN_BATCH)]
 
@@ -336,12 +334,8 @@ async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport)
             first.exception()  # retrieved: _stream raised it, or the client could not be built before it was read
         else:
             first.cancel()
-        # After a batch still being planned (a stopped run), its connection is closed on its own thread: queued and
-        # waited for without awaiting (a cancellation here must not skip it); a cache lookup asked after this is
-        # refused (RuntimeError: a miss) instead of opening a connection nobody closes.
-        reads.submit(connections.close_all)
-        reads.shutdown(wait=True)
-        db.shutdown(wait=True)  # stream_jobs shut it down, unless the client could not be built
+        close_thread(reads)
+        db.shutdown(wait=True)  # stream_jobs closed it, unless the client could not be built (then it never ran)
     report.cancelled = outcome.cancelled
 
 

@@ -30,7 +30,7 @@ from annotation.services.belief import belief_labels_record
 from evaluation.execution import probe as probe_execution
 from evaluation.execution.chunks import endpoint_refusal, make_breaker, make_client, run_event_loop
 from evaluation.execution.rows import cache_fetch as cache_fetch_rows
-from evaluation.execution.streaming import stream_jobs
+from evaluation.execution.streaming import close_thread, reading_thread, stream_jobs
 from evaluation.judge import specs
 from evaluation.judge.beliefs import LOGPROB, SAMPLED
 from evaluation.judge.client import TOP_LOGPROBS, LogprobChatClient, pack_for_cache
@@ -177,16 +177,26 @@ async def _execute_model(judge_run: JudgeRun, solver: JudgeSolver, pending: list
                          errors: list[str]) -> None:
     """The judge's requests through the model runs' loop (``streaming.stream_jobs``): engine, client, limiter,
     breaker, cache reader, infrastructure errors, streamed writes and cancellation are theirs."""
+    db = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"judge-run-{judge_run.pk}-db")
+    reads = reading_thread(f"judge-run-{judge_run.pk}")  # cache lookups, never behind a write
+    try:
+        await _stream_model(judge_run, solver, pending, errors, db, reads)
+    finally:
+        close_thread(reads)
+        db.shutdown(wait=True)  # stream_jobs closed it, unless the client could not be built (then it never ran)
+
+
+async def _stream_model(judge_run: JudgeRun, solver: JudgeSolver, pending: list[JudgeInput], errors: list[str],
+                        db: ThreadPoolExecutor, reads: ThreadPoolExecutor) -> None:
     from evaluation.execution.infrastructure import INFRASTRUCTURE_ERRORS  # imports redis: not at URL loading
 
     config, endpoint = judge_run.config, judge_run.config.endpoint
     loop = asyncio.get_running_loop()
-    db = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"judge-run-{judge_run.pk}-db")
     params = judge_params(config)
     client = make_client(endpoint, seed=0, params=params, breaker=make_breaker(), client_class=LogprobChatClient)
 
     async def cache_fetch(keys: list[str]) -> dict[str, Completion]:
-        return await loop.run_in_executor(db, cache_fetch_rows, keys)  # the model runs' own cache read
+        return await loop.run_in_executor(reads, cache_fetch_rows, keys)  # the model runs' own cache read
 
     engine = Engine(method=solver, client=client, k=config.samples, concurrency=endpoint.max_concurrency,
                     base_url=endpoint.base_url, model=endpoint.model, params=params,

@@ -57,6 +57,29 @@ def test_every_module_that_builds_an_engine_streams_it():
     assert {name for name in building if "stream_jobs" not in builders[name]} == set()
 
 
+def test_no_run_reads_on_the_thread_it_writes_on():
+    """Discovered from the code: every module that hands a thread to ``stream_jobs`` as ``db`` (its writes) runs
+    nothing else there: its reads (planning, cache lookups) go to a ``reading_thread``. On the writes' thread a read
+    waited behind each write and the requests stalled (found in model runs; the judge's cache reads had it too)."""
+    streaming_modules = []
+    for path, tree in _modules():
+        name = str(path.relative_to(ROOT))
+        if name == "evaluation/execution/streaming.py":
+            continue
+        calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+        writes = {ast.unparse(k.value) for c in calls if ast.unparse(c.func).endswith("stream_jobs")
+                  for k in c.keywords if k.arg == "db"}
+        if not writes:
+            continue
+        streaming_modules.append(name)
+        elsewhere = [f"{name}:{c.lineno}: {ast.unparse(c)[:70]}" for c in calls
+                     if ast.unparse(c.func).endswith("run_in_executor") and c.args
+                     and ast.unparse(c.args[0]) in writes]
+        assert not elsewhere, elsewhere
+        assert "reading_thread" in {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}, name
+    assert set(streaming_modules) >= {"evaluation/execution/chunks.py", "evaluation/execution/judge.py"}
+
+
 def test_a_judge_run_builds_its_client_where_a_model_run_does():
     """The judge's client comes from ``chunks.make_client`` (same limiter, retries, breaker, key handling)."""
     judge = (ROOT / "evaluation/execution/judge.py").read_text()
