@@ -3,9 +3,10 @@
 Called by the Celery task (and in-process by `evaluate --wait`). Database work runs
 on two dedicated threads outside the event loop: one reads (the items, in batches as
 the jobs are planned, and the batched cache lookups), the other writes (a bulk upsert
-every few hundred milliseconds), so that a read never waits behind a write. Rows are written with INSERT ... ON CONFLICT (run, item, sample) DO
-UPDATE, so a chunk delivered twice never duplicates a row, and a row already done
-is skipped before any request is made.
+every few hundred milliseconds), so that a read never waits behind a write. Rows are
+written with INSERT ... ON CONFLICT (run, item, sample) DO UPDATE, so a chunk
+delivered twice never duplicates a row, and a row already done is skipped before any
+request is made.
 """
 from __future__ import annotations
 
