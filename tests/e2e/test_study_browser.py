@@ -84,6 +84,9 @@ def test_participant_completes_study_with_highlights_and_reload_resumes(live_ser
     assert int((deadline - reloaded_by).total_seconds()) <= after <= int((deadline - reloaded_from).total_seconds())
     shown = page.locator("[data-seconds-left]").inner_text()
     assert re.match(r"\d+:\d\d", shown)
+    # The highlight is drawn by the page's script (from the server's draft, or this tab's unsaved copy): wait for
+    # it to have run, then count (a count at once raced the script on a loaded machine).
+    page.wait_for_selector("#context mark.clue", timeout=10000)
     assert page.locator("#context mark.clue").count() == 1
 
     page.locator("input[name=chosen_option]").first.check()
