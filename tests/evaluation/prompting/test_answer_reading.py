@@ -288,3 +288,51 @@ def test_the_quick_looks_for_marks_never_change_a_reading(text):
     assert answer_reading._prepare(text) == full
     lines = text.replace("\r\n", "\n")
     assert answer_reading._INLINE_HEADER.sub("\n", lines) == lines or "##" in lines
+
+
+_HEADS = st.lists(st.one_of(_MARKS, st.sampled_from([
+    "### Key Information:", "### Answer:", "### Answer 2:", "Answer: 3", "the answer is 4", "option three",
+    "### Answer:\n2", "1/2/3/4", "xxxxx", "The butler", "\n\n", " ", "#", "**", "＃＃＃ Answer：", "<think>", "A",
+]), st.text(max_size=8)), max_size=20).map("".join)
+_EDGY_TAILS = st.tuples(
+    st.sampled_from(["", "\n", "\n\n", " \n", "\t"]),  # before the header
+    st.sampled_from(["###", "##", "####", "### ", "###\t"]),
+    st.sampled_from(["Answer", "answer", "Answers", "Final Answer", "Answer 1"]),
+    st.sampled_from([":", " :", "：", ""]),
+    st.sampled_from(["\n", " ", "", "\n\n", "\n \n", "\t"]),
+    st.sampled_from(["1", "2", "4", "5", "0", "01", "10", "12", "A", "C", "E", "a", "Z", "1.", "(2)", "2 or 3", "１"]),
+    st.sampled_from(["", "\n", " ", "\n\n", " \n\t", "\nmore", "\n### Thought:"]),
+).map("".join)
+_PROMPTS_TAILS = st.tuples(  # the prompt's own format: mostly read by the shortcut
+    st.sampled_from(["\n", "\n\n", ""]), st.sampled_from(["### Answer:", "###Answer:", "### Answer :"]),
+    st.sampled_from(["\n", " ", "\n\n"]), st.sampled_from(["1", "2", "3", "4", "9", "11", "A", "B", "D", "K"]),
+    st.sampled_from(["", "\n", " "]),
+).map("".join)
+_TAILS = st.one_of(_PROMPTS_TAILS, _EDGY_TAILS)
+
+
+@given(head=_HEADS, tail=_TAILS, count=st.integers(1, 12), style=st.sampled_from(["numbers", "letters"]),
+       texts=st.booleans())
+@hypothesis_settings(max_examples=4000, deadline=None)
+def test_the_answer_alone_is_read_as_the_rules_read_it(head, tail, count, style, texts):
+    """An output ending in an answer section of one label is read without the general rules; wherever that shortcut
+    answers, the rules answer the same (outputs built to sit on its edges: other answer sections, marks that rewrite
+    the text, labels out of range or of the other style, full-width and NFKC look-alikes, text after the label)."""
+    output = head + tail
+    options = [f"Option text {i}" for i in range(count)] if texts else count
+    quick = answer_reading._answer_alone(output, count, style)
+    if quick is not None:
+        assert quick == answer_reading._read_by_rules(output, options, style), (output, count, style)
+        assert parse_answer(output, options, labels=style) == quick
+
+
+def test_the_answer_alone_takes_the_prompts_format_and_nothing_unsure():
+    key = "### Key Information:\nThe door was locked from inside.\n\n"
+    assert answer_reading._answer_alone(key + "### Answer:\n2", 4, "numbers") == answer_reading.ParsedAnswer(OK, 1, "2")
+    assert answer_reading._answer_alone("### Answer: C", 4, "letters") == answer_reading.ParsedAnswer(OK, 2, "C")
+    assert answer_reading._answer_alone(key + "### Answer:\n  3  \n", 4, "numbers").index == 2
+    for unsure in (key + "### Answer:\n5", key + "### Answer:\n0", key + "### Answer:\nC", "### Answer:\n2 or 3",
+                   "<think>### Answer:\n2", "### Answer:\r\n2", "\\boxed{3} ### Answer:\n2", "## Answer:\n2",
+                   "### Answer:\n2\nbecause", "### Answer 2:\n2", "> ### Answer:\n2", "x ### Answer:\n2"):
+        assert answer_reading._answer_alone(unsure, 4, "numbers") is None, unsure
+    assert answer_reading._answer_alone("### Answer:\n2", 4, "letters") is None
