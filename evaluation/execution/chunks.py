@@ -19,7 +19,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import close_old_connections
-from django.db.models import Count, Q
+from django.db.models import BooleanField, Count, ExpressionWrapper, Q
 from django.utils import timezone
 
 from annotation.clue_graph import gold_key_information
@@ -134,8 +134,8 @@ def endpoint_refusal(endpoint: ModelEndpoint) -> str | None:
     return None
 
 
-def _write(run: Run, results: list[JobResult], model: str) -> None:
-    write_results(run, results, model)
+def _write(run: Run, results: list[JobResult], model: str, existing: set[tuple[int, int]]) -> None:
+    write_results(run, results, model, existing=existing)
 
 
 def _is_cancelled(run_id: int) -> bool:
@@ -231,13 +231,15 @@ def rotations_for(*, option_order: str, item_ids: list[int]) -> int:
     return max((len(options) for options in counts), default=1)
 
 
-def _wanted(run: Run, item_ids: list[int]) -> tuple[list[tuple[int, int]], int]:
-    """The (item, sample index) pairs still to do (rows that exist without error are skipped), and how many are
-    done. A circular run has ``samples x rotations`` sample indexes per item."""
-    done = set(
-        Result.objects.filter(run=run, item_id__in=item_ids, error="").values_list("item_id", "sample_index")
-    )
-    return [(i, s) for i in item_ids for s in range(run.rows_per_item) if (i, s) not in done], len(done)
+def _wanted(run: Run, item_ids: list[int]) -> tuple[list[tuple[int, int]], int, set[tuple[int, int]]]:
+    """The (item, sample index) pairs still to do (rows that exist without error are skipped), how many are
+    done, and the pairs to do again that have a (failed) row. A circular run has ``samples x rotations`` sample
+    indexes per item."""
+    done, failed = set(), set()
+    for item_id, sample_index, ok in Result.objects.filter(run=run, item_id__in=item_ids).values_list(
+            "item_id", "sample_index", ExpressionWrapper(Q(error=""), output_field=BooleanField())):
+        (done if ok else failed).add((item_id, sample_index))
+    return [(i, s) for i in item_ids for s in range(run.rows_per_item) if (i, s) not in done], len(done), failed
 
 
 #: Jobs are planned (items loaded, shown) on the reading thread in batches while the first requests are
@@ -292,7 +294,7 @@ def execute_chunk(*, run_id: int, item_ids: list[int] | None = None) -> ChunkRep
         return report
     in_run = set(run.item_ids)
     ids = [i for i in (item_ids if item_ids is not None else run.item_ids) if i in in_run]
-    wanted, report.skipped = _wanted(run, ids)
+    wanted, report.skipped, existing = _wanted(run, ids)
     mark_started(run_id)
     if wanted and (refusal := endpoint_refusal(run.endpoint)):
         log.warning("run %s failed: %s", run_id, refusal)
@@ -301,7 +303,7 @@ def execute_chunk(*, run_id: int, item_ids: list[int] | None = None) -> ChunkRep
         return report
     if wanted:
         try:
-            run_event_loop(_execute(run, wanted, report))
+            run_event_loop(_execute(run, wanted, report, existing))
         except EndpointDown as exc:  # the circuit breaker opened: the run fails with its reason
             log.warning("run %s failed: %s", run_id, exc)
             mark_failed(run_id, str(exc))
@@ -311,7 +313,8 @@ def execute_chunk(*, run_id: int, item_ids: list[int] | None = None) -> ChunkRep
     return report
 
 
-async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport) -> None:
+async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport,
+                   existing: set[tuple[int, int]]) -> None:
     method = get_method(run.method)
     loop = asyncio.get_running_loop()
     db = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"run-{run.pk}-db")  # writes (streaming.stream_jobs)
@@ -327,7 +330,7 @@ async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport)
     outcome = StreamOutcome()
     first = loop.run_in_executor(reads, plan_first)
     try:
-        await _stream(run, method, first, batches, reads, db, report, outcome)
+        await _stream(run, method, first, batches, reads, db, report, outcome, existing)
     finally:
         report.written += outcome.written
         report.errors += outcome.errors
@@ -341,7 +344,8 @@ async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport)
 
 
 async def _stream(run: Run, method, first, batches: list[list[tuple[int, int]]], reads: ThreadPoolExecutor,
-                  db: ThreadPoolExecutor, report: ChunkReport, outcome: StreamOutcome) -> None:
+                  db: ThreadPoolExecutor, report: ChunkReport, outcome: StreamOutcome,
+                  existing: set[tuple[int, int]]) -> None:
     """The chunk's jobs (``first``: the planner and the first batch's jobs, on their way) through the engine."""
     # Here, not at the top: it imports redis, which URL loading (services import this module) does not need.
     from evaluation.execution.infrastructure import INFRASTRUCTURE_ERRORS
@@ -373,6 +377,6 @@ async def _stream(run: Run, method, first, batches: list[list[tuple[int, int]]],
                     cache_fetch=cache_fetch if use_cache else None,
                     ramp_spacing_s=0.0 if endpoint.is_builtin else settings.EVALUATION_RAMP_SPACING_S,
                     infrastructure_errors=INFRASTRUCTURE_ERRORS)
-    await stream_jobs(engine=engine, jobs=jobs(), db=db, write=lambda batch: _write(run, batch, endpoint.model),
+    await stream_jobs(engine=engine, jobs=jobs(), db=db, write=lambda batch: _write(run, batch, endpoint.model, existing),
                       is_cancelled=lambda: _is_cancelled(run.pk), close_client=client.close, count=wanted_count,
                       outcome=outcome)

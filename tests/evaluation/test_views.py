@@ -27,7 +27,7 @@ def finished_run(detectbench_dir, django_capture_on_commit_callbacks):
     found = []
     engine = Engine(method=get_method("naive"), client=execution.make_client(endpoint, seed=run.seed), concurrency=4)
     asyncio.run(engine.run(jobs, on_result=found.append))
-    execution._write(run, found, endpoint.model)
+    execution._write(run, found, endpoint.model, set())
     execution.refresh_status(run.pk)
     run.refresh_from_db()
     return run

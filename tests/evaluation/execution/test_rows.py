@@ -63,3 +63,63 @@ def test_every_writer_writes_the_rows_the_orm_writes(sample_items):
         assert created in ({}, now)  # an update keeps when the row was first written
         created = now
     assert {r["attempts"] for r in written[0].values()} >= {8}  # the second writes updated the rows
+
+
+def test_new_rows_are_copied_straight_in_and_a_row_there_already_falls_back_to_the_upsert(sample_items):
+    """A batch of new rows is COPYed into the table itself (no session table); should one of its (run, item, sample)
+    be there after all, the COPY leaves nothing and the upsert writes the batch: every row once, the one that was
+    there updated, the rows written exactly as Django's upsert writes them."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.fail("this test needs PostgreSQL (DATABASE_URL): the COPY path is PostgreSQL's")
+    endpoint = services.endpoint_for_cli(builtin="lexical")
+    runs = [services.run_launch(endpoint=endpoint, method="naive", ids=[i.pk for i in sample_items][:10],
+                                samples=1, enqueue=False) for _ in range(2)]
+    results = _results(runs[0])
+    # runs[1]: one of the ten rows is there already (written by "another execution"), with other values.
+    with transaction.atomic():
+        rows._upsert_rows_postgresql([rows.result_values(runs[1], dataclasses.replace(results[2], attempts=99))])
+    with connection.execute_wrapper(_statements := _Recorder()):
+        with transaction.atomic():
+            rows._insert_rows_postgresql([rows.result_values(runs[1], r) for r in results])
+    assert any("INSERT INTO" in sql and "ON CONFLICT" in sql for sql in _statements.sql)  # it fell back
+    with transaction.atomic():
+        _orm_upsert([rows.result_row(runs[0], r) for r in results])
+    assert _written(runs[1]) == _written(runs[0])
+    assert Result.objects.filter(run=runs[1]).count() == 10
+    # A batch of new rows only: straight in, no session table and no upsert.
+    runs.append(services.run_launch(endpoint=endpoint, method="naive", ids=[i.pk for i in sample_items][:10],
+                                    samples=1, enqueue=False))
+    with connection.execute_wrapper(_statements := _Recorder()):
+        rows.write_results(runs[2], results, "lexical")
+    assert not any("INSERT" in sql or "TEMP TABLE" in sql for sql in _statements.sql), _statements.sql  # a COPY
+    assert _written(runs[2]) == _written(runs[0])
+    # Rows the chunk knew were there (failed rows asked again) go through the upsert at once.
+    with connection.execute_wrapper(_statements := _Recorder()):
+        rows.write_results(runs[2], [dataclasses.replace(r, attempts=5) for r in results],
+                           "lexical", existing={(results[0].job.item_id, results[0].job.sample_index)})
+    assert any("ON CONFLICT" in sql for sql in _statements.sql)
+    assert {r.attempts for r in Result.objects.filter(run=runs[2])} == {5}
+
+
+class _Recorder:
+    def __init__(self):
+        self.sql = []
+
+    def __call__(self, execute, sql, params, many, context):
+        self.sql.append(sql)
+        return execute(sql, params, many, context)
+
+
+def test_the_large_columns_of_a_row_are_compressed_with_lz4():
+    """Migration 0012: a row's messages and raw output are compressed with lz4 (pglz cost PostgreSQL a fifth of its
+    CPU per row); the server here has it, so a missing lz4 would be a fault of the migration, not of the server."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.fail("this test needs PostgreSQL (DATABASE_URL)")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT attname, attcompression FROM pg_attribute WHERE attrelid = 'evaluation_result'::regclass "
+                       "AND attname IN ('messages', 'raw_output')")
+        assert dict(cursor.fetchall()) == {"messages": "l", "raw_output": "l"}
