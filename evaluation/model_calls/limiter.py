@@ -200,13 +200,18 @@ class RedisLimiter(Limiter):
 
     The coroutines of a process that wait for a slot are served together: one task asks Redis
     for as many slots as there are waiters in one script call (one round trip for the 64 requests
-    that start a run, not 64), on a small pool of connections."""
+    that start a run, not 64), at most ``ask_most`` a call, on a small pool of connections."""
 
     pool_size = 4
     #: The longest wait between two asks of a process whose coroutines wait for a slot (jittered to 5-15 ms).
     #: One small script call per ask, for all of the process' waiters: about 100 calls a second (at most
     #: 200) per waiting process, and a slot another process gives back is taken up within ~15 ms.
     poll_cap_s = 0.01
+    #: The most slots one script call asks for. A full grant asks again at once, so many slots freed together are
+    #: still taken within a few round trips; but the process' waiters, while the other processes hold the slots,
+    #: ask about a hundred times a second, and a call naming every one of 128 waiters (a token each, packed by
+    #: redis-py) was a tenth of the event loop's CPU of a worker process sharing the limit (two Celery workers).
+    ask_most = 32
 
     def __init__(self, *, redis_url: str, key: str, limit: int, requests_per_minute: int | None = None,
                  lease_s: float = DEFAULT_LEASE_S):
@@ -236,14 +241,15 @@ class RedisLimiter(Limiter):
         return await self._granted()
 
     async def _acquire_for_waiters(self) -> None:
-        """Grant slots to the waiting coroutines, as many per script call as there are waiters."""
+        """Grant slots to the waiting coroutines, as many per script call as there are waiters (``ask_most`` at most)."""
         waited = 0
         await asyncio.sleep(0)  # let the coroutines of this loop turn queue up too
         while any(not f.done() for f in self._waiters):
             # One random draw per ask, not per waiter (a process with 128 waiters asked ~100 times a second): the
             # tokens are that draw and their index, unique all the same.
             prefix = os.urandom(12).hex()
-            tokens = [f"{prefix}-{n}" for n in range(sum(1 for f in self._waiters if not f.done()))]
+            waiting = sum(1 for f in self._waiters if not f.done())
+            tokens = [f"{prefix}-{n}" for n in range(min(waiting, self.ask_most))]
             try:
                 granted = int(await self._script(keys=[self.slots_key, self.rate_key],
                                                  args=[self.limit, self.lease_s, self.rpm, *tokens]))

@@ -179,3 +179,38 @@ def test_file_limiter_requests_per_minute_and_a_waiter_given_up_leaks_no_slot(tm
         await a.close(), await b.close()
 
     asyncio.run(go())
+
+
+def test_waiters_ask_for_at_most_ask_most_slots_a_call_and_take_many_freed_slots_at_once():
+    """While another process holds every slot, a process' 100 waiters ask Redis with calls of at most ``ask_most``
+    tokens (each naming every waiter was a tenth of a worker's event loop); when the 100 slots come back together,
+    every waiter has one within a few round trips (a full grant asks again at once), and the bound holds."""
+    key = f"test-ask-{os.getpid()}-{time.time_ns()}"
+
+    async def go():
+        holder = RedisLimiter(redis_url=settings.REDIS_URL, key=key, limit=100)
+        waiting = RedisLimiter(redis_url=settings.REDIS_URL, key=key, limit=100)
+        held = [await holder._acquire() for _ in range(100)]
+        asks, script = [], waiting._script
+
+        async def recording(*, keys, args):
+            asks.append(len(args) - 3)
+            return await script(keys=keys, args=args)
+
+        waiting._script = recording
+        gauge = {"now": 0, "peak": 0}
+        tasks = [asyncio.ensure_future(_hold(waiting, gauge, 0.3)) for _ in range(100)]
+        await asyncio.sleep(0.1)  # every waiter asks and is refused meanwhile
+        refused = len(asks)
+        freed = time.monotonic()
+        await holder._release_many(held)
+        while gauge["now"] < 100:
+            await asyncio.sleep(0.001)
+        took = time.monotonic() - freed
+        await asyncio.gather(*tasks)
+        await holder.close(), await waiting.close()
+        return asks, refused, took, gauge["peak"]
+
+    asks, refused, took, peak = asyncio.run(go())
+    assert refused >= 3 and max(asks) == RedisLimiter.ask_most < 100
+    assert took < 0.2 and peak == 100
