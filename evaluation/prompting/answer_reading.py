@@ -322,15 +322,19 @@ def _norm_text(text: str) -> str:
 # The prompt's own format, ending in an answer section that is one label alone (``...\n### Answer:\n2``): what a
 # model that follows the prompt writes, read without the general rules (20 us of the event loop's ~150 per request
 # at concurrency 256). Only where those rules could not read it otherwise: ASCII from the header on (the normalising
-# leaves it as it is), no mark that rewrites the text before it (``<think>``, LaTeX, ``\r``); the label in range.
+# leaves it as it is), no mark that rewrites the text before it (``<think>``, LaTeX, ``\r``; looked for after NFKC,
+# as the rules look: ``＜think＞`` is ``<think>``); the label in range.
 # tests/evaluation/prompting/test_answer_reading.py checks it against the general rules on generated outputs.
-_LAST_ANSWER = re.compile(r"[ \t]*###[ \t]*Answer[ \t]*:[ \t\n]*(?:(\d{1,2})|([A-Z]))[ \t\n]*\Z")
+_LAST_ANSWER = re.compile(r"[ \t]*###[ \t]*Answer[ \t]*:[ \t\n]*(?:(\d{1,2})|([A-Z]))[ \t\n]*\Z", re.ASCII)
 
 
 def _answer_alone(text: str, count: int, style: str) -> ParsedAnswer | None:
     """The reading of an output that ends in an answer section holding one label, else None (read by the rules)."""
     header = text.rfind("###")
-    if header < 0 or "<" in text or "\\" in text or "\r" in text:
+    if header < 0 or "\r" in text:
+        return None
+    marks = text if text.isascii() else unicodedata.normalize("NFKC", text)  # as the rules see it: ＜think＞ is <think>
+    if "<" in marks or "\\" in marks:
         return None
     start = text.rfind("\n", 0, header) + 1  # the header's line
     match = _LAST_ANSWER.match(text, start)

@@ -293,6 +293,7 @@ def test_the_quick_looks_for_marks_never_change_a_reading(text):
 _HEADS = st.lists(st.one_of(_MARKS, st.sampled_from([
     "### Key Information:", "### Answer:", "### Answer 2:", "Answer: 3", "the answer is 4", "option three",
     "### Answer:\n2", "1/2/3/4", "xxxxx", "The butler", "\n\n", " ", "#", "**", "＃＃＃ Answer：", "<think>", "A",
+    "＜think＞", "﹤think﹥", "＼boxed{3}", "﹨text{2}", "＄", "答案：3",  # NFKC makes these <think>, \boxed, $
 ]), st.text(max_size=8)), max_size=20).map("".join)
 _EDGY_TAILS = st.tuples(
     st.sampled_from(["", "\n", "\n\n", " \n", "\t"]),  # before the header
@@ -333,6 +334,7 @@ def test_the_answer_alone_takes_the_prompts_format_and_nothing_unsure():
     assert answer_reading._answer_alone(key + "### Answer:\n  3  \n", 4, "numbers").index == 2
     for unsure in (key + "### Answer:\n5", key + "### Answer:\n0", key + "### Answer:\nC", "### Answer:\n2 or 3",
                    "<think>### Answer:\n2", "### Answer:\r\n2", "\\boxed{3} ### Answer:\n2", "## Answer:\n2",
-                   "### Answer:\n2\nbecause", "### Answer 2:\n2", "> ### Answer:\n2", "x ### Answer:\n2"):
+                   "### Answer:\n2\nbecause", "### Answer 2:\n2", "> ### Answer:\n2", "x ### Answer:\n2",
+                   "＜think＞ hmm\n### Answer:\n2", "﹤think﹥ I think 3\n### Answer:\n2"):
         assert answer_reading._answer_alone(unsure, 4, "numbers") is None, unsure
     assert answer_reading._answer_alone("### Answer:\n2", 4, "letters") is None
