@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 from django.db import transaction
+from django.test.utils import CaptureQueriesContext
 
 from evaluation.execution import chunks as execution
 from evaluation.execution import rows
@@ -80,10 +81,10 @@ def test_new_rows_are_copied_straight_in_and_a_row_there_already_falls_back_to_t
     # runs[1]: one of the ten rows is there already (written by "another execution"), with other values.
     with transaction.atomic():
         rows._upsert_rows_postgresql([rows.result_values(runs[1], dataclasses.replace(results[2], attempts=99))])
-    with connection.execute_wrapper(_statements := _Recorder()):
+    with CaptureQueriesContext(connection) as statements:
         with transaction.atomic():
             rows._insert_rows_postgresql([rows.result_values(runs[1], r) for r in results])
-    assert any("INSERT INTO" in sql and "ON CONFLICT" in sql for sql in _statements.sql)  # it fell back
+    assert any("INSERT INTO" in q["sql"] and "ON CONFLICT" in q["sql"] for q in statements)  # it fell back
     with transaction.atomic():
         _orm_upsert([rows.result_row(runs[0], r) for r in results])
     assert _written(runs[1]) == _written(runs[0])
@@ -91,25 +92,16 @@ def test_new_rows_are_copied_straight_in_and_a_row_there_already_falls_back_to_t
     # A batch of new rows only: straight in, no session table and no upsert.
     runs.append(services.run_launch(endpoint=endpoint, method="naive", ids=[i.pk for i in sample_items][:10],
                                     samples=1, enqueue=False))
-    with connection.execute_wrapper(_statements := _Recorder()):
+    with CaptureQueriesContext(connection) as statements:
         rows.write_results(runs[2], results, "lexical")
-    assert not any("INSERT" in sql or "TEMP TABLE" in sql for sql in _statements.sql), _statements.sql  # a COPY
+    assert not any("INSERT" in q["sql"] or "TEMP TABLE" in q["sql"] for q in statements), statements.captured_queries
     assert _written(runs[2]) == _written(runs[0])
     # Rows the chunk knew were there (failed rows asked again) go through the upsert at once.
-    with connection.execute_wrapper(_statements := _Recorder()):
+    with CaptureQueriesContext(connection) as statements:
         rows.write_results(runs[2], [dataclasses.replace(r, attempts=5) for r in results],
                            "lexical", existing={(results[0].job.item_id, results[0].job.sample_index)})
-    assert any("ON CONFLICT" in sql for sql in _statements.sql)
+    assert any("ON CONFLICT" in q["sql"] for q in statements)
     assert {r.attempts for r in Result.objects.filter(run=runs[2])} == {5}
-
-
-class _Recorder:
-    def __init__(self):
-        self.sql = []
-
-    def __call__(self, execute, sql, params, many, context):
-        self.sql.append(sql)
-        return execute(sql, params, many, context)
 
 
 def test_the_large_columns_of_a_row_are_compressed_with_lz4():
