@@ -16,7 +16,7 @@ from celery.signals import worker_init, worker_ready, worker_shutdown
 from django.conf import settings
 
 from evaluation.execution import chunks as execution
-from evaluation.execution import embedded_workers, heartbeats
+from evaluation.execution import continuation, embedded_workers, heartbeats
 from evaluation.execution import recovery as reconcile
 from evaluation.execution.infrastructure import INFRASTRUCTURE_ERRORS
 from evaluation.execution.judge import execute_judge_run
@@ -43,10 +43,12 @@ def run_chunk(self, run_id: int, item_ids: list[int]) -> dict:
     if not claimed:
         execution.refresh_status(run_id)
         return {"run": run_id, "jobs": 0, "written": 0, "errors": 0, "claimed": 0}
-    with heartbeats.heartbeat(run_id=run_id, item_ids=claimed, task_id=self.request.id or ""):
-        report = execution.execute_chunk(run_id=run_id, item_ids=claimed)
+    with heartbeats.heartbeat(run_id=run_id, item_ids=claimed, task_id=self.request.id or "") as beat:
+        # Goes on with the run's next chunk in the queue, if it is the next message (evaluation.execution.continuation).
+        report = execution.execute_chunk(run_id=run_id, item_ids=claimed,
+                                         more=lambda: continuation.take_next_chunk(run_id, beat))
     return {"run": run_id, "jobs": report.jobs, "written": report.written, "errors": report.errors,
-            "claimed": len(claimed)}
+            "claimed": len(claimed), "taken": report.taken}
 
 
 @shared_task(ignore_result=True, expires=settings.EVALUATION_RECONCILE_INTERVAL_S)

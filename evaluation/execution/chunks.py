@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,7 @@ class ChunkReport:
     written: int = 0
     errors: int = 0
     skipped: int = 0
+    taken: int = 0  # items of the run's next chunks taken off the queue (evaluation.execution.continuation)
     cancelled: bool = False
     failed: str = ""  # why the run failed in this chunk (the circuit breaker), else ""
 
@@ -284,8 +286,10 @@ def refresh_status(run_id: int) -> None:
         )
 
 
-def execute_chunk(*, run_id: int, item_ids: list[int] | None = None) -> ChunkReport:
-    """Compute the missing or failed rows of these items of the run (all of the run's items if None)."""
+def execute_chunk(*, run_id: int, item_ids: list[int] | None = None,
+                  more: Callable[[], list[int] | None] | None = None) -> ChunkReport:
+    """Compute the missing or failed rows of these items of the run (all of the run's items if None), then those
+    of the items ``more()`` gives while it gives a list (evaluation.execution.continuation), if given."""
     close_old_connections()
     run = Run.objects.select_related("endpoint").get(pk=run_id)
     report = ChunkReport(run_id=run_id)
@@ -303,7 +307,7 @@ def execute_chunk(*, run_id: int, item_ids: list[int] | None = None) -> ChunkRep
         return report
     if wanted:
         try:
-            run_event_loop(_execute(run, wanted, report, existing))
+            run_event_loop(_execute(run, wanted, report, existing, more))
         except EndpointDown as exc:  # the circuit breaker opened: the run fails with its reason
             log.warning("run %s failed: %s", run_id, exc)
             mark_failed(run_id, str(exc))
@@ -314,7 +318,7 @@ def execute_chunk(*, run_id: int, item_ids: list[int] | None = None) -> ChunkRep
 
 
 async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport,
-                   existing: set[tuple[int, int]]) -> None:
+                   existing: set[tuple[int, int]], more: Callable[[], list[int] | None] | None = None) -> None:
     method = get_method(run.method)
     loop = asyncio.get_running_loop()
     db = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"run-{run.pk}-db")  # writes (streaming.stream_jobs)
@@ -330,7 +334,7 @@ async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport,
     outcome = StreamOutcome()
     first = loop.run_in_executor(reads, plan_first)
     try:
-        await _stream(run, method, first, batches, reads, db, report, outcome, existing)
+        await _stream(run, method, first, batches, reads, db, report, outcome, existing, more)
     finally:
         report.written += outcome.written
         report.errors += outcome.errors
@@ -345,23 +349,36 @@ async def _execute(run: Run, wanted: list[tuple[int, int]], report: ChunkReport,
 
 async def _stream(run: Run, method, first, batches: list[list[tuple[int, int]]], reads: ThreadPoolExecutor,
                   db: ThreadPoolExecutor, report: ChunkReport, outcome: StreamOutcome,
-                  existing: set[tuple[int, int]]) -> None:
-    """The chunk's jobs (``first``: the planner and the first batch's jobs, on their way) through the engine."""
+                  existing: set[tuple[int, int]], more: Callable[[], list[int] | None] | None = None) -> None:
+    """The chunk's jobs (``first``: the planner and the first batch's jobs, on their way) through the engine, then
+    those of the items ``more`` gives (planned on the reading thread while the last jobs run)."""
     # Here, not at the top: it imports redis, which URL loading (services import this module) does not need.
     from evaluation.execution.infrastructure import INFRASTRUCTURE_ERRORS
 
     endpoint = run.endpoint
     loop = asyncio.get_running_loop()
-    wanted_count = sum(len(batch) for batch in batches)
+    wanted_count, in_run = sum(len(batch) for batch in batches), set(run.item_ids)
+
+    def next_batches() -> list[list[tuple[int, int]]]:
+        while not _is_cancelled(run.pk) and (items := more()) is not None:
+            wanted, skipped, failed = _wanted(run, [item for item in items if item in in_run])
+            report.taken, report.skipped = report.taken + len(items), report.skipped + skipped
+            existing.update(failed)  # only looked up (`in`) by the writing thread
+            if wanted:
+                return [wanted[i:i + PLAN_BATCH] for i in range(0, len(wanted), PLAN_BATCH)]
+        return []
 
     async def jobs():
         planner, planned = await first
-        for index, batch in enumerate(batches):
-            if index:
-                planned = await loop.run_in_executor(reads, planner.jobs, batch)
-            report.jobs += len(planned)
-            for job in planned:
-                yield job
+        pending = batches
+        while pending:
+            for batch in pending:
+                planned = planned if planned is not None else await loop.run_in_executor(reads, planner.jobs, batch)
+                report.jobs += len(planned)
+                for job in planned:
+                    yield job
+                planned = None
+            pending = await loop.run_in_executor(reads, next_batches) if more is not None else []
 
     # The run's parameters, frozen at launch (the endpoint may have been edited since).
     params = run.params if not endpoint.is_builtin else endpoint.generation_params()
@@ -378,5 +395,6 @@ async def _stream(run: Run, method, first, batches: list[list[tuple[int, int]]],
                     ramp_spacing_s=0.0 if endpoint.is_builtin else settings.EVALUATION_RAMP_SPACING_S,
                     infrastructure_errors=INFRASTRUCTURE_ERRORS)
     await stream_jobs(engine=engine, jobs=jobs(), db=db, write=lambda batch: _write(run, batch, endpoint.model, existing),
-                      is_cancelled=lambda: _is_cancelled(run.pk), close_client=client.close, count=wanted_count,
+                      is_cancelled=lambda: _is_cancelled(run.pk), close_client=client.close,
+                      count=wanted_count if more is None else None,  # None: as many workers as the concurrency
                       outcome=outcome)

@@ -183,19 +183,41 @@ class ChunkHeartbeat:
         self._thread: threading.Thread | None = None
         self._client = broker_redis()
 
+    @property
+    def client(self):
+        """The heartbeat's client of the broker's Redis (None when the broker is not Redis)."""
+        return self._client
+
     def beat(self) -> None:
-        client = self._client
+        self._write()
+        if self.task_id:
+            self.renewed += _renew_delivery(self._client, self.task_id)
+        self.beats += 1
+
+    def _write(self) -> None:
         ttl = max(1, int(round(4 * _heartbeat_s())))
-        pipe = client.pipeline()
+        pipe = self._client.pipeline()
         pipe.set(_chunk_key(self.token), json.dumps({"run": self.run_id, "items": self.item_ids, "at": time.time()}),
                  ex=ttl)
         pipe.sadd(_run_chunks_key(self.run_id), self.token)
         pipe.expire(_run_chunks_key(self.run_id), 86400)
         pipe.set(_chunked_key(self.run_id), 1, ex=86400)
         pipe.execute()
-        if self.task_id:
-            self.renewed += _renew_delivery(client, self.task_id)
-        self.beats += 1
+
+    def cover(self, items: list[int]) -> list[int]:
+        """Name these items too (the chunk took them over), written to Redis before this returns; the ones added."""
+        held = set(self.item_ids)
+        added = [item for item in dict.fromkeys(items) if item not in held]
+        if added and self._client is not None:
+            self.item_ids = self.item_ids + added  # a new list: the beating thread may be writing the old one
+            self._write()
+        return added
+
+    def uncover(self, items: list[int]) -> None:
+        if items and self._client is not None:
+            dropped = set(items)
+            self.item_ids = [item for item in self.item_ids if item not in dropped]
+            self._write()
 
     def _loop(self) -> None:
         while not self._stop.wait(_heartbeat_s()):

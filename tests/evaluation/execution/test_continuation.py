@@ -1,0 +1,219 @@
+"""A running chunk goes on with its run's next chunk in the broker's queue (issue 23, point 3): it takes only the
+message a worker would take next, only of its own run, covers its items before the message leaves the queue, and
+never takes what a worker took first. Real Redis broker, real Celery messages and a real worker process."""
+import signal
+import time
+
+import pytest
+from celery import current_app
+from django.test import override_settings
+
+from annotation.models import Item
+from evaluation.execution import continuation, heartbeats
+from evaluation.models import Result, Run, RunStatus
+from evaluation.services import runs as services
+from evaluation.tasks import run_chunk
+from tests.conftest import start_celery_worker, subprocess_env
+from tests.support.faults import assert_exactly_one_result_each_and_none_failed, received_count, wait_for
+from tests.support.items import import_items
+from tests.support.model_server import ModelServer
+
+fast = pytest.mark.django_db
+
+
+@pytest.fixture
+def items(detectbench_dir):
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=20)
+    return list(Item.objects.filter(split="test").order_by("pk").values_list("pk", flat=True))
+
+
+def a_run(items) -> Run:
+    endpoint = services.endpoint_for_cli(builtin="first-option")
+    return services.run_launch(endpoint=endpoint, method="naive", ids=items, chunk_size=5, enqueue=False)
+
+
+def queued(broker) -> list[tuple[int, list[int]]]:
+    """The run_chunk messages in the queue, the next one a worker takes first."""
+    raws = [raw for key in continuation.queue_keys_in_order() for raw in reversed(broker.lrange(key, 0, -1))]
+    return [(found[1], found[2]) for found in map(heartbeats.chunk_of_message, raws) if found]
+
+
+@pytest.fixture
+def beat_of(broker):
+    beats = []
+
+    def make(run, item_ids):
+        beats.append(heartbeats.ChunkHeartbeat(run_id=run.pk, item_ids=list(item_ids)).start())
+        return beats[-1]
+    yield make
+    for beat in beats:
+        beat.stop()
+
+
+@fast
+def test_it_takes_the_message_a_worker_would_take_next_and_covers_its_items_first(items, broker, beat_of):
+    run = a_run(items)
+    for chunk in (items[:3], items[3:6], items[6:9]):
+        run_chunk.delay(run.pk, chunk)
+    with current_app.connection_for_read() as connection:  # what a worker's consumer gets: the first published
+        message = connection.default_channel.basic_get(current_app.conf.task_default_queue)
+        assert message.headers["task"] == "evaluation.tasks.run_chunk" and message.decode()[0] == [run.pk, items[:3]]
+        message.ack()
+    beat = beat_of(run, items[10:12])
+    assert continuation.take_next_chunk(run.pk, beat) == items[3:6]
+    assert beat.item_ids == items[10:12] + items[3:6]
+    assert heartbeats.live_chunk_items(broker, run.pk) == set(items[10:12] + items[3:6])  # written at once
+    assert queued(broker) == [(run.pk, items[6:9])]
+    assert continuation.take_next_chunk(run.pk, beat) == items[6:9]
+    assert queued(broker) == [] and continuation.take_next_chunk(run.pk, beat) is None  # nothing left
+
+
+@fast
+def test_another_run_s_message_next_in_line_is_never_passed_over(items, broker, beat_of):
+    first, other = a_run(items), a_run(items)
+    run_chunk.delay(other.pk, items[:3])
+    run_chunk.delay(first.pk, items[3:6])
+    beat = beat_of(first, items[10:12])
+    assert continuation.take_next_chunk(first.pk, beat) is None
+    assert queued(broker) == [(other.pk, items[:3]), (first.pk, items[3:6])]  # both still there, in order
+    assert beat.item_ids == items[10:12]
+
+
+@fast
+def test_items_another_live_chunk_computes_are_left_to_it(items, broker, beat_of):
+    run = a_run(items)
+    beat_of(run, items[:2])  # another live chunk (a copy queued again by a reconciliation, say) computes two
+    run_chunk.delay(run.pk, items[:5])
+    beat = beat_of(run, items[10:12])
+    assert continuation.take_next_chunk(run.pk, beat) == items[2:5]
+    assert queued(broker) == []  # the message is gone: its other items are computed by the other chunk
+
+
+@fast
+def test_items_of_the_taking_chunk_itself_are_not_taken_again(items, broker, beat_of):
+    """A dead worker's message put back in the queue may name items this chunk computes (rows not yet written)."""
+    run = a_run(items)
+    run_chunk.delay(run.pk, items[:6])
+    beat = beat_of(run, items[:3])
+    assert continuation.take_next_chunk(run.pk, beat) == items[3:6]
+    assert beat.item_ids == items[:6]
+
+
+class SeesTheCoverAtRemoval:
+    """The broker's client, noting which items live chunks cover at the instant the message is removed."""
+
+    def __init__(self, client, run_id):
+        self.client, self.run_id, self.covered_at_removal = client, run_id, None
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+    def lrem(self, key, count, value):
+        self.covered_at_removal = heartbeats.live_chunk_items(self.client, self.run_id)
+        return self.client.lrem(key, count, value)
+
+
+@fast
+def test_no_item_is_ever_neither_queued_nor_covered(items, broker, beat_of):
+    run = a_run(items)
+    run_chunk.delay(run.pk, items[:3])
+    beat = beat_of(run, items[10:12])
+    beat._client = watcher = SeesTheCoverAtRemoval(beat._client, run.pk)
+    assert continuation.take_next_chunk(run.pk, beat) == items[:3]
+    assert watcher.covered_at_removal == set(items[10:12] + items[:3])
+
+
+class WorkerTakesItFirst:
+    """The broker's client, with a worker's BRPOP landing between the look at the queue and the removal."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+    def lrem(self, key, count, value):
+        assert self.client.rpop(key) == value
+        return self.client.lrem(key, count, value)
+
+
+@fast
+def test_a_message_a_worker_took_meanwhile_is_not_taken_and_its_items_are_not_covered(items, broker, beat_of):
+    run = a_run(items)
+    run_chunk.delay(run.pk, items[:3])
+    beat = beat_of(run, items[10:12])
+    beat._client = WorkerTakesItFirst(beat._client)
+    assert continuation.take_next_chunk(run.pk, beat) is None
+    assert beat.item_ids == items[10:12]
+    assert heartbeats.live_chunk_items(broker, run.pk) == set(items[10:12])
+
+
+@fast
+def test_without_redis_or_with_redis_away_nothing_is_taken(items, broker):
+    run = a_run(items)
+    with override_settings(CELERY_BROKER_URL="filesystem://"):
+        assert continuation.take_next_chunk(run.pk, heartbeats.ChunkHeartbeat(run_id=run.pk, item_ids=[])) is None
+    with override_settings(CELERY_BROKER_URL="redis://127.0.0.1:1/0"):  # nothing listens there
+        away = heartbeats.ChunkHeartbeat(run_id=run.pk, item_ids=[])
+        assert continuation.take_next_chunk(run.pk, away) is None
+
+
+def test_the_queues_are_read_in_the_order_of_the_transport_s_brpop():
+    with current_app.connection_for_read() as connection:
+        channel = connection.default_channel
+        expected = [channel._q_for_pri(current_app.conf.task_default_queue, step) for step in channel.priority_steps]
+    assert continuation.queue_keys_in_order() == expected
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_worker_process_runs_a_four_chunk_run_as_one_task_each_row_once(items, tmp_path):
+    worker = start_celery_worker(tmp_path, pool="solo", concurrency=1)
+    try:
+        with ModelServer(latency_s=0.02) as server:
+            endpoint = services.endpoint_create(name="continuation", base_url=server.base_url, model="stand-in",
+                                                max_concurrency=4, use_cache=False)
+            run = services.run_launch(endpoint=endpoint, method="naive", ids=items, chunk_size=5)
+            wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.FINISHED, 60, "the run to finish")
+            answered = server.stats.answered_ok
+    finally:
+        worker.stop()
+    log = worker.log.read_text(errors="replace")
+    assert_exactly_one_result_each_and_none_failed(run)
+    assert answered == Result.objects.filter(run=run).count() == len(items)  # no request sent twice
+    assert received_count(worker.log) == 1 and log.count("took the next chunk") == 3, log[-3000:]
+    assert "'claimed': 5, 'taken': 15" in log
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_after_taking_the_next_chunk_loses_nothing_without_a_manual_step(items, tmp_path):
+    """The chunk taken is no longer in the broker: when its worker dies, its heartbeat expires and the
+    reconciliation queues its missing items again (no Resume pressed)."""
+    env = subprocess_env(EVALUATION_LIMITER_LEASE_S="1", BROKER_VISIBILITY_TIMEOUT_S="4", EVALUATION_CHUNK_HEARTBEAT_S="1",
+                         EVALUATION_RECONCILE_INTERVAL_S="1", EVALUATION_RECONCILE_GRACE_S="1")
+    worker = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)
+    try:
+        with ModelServer(latency_s=0.3) as server:
+            endpoint = services.endpoint_create(name="continuation-kill", base_url=server.base_url, model="stand-in",
+                                                max_concurrency=2, use_cache=False)
+            run = services.run_launch(endpoint=endpoint, method="naive", ids=items, chunk_size=10)
+            wait_for(lambda: "took the next chunk" in worker.log.read_text(errors="replace"), 60, "the next chunk taken")
+            worker.stop(signal.SIGKILL)
+            time.sleep(0.5)  # the requests in flight at the kill are answered (to no one)
+            before = Result.objects.filter(run=run).count()
+            assert before < len(items) and not queued_chunks_of(run)  # the taken chunk's message is gone
+            server.reset()
+            worker = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)
+            wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.FINISHED, 90, "the run to finish")
+            answered = server.stats.answered_ok
+    finally:
+        worker.stop()
+    assert_exactly_one_result_each_and_none_failed(run)
+    assert answered == len(items) - before  # only the missing rows, each once
+
+
+def queued_chunks_of(run) -> list[list[int]]:
+    broker = heartbeats.broker_redis()
+    try:
+        return [chunk for run_id, chunk in queued(broker) if run_id == run.pk]
+    finally:
+        broker.close()
