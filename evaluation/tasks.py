@@ -13,6 +13,7 @@ import time
 
 from celery import shared_task
 from celery.signals import worker_init, worker_ready, worker_shutdown
+from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 
 from evaluation.execution import chunks as execution
@@ -44,9 +45,19 @@ def run_chunk(self, run_id: int, item_ids: list[int]) -> dict:
         execution.refresh_status(run_id)
         return {"run": run_id, "jobs": 0, "written": 0, "errors": 0, "claimed": 0}
     with heartbeats.heartbeat(run_id=run_id, item_ids=claimed, task_id=self.request.id or "") as beat:
-        # Goes on with the run's next chunk in the queue, if it is the next message (evaluation.execution.continuation).
-        report = execution.execute_chunk(run_id=run_id, item_ids=claimed,
-                                         more=lambda: continuation.take_next_chunk(run_id, beat))
+        try:
+            # Goes on with the run's next chunk in the queue, if it is the next message (execution.continuation).
+            report = execution.execute_chunk(run_id=run_id, item_ids=claimed,
+                                             more=lambda: continuation.take_next_chunk(run_id, beat))
+        except INFRASTRUCTURE_ERRORS as exc:
+            taken = [item for item in beat.item_ids if item not in set(claimed)]
+            if not taken:
+                raise  # the automatic retry, with this message's items
+            # The messages of the chunks it took are gone: the retry names their items too. Published before the
+            # heartbeat stops, so that they are never neither queued nor covered.
+            raise self.retry(args=(run_id, [*item_ids, *taken]), exc=exc, countdown=get_exponential_backoff_interval(
+                factor=int(max(1.0, self.retry_backoff)), retries=self.request.retries,
+                maximum=int(self.retry_backoff_max), full_jitter=self.retry_jitter), **self.retry_kwargs) from exc
     return {"run": run_id, "jobs": report.jobs, "written": report.written, "errors": report.errors,
             "claimed": len(claimed), "taken": report.taken}
 

@@ -12,18 +12,23 @@ other process's message stays where it is unless it is the next one too, so both
 the broker's order, as Celery would have handed them out.
 
 Only the message the broker would deliver next is taken (the tail of the first non-empty queue list, in the
-order the Redis transport's BRPOP reads them), and only when it is a chunk of the same run: another run's work
-waiting in the queue is never passed over. Removing it is one ``LREM``: if a worker took it meanwhile, nothing is
-removed and nothing is taken. Its items are named by the taking chunk's heartbeat *before* the message goes, so
-at no instant is an item neither queued nor covered (the reconciliation re-enqueues only uncovered items): if
-the taking process dies, its heartbeat expires and the reconciliation queues the items again, as for any dead
-chunk. Items a live chunk is computing (a copy queued again by a reconciliation, or a dead worker's message
-put back by the broker, say), the taking chunk itself included, are left to it.
-Without Redis as the broker (the embedded ``filesystem://`` one) nothing is taken.
+order the Redis transport's BRPOP reads them), only a chunk of the same run, and only a plain one (not a retry,
+nor one with an ETA or an expiry, whose timing or count the broker and Celery keep): other work waiting in the
+queue is never passed over. Removing it and naming its items in the taking chunk's heartbeat are one step (a Lua
+script, ``ChunkHeartbeat.take_over``), done only if it is still the next message: if a worker or another chunk
+took it meanwhile nothing happens, and at no instant is an item neither queued nor covered (the reconciliation
+re-enqueues only uncovered items). If the taking process dies, its heartbeat expires and the reconciliation
+queues the missing items again, as for any dead chunk; if the task fails and is retried, its retry names the
+items it took (evaluation.tasks.run_chunk). Items a live chunk is computing (a copy queued again by a
+reconciliation, or a dead worker's message put back by the broker, say), the taking chunk itself included, are
+left to it. Without Redis as the broker (the embedded ``filesystem://`` one) nothing is taken.
 """
 from __future__ import annotations
 
+import json
 import logging
+
+from django.conf import settings
 
 from evaluation.execution.heartbeats import (
     ChunkHeartbeat,
@@ -35,7 +40,8 @@ from evaluation.execution.heartbeats import (
 
 log = logging.getLogger(__name__)
 
-#: The Redis transport's priority steps (kombu's default): its BRPOP reads the queue's list, then each step's.
+#: The Redis transport's priority steps (kombu's default, unless the transport options set others): its BRPOP
+#: reads the queue's own list, then each step's.
 PRIORITY_STEPS = (0, 3, 6, 9)
 
 
@@ -44,16 +50,26 @@ def queue_keys_in_order() -> list[str]:
     from celery import current_app as app
 
     names = sorted(set(app.amqp.queues) or {app.conf.task_default_queue})
+    steps = (settings.CELERY_BROKER_TRANSPORT_OPTIONS or {}).get("priority_steps", PRIORITY_STEPS)
     sep = _transport_option("sep", "\x06\x16")
     prefix = _transport_option("global_keyprefix", "")
-    return [prefix + (name if not step else f"{name}{sep}{step}") for step in PRIORITY_STEPS for name in names]
+    return [prefix + (name if not step else f"{name}{sep}{step}") for step in steps for name in names]
+
+
+def _plain(raw) -> bool:
+    """A first delivery, due now: not a retry, no ETA, no expiry."""
+    try:
+        headers = json.loads(raw).get("headers") or {}
+    except (ValueError, AttributeError):
+        return False
+    return not headers.get("retries") and headers.get("eta") is None and headers.get("expires") is None
 
 
 def take_next_chunk(run_id: int, beat: ChunkHeartbeat) -> list[int] | None:
     """Take the next chunk of this run off the broker's queue, if it is the next message of all: its items that no
-    other live chunk is computing, now covered by ``beat``. None when there is nothing to take (the queue is
-    empty, its next message is not a chunk of this run, or a worker took it first); possibly an empty list when
-    every item of the chunk taken is being computed elsewhere (ask again)."""
+    live chunk is computing, now named by ``beat``. None when there is nothing to take (the queue is empty, its
+    next message is other work, or a worker took it first); possibly an empty list when every item of the chunk
+    taken is being computed already (ask again)."""
     client = beat.client
     if client is None:
         return None
@@ -63,19 +79,17 @@ def take_next_chunk(run_id: int, beat: ChunkHeartbeat) -> list[int] | None:
             if raw is None:
                 continue  # an empty list: BRPOP would look at the next one
             found = chunk_of_message(raw)
-            if found is None or found[1] != run_id:
+            if found is None or found[1] != run_id or not _plain(raw):
                 return None  # the next message is other work: it goes first
             # Its own items too: a message put back in the queue (a dead worker's, restored by the broker) may name
             # items this chunk is computing or has computed (their rows not all written yet).
             busy = live_chunk_items(client, run_id, fresh_s=2 * _heartbeat_s() + 1) | set(beat.item_ids)
-            items = [item for item in found[2] if item not in busy]
-            added = beat.cover(items)  # named by the heartbeat before the message leaves the queue
-            if client.lrem(key, -1, raw) != 1:  # a worker took it meanwhile
-                beat.uncover(added)
+            added = beat.take_over(key, raw, [item for item in found[2] if item not in busy])
+            if added is None:  # a worker or another chunk took it meanwhile
                 return None
             log.info("run %s: a running chunk took the next chunk (task %s, %d items, %d of them busy elsewhere)",
-                     run_id, found[0], len(found[2]), len(found[2]) - len(items))
-            return items
+                     run_id, found[0], len(found[2]), len(found[2]) - len(added))
+            return added
     except Exception as exc:  # noqa: BLE001 - Redis unreachable: the chunk ends, the queued ones run as tasks
         log.warning("run %s: could not look for its next chunk: %s", run_id, exc)
     return None

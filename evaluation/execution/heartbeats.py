@@ -168,6 +168,18 @@ def live_chunk_items(client, run_id: int, *, fresh_s: float | None = None) -> se
     return items
 
 
+#: The message is removed only if it is still the queue's next one (its tail), and then the chunk's heartbeat names
+#: its items, in the same step: no worker can take it meanwhile, and its items are never neither queued nor covered.
+_TAKE_OVER = """
+if redis.call('LINDEX', KEYS[1], -1) ~= ARGV[1] then return 0 end
+if redis.call('LREM', KEYS[1], -1, ARGV[1]) ~= 1 then return 0 end
+redis.call('SET', KEYS[2], ARGV[2], 'EX', tonumber(ARGV[3]))
+redis.call('SADD', KEYS[3], ARGV[4])
+redis.call('EXPIRE', KEYS[3], 86400)
+return 1
+"""
+
+
 @dataclass
 class ChunkHeartbeat:
     """While a chunk runs: a heartbeat key naming its items, and its broker message kept fresh."""
@@ -182,6 +194,9 @@ class ChunkHeartbeat:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._client = broker_redis()
+        # Held while the item list is read and written to Redis: a beat never writes back a list older than a
+        # take-over's (the beating thread and the chunk's reading thread both write it).
+        self._lock = threading.Lock()
 
     @property
     def client(self):
@@ -196,28 +211,32 @@ class ChunkHeartbeat:
 
     def _write(self) -> None:
         ttl = max(1, int(round(4 * _heartbeat_s())))
-        pipe = self._client.pipeline()
-        pipe.set(_chunk_key(self.token), json.dumps({"run": self.run_id, "items": self.item_ids, "at": time.time()}),
-                 ex=ttl)
-        pipe.sadd(_run_chunks_key(self.run_id), self.token)
-        pipe.expire(_run_chunks_key(self.run_id), 86400)
-        pipe.set(_chunked_key(self.run_id), 1, ex=86400)
-        pipe.execute()
+        with self._lock:
+            pipe = self._client.pipeline()
+            pipe.set(_chunk_key(self.token), self._payload(self.item_ids), ex=ttl)
+            pipe.sadd(_run_chunks_key(self.run_id), self.token)
+            pipe.expire(_run_chunks_key(self.run_id), 86400)
+            pipe.set(_chunked_key(self.run_id), 1, ex=86400)
+            pipe.execute()
 
-    def cover(self, items: list[int]) -> list[int]:
-        """Name these items too (the chunk took them over), written to Redis before this returns; the ones added."""
-        held = set(self.item_ids)
-        added = [item for item in dict.fromkeys(items) if item not in held]
-        if added and self._client is not None:
-            self.item_ids = self.item_ids + added  # a new list: the beating thread may be writing the old one
-            self._write()
+    def _payload(self, item_ids: list[int]) -> str:
+        return json.dumps({"run": self.run_id, "items": item_ids, "at": time.time()})
+
+    def take_over(self, queue_key: str, message, items: list[int]) -> list[int] | None:
+        """Remove ``message`` from the tail of ``queue_key`` and name ``items`` in this heartbeat, in one step (a
+        Lua script): nothing is done unless the message is still the queue's next one. The items added (those not
+        named already), or None when the message was no longer there (a worker or another chunk took it)."""
+        ttl = max(1, int(round(4 * _heartbeat_s())))
+        with self._lock:
+            held = set(self.item_ids)
+            added = [item for item in dict.fromkeys(items) if item not in held]
+            named = self.item_ids + added
+            done = self._client.eval(_TAKE_OVER, 3, queue_key, _chunk_key(self.token), _run_chunks_key(self.run_id),
+                                     message, self._payload(named), ttl, self.token)
+            if not done:
+                return None
+            self.item_ids = named  # a new list: the heartbeat is written with it from now on
         return added
-
-    def uncover(self, items: list[int]) -> None:
-        if items and self._client is not None:
-            dropped = set(items)
-            self.item_ids = [item for item in self.item_ids if item not in dropped]
-            self._write()
 
     def _loop(self) -> None:
         while not self._stop.wait(_heartbeat_s()):

@@ -2,6 +2,7 @@
 message a worker would take next, only of its own run, covers its items before the message leaves the queue, and
 never takes what a worker took first. Real Redis broker, real Celery messages and a real worker process."""
 import signal
+import threading
 import time
 
 import pytest
@@ -99,53 +100,101 @@ def test_items_of_the_taking_chunk_itself_are_not_taken_again(items, broker, bea
     assert beat.item_ids == items[:6]
 
 
-class SeesTheCoverAtRemoval:
-    """The broker's client, noting which items live chunks cover at the instant the message is removed."""
+class Interleaved:
+    """The broker's client, with something else happening at the instant before the take-over's script runs."""
 
-    def __init__(self, client, run_id):
-        self.client, self.run_id, self.covered_at_removal = client, run_id, None
-
-    def __getattr__(self, name):
-        return getattr(self.client, name)
-
-    def lrem(self, key, count, value):
-        self.covered_at_removal = heartbeats.live_chunk_items(self.client, self.run_id)
-        return self.client.lrem(key, count, value)
-
-
-@fast
-def test_no_item_is_ever_neither_queued_nor_covered(items, broker, beat_of):
-    run = a_run(items)
-    run_chunk.delay(run.pk, items[:3])
-    beat = beat_of(run, items[10:12])
-    beat._client = watcher = SeesTheCoverAtRemoval(beat._client, run.pk)
-    assert continuation.take_next_chunk(run.pk, beat) == items[:3]
-    assert watcher.covered_at_removal == set(items[10:12] + items[:3])
-
-
-class WorkerTakesItFirst:
-    """The broker's client, with a worker's BRPOP landing between the look at the queue and the removal."""
-
-    def __init__(self, client):
-        self.client = client
+    def __init__(self, client, meanwhile):
+        self.client, self.meanwhile = client, meanwhile
 
     def __getattr__(self, name):
         return getattr(self.client, name)
 
-    def lrem(self, key, count, value):
-        assert self.client.rpop(key) == value
-        return self.client.lrem(key, count, value)
+    def eval(self, *args):
+        self.meanwhile()
+        return self.client.eval(*args)
 
 
 @fast
-def test_a_message_a_worker_took_meanwhile_is_not_taken_and_its_items_are_not_covered(items, broker, beat_of):
+def test_a_message_a_worker_took_meanwhile_is_not_taken_and_never_looked_covered(items, broker, beat_of):
     run = a_run(items)
     run_chunk.delay(run.pk, items[:3])
     beat = beat_of(run, items[10:12])
-    beat._client = WorkerTakesItFirst(beat._client)
+    seen = {}
+
+    def worker_takes_it():  # its BRPOP, then its claim: nothing of the message may look covered by the other chunk
+        assert broker.rpop(continuation.queue_keys_in_order()[0]) is not None
+        seen["claimed"] = heartbeats.claim_items(run.pk, items[:3])
+    beat._client = Interleaved(beat._client, worker_takes_it)
     assert continuation.take_next_chunk(run.pk, beat) is None
-    assert beat.item_ids == items[10:12]
-    assert heartbeats.live_chunk_items(broker, run.pk) == set(items[10:12])
+    assert seen["claimed"] == items[:3]
+    assert beat.item_ids == items[10:12] and heartbeats.live_chunk_items(broker, run.pk) == set(items[10:12])
+
+
+@fast
+def test_of_two_chunks_taking_at_once_exactly_one_takes_and_names_the_items(items, broker, beat_of):
+    run = a_run(items)
+    run_chunk.delay(run.pk, items[:3])
+    first, second = beat_of(run, items[10:12]), beat_of(run, items[12:14])
+    got = {}
+    first._client = Interleaved(first._client, lambda: got.setdefault("second", continuation.take_next_chunk(
+        run.pk, second)))  # both looked at the same message; the second's script runs first
+    got["first"] = continuation.take_next_chunk(run.pk, first)
+    assert got == {"second": items[:3], "first": None}
+    assert first.item_ids == items[10:12] and second.item_ids == items[12:14] + items[:3]
+    assert heartbeats.live_chunk_items(broker, run.pk) == set(items[10:14] + items[:3])
+    assert queued(broker) == []
+
+
+class SlowBeat:
+    """The broker's client, whose heartbeat write waits 0.2 s after the beat read the item list."""
+
+    def __init__(self, client, during):
+        self.client, self.during = client, during
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+    def pipeline(self):
+        pipe, during = self.client.pipeline(), self.during
+
+        class Pipe:
+            def __getattr__(self, name):
+                return getattr(pipe, name)
+
+            def execute(self):
+                during()
+                return pipe.execute()
+        return Pipe()
+
+
+@fast
+def test_a_beat_never_writes_back_an_item_list_older_than_a_take_over_s(items, broker, beat_of):
+    run = a_run(items)
+    run_chunk.delay(run.pk, items[:3])
+    beat = beat_of(run, items[10:12])
+    real = beat._client
+    taker = threading.Thread(target=lambda: continuation.take_next_chunk(run.pk, beat))
+
+    def take_while_beating():
+        beat._client = real  # the taker uses the real client
+        taker.start()
+        time.sleep(0.2)  # without the heartbeat's lock the take-over is written now, and this beat's old list after
+    beat._client = SlowBeat(real, take_while_beating)
+    beat.beat()
+    taker.join(5)
+    assert beat.item_ids == items[10:12] + items[:3]
+    assert heartbeats.live_chunk_items(broker, run.pk) == set(items[10:12] + items[:3])
+
+
+@fast
+def test_a_retry_or_a_message_with_an_eta_or_an_expiry_is_left_to_the_broker(items, broker, beat_of):
+    run = a_run(items)
+    beat = beat_of(run, items[10:12])
+    for options in ({"countdown": 60}, {"expires": 600}, {"retries": 1}):
+        run_chunk.apply_async(args=(run.pk, items[:3]), **options)
+        assert continuation.take_next_chunk(run.pk, beat) is None, options
+        assert queued(broker) == [(run.pk, items[:3])] and beat.item_ids == items[10:12]
+        broker.delete(*continuation.queue_keys_in_order())
 
 
 @fast
@@ -217,3 +266,37 @@ def queued_chunks_of(run) -> list[list[int]]:
         return [chunk for run_id, chunk in queued(broker) if run_id == run.pk]
     finally:
         broker.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chunk_that_took_others_and_meets_a_database_blip_is_retried_with_their_items(items, tmp_path):
+    """Its retry names the items it took (their messages are gone): the run finishes with no reconciliation."""
+    env = subprocess_env(EVALUATION_RECONCILE_IN_WORKERS="0")
+    worker = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)
+    try:
+        with ModelServer(latency_s=0.3) as server:
+            endpoint = services.endpoint_create(name="continuation-blip", base_url=server.base_url, model="stand-in",
+                                                max_concurrency=2, use_cache=False)
+            run = services.run_launch(endpoint=endpoint, method="naive", ids=items, chunk_size=5)
+            wait_for(lambda: worker.log.read_text(errors="replace").count("took the next chunk") >= 2, 60,
+                     "two chunks taken")
+            killed, deadline = 0, time.monotonic() + 20  # until one of the worker's connections was cut mid-write
+            while not killed and time.monotonic() < deadline:
+                killed = terminate_other_connections()
+                time.sleep(0.002)
+            assert killed and Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
+            wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.FINISHED, 60, "the run to finish")
+    finally:
+        worker.stop()
+    log = worker.log.read_text(errors="replace")
+    assert "Retry in" in log and "re-enqueued" not in log, log[-3000:]
+    assert_exactly_one_result_each_and_none_failed(run)
+
+
+def terminate_other_connections() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        return cursor.fetchone()[0]
