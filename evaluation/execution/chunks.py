@@ -23,9 +23,9 @@ from django.db import close_old_connections
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q
 from django.utils import timezone
 
-from annotation.clue_graph import gold_key_information
-from annotation.models import Item, ItemStatus
+from annotation.models import Item
 from evaluation.execution.collector import collector_for_a_run
+from evaluation.execution.planning import JobPlanner
 from evaluation.execution.rows import cache_fetch as _cache_fetch
 from evaluation.execution.rows import write_results
 from evaluation.execution.streaming import StreamOutcome, close_thread, reading_thread, stream_jobs
@@ -43,9 +43,7 @@ from evaluation.model_calls.engine import Engine, Job, JobResult
 from evaluation.model_calls.limiter import FileLimiter, Limiter, LocalLimiter, RedisLimiter
 from evaluation.models import ModelEndpoint, OptionOrder, Result, Run, RunStatus
 from evaluation.models.endpoints import destination_policy, key_variable_error
-from evaluation.prompting.circular import present_rotated
 from evaluation.prompting.methods import Completion, get_method
-from evaluation.prompting.prompts import ItemView, Presented, demonstration_order, first_demonstrations, present
 
 log = logging.getLogger(__name__)
 
@@ -71,18 +69,6 @@ class ChunkReport:
     taken: int = 0  # items of the run's next chunks taken off the queue (evaluation.execution.continuation)
     cancelled: bool = False
     failed: str = ""  # why the run failed in this chunk (the circuit breaker), else ""
-
-
-#: The fields of an item that ``item_view`` and the planner read.
-PLANNED_FIELDS = ("id", "context", "question", "options", "answer_index", "evidence", "reasoning", "content_version")
-
-
-def item_view(item: Item) -> ItemView:
-    return ItemView(
-        id=item.pk, context=item.context, question=item.question, options=tuple(item.options),
-        answer_index=item.answer_index, key_information=tuple(gold_key_information(item.evidence)),
-        reasoning=item.reasoning,
-    )
 
 
 def make_limiter(endpoint: ModelEndpoint) -> Limiter:
@@ -149,80 +135,6 @@ def mark_failed(run_id: int, reason: str) -> None:
     """End an active run as failed, with the reason (e.g. the circuit breaker's)."""
     Run.objects.filter(pk=run_id, status__in=[RunStatus.RUNNING, RunStatus.QUEUED]).update(
         status=RunStatus.FAILED, failure_reason=reason[:2000], finished_at=timezone.now())
-
-
-def demonstration_pool() -> list[int]:
-    """The train items usable as 3-shot demonstrations: not rejected, and with a clue graph (non-empty gold
-    key information), since a demonstration shows the key information and the answer."""
-    rows = (Item.objects.filter(split="train").exclude(status=ItemStatus.REJECTED).exclude(evidence="")
-            .values_list("pk", "evidence"))
-    return [pk for pk, evidence in rows if gold_key_information(evidence)]
-
-
-@dataclass
-class JobPlanner:
-    """Renders jobs for (item, sample index) pairs in batches, so the first requests need not wait for all of them."""
-    run: Run
-    method: object
-    option_order: str
-    pool: list[int]
-
-    @classmethod
-    def for_run(cls, run: Run) -> JobPlanner:
-        method = get_method(run.method)
-        return cls(run=run, method=method, option_order=run.option_order,
-                   pool=demonstration_pool() if method.shots else [])
-
-    def __post_init__(self) -> None:
-        # The pool in the seed's order, shuffled once (choose_demonstrations' order: each job takes its first ones).
-        self._demo_order = demonstration_order(pool_ids=self.pool, seed=self.run.seed) if self.pool else []
-
-    def shown(self, view: ItemView, sample_index: int) -> Presented:
-        """The item as shown in this row: its original order, its seeded permutation, or a rotation."""
-        run = self.run
-        if self.option_order == OptionOrder.CIRCULAR:
-            return present_rotated(view, rotation=sample_index % run.rotations, label_style=run.option_labels)
-        return present(view, seed=run.seed, permute=self.option_order == OptionOrder.PERMUTED,
-                       label_style=run.option_labels)
-
-    def _demos_of(self, item_id: int) -> list[int]:
-        return first_demonstrations(self._demo_order, exclude=item_id, shots=self.method.shots)
-
-    def jobs(self, wanted: list[tuple[int, int]]) -> list[Job]:
-        run, method = self.run, self.method
-        # Demonstrations are permuted with a permuted run, else (original or circular) in their original order.
-        permute_demos = self.option_order == OptionOrder.PERMUTED
-        circular = self.option_order == OptionOrder.CIRCULAR
-        need = sorted({i for i, _ in wanted})
-        found = list(Item.objects.filter(pk__in=need).order_by().only(*PLANNED_FIELDS))
-        items = {item.pk: item_view(item) for item in found}
-        versions = {item.pk: item.content_version for item in found}
-        demo_views: dict[int, ItemView] = {}
-        if method.shots:
-            demo_ids = {d for i in need for d in self._demos_of(i)}
-            demo_views = {item.pk: item_view(item)
-                          for item in Item.objects.filter(pk__in=demo_ids).order_by().only(*PLANNED_FIELDS)}
-        # The samples of an item are shown alike (but for a circular run's rotations): one presentation each, one
-        # set of demonstrations per item, not one per row.
-        shown: dict[tuple[int, int], Presented] = {}
-        demos_by_item: dict[int, tuple[Presented, ...]] = {}
-        jobs = []
-        for item_id, sample in wanted:
-            view = items.get(item_id)
-            if view is None:
-                continue
-            demos = demos_by_item.get(item_id)
-            if demos is None:
-                demos = demos_by_item[item_id] = tuple(
-                    present(demo_views[d], seed=run.seed, permute=permute_demos, label_style=run.option_labels)
-                    for d in self._demos_of(item_id)) if method.shots else ()
-            key = (item_id, sample % run.rotations if circular else 0)
-            if (presented := shown.get(key)) is None:
-                presented = shown[key] = self.shown(view, sample)
-            # The rotations of one sample share its sampling index (cache and client see sample, not row).
-            jobs.append(Job(item_id=item_id, sample_index=sample, shown=presented, demos=demos,
-                            sample=sample // run.rotations if circular else None, item_version=versions[item_id]))
-        return jobs
 
 
 def rotations_for(*, option_order: str, item_ids: list[int]) -> int:
@@ -358,6 +270,7 @@ async def _stream(run: Run, method, first, batches: list[list[tuple[int, int]]],
     endpoint = run.endpoint
     loop = asyncio.get_running_loop()
     wanted_count, in_run = sum(len(batch) for batch in batches), set(run.item_ids)
+    ahead = 2 * endpoint.max_concurrency  # jobs not answered yet when the next chunk is taken: ~2 latencies of work
 
     def next_batches() -> list[list[tuple[int, int]]]:
         while not _is_cancelled(run.pk) and (items := more()) is not None:
@@ -378,7 +291,11 @@ async def _stream(run: Run, method, first, batches: list[list[tuple[int, int]]],
                 for job in planned:
                     yield job
                 planned = None
-            pending = await loop.run_in_executor(reads, next_batches) if more is not None else []
+            if more is None:
+                return
+            while report.jobs - outcome.answered > ahead:  # the next chunk only when this one's jobs run low
+                await asyncio.sleep(0.01)
+            pending = await loop.run_in_executor(reads, next_batches)
 
     # The run's parameters, frozen at launch (the endpoint may have been edited since).
     params = run.params if not endpoint.is_builtin else endpoint.generation_params()

@@ -31,6 +31,7 @@ CANCEL_CHECK_S = 1.0
 @dataclass
 class StreamOutcome:
     written: int = 0  # results handed to ``write`` (answers and failures)
+    answered: int = 0  # results come back from the engine so far (written or still buffered)
     errors: int = 0  # of which failed for good (no outcome)
     cancelled: bool = False
 
@@ -51,6 +52,7 @@ async def stream_jobs(*, engine: Engine, jobs: Iterable[Job] | AsyncIterable[Job
     arrived = asyncio.Event()
 
     def on_result(result: JobResult) -> None:
+        outcome.answered += 1
         buffer.append(result)
         arrived.set()
 

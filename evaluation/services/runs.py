@@ -15,7 +15,7 @@ from django.utils.translation import get_language, override
 
 from evaluation.errors import EmptySelection, NoDemonstrations
 from evaluation.execution import chunks as execution
-from evaluation.execution import heartbeats, queueing
+from evaluation.execution import heartbeats, planning, queueing
 from evaluation.model_calls import preflight
 from evaluation.models import TABLE9_PRESET, EndpointKind, ModelEndpoint, OptionOrder, Result, Run, RunStatus
 from evaluation.models.endpoints import destination_policy
@@ -250,7 +250,7 @@ def run_launch(*, endpoint: ModelEndpoint, method: str, split: str = "", item_st
 
 def enough_demonstrations(shots: int, item_ids: list[int]) -> bool:
     """Every selected item gets ``shots`` usable train items as demonstrations (never itself)."""
-    pool = set(execution.demonstration_pool())
+    pool = set(planning.demonstration_pool())
     return len(pool) > shots or (len(pool) == shots and not pool.intersection(item_ids))
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from annotation.models import Item
 from evaluation.execution import chunks as execution
+from evaluation.execution.planning import JobPlanner
 from evaluation.model_calls.engine import Engine
 from evaluation.models import Result, Run
 from evaluation.prompting.methods import get_method
@@ -22,7 +23,7 @@ def compute_rows(run: Run) -> Run:
     """The missing or failed rows of a run through the real planner, engine, built-in client and writer, on this thread (the test
     transaction is not visible to the executor's database thread), then the run's status is refreshed."""
     wanted, _, existing = execution._wanted(run, run.item_ids)  # as a resume: rows done without error are kept
-    jobs = execution.JobPlanner.for_run(run).jobs(wanted)
+    jobs = JobPlanner.for_run(run).jobs(wanted)
     found = []
     engine = Engine(method=get_method(run.method), client=execution.make_client(run.endpoint, seed=run.seed),
                     k=run.k, concurrency=8)

@@ -246,7 +246,7 @@ def test_server_error_echoing_the_key_is_stored_redacted(items, monkeypatch):
 
 def test_demonstrations_come_only_from_usable_train_items(items):
     """3-shot demonstrations: train items with a clue graph (gold key information) that are not rejected."""
-    from evaluation.execution.chunks import demonstration_pool
+    from evaluation.execution.planning import demonstration_pool
 
     train = list(Item.objects.filter(split="train").order_by("pk"))
     rejected, no_graph, usable = train[:3], train[3:5], train[5:]

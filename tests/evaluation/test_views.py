@@ -8,6 +8,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from evaluation.execution import chunks as execution
+from evaluation.execution.planning import JobPlanner
 from evaluation.model_calls.engine import Engine
 from evaluation.models import ModelEndpoint, Result, Run, RunStatus
 from evaluation.prompting.methods import get_method
@@ -23,7 +24,7 @@ def finished_run(detectbench_dir, django_capture_on_commit_callbacks):
     endpoint = services.endpoint_for_cli(builtin="first-option")
     run = services.run_launch(endpoint=endpoint, method="naive", split="test", enqueue=False)
     # Compute the rows on this thread (the test transaction is not visible to the executor's DB thread).
-    jobs = execution.JobPlanner.for_run(run).jobs([(item_id, 0) for item_id in run.item_ids])
+    jobs = JobPlanner.for_run(run).jobs([(item_id, 0) for item_id in run.item_ids])
     found = []
     engine = Engine(method=get_method("naive"), client=execution.make_client(endpoint, seed=run.seed), concurrency=4)
     asyncio.run(engine.run(jobs, on_result=found.append))

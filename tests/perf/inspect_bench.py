@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from annotation.models import Item
-from evaluation.execution.chunks import item_view
+from evaluation.execution.planning import item_view
 from evaluation.prompting.methods import get_method
 from evaluation.prompting.prompts import present
 

@@ -6,7 +6,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Item
-from evaluation.execution.chunks import item_view
+from evaluation.execution.planning import item_view
 from evaluation.exports.finetune import finetune_record
 from evaluation.prompting.prompts import present
 

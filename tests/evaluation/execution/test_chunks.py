@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from annotation.models import Item
-from evaluation.execution import chunks
+from evaluation.execution import chunks, planning
 from evaluation.models import Result, RunStatus
 from evaluation.prompting.prompts import choose_demonstrations
 from evaluation.services import runs as services
@@ -73,11 +73,11 @@ def test_planning_shows_the_samples_of_an_item_alike_and_each_rotation_once(dete
     for method, order in (("naive", "permuted"), ("auto-cot-3shot", "circular"), ("naive", "original")):
         run = services.run_launch(endpoint=endpoint, method=method, split="test", samples=3, enqueue=False,
                                   option_order=order)
-        planner = chunks.JobPlanner.for_run(run)
+        planner = planning.JobPlanner.for_run(run)
         wanted = [(i, s) for i in run.item_ids for s in range(run.rows_per_item)]
         jobs = planner.jobs(wanted)
         assert [(j.item_id, j.sample_index) for j in jobs] == wanted
-        views = {item.pk: chunks.item_view(item) for item in Item.objects.filter(pk__in=run.item_ids)}
+        views = {item.pk: planning.item_view(item) for item in Item.objects.filter(pk__in=run.item_ids)}
         for job in jobs:
             assert job.shown == planner.shown(views[job.item_id], job.sample_index)
             ids = [d.item.id for d in job.demos]

@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from evaluation.execution import chunks as execution
 from evaluation.execution import rows
+from evaluation.execution.planning import JobPlanner
 from evaluation.model_calls.engine import Engine
 from evaluation.models import Result
 from evaluation.prompting.methods import get_method
@@ -22,7 +23,7 @@ _COMPARED = [f.attname for f in Result._meta.concrete_fields if f.attname not in
 
 
 def _results(run):
-    jobs = execution.JobPlanner.for_run(run).jobs([(i, s) for i in run.item_ids for s in range(run.rows_per_item)])
+    jobs = JobPlanner.for_run(run).jobs([(i, s) for i in run.item_ids for s in range(run.rows_per_item)])
     found = []
     engine = Engine(method=get_method(run.method), client=execution.make_client(run.endpoint, seed=run.seed),
                     k=run.k, concurrency=8)
