@@ -12,7 +12,7 @@ import threading
 import time
 
 from celery import shared_task
-from celery.signals import worker_init, worker_ready, worker_shutdown
+from celery.signals import worker_init, worker_ready, worker_shutdown, worker_shutting_down
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 
@@ -44,11 +44,12 @@ def run_chunk(self, run_id: int, item_ids: list[int]) -> dict:
     if not claimed:
         execution.refresh_status(run_id)
         return {"run": run_id, "jobs": 0, "written": 0, "errors": 0, "claimed": 0}
+    hostname = self.request.hostname or ""  # read here: `more` runs on the chunk's reading thread
     with heartbeats.heartbeat(run_id=run_id, item_ids=claimed, task_id=self.request.id or "") as beat:
         try:
             # Goes on with the run's next chunk in the queue, if it is the next message (execution.continuation).
             report = execution.execute_chunk(run_id=run_id, item_ids=claimed,
-                                             more=lambda: continuation.take_next_chunk(run_id, beat))
+                                             more=lambda: continuation.take_next_chunk(run_id, beat, hostname))
         except INFRASTRUCTURE_ERRORS as exc:
             taken = [item for item in beat.item_ids if item not in set(claimed)]
             if not taken:
@@ -88,6 +89,19 @@ def mark_embedded_worker(**_) -> None:
 @worker_shutdown.connect
 def unmark_embedded_worker(**_) -> None:
     embedded_workers.unmark()
+
+
+@worker_shutting_down.connect
+def stop_taking_chunks(sender=None, **_) -> None:
+    """A worker told to stop finishes its running chunks without taking the queued ones (execution.continuation)."""
+    continuation.mark_stopping(str(sender))
+
+
+@worker_ready.connect
+def take_chunks_again(sender=None, **_) -> None:
+    """A worker started again under the same name takes chunks again."""
+    if getattr(sender, "hostname", None):
+        continuation.mark_stopping(sender.hostname, stopping=False)
 
 
 @worker_ready.connect

@@ -31,9 +31,11 @@ import logging
 from django.conf import settings
 
 from evaluation.execution.heartbeats import (
+    PREFIX,
     ChunkHeartbeat,
     _heartbeat_s,
     _transport_option,
+    broker_redis,
     chunk_of_message,
     live_chunk_items,
 )
@@ -65,15 +67,38 @@ def _plain(raw) -> bool:
     return not headers.get("retries") and headers.get("eta") is None and headers.get("expires") is None
 
 
-def take_next_chunk(run_id: int, beat: ChunkHeartbeat) -> list[int] | None:
+def _stopping_key(hostname: str) -> str:
+    return f"{PREFIX}:stopping:{hostname}"
+
+
+def mark_stopping(hostname: str, stopping: bool = True) -> None:
+    """A worker shutting down (a warm shutdown waits for the tasks it runs): its chunks take nothing more from the
+    queue, so it waits for their own chunk only, as before they could take others. ``stopping=False``: it started."""
+    client = broker_redis()
+    if client is None:
+        return
+    try:
+        if stopping:
+            client.set(_stopping_key(hostname), 1, ex=86400)
+        else:
+            client.delete(_stopping_key(hostname))
+    except Exception as exc:  # noqa: BLE001 - Redis away: nothing is taken without it either
+        log.warning("could not mark worker %s as %s: %s", hostname, "stopping" if stopping else "started", exc)
+    finally:
+        client.close()
+
+
+def take_next_chunk(run_id: int, beat: ChunkHeartbeat, hostname: str = "") -> list[int] | None:
     """Take the next chunk of this run off the broker's queue, if it is the next message of all: its items that no
     live chunk is computing, now named by ``beat``. None when there is nothing to take (the queue is empty, its
-    next message is other work, or a worker took it first); possibly an empty list when every item of the chunk
-    taken is being computed already (ask again)."""
+    next message is other work, a worker took it first, or ``hostname``, the worker running the chunk, is shutting
+    down); possibly an empty list when every item of the chunk taken is being computed already (ask again)."""
     client = beat.client
     if client is None:
         return None
     try:
+        if hostname and client.exists(_stopping_key(hostname)):
+            return None
         for key in queue_keys_in_order():
             raw = client.lindex(key, -1)
             if raw is None:

@@ -300,3 +300,26 @@ def terminate_other_connections() -> int:
         cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
                        "WHERE datname = current_database() AND pid <> pg_backend_pid()")
         return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_told_to_stop_finishes_its_chunk_and_leaves_the_queued_ones(items, tmp_path):
+    """A warm shutdown waits for the running tasks: a chunk that kept taking the next ones would hold it until the
+    whole run was done."""
+    worker = start_celery_worker(tmp_path, concurrency=1)  # prefork: the chunk runs in a child, as in production
+    with ModelServer(latency_s=0.3) as server:
+        endpoint = services.endpoint_create(name="continuation-stop", base_url=server.base_url, model="stand-in",
+                                            max_concurrency=2, use_cache=False)
+        run = services.run_launch(endpoint=endpoint, method="naive", ids=items, chunk_size=3)
+        try:
+            wait_for(lambda: "took the next chunk" in worker.log.read_text(errors="replace"), 60, "a chunk taken")
+            worker.proc.terminate()  # SIGTERM: a warm shutdown
+            worker.proc.wait(timeout=60)
+            left = queued_chunks_of(run)
+            assert left and Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, worker.log.read_text()[-4000:]
+            worker = start_celery_worker(tmp_path, concurrency=1)  # the same name: it takes chunks again
+            wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.FINISHED, 60, "the run to finish")
+        finally:
+            worker.stop()
+    assert_exactly_one_result_each_and_none_failed(run)
+    assert "took the next chunk" in worker.log.read_text(errors="replace")
