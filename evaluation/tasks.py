@@ -51,12 +51,12 @@ def run_chunk(self, run_id: int, item_ids: list[int]) -> dict:
             report = execution.execute_chunk(run_id=run_id, item_ids=claimed,
                                              more=lambda: continuation.take_next_chunk(run_id, beat, hostname))
         except INFRASTRUCTURE_ERRORS as exc:
-            taken = [item for item in beat.item_ids if item not in set(claimed)]
+            taken = [item for item in beat.item_ids if item not in set(item_ids)]
             if not taken:
                 raise  # the automatic retry, with this message's items
             # The messages of the chunks it took are gone: the retry names their items too. Published before the
             # heartbeat stops, so that they are never neither queued nor covered.
-            raise self.retry(args=(run_id, [*item_ids, *taken]), exc=exc, countdown=get_exponential_backoff_interval(
+            raise self.retry(args=(run_id, list(dict.fromkeys([*item_ids, *taken]))), exc=exc, countdown=get_exponential_backoff_interval(
                 factor=int(max(1.0, self.retry_backoff)), retries=self.request.retries,
                 maximum=int(self.retry_backoff_max), full_jitter=self.retry_jitter), **self.retry_kwargs) from exc
     return {"run": run_id, "jobs": report.jobs, "written": report.written, "errors": report.errors,
@@ -93,15 +93,9 @@ def unmark_embedded_worker(**_) -> None:
 
 @worker_shutting_down.connect
 def stop_taking_chunks(sender=None, **_) -> None:
-    """A worker told to stop finishes its running chunks without taking the queued ones (execution.continuation)."""
+    """A worker told to stop by a signal finishes its running chunks without taking the queued ones, at once (its
+    step, execution.continuation.StopTakingChunks, says so too, for every shutdown, but only when the pool stops)."""
     continuation.mark_stopping(str(sender))
-
-
-@worker_ready.connect
-def take_chunks_again(sender=None, **_) -> None:
-    """A worker started again under the same name takes chunks again."""
-    if getattr(sender, "hostname", None):
-        continuation.mark_stopping(sender.hostname, stopping=False)
 
 
 @worker_ready.connect

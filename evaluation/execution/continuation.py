@@ -27,36 +27,21 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 
-from django.conf import settings
+from celery import bootsteps
 
 from evaluation.execution.heartbeats import (
     PREFIX,
     ChunkHeartbeat,
     _heartbeat_s,
-    _transport_option,
     broker_redis,
     chunk_of_message,
     live_chunk_items,
+    queue_keys_in_order,
 )
 
 log = logging.getLogger(__name__)
-
-#: The Redis transport's priority steps (kombu's default, unless the transport options set others): its BRPOP
-#: reads the queue's own list, then each step's.
-PRIORITY_STEPS = (0, 3, 6, 9)
-
-
-def queue_keys_in_order() -> list[str]:
-    """The Redis lists run_chunk may wait in, in the order a worker's BRPOP takes from them."""
-    from celery import current_app as app
-
-    names = sorted(set(app.amqp.queues) or {app.conf.task_default_queue})
-    steps = (settings.CELERY_BROKER_TRANSPORT_OPTIONS or {}).get("priority_steps", PRIORITY_STEPS)
-    sep = _transport_option("sep", "\x06\x16")
-    prefix = _transport_option("global_keyprefix", "")
-    return [prefix + (name if not step else f"{name}{sep}{step}") for step in steps for name in names]
-
 
 def _plain(raw) -> bool:
     """A first delivery, due now: not a retry, no ETA, no expiry."""
@@ -71,21 +56,43 @@ def _stopping_key(hostname: str) -> str:
     return f"{PREFIX}:stopping:{hostname}"
 
 
-def mark_stopping(hostname: str, stopping: bool = True) -> None:
+def mark_stopping(hostname: str, stopping: bool = True, wait_s: float = 2.0) -> None:
     """A worker shutting down (a warm shutdown waits for the tasks it runs): its chunks take nothing more from the
-    queue, so it waits for their own chunk only, as before they could take others. ``stopping=False``: it started."""
+    queue, so it waits for their own chunk only, as before they could take others. ``stopping=False``: it started.
+    Written by a thread, waited for at most ``wait_s`` (it runs in a signal handler: an unreachable Redis must not
+    hold the shutdown)."""
     client = broker_redis()
     if client is None:
         return
-    try:
-        if stopping:
-            client.set(_stopping_key(hostname), 1, ex=86400)
-        else:
-            client.delete(_stopping_key(hostname))
-    except Exception as exc:  # noqa: BLE001 - Redis away: nothing is taken without it either
-        log.warning("could not mark worker %s as %s: %s", hostname, "stopping" if stopping else "started", exc)
-    finally:
-        client.close()
+
+    def write() -> None:
+        try:
+            if stopping:
+                client.set(_stopping_key(hostname), 1, ex=86400)
+            else:
+                client.delete(_stopping_key(hostname))
+        except Exception as exc:  # noqa: BLE001 - Redis away: nothing is taken without it either
+            log.warning("could not mark worker %s as %s: %s", hostname, "stopping" if stopping else "started", exc)
+        finally:
+            client.close()
+
+    writer = threading.Thread(target=write, name="mark-stopping", daemon=True)
+    writer.start()
+    writer.join(wait_s)
+
+
+class StopTakingChunks(bootsteps.StartStopStep):
+    """A step of the worker (detectbench_web/celery.py), started after its pool and so stopped before the pool waits
+    for the running tasks: on every shutdown (a signal, `celery control shutdown`) the running chunks stop taking the
+    queued ones. Started, it lets the worker's chunks take them again (a worker restarted under the same name)."""
+
+    requires = {"celery.worker.components:Pool"}
+
+    def start(self, worker) -> None:
+        mark_stopping(worker.hostname, stopping=False)
+
+    def stop(self, worker) -> None:
+        mark_stopping(worker.hostname)
 
 
 def take_next_chunk(run_id: int, beat: ChunkHeartbeat, hostname: str = "") -> list[int] | None:

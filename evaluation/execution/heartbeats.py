@@ -81,18 +81,20 @@ def chunk_of_message(raw: bytes | str | dict) -> tuple[str, int, list[int]] | No
         return None
 
 
-def _queue_keys(client) -> list[str]:
-    """The Redis lists of the queues run_chunk may wait in (every priority step of each)."""
+#: The Redis transport's priority steps (kombu's default, unless the transport options set others).
+PRIORITY_STEPS = (0, 3, 6, 9)
+
+
+def queue_keys_in_order() -> list[str]:
+    """The Redis lists run_chunk may wait in (every priority step of each queue), in the order a worker's BRPOP
+    takes from them: each queue's own list, then each step's."""
     from celery import current_app as app
 
-    names = set(app.amqp.queues) or {app.conf.task_default_queue}
+    names = sorted(set(app.amqp.queues) or {app.conf.task_default_queue})
+    steps = (settings.CELERY_BROKER_TRANSPORT_OPTIONS or {}).get("priority_steps", PRIORITY_STEPS)
     sep = _transport_option("sep", "\x06\x16")
-    keys = []
-    for name in names:
-        keys.append(name)
-        keys.extend(f"{name}{sep}{step}" for step in (3, 6, 9))
     prefix = _transport_option("global_keyprefix", "")
-    return [prefix + key for key in keys]
+    return [prefix + (name if not step else f"{name}{sep}{step}") for step in steps for name in names]
 
 
 def broker_chunks(client) -> dict[int, set[int]]:
@@ -101,7 +103,7 @@ def broker_chunks(client) -> dict[int, set[int]]:
     the visibility timeout)."""
     covered: dict[int, set[int]] = {}
     raws: list[bytes] = []
-    for key in _queue_keys(client):
+    for key in queue_keys_in_order():
         raws.extend(client.lrange(key, 0, -1))
     prefix = _transport_option("global_keyprefix", "")
     for value in client.hvals(prefix + _transport_option("unacked_key", "unacked")):
@@ -170,7 +172,10 @@ def live_chunk_items(client, run_id: int, *, fresh_s: float | None = None) -> se
 
 #: The message is removed only if it is still the queue's next one (its tail), and then the chunk's heartbeat names
 #: its items, in the same step: no worker can take it meanwhile, and its items are never neither queued nor covered.
+#: Run twice (redis-py sends a command again when its reply was lost), the second run finds its own heartbeat written
+#: (the payload holds the time it was made: no other write has it) and says so instead of "not taken".
 _TAKE_OVER = """
+if redis.call('GET', KEYS[2]) == ARGV[2] then return 1 end
 if redis.call('LINDEX', KEYS[1], -1) ~= ARGV[1] then return 0 end
 if redis.call('LREM', KEYS[1], -1, ARGV[1]) ~= 1 then return 0 end
 redis.call('SET', KEYS[2], ARGV[2], 'EX', tonumber(ARGV[3]))
@@ -230,9 +235,15 @@ class ChunkHeartbeat:
         with self._lock:
             held = set(self.item_ids)
             added = [item for item in dict.fromkeys(items) if item not in held]
-            named = self.item_ids + added
-            done = self._client.eval(_TAKE_OVER, 3, queue_key, _chunk_key(self.token), _run_chunks_key(self.run_id),
-                                     message, self._payload(named), ttl, self.token)
+            named, payload = self.item_ids + added, self._payload(self.item_ids + added)
+            try:
+                done = self._client.eval(_TAKE_OVER, 3, queue_key, _chunk_key(self.token),
+                                         _run_chunks_key(self.run_id), message, payload, ttl, self.token)
+            except Exception:
+                # No answer: if the script ran, its heartbeat is there, and the items are this chunk's.
+                if self._client.get(_chunk_key(self.token)) != payload.encode():
+                    raise
+                done = 1
             if not done:
                 return None
             self.item_ids = named  # a new list: the heartbeat is written with it from now on

@@ -1,16 +1,20 @@
 """A running chunk goes on with its run's next chunk in the broker's queue (issue 23, point 3): it takes only the
-message a worker would take next, only of its own run, covers its items before the message leaves the queue, and
-never takes what a worker took first. Real Redis broker, real Celery messages and a real worker process."""
+message a worker would take next, only of its own run, names its items in its heartbeat in the same step as the
+message leaves the queue, never takes what a worker took first, takes more only when its own jobs run low, and
+nothing once its worker is shutting down. Real Redis broker, real Celery messages and real worker processes."""
 import signal
 import threading
 import time
+import types
 
 import pytest
+import redis
 from celery import current_app
+from celery.utils.nodenames import host_format
 from django.test import override_settings
 
 from annotation.models import Item
-from evaluation.execution import continuation, heartbeats
+from evaluation.execution import chunks, continuation, heartbeats
 from evaluation.models import Result, Run, RunStatus
 from evaluation.services import runs as services
 from evaluation.tasks import run_chunk
@@ -35,7 +39,7 @@ def a_run(items) -> Run:
 
 def queued(broker) -> list[tuple[int, list[int]]]:
     """The run_chunk messages in the queue, the next one a worker takes first."""
-    raws = [raw for key in continuation.queue_keys_in_order() for raw in reversed(broker.lrange(key, 0, -1))]
+    raws = [raw for key in heartbeats.queue_keys_in_order() for raw in reversed(broker.lrange(key, 0, -1))]
     return [(found[1], found[2]) for found in map(heartbeats.chunk_of_message, raws) if found]
 
 
@@ -122,7 +126,7 @@ def test_a_message_a_worker_took_meanwhile_is_not_taken_and_never_looked_covered
     seen = {}
 
     def worker_takes_it():  # its BRPOP, then its claim: nothing of the message may look covered by the other chunk
-        assert broker.rpop(continuation.queue_keys_in_order()[0]) is not None
+        assert broker.rpop(heartbeats.queue_keys_in_order()[0]) is not None
         seen["claimed"] = heartbeats.claim_items(run.pk, items[:3])
     beat._client = Interleaved(beat._client, worker_takes_it)
     assert continuation.take_next_chunk(run.pk, beat) is None
@@ -194,7 +198,7 @@ def test_a_retry_or_a_message_with_an_eta_or_an_expiry_is_left_to_the_broker(ite
         run_chunk.apply_async(args=(run.pk, items[:3]), **options)
         assert continuation.take_next_chunk(run.pk, beat) is None, options
         assert queued(broker) == [(run.pk, items[:3])] and beat.item_ids == items[10:12]
-        broker.delete(*continuation.queue_keys_in_order())
+        broker.delete(*heartbeats.queue_keys_in_order())
 
 
 @fast
@@ -211,7 +215,7 @@ def test_the_queues_are_read_in_the_order_of_the_transport_s_brpop():
     with current_app.connection_for_read() as connection:
         channel = connection.default_channel
         expected = [channel._q_for_pri(current_app.conf.task_default_queue, step) for step in channel.priority_steps]
-    assert continuation.queue_keys_in_order() == expected
+    assert heartbeats.queue_keys_in_order() == expected
 
 
 @pytest.mark.django_db(transaction=True)
@@ -317,9 +321,85 @@ def test_a_worker_told_to_stop_finishes_its_chunk_and_leaves_the_queued_ones(ite
             worker.proc.wait(timeout=60)
             left = queued_chunks_of(run)
             assert left and Run.objects.get(pk=run.pk).status == RunStatus.RUNNING, worker.log.read_text()[-4000:]
-            worker = start_celery_worker(tmp_path, concurrency=1)  # the same name: it takes chunks again
+            worker = start_celery_worker(tmp_path, concurrency=1)
             wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.FINISHED, 60, "the run to finish")
         finally:
             worker.stop()
     assert_exactly_one_result_each_and_none_failed(run)
     assert "took the next chunk" in worker.log.read_text(errors="replace")
+
+
+class AnswerLost:
+    """The broker's client, whose script runs but whose answer never arrives (redis-py may then send it again)."""
+
+    def __init__(self, client, again: bool):
+        self.client, self.again = client, again
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+    def eval(self, *args):
+        self.client.eval(*args)
+        if self.again:
+            return self.client.eval(*args)  # sent again after a lost answer: the script must say "taken" again
+        raise redis.ConnectionError("the answer was lost")
+
+
+@fast
+@pytest.mark.parametrize("again", [False, True], ids=["no answer", "sent again"])
+def test_a_take_over_whose_answer_was_lost_still_names_its_items(items, broker, beat_of, again):
+    run = a_run(items)
+    run_chunk.delay(run.pk, items[:3])
+    beat = beat_of(run, items[10:12])
+    beat._client = AnswerLost(beat._client, again)
+    assert continuation.take_next_chunk(run.pk, beat) == items[:3]
+    beat._client = beat._client.client
+    beat.beat()  # the next beat keeps them
+    assert queued(broker) == [] and heartbeats.live_chunk_items(broker, run.pk) == set(items[10:12] + items[:3])
+
+
+@fast
+def test_a_worker_s_step_marks_it_stopping_and_started(broker):
+    worker = types.SimpleNamespace(hostname=f"step-{time.time_ns()}@test")
+    step = continuation.StopTakingChunks(worker)
+    step.stop(worker)
+    assert broker.exists(continuation._stopping_key(worker.hostname))
+    step.start(worker)
+    assert not broker.exists(continuation._stopping_key(worker.hostname))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chunk_takes_the_next_only_when_its_own_jobs_run_low(items):
+    """Chunks much smaller than the engine's queue were all taken at the chunk's start."""
+    handed, seen = [], []
+    with ModelServer(latency_s=0.05) as server:
+        endpoint = services.endpoint_create(name="continuation-low", base_url=server.base_url, model="stand-in",
+                                            max_concurrency=2, use_cache=False)
+        run = services.run_launch(endpoint=endpoint, method="naive", ids=items, chunk_size=2, enqueue=False)
+        rest = [items[i:i + 2] for i in range(2, len(items), 2)]
+
+        def more():
+            seen.append(len(handed) * 2 + 2 - server.stats.answered_ok)  # jobs given and not answered yet
+            if not rest:
+                return None
+            handed.append(rest.pop(0))
+            return handed[-1]
+        chunks.execute_chunk(run_id=run.pk, item_ids=items[:2], more=more)
+    assert_exactly_one_result_each_and_none_failed(run)
+    assert len(handed) == 9 and max(seen) <= 2 * endpoint.max_concurrency, seen
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_shut_down_by_remote_control_finishes_its_chunk_and_leaves_the_queued_ones(items, tmp_path):
+    worker = start_celery_worker(tmp_path, concurrency=1)
+    with ModelServer(latency_s=0.3) as server:
+        endpoint = services.endpoint_create(name="continuation-control", base_url=server.base_url, model="stand-in",
+                                            max_concurrency=2, use_cache=False)
+        run = services.run_launch(endpoint=endpoint, method="naive", ids=items, chunk_size=3)
+        try:
+            wait_for(lambda: "took the next chunk" in worker.log.read_text(errors="replace"), 60, "a chunk taken")
+            current_app.control.shutdown(destination=[host_format(worker.name)])
+            worker.proc.wait(timeout=60)
+            assert queued_chunks_of(run), worker.log.read_text()[-4000:]
+        finally:
+            worker.stop()

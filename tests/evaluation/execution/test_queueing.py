@@ -70,7 +70,7 @@ def test_a_launch_splits_the_run_evenly_over_the_worker_processes(detectbench_di
     endpoint = services.endpoint_for_cli(builtin="first-option")
     with django_capture_on_commit_callbacks(execute=True):
         run = services.run_launch(endpoint=endpoint, method="naive", ids=ids, chunk_size=5)
-    raws = [raw for key in heartbeats._queue_keys(broker) for raw in broker.lrange(key, 0, -1)]
+    raws = [raw for key in heartbeats.queue_keys_in_order() for raw in broker.lrange(key, 0, -1)]
     sent = [found[2] for raw in raws if (found := heartbeats.chunk_of_message(raw)) and found[1] == run.pk]
     assert sorted(len(chunk) for chunk in sent) == [3, 3, 3, 4]  # not 5, 5, 3
     assert sorted(i for chunk in sent for i in chunk) == sorted(ids)

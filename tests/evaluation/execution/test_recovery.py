@@ -94,7 +94,7 @@ def test_items_a_live_chunk_computes_are_left_to_it(items, broker, settings, rec
     assert check.enqueued == items[12:]  # another chunk is alive: no need to wait for a stall
     assert reconcile.live_chunk_items(broker, run.pk) == set()  # the heartbeat is gone with its chunk
 
-    for key in heartbeats._queue_keys(broker):  # the queued chunks are lost, the live one died
+    for key in heartbeats.queue_keys_in_order():  # the queued chunks are lost, the live one died
         broker.delete(key)
     again = reconcile_pass(run)
     # Rows were written just now, but chunks worked on this run: its lost items are not left to a stall.
@@ -155,7 +155,7 @@ def test_re_enqueueing_without_progress_backs_off(items, broker, settings, recon
     settings.EVALUATION_RECONCILE_GRACE_S = 0
     run = stalled_run(items, done=items[:20])
     assert reconcile_pass(run).enqueued == items[20:]
-    for key in heartbeats._queue_keys(broker):  # the broker loses them again
+    for key in heartbeats.queue_keys_in_order():  # the broker loses them again
         broker.delete(key)
     settings.EVALUATION_RECONCILE_GRACE_S = 5
     broker.hset(reconcile._uncovered_key(run.pk), mapping={i: time.time() - 60 for i in items[20:]})
@@ -169,7 +169,7 @@ def test_re_enqueueing_without_progress_backs_off(items, broker, settings, recon
 def test_chunk_message_parsing_reads_what_celery_publishes(items, broker):
     run = stalled_run(items, done=[])
     run_chunk.delay(run.pk, items[:3])
-    raws = [r for k in heartbeats._queue_keys(broker) for r in broker.lrange(k, 0, -1)]
+    raws = [r for k in heartbeats.queue_keys_in_order() for r in broker.lrange(k, 0, -1)]
     found = [heartbeats.chunk_of_message(r) for r in raws]
     assert [(f[1], f[2]) for f in found if f] == [(run.pk, items[:3])]
     assert heartbeats.chunk_of_message(json.dumps({"headers": {"task": "other"}, "body": ""})) is None
