@@ -19,7 +19,12 @@ from evaluation.models import Result, Run, RunStatus
 from evaluation.services import runs as services
 from evaluation.tasks import run_chunk
 from tests.conftest import start_celery_worker, subprocess_env
-from tests.support.faults import assert_exactly_one_result_each_and_none_failed, received_count, wait_for
+from tests.support.faults import (
+    assert_exactly_one_result_each_and_none_failed,
+    received_count,
+    terminate_other_connections,
+    wait_for,
+)
 from tests.support.items import import_items
 from tests.support.model_server import ModelServer
 
@@ -104,14 +109,22 @@ def test_items_of_the_taking_chunk_itself_are_not_taken_again(items, broker, bea
     assert beat.item_ids == items[:6]
 
 
-class Interleaved:
-    """The broker's client, with something else happening at the instant before the take-over's script runs."""
+class ClientWith:
+    """The broker's real client, with one of its calls changed by a subclass (the rest pass through)."""
 
-    def __init__(self, client, meanwhile):
-        self.client, self.meanwhile = client, meanwhile
+    def __init__(self, client):
+        self.client = client
 
     def __getattr__(self, name):
         return getattr(self.client, name)
+
+
+class Interleaved(ClientWith):
+    """The broker's client, with something else happening at the instant before the take-over's script runs."""
+
+    def __init__(self, client, meanwhile):
+        super().__init__(client)
+        self.meanwhile = meanwhile
 
     def eval(self, *args):
         self.meanwhile()
@@ -149,14 +162,12 @@ def test_of_two_chunks_taking_at_once_exactly_one_takes_and_names_the_items(item
     assert queued(broker) == []
 
 
-class SlowBeat:
+class SlowBeat(ClientWith):
     """The broker's client, whose heartbeat write waits 0.2 s after the beat read the item list."""
 
     def __init__(self, client, during):
-        self.client, self.during = client, during
-
-    def __getattr__(self, name):
-        return getattr(self.client, name)
+        super().__init__(client)
+        self.during = during
 
     def pipeline(self):
         pipe, during = self.client.pipeline(), self.during
@@ -223,9 +234,7 @@ def test_one_worker_process_runs_a_four_chunk_run_as_one_task_each_row_once(item
     worker = start_celery_worker(tmp_path, pool="solo", concurrency=1)
     try:
         with ModelServer(latency_s=0.02) as server:
-            endpoint = services.endpoint_create(name="continuation", base_url=server.base_url, model="stand-in",
-                                                max_concurrency=4, use_cache=False)
-            run = services.run_launch(endpoint=endpoint, method="naive", ids=items, chunk_size=5)
+            run = stand_in_run(server, "solo", items, chunk_size=5, concurrency=4)
             wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.FINISHED, 60, "the run to finish")
             answered = server.stats.answered_ok
     finally:
@@ -246,9 +255,7 @@ def test_a_worker_killed_after_taking_the_next_chunk_loses_nothing_without_a_man
     worker = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)
     try:
         with ModelServer(latency_s=0.3) as server:
-            endpoint = services.endpoint_create(name="continuation-kill", base_url=server.base_url, model="stand-in",
-                                                max_concurrency=2, use_cache=False)
-            run = services.run_launch(endpoint=endpoint, method="naive", ids=items, chunk_size=10)
+            run = stand_in_run(server, "kill", items, chunk_size=10)
             wait_for(lambda: "took the next chunk" in worker.log.read_text(errors="replace"), 60, "the next chunk taken")
             worker.stop(signal.SIGKILL)
             time.sleep(0.5)  # the requests in flight at the kill are answered (to no one)
@@ -262,6 +269,13 @@ def test_a_worker_killed_after_taking_the_next_chunk_loses_nothing_without_a_man
         worker.stop()
     assert_exactly_one_result_each_and_none_failed(run)
     assert answered == len(items) - before  # only the missing rows, each once
+
+
+def stand_in_run(server, name: str, items, *, chunk_size: int, concurrency: int = 2, enqueue: bool = True) -> Run:
+    """A naive run of the items against the stand-in server, with its own endpoint (no response cache)."""
+    endpoint = services.endpoint_create(name=f"continuation-{name}", base_url=server.base_url, model="stand-in",
+                                        max_concurrency=concurrency, use_cache=False)
+    return services.run_launch(endpoint=endpoint, method="naive", ids=items, chunk_size=chunk_size, enqueue=enqueue)
 
 
 def queued_chunks_of(run) -> list[list[int]]:
@@ -279,9 +293,7 @@ def test_a_chunk_that_took_others_and_meets_a_database_blip_is_retried_with_thei
     worker = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)
     try:
         with ModelServer(latency_s=0.3) as server:
-            endpoint = services.endpoint_create(name="continuation-blip", base_url=server.base_url, model="stand-in",
-                                                max_concurrency=2, use_cache=False)
-            run = services.run_launch(endpoint=endpoint, method="naive", ids=items, chunk_size=5)
+            run = stand_in_run(server, "blip", items, chunk_size=5)
             wait_for(lambda: worker.log.read_text(errors="replace").count("took the next chunk") >= 2, 60,
                      "two chunks taken")
             killed, deadline = 0, time.monotonic() + 20  # until one of the worker's connections was cut mid-write
@@ -297,24 +309,13 @@ def test_a_chunk_that_took_others_and_meets_a_database_blip_is_retried_with_thei
     assert_exactly_one_result_each_and_none_failed(run)
 
 
-def terminate_other_connections() -> int:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
-        return cursor.fetchone()[0]
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_told_to_stop_finishes_its_chunk_and_leaves_the_queued_ones(items, tmp_path):
     """A warm shutdown waits for the running tasks: a chunk that kept taking the next ones would hold it until the
     whole run was done."""
     worker = start_celery_worker(tmp_path, concurrency=1)  # prefork: the chunk runs in a child, as in production
     with ModelServer(latency_s=0.3) as server:
-        endpoint = services.endpoint_create(name="continuation-stop", base_url=server.base_url, model="stand-in",
-                                            max_concurrency=2, use_cache=False)
-        run = services.run_launch(endpoint=endpoint, method="naive", ids=items, chunk_size=3)
+        run = stand_in_run(server, "stop", items, chunk_size=3)
         try:
             wait_for(lambda: "took the next chunk" in worker.log.read_text(errors="replace"), 60, "a chunk taken")
             worker.proc.terminate()  # SIGTERM: a warm shutdown
@@ -329,14 +330,12 @@ def test_a_worker_told_to_stop_finishes_its_chunk_and_leaves_the_queued_ones(ite
     assert "took the next chunk" in worker.log.read_text(errors="replace")
 
 
-class AnswerLost:
+class AnswerLost(ClientWith):
     """The broker's client, whose script runs but whose answer never arrives (redis-py may then send it again)."""
 
     def __init__(self, client, again: bool):
-        self.client, self.again = client, again
-
-    def __getattr__(self, name):
-        return getattr(self.client, name)
+        super().__init__(client)
+        self.again = again
 
     def eval(self, *args):
         self.client.eval(*args)
@@ -373,9 +372,7 @@ def test_a_chunk_takes_the_next_only_when_its_own_jobs_run_low(items):
     """Chunks much smaller than the engine's queue were all taken at the chunk's start."""
     handed, seen = [], []
     with ModelServer(latency_s=0.05) as server:
-        endpoint = services.endpoint_create(name="continuation-low", base_url=server.base_url, model="stand-in",
-                                            max_concurrency=2, use_cache=False)
-        run = services.run_launch(endpoint=endpoint, method="naive", ids=items, chunk_size=2, enqueue=False)
+        run = stand_in_run(server, "low", items, chunk_size=2, enqueue=False)
         rest = [items[i:i + 2] for i in range(2, len(items), 2)]
 
         def more():
@@ -386,16 +383,14 @@ def test_a_chunk_takes_the_next_only_when_its_own_jobs_run_low(items):
             return handed[-1]
         chunks.execute_chunk(run_id=run.pk, item_ids=items[:2], more=more)
     assert_exactly_one_result_each_and_none_failed(run)
-    assert len(handed) == 9 and max(seen) <= 2 * endpoint.max_concurrency, seen
+    assert len(handed) == 9 and max(seen) <= 2 * run.endpoint.max_concurrency, seen
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_shut_down_by_remote_control_finishes_its_chunk_and_leaves_the_queued_ones(items, tmp_path):
     worker = start_celery_worker(tmp_path, concurrency=1)
     with ModelServer(latency_s=0.3) as server:
-        endpoint = services.endpoint_create(name="continuation-control", base_url=server.base_url, model="stand-in",
-                                            max_concurrency=2, use_cache=False)
-        run = services.run_launch(endpoint=endpoint, method="naive", ids=items, chunk_size=3)
+        run = stand_in_run(server, "control", items, chunk_size=3)
         try:
             wait_for(lambda: "took the next chunk" in worker.log.read_text(errors="replace"), 60, "a chunk taken")
             current_app.control.shutdown(destination=[host_format(worker.name)])

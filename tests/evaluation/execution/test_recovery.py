@@ -23,6 +23,7 @@ from tests.support.faults import (
     assert_exactly_one_result_each_and_none_failed,
     enqueue_on,
     received_count,
+    terminate_other_connections,
     wait_for,
 )
 from tests.support.items import import_items
@@ -181,16 +182,6 @@ def endpoint(server, **fields):
                                     **fields)
 
 
-def terminate_worker_connections() -> int:
-    """pg_terminate_backend on every other connection to the test database (the worker's), not the server."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
-        return cursor.fetchone()[0]
-
-
 #: The worker tests' environment: limiter slots of a killed worker come back after 1 s, its chunk after 4 s.
 WORKER_ENV = {"EVALUATION_LIMITER_LEASE_S": "1", "BROKER_VISIBILITY_TIMEOUT_S": "4", "EVALUATION_CHUNK_HEARTBEAT_S": "1"}
 
@@ -218,7 +209,7 @@ def test_a_database_blip_mid_run_is_retried_and_stores_no_failed_row(items, modu
         # of its connections was cut mid-run.
         killed, deadline = 0, time.monotonic() + 10
         while not killed and time.monotonic() < deadline:
-            killed = terminate_worker_connections()
+            killed = terminate_other_connections()
             time.sleep(0.002)
         assert killed >= 1 and Run.objects.get(pk=run.pk).status != RunStatus.FINISHED
         wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.FINISHED, 60, "the run to finish")
