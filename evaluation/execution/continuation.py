@@ -43,12 +43,10 @@ from evaluation.execution.heartbeats import (
 
 log = logging.getLogger(__name__)
 
-def _plain(raw) -> bool:
+
+def _plain(message: dict) -> bool:
     """A first delivery, due now: not a retry, no ETA, no expiry."""
-    try:
-        headers = json.loads(raw).get("headers") or {}
-    except (ValueError, AttributeError):
-        return False
+    headers = message.get("headers") or {}
     return not headers.get("retries") and headers.get("eta") is None and headers.get("expires") is None
 
 
@@ -110,8 +108,12 @@ def take_next_chunk(run_id: int, beat: ChunkHeartbeat, hostname: str = "") -> li
             raw = client.lindex(key, -1)
             if raw is None:
                 continue  # an empty list: BRPOP would look at the next one
-            found = chunk_of_message(raw)
-            if found is None or found[1] != run_id or not _plain(raw):
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                return None  # unreadable: not a chunk of this run, it goes first
+            found = chunk_of_message(message) if isinstance(message, dict) else None
+            if found is None or found[1] != run_id or not _plain(message):
                 return None  # the next message is other work: it goes first
             # Its own items too: a message put back in the queue (a dead worker's, restored by the broker) may name
             # items this chunk is computing or has computed (their rows not all written yet).
