@@ -20,7 +20,8 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import close_old_connections
-from django.db.models import BooleanField, Count, ExpressionWrapper, Q
+from django.db.models import BooleanField, Case, Count, ExpressionWrapper, F, Q, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.models import Item
@@ -69,6 +70,7 @@ class ChunkReport:
     taken: int = 0  # items of the run's next chunks taken off the queue (evaluation.execution.continuation)
     cancelled: bool = False
     failed: str = ""  # why the run failed in this chunk (the circuit breaker), else ""
+    refreshed: bool = False  # the run's status was refreshed after the chunk's last write
 
 
 def make_limiter(endpoint: ModelEndpoint) -> Limiter:
@@ -176,8 +178,10 @@ def run_event_loop(coroutine):
 
 
 def mark_started(run_id: int) -> None:
-    Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(status=RunStatus.RUNNING)
-    Run.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=timezone.now())
+    """A queued run is running; its start is the first chunk's (one statement)."""
+    Run.objects.filter(pk=run_id).filter(Q(status=RunStatus.QUEUED) | Q(started_at__isnull=True)).update(
+        status=Case(When(status=RunStatus.QUEUED, then=Value(RunStatus.RUNNING)), default=F("status")),
+        started_at=Coalesce(F("started_at"), Value(timezone.now())))
 
 
 def refresh_status(run_id: int) -> None:
@@ -225,7 +229,8 @@ def execute_chunk(*, run_id: int, item_ids: list[int] | None = None,
             mark_failed(run_id, str(exc))
             report.failed = str(exc)
             return report
-    refresh_status(run_id)
+    if not report.refreshed:
+        refresh_status(run_id)
     return report
 
 
@@ -311,7 +316,11 @@ async def _stream(run: Run, method, first, batches: list[list[tuple[int, int]]],
                     cache_fetch=cache_fetch if use_cache else None,
                     ramp_spacing_s=0.0 if endpoint.is_builtin else settings.EVALUATION_RAMP_SPACING_S,
                     infrastructure_errors=INFRASTRUCTURE_ERRORS)
+    def refresh() -> None:  # on the writing thread, right after the last write: the run is seen finished sooner
+        refresh_status(run.pk)
+        report.refreshed = True
+
     await stream_jobs(engine=engine, jobs=jobs(), db=db, write=lambda batch: _write(run, batch, endpoint.model, existing),
                       is_cancelled=lambda: _is_cancelled(run.pk), close_client=client.close,
                       count=wanted_count if more is None else None,  # None: as many workers as the concurrency
-                      outcome=outcome)
+                      outcome=outcome, after_last_write=refresh)

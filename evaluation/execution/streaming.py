@@ -39,11 +39,14 @@ class StreamOutcome:
 async def stream_jobs(*, engine: Engine, jobs: Iterable[Job] | AsyncIterable[Job], db: ThreadPoolExecutor,
                       write: Callable[[list[JobResult]], None], is_cancelled: Callable[[], bool],
                       close_client: Callable[[], object], count: int | None = None,
-                      outcome: StreamOutcome | None = None) -> StreamOutcome:
+                      outcome: StreamOutcome | None = None,
+                      after_last_write: Callable[[], object] | None = None) -> StreamOutcome:
     """Run ``jobs`` through ``engine`` and write their results in batches with ``write`` (called on ``db``).
 
-    ``is_cancelled`` is called on ``db`` too; ``close_client`` returns an awaitable. The thread pool is shut
-    down at the end. Returns (and fills, if given) the outcome."""
+    ``is_cancelled`` is called on ``db`` too; ``close_client`` returns an awaitable. ``after_last_write`` (if
+    given) is called on ``db`` once every result is written, when the stream ended without an error, before the
+    client and the thread are closed (a run's status: the run is seen finished a few ms sooner). The thread pool
+    is shut down at the end. Returns (and fills, if given) the outcome."""
     outcome = outcome if outcome is not None else StreamOutcome()
     loop = asyncio.get_running_loop()
     buffer: list[JobResult] = []
@@ -70,7 +73,9 @@ async def stream_jobs(*, engine: Engine, jobs: Iterable[Job] | AsyncIterable[Job
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(arrived.wait(), FLUSH_EVERY_S)
             if buffer and not done.is_set() and (pause := last + WRITE_SPACING_S - time.monotonic()) > 0:
-                await asyncio.sleep(pause)
+                # Cut short when the stream ends: the last answers are written at once, not after the spacing.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(done.wait(), pause)
             arrived.clear()
             if buffer:  # the spacing runs from the last write, not from a wake-up with nothing to write
                 last = time.monotonic()
@@ -108,8 +113,15 @@ async def stream_jobs(*, engine: Engine, jobs: Iterable[Job] | AsyncIterable[Job
     else:
         done.set()
         arrived.set()
-        await writer
-        await flush()
+        try:
+            await writer
+            await flush()
+            if after_last_write is not None:
+                await loop.run_in_executor(db, after_last_write)
+        except BaseException:  # the last write failed: the client is closed all the same
+            with contextlib.suppress(BaseException):
+                await close_client()
+            raise
         await close_client()
     finally:
         close_thread(db)

@@ -91,3 +91,43 @@ def test_planning_shows_the_samples_of_an_item_alike_and_each_rotation_once(dete
         if method.endswith("3shot"):
             assert all(len(j.demos) == 3 for j in jobs)
         assert len(by_key) == len(run.item_ids) * run.rotations
+
+
+@pytest.mark.parametrize("status", list(RunStatus))
+@pytest.mark.parametrize("started", [False, True])
+def test_marking_a_run_started_changes_only_a_queued_status_and_a_missing_start(detectbench_dir, status, started):
+    """One statement for what two did: a queued run becomes running (no other status changes), and a run without a
+    start gets one (a start already there is kept), whatever the other field is."""
+    import datetime
+
+    from django.utils import timezone
+
+    from evaluation.models import Run
+
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=2)
+    endpoint = services.endpoint_create(name="marks", base_url="http://127.0.0.1:9/v1", model="stand-in")
+    run = services.run_launch(endpoint=endpoint, method="naive", split="test", enqueue=False)
+    earlier = timezone.now() - datetime.timedelta(hours=1)
+    Run.objects.filter(pk=run.pk).update(status=status, started_at=earlier if started else None)
+    before = timezone.now()
+    chunks.mark_started(run.pk)
+    run.refresh_from_db()
+    assert run.status == (RunStatus.RUNNING if status == RunStatus.QUEUED else status)
+    assert run.started_at == earlier if started else before <= run.started_at <= timezone.now()
+
+
+def test_a_chunk_that_ends_its_run_marks_it_finished_on_its_writing_thread(detectbench_dir):
+    """The status is refreshed right after the last write, on the writing thread (the run is seen finished before the
+    client and the threads are closed), not after the event loop on the chunk's own thread."""
+    from django.test.utils import CaptureQueriesContext
+
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=3)
+    with ModelServer(reply_mode="first") as server:
+        endpoint = services.endpoint_create(name="finish", base_url=server.base_url, model="stand-in",
+                                            max_concurrency=4)
+        run = services.run_launch(endpoint=endpoint, method="naive", split="test", samples=2, enqueue=False)
+        with CaptureQueriesContext(connection) as on_this_thread:
+            report = chunks.execute_chunk(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == RunStatus.FINISHED and run.finished_at is not None and report.refreshed
+    assert not [q for q in on_this_thread.captured_queries if "COUNT(" in q["sql"].upper()]

@@ -142,3 +142,68 @@ def test_an_answer_that_comes_alone_is_written_at_once(delay_s):
         for n in batch:
             assert at - model.answered[str(n)] < 0.025, (n, at - model.answered[str(n)])
     assert len(writes) == 4
+
+
+class _PerSampleModel(_TimedModel):
+    """Answers sample n after ``delays[n]`` seconds."""
+
+    def __init__(self, delays: list[float]):
+        super().__init__(0.0)
+        self.delays, self.closed = delays, []
+
+    async def complete(self, messages, *, sample_key):
+        await asyncio.sleep(self.delays[int(sample_key.split(":")[0])])
+        self.answered[sample_key.split(":")[0]] = time.monotonic()
+        return Completion(text="### Answer:\n1", tokens_in=1, tokens_out=1, finish_reason="stop")
+
+    async def close(self):
+        self.closed.append(time.monotonic())
+
+
+def _stream_events(model: _PerSampleModel, events: list, *, fail_write_of: int | None = None):
+    """Stream one job per delay of ``model`` (all at once), noting in ``events`` what runs on the writing thread."""
+    view = ItemView(id=1, context="A clue.", question="Who?", options=("Ann", "Bo"), answer_index=0)
+    shown = present(view, seed=0, permute=False)
+    engine = Engine(method=get_method("naive"), client=model, concurrency=len(model.delays), ramp_spacing_s=0.0)
+
+    def write(batch):
+        samples = [r.job.sample_index for r in batch]
+        if fail_write_of in samples:
+            raise ConnectionError("the database went away")
+        events.append(("write", time.monotonic(), samples, threading.current_thread().name))
+
+    def after():
+        events.append(("after", time.monotonic(), [], threading.current_thread().name))
+
+    async def main():
+        return await streaming.stream_jobs(
+            engine=engine, jobs=[Job(item_id=1, sample_index=n, shown=shown) for n in range(len(model.delays))],
+            db=ThreadPoolExecutor(max_workers=1, thread_name_prefix="writes"), write=write,
+            is_cancelled=lambda: False, close_client=model.close, after_last_write=after)
+
+    return asyncio.run(main())
+
+
+def test_the_last_answers_are_written_as_the_stream_ends_not_after_the_spacing():
+    """The second answer comes while the writer waits out the spacing after the first write: the stream has ended,
+    so it is written at once (a run's end was held up to ``WRITE_SPACING_S`` here)."""
+    model, events = _PerSampleModel([0.001, 0.01]), []
+    outcome = _stream_events(model, events)
+    writes = [event for event in events if event[0] == "write"]
+    assert outcome.written == 2 and [event[2] for event in writes] == [[0], [1]]
+    assert writes[1][1] - model.answered["1"] < streaming.WRITE_SPACING_S / 2, writes[1][1] - model.answered["1"]
+
+
+def test_after_the_last_write_runs_on_the_writing_thread_before_the_client_closes():
+    model, events = _PerSampleModel([0.001, 0.002, 0.03]), []
+    outcome = _stream_events(model, events)
+    assert outcome.written == 3 and [event[0] for event in events][-1] == "after"
+    assert all(event[3].startswith("writes") for event in events)
+    assert len(model.closed) == 1 and model.closed[0] >= events[-1][1]
+
+
+def test_a_failed_last_write_closes_the_client_and_skips_the_hook():
+    model, events = _PerSampleModel([0.001, 0.01]), []
+    with pytest.raises(ConnectionError):
+        _stream_events(model, events, fail_write_of=1)
+    assert [event[0] for event in events] == ["write"] and len(model.closed) == 1
