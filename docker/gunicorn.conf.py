@@ -17,6 +17,9 @@ def when_ready(server):
     from django.urls import get_resolver
 
     assert get_resolver().url_patterns  # imports the views now
+    from evaluation.execution import queueing
+
+    queueing.load_tasks()  # and the task modules a launch sends to (not at a worker's first launch)
     # Nothing opened in the master may be shared by the forked workers.
     for connection in connections.all(initialized_only=True):
         connection.close()

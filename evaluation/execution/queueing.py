@@ -26,6 +26,16 @@ def _task(name: str):
     return current_app.tasks[name]
 
 
+def load_tasks() -> list[str]:
+    """Import the modules of every task sent from here (no connection is opened): a web server calls it before it
+    forks its workers (docker/gunicorn.conf.py), so that a worker's first launch does not import them (about 45 ms
+    of its response). Returns the task names."""
+    names = [RUN_CHUNK_TASK, JUDGE_RUN_TASK]
+    for name in names:
+        _task(name)
+    return names
+
+
 def split_evenly(item_ids: list[int], *, most: int, processes: int) -> list[list[int]]:
     """The items in consecutive chunks of at most ``most``, as many as a multiple of ``processes`` (short of one
     item each), their sizes within one of each other: the processes start together and end together."""

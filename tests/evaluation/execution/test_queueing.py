@@ -43,6 +43,41 @@ def test_every_task_queueing_sends_is_found_in_a_fresh_process_from_its_own_modu
     assert report["other_task_modules"] == []
 
 
+_GUNICORN_MASTER = """
+import json, os, runpy, sys, django
+django.setup()
+from celery import current_app
+from evaluation.execution import queueing
+names = sorted(value for key, value in vars(queueing).items() if key.endswith("_TASK") and isinstance(value, str))
+before = {name: name in current_app.tasks for name in names}
+def sockets():
+    found = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+        except OSError:  # the listing's own descriptor, closed by now
+            pass
+    return found
+opened = sockets()
+runpy.run_path(sys.argv[1])["when_ready"](None)
+print(json.dumps({"before": before, "after": {name: name in current_app.tasks for name in names},
+                  "new_sockets": sockets() - opened}))
+"""
+
+
+def test_the_web_server_loads_every_task_before_it_forks_without_opening_a_connection():
+    """docker/gunicorn.conf.py's ``when_ready`` (run in gunicorn's master, before the workers fork) leaves every task
+    that queueing sends registered (a worker's first launch imports nothing), and no socket open to be shared."""
+    done = subprocess.run([sys.executable, "-c", _GUNICORN_MASTER, str(REPO_DIR / "docker" / "gunicorn.conf.py")],
+                          cwd=REPO_DIR, env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(report["before"]) >= 2 and not any(report["before"].values()), report
+    assert all(report["after"].values()), report
+    assert report["new_sockets"] <= 0, report
+    assert set(queueing.load_tasks()) == set(report["after"])
+
+
 @given(n=st.integers(0, 3000), most=st.integers(1, 500), processes=st.integers(1, 8))
 @hypothesis_settings(max_examples=400, deadline=None)
 def test_split_evenly_covers_every_item_once_in_a_multiple_of_the_processes(n, most, processes):
