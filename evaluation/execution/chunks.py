@@ -178,7 +178,8 @@ def run_event_loop(coroutine):
 
 
 def mark_started(run_id: int) -> None:
-    """A queued run is running; its start is the first chunk's (one statement)."""
+    """A queued run is now running, and a run without a start gets one (launch and resume set it: a run made some
+    other way); one statement."""
     Run.objects.filter(pk=run_id).filter(Q(status=RunStatus.QUEUED) | Q(started_at__isnull=True)).update(
         status=Case(When(status=RunStatus.QUEUED, then=Value(RunStatus.RUNNING)), default=F("status")),
         started_at=Coalesce(F("started_at"), Value(timezone.now())))
@@ -316,7 +317,7 @@ async def _stream(run: Run, method, first, batches: list[list[tuple[int, int]]],
                     cache_fetch=cache_fetch if use_cache else None,
                     ramp_spacing_s=0.0 if endpoint.is_builtin else settings.EVALUATION_RAMP_SPACING_S,
                     infrastructure_errors=INFRASTRUCTURE_ERRORS)
-    def refresh() -> None:  # on the writing thread, right after the last write: the run is seen finished sooner
+    def refresh() -> None:  # on the writing thread, right after the last write (no second pass after the loop)
         refresh_status(run.pk)
         report.refreshed = True
 

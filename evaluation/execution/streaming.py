@@ -44,8 +44,8 @@ async def stream_jobs(*, engine: Engine, jobs: Iterable[Job] | AsyncIterable[Job
     """Run ``jobs`` through ``engine`` and write their results in batches with ``write`` (called on ``db``).
 
     ``is_cancelled`` is called on ``db`` too; ``close_client`` returns an awaitable. ``after_last_write`` (if
-    given) is called on ``db`` once every result is written, when the stream ended without an error, before the
-    client and the thread are closed (a run's status: the run is seen finished a few ms sooner). The thread pool
+    given) is called on ``db`` once every result is written and the client is closed, when the stream ended
+    without an error, before the thread is closed (a run's status, on the thread that wrote its last rows). The thread pool
     is shut down at the end. Returns (and fills, if given) the outcome."""
     outcome = outcome if outcome is not None else StreamOutcome()
     loop = asyncio.get_running_loop()
@@ -116,13 +116,15 @@ async def stream_jobs(*, engine: Engine, jobs: Iterable[Job] | AsyncIterable[Job
         try:
             await writer
             await flush()
-            if after_last_write is not None:
-                await loop.run_in_executor(db, after_last_write)
-        except BaseException:  # the last write failed: the client is closed all the same
+        except BaseException:  # a write failed (or the cancellation check): what is left is tried once more, and
+            with contextlib.suppress(BaseException):  # the client is closed all the same
+                await flush()
             with contextlib.suppress(BaseException):
                 await close_client()
             raise
         await close_client()
+        if after_last_write is not None:
+            await loop.run_in_executor(db, after_last_write)
     finally:
         close_thread(db)
     outcome.cancelled = state["cancelled"]

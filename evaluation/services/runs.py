@@ -303,6 +303,4 @@ def run_execute_in_process(*, run: Run) -> execution.ChunkReport:
     Its heartbeat covers all of the run's items, so the periodic reconciliation never hands them to a
     worker meanwhile (however long one request takes)."""
     with heartbeats.heartbeat(run_id=run.pk, item_ids=list(run.item_ids)):
-        report = execution.execute_chunk(run_id=run.pk, item_ids=None)
-    execution.refresh_status(run.pk)
-    return report
+        return execution.execute_chunk(run_id=run.pk, item_ids=None)  # which marks the run finished

@@ -100,6 +100,7 @@ def test_marking_a_run_started_changes_only_a_queued_status_and_a_missing_start(
     start gets one (a start already there is kept), whatever the other field is."""
     import datetime
 
+    from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
 
     from evaluation.models import Run
@@ -110,7 +111,9 @@ def test_marking_a_run_started_changes_only_a_queued_status_and_a_missing_start(
     earlier = timezone.now() - datetime.timedelta(hours=1)
     Run.objects.filter(pk=run.pk).update(status=status, started_at=earlier if started else None)
     before = timezone.now()
-    chunks.mark_started(run.pk)
+    with CaptureQueriesContext(connection) as queries:
+        chunks.mark_started(run.pk)
+    assert len(queries.captured_queries) == 1, queries.captured_queries
     run.refresh_from_db()
     assert run.status == (RunStatus.RUNNING if status == RunStatus.QUEUED else status)
     assert run.started_at == earlier if started else before <= run.started_at <= timezone.now()

@@ -49,7 +49,6 @@ django.setup()
 from celery import current_app
 from evaluation.execution import queueing
 names = sorted(value for key, value in vars(queueing).items() if key.endswith("_TASK") and isinstance(value, str))
-before = {name: name in current_app.tasks for name in names}
 def sockets():
     found = 0
     for fd in os.listdir("/proc/self/fd"):
@@ -58,7 +57,8 @@ def sockets():
         except OSError:  # the listing's own descriptor, closed by now
             pass
     return found
-opened = sockets()
+opened = sockets()  # before anything of Celery's runs (reading current_app.tasks finalizes the app)
+before = {name: name in current_app.tasks for name in names}
 runpy.run_path(sys.argv[1])["when_ready"](None)
 print(json.dumps({"before": before, "after": {name: name in current_app.tasks for name in names},
                   "new_sockets": sockets() - opened}))
