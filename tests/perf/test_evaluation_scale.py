@@ -214,9 +214,9 @@ def test_12000_requests_through_two_celery_worker_processes(detectbench_dir, tmp
     # With the database connection pool, as the image runs its workers (docker/): the suite's default, no pool,
     # opened new PostgreSQL connections for each task and each of its threads.
     worker = start_celery_worker(tmp_path, concurrency=2, env=subprocess_env(DATABASE_POOL="1"))
-    queueing.load_tasks()  # this process launches the runs as a web server does: with the task modules loaded
     runs = []
     try:
+        queueing.load_tasks()  # this process launches the runs as a web server does: with the task modules loaded
         with start_server_process(latency_s=LATENCY_S, reply_mode="first") as server:
             endpoint = services.endpoint_create(name="bench-12k-celery", base_url=server.base_url, model="stand-in",
                                                 max_concurrency=CONCURRENCY, use_cache=False)
