@@ -1,9 +1,10 @@
 """gunicorn settings of the image (docker/Dockerfile CMD, compose's web service).
 
 Sync workers, about two per core, with the database connection pool: the fastest setup in
-tests/perf/test_study_load.py. The app and every app's views are imported once, in the master,
-before the workers fork: a worker is ready at once (and shares that memory) instead of importing
-the URLconf (seconds of CPU) inside its first request, where gunicorn's timeout can kill it.
+tests/perf/test_study_load.py. The app, every app's views and the Celery task modules a launch sends
+to are imported once, in the master, before the workers fork: a worker is ready at once (and shares
+that memory) instead of importing the URLconf (seconds of CPU) inside its first request, where
+gunicorn's timeout can kill it, or the task modules inside its first launch of a run.
 """
 bind = "0.0.0.0:8000"
 workers = 4
