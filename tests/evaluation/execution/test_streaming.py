@@ -90,20 +90,30 @@ def test_a_judge_run_builds_its_client_where_a_model_run_does():
 
 
 class _TimedModel(ModelClient):
-    """The model API's stand-in, in process: answers "1" after ``delay_s``, noting when each answer came."""
+    """The model API's stand-in, in process: answers "1" after ``delay_s`` (sample n after ``delays[n]``, if given),
+    noting when each answer came and when it was closed."""
 
-    def __init__(self, delay_s: float):
-        self.delay_s, self.answered = delay_s, {}
+    def __init__(self, delay_s: float = 0.0, delays: list[float] | None = None):
+        self.delay_s, self.delays, self.answered, self.closed = delay_s, delays, {}, []
 
     async def complete(self, messages, *, sample_key):
-        await asyncio.sleep(self.delay_s)
-        self.answered[sample_key.split(":")[0]] = time.monotonic()
+        sample = sample_key.split(":")[0]
+        await asyncio.sleep(self.delay_s if self.delays is None else self.delays[int(sample)])
+        self.answered[sample] = time.monotonic()
         return Completion(text="### Answer:\n1", tokens_in=1, tokens_out=1, finish_reason="stop")
+
+    async def close(self):
+        self.closed.append(time.monotonic())
+
+
+def _shown():
+    """One small item, shown as the engine's jobs show it."""
+    view = ItemView(id=1, context="A clue.", question="Who?", options=("Ann", "Bo"), answer_index=0)
+    return present(view, seed=0, permute=False)
 
 
 def _stream(delay_s: float, jobs: int, concurrency: int):
-    view = ItemView(id=1, context="A clue.", question="Who?", options=("Ann", "Bo"), answer_index=0)
-    shown = present(view, seed=0, permute=False)
+    shown = _shown()
     model = _TimedModel(delay_s)
     engine = Engine(method=get_method("naive"), client=model, concurrency=concurrency, ramp_spacing_s=0.0)
     writes, lock = [], threading.Lock()
@@ -144,26 +154,9 @@ def test_an_answer_that_comes_alone_is_written_at_once(delay_s):
     assert len(writes) == 4
 
 
-class _PerSampleModel(_TimedModel):
-    """Answers sample n after ``delays[n]`` seconds."""
-
-    def __init__(self, delays: list[float]):
-        super().__init__(0.0)
-        self.delays, self.closed = delays, []
-
-    async def complete(self, messages, *, sample_key):
-        await asyncio.sleep(self.delays[int(sample_key.split(":")[0])])
-        self.answered[sample_key.split(":")[0]] = time.monotonic()
-        return Completion(text="### Answer:\n1", tokens_in=1, tokens_out=1, finish_reason="stop")
-
-    async def close(self):
-        self.closed.append(time.monotonic())
-
-
-def _stream_events(model: _PerSampleModel, events: list, *, fail_write_of: int | None = None):
+def _stream_events(model: _TimedModel, events: list, *, fail_write_of: int | None = None):
     """Stream one job per delay of ``model`` (all at once), noting in ``events`` what runs on the writing thread."""
-    view = ItemView(id=1, context="A clue.", question="Who?", options=("Ann", "Bo"), answer_index=0)
-    shown = present(view, seed=0, permute=False)
+    shown = _shown()
     engine = Engine(method=get_method("naive"), client=model, concurrency=len(model.delays), ramp_spacing_s=0.0)
 
     def write(batch):
@@ -187,7 +180,7 @@ def _stream_events(model: _PerSampleModel, events: list, *, fail_write_of: int |
 def test_the_last_answers_are_written_as_the_stream_ends_not_after_the_spacing():
     """The second answer comes while the writer waits out the spacing after the first write: the stream has ended,
     so it is written at once (a run's end was held up to ``WRITE_SPACING_S`` here)."""
-    model, events = _PerSampleModel([0.001, 0.01]), []
+    model, events = _TimedModel(delays=[0.001, 0.01]), []
     outcome = _stream_events(model, events)
     writes = [event for event in events if event[0] == "write"]
     assert outcome.written == 2 and [event[2] for event in writes] == [[0], [1]]
@@ -196,7 +189,7 @@ def test_the_last_answers_are_written_as_the_stream_ends_not_after_the_spacing()
 
 def test_after_the_last_write_runs_on_the_writing_thread_once_the_client_is_closed():
     """A run is seen finished only when its client is closed (its limiter slots given back for the next run)."""
-    model, events = _PerSampleModel([0.001, 0.002, 0.03]), []
+    model, events = _TimedModel(delays=[0.001, 0.002, 0.03]), []
     outcome = _stream_events(model, events)
     assert outcome.written == 3 and [event[0] for event in events][-1] == "after"
     assert all(event[3].startswith("writes") for event in events)
@@ -204,7 +197,7 @@ def test_after_the_last_write_runs_on_the_writing_thread_once_the_client_is_clos
 
 
 def test_a_failed_last_write_closes_the_client_and_skips_the_hook():
-    model, events = _PerSampleModel([0.001, 0.01]), []
+    model, events = _TimedModel(delays=[0.001, 0.01]), []
     with pytest.raises(ConnectionError):
         _stream_events(model, events, fail_write_of=1)
     assert [event[0] for event in events] == ["write"] and len(model.closed) == 1
