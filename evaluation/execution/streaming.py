@@ -84,6 +84,20 @@ async def stream_jobs(*, engine: Engine, jobs: Iterable[Job] | AsyncIterable[Job
                 state["checked"] = time.monotonic()
                 state["cancelled"] = await loop.run_in_executor(db, is_cancelled)
 
+    async def wind_up() -> None:
+        """Stop the writer, write what is left and close the client, each whatever the one before did; then raise
+        the first error."""
+        done.set()
+        arrived.set()
+        errors = []
+        for step in (lambda: writer, flush, close_client):
+            try:
+                await step()
+            except BaseException as error:  # noqa: BLE001 - raised below, after the client is closed
+                errors.append(error)
+        if errors:
+            raise errors[0]
+
     writer = asyncio.create_task(flusher())
     runner = asyncio.create_task(engine.run(jobs, on_result=on_result, stopped=lambda: state["cancelled"],
                                             count=count))
@@ -101,28 +115,11 @@ async def stream_jobs(*, engine: Engine, jobs: Iterable[Job] | AsyncIterable[Job
             runner.cancel()
             with contextlib.suppress(BaseException):
                 await runner
-        done.set()
-        arrived.set()
         with contextlib.suppress(BaseException):
-            await writer
-        with contextlib.suppress(BaseException):
-            await flush()
-        with contextlib.suppress(BaseException):
-            await close_client()
+            await wind_up()
         raise
     else:
-        done.set()
-        arrived.set()
-        try:
-            await writer
-            await flush()
-        except BaseException:  # a write failed (or the cancellation check): what is left is tried once more, and
-            with contextlib.suppress(BaseException):  # the client is closed all the same
-                await flush()
-            with contextlib.suppress(BaseException):
-                await close_client()
-            raise
-        await close_client()
+        await wind_up()
         if after_last_write is not None:
             await loop.run_in_executor(db, after_last_write)
     finally:
