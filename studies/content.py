@@ -65,6 +65,17 @@ def parse_highlights(raw: str | None) -> Any:
         raise AnswerInvalid({"highlights": gettext("Highlights must be a JSON list.")}) from None
 
 
+def parse_revision(raw: Any) -> int | None:
+    """The draft revision a save replaces, as sent by the page: None when not sent (the save is unconditional),
+    else a whole number >= 0; raise AnswerInvalid naming the field otherwise."""
+    if raw is None or raw == "":
+        return None
+    revision = _as_int(raw)
+    if revision is None or revision < 0:
+        raise AnswerInvalid({"revision": gettext("The draft revision must be a whole number, 0 or more.")})
+    return revision
+
+
 def clean_answer(*, context: str, n_options: int, chosen_option: Any, confidence: Any,
                  highlights: Any) -> tuple[int, int | None, list[dict]]:
     """Validate an answer against the shown item; return (option, confidence, highlights) or raise AnswerInvalid."""

@@ -100,10 +100,21 @@ class DraftRefused(StudyError):
     NOT_OPEN = "draft_not_open"
     CLOSED = "draft_closed"
     UNKNOWN = "draft_unknown"
+    STALE = "draft_stale"
 
     def __init__(self, reason: str, message: str, http_status: int = 409):
         super().__init__(message, code=reason, http_status=http_status)
         self.reason = reason
+
+
+class DraftStale(DraftRefused):
+    """A draft save that names a revision other than the stored one: another save came first (another tab, or
+    this page before a reload, whose request arrived late). Nothing is stored (412); `revision` and
+    `highlights` are the stored draft's, for a page that still wants its own highlights to send them again."""
+
+    def __init__(self, message: str, *, revision: int, highlights: list):
+        super().__init__(self.STALE, message, 412)
+        self.revision, self.highlights = revision, highlights
 
 
 class StudySetupInvalid(Invalid):
@@ -190,7 +201,7 @@ class AnswerInvalid(Invalid):
 
 
 __all__ = [
-    "AnswerInvalid", "AnswerRefused", "AttemptNotRunning", "DraftRefused", "EmptyPool", "ParticipantIdTaken", "PlaceholderId", "PoolFrozen",
+    "AnswerInvalid", "AnswerRefused", "AttemptNotRunning", "DraftRefused", "DraftStale", "EmptyPool", "ParticipantIdTaken", "PlaceholderId", "PoolFrozen",
     "PracticeItemInPool", "RatersBelowLoad", "RejectedItems", "StudyError", "StudyNotOpen", "StudySetupInvalid", "TranslationsMissing",
     "UnknownItems",
 ]

@@ -306,6 +306,11 @@ class ParticipantLease(models.Model):
                   '"text"}] in the shown context): any tab or browser that resumes the attempt shows them. Not an '
                   'answer; the answer keeps the highlights it was submitted with.')
     draft_saved_at = models.DateTimeField(null=True, blank=True)
+    draft_revision = models.PositiveIntegerField(
+        default=0, db_default=0,
+        help_text="How many times the draft was saved: a save names the revision it replaces and is refused when "
+                  "another save came first (a request from a page reloaded meanwhile, arriving late, cannot "
+                  "overwrite a newer draft).")
 
     class Meta:
         ordering = ["attempt_id", "position"]

@@ -1,5 +1,6 @@
 from django.urls import path, re_path
 
+from studies.views import drafts
 from studies.views import participants as views_public
 from studies.views.participant_pages import not_found_view
 
@@ -8,7 +9,7 @@ urlpatterns = [
     path("a/<str:token>/", views_public.attempt_view, name="attempt"),
     path("a/<str:token>/start/", views_public.attempt_start_view, name="start"),
     path("a/<str:token>/answer/", views_public.answer_view, name="answer"),
-    path("a/<str:token>/draft/", views_public.draft_view, name="draft"),
+    path("a/<str:token>/draft/", drafts.draft_view, name="draft"),
     path("a/<str:token>/practice/", views_public.practice_view, name="practice"),
     path("a/<str:token>/return/", views_public.attempt_return_view, name="return"),
     path("a/<str:token>/language/", views_public.attempt_language_view, name="language"),

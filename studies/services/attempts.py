@@ -108,13 +108,13 @@ def attempt_start(*, attempt_id: int, now: datetime | None = None, attempt: Atte
     if done.leases:  # the leases as the statement wrote them (a field not written here is left deferred)
         attempt.handed_out = [ParticipantLease.from_db(connection.alias, _HANDED_OUT_FIELDS, [
             lease_id, attempt.pk, study_item_id, item_id, position, ParticipantLeaseStatus.ACTIVE, done.deadline,
-            now if position == 0 else None, now, None, [], None,
+            now if position == 0 else None, now, None, [], None, 0,
         ]) for position, (lease_id, study_item_id, item_id) in enumerate(done.leases)]
     return attempt
 
 
 _HANDED_OUT_FIELDS = ["id", "attempt_id", "study_item_id", "item_id", "position", "status", "expires_at", "shown_at",
-                      "created_at", "ended_at", "draft_highlights", "draft_saved_at"]
+                      "created_at", "ended_at", "draft_highlights", "draft_saved_at", "draft_revision"]
 
 
 @transaction.atomic

@@ -22,7 +22,7 @@ SHOWN_ITEM_FIELDS = ("id", "context", "question", "options", "translations")
 #: An attempt's leases in presentation order, with only what the question flow and an answer need.
 _LEASES = PreparedQuery(
     lambda attempt_id: ParticipantLease.objects.filter(attempt_id=attempt_id)
-    .only("id", "position", "status", "shown_at", "item_id", "draft_highlights").order_by("position"),
+    .only("id", "position", "status", "shown_at", "item_id", "draft_highlights", "draft_revision").order_by("position"),
     -730_001)
 _SHOWN_ITEM = PreparedQuery(lambda pk: Item.objects.only(*SHOWN_ITEM_FIELDS).filter(pk=pk)[:1], -730_004)
 

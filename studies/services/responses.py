@@ -8,13 +8,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from annotation.models import Item
 from foundation.prepared_queries import PreparedInsert, PreparedQuery
 from foundation.words import gettext, gettext_noop
-from studies.content import clean_answer, clean_highlights, matching_highlights, shown_item
-from studies.errors import AnswerInvalid, AnswerRefused, DraftRefused
+from studies.content import clean_answer, clean_highlights, matching_highlights, parse_revision, shown_item
+from studies.errors import AnswerInvalid, AnswerRefused, DraftRefused, DraftStale
 from studies.models import (
     Attempt,
     AttemptStatus,
@@ -175,13 +176,15 @@ USE_DRAFT = object()
 
 @dataclass
 class Draft:
-    """The highlights saved so far on an attempt's open question."""
+    """The highlights saved so far on an attempt's open question, and how many saves made them (`revision`)."""
 
     position: int
     highlights: list[dict]
+    revision: int = 0
 
 
-def highlight_draft_save(*, token: str, position: Any, highlights: Any, now: datetime | None = None) -> Draft:
+def highlight_draft_save(*, token: str, position: Any, highlights: Any, revision: Any = None,
+                         now: datetime | None = None) -> Draft:
     """Save the highlights made so far on the question the attempt is on (replacing the last draft).
 
     Only the open question takes a draft: the attempt running and within its deadline (plus grace), the
@@ -189,8 +192,15 @@ def highlight_draft_save(*, token: str, position: Any, highlights: Any, now: dat
     (DraftRefused: 404 unknown, 410 attempt not running, 409 another question is open) and nothing is stored.
     The highlights are validated as an answer's are (AnswerInvalid). Holds the attempt's row lock, as an
     answer does, so a draft can never land on a question after its answer.
+
+    `revision`: the draft's revision the save replaces (the one the page was shown with, or its last save
+    answered). Another one means another save came first: DraftStale (412), nothing stored. Saves arrive
+    in any order (a page reloaded while its save was on the way sends again; the old request may still
+    arrive after the new one), and an older one must never overwrite a newer draft. Not given (None): the
+    save is unconditional. Each save stored adds one to the revision.
     """
     now = now or timezone.now()
+    expected = parse_revision(revision)
     with transaction.atomic():
         attempt = Attempt.objects.select_for_update(of=("self",)).select_related("study").filter(token=token).first()
         if attempt is None:
@@ -199,9 +209,14 @@ def highlight_draft_save(*, token: str, position: Any, highlights: Any, now: dat
         item = Item.objects.only(*SHOWN_ITEM_FIELDS).get(pk=lease.item_id)
         shown = shown_item(context=item.context, question=item.question, options=item.options,
                            translations=item.translations, language=attempt.study.language_of(attempt.language))
+        if expected is not None and expected != lease.draft_revision:
+            raise DraftStale(gettext("Your highlights were saved from elsewhere meanwhile."),
+                             revision=lease.draft_revision,
+                             highlights=draft_of(attempt=attempt, lease=lease, context=shown.context))
         spans = clean_highlights(context=shown.context, highlights=highlights)
-        ParticipantLease.objects.filter(pk=lease.pk).update(draft_highlights=spans, draft_saved_at=now)
-    return Draft(position=lease.position, highlights=spans)
+        ParticipantLease.objects.filter(pk=lease.pk).update(draft_highlights=spans, draft_saved_at=now,
+                                                            draft_revision=F("draft_revision") + 1)
+    return Draft(position=lease.position, highlights=spans, revision=lease.draft_revision + 1)
 
 
 def highlight_draft(*, token: str, position: Any, now: datetime | None = None) -> Draft:
@@ -211,7 +226,8 @@ def highlight_draft(*, token: str, position: Any, now: datetime | None = None) -
     if attempt is None:
         raise DraftRefused(DraftRefused.UNKNOWN, gettext("Unknown attempt."), 404)
     lease = _open_lease(attempt, _as_position(position), now)
-    return Draft(position=lease.position, highlights=draft_of(attempt=attempt, lease=lease))
+    return Draft(position=lease.position, highlights=draft_of(attempt=attempt, lease=lease),
+                 revision=lease.draft_revision)
 
 
 def draft_of(*, attempt: Attempt, lease: ParticipantLease, context: str | None = None) -> list[dict]:

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import json
 
-from django.http import HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect
 from django.urls import reverse
-from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_GET
 
 from foundation.roles import is_researcher
@@ -21,7 +20,6 @@ from studies.content import ShownItem, parse_highlights, shown_item
 from studies.errors import (
     AnswerInvalid,
     AnswerRefused,
-    DraftRefused,
     ParticipantIdTaken,
     PlaceholderId,
     StudyNotOpen,
@@ -197,6 +195,7 @@ def _question_context(attempt: Attempt, question: services.Question, **extra) ->
                                                              context=shown.context)
     limit_first = bool(attempt.study.question_time_limit_seconds) and attempt.seconds_left() > question.seconds_left
     return {"question": question, "shown": shown, "draft_json": json.dumps(draft, ensure_ascii=False),
+            "draft_revision": 0 if question.first_shown else question.lease.draft_revision,
             "question_limit_first": limit_first,
             "draft_url": attempt_url("draft", attempt.token), **extra}
 
@@ -321,35 +320,6 @@ def _after_answer(request, attempt: Attempt) -> HttpResponse:
         redirect_response.headers["HX-Redirect"] = _hub(attempt)
         return redirect_response
     return _to_hub(attempt)
-
-
-@participant_page
-def draft_view(request, token: str):
-    """The open question's highlight draft, as JSON for the page's script: GET reads it, POST replaces it.
-
-    POST `position` and `highlights` (the JSON list the answer form sends): validated as an answer's
-    highlights are (400), refused for any question but the open one (409; 410 when the attempt is not running,
-    404 for an unknown attempt) with the attempt's address to continue from. CSRF as every form.
-    """
-    if request.method not in ("GET", "POST"):
-        return JsonResponse({"code": "method_not_allowed", "detail": "GET or POST."}, status=405)
-    data = request.POST if request.method == "POST" else request.GET
-    try:
-        if request.method == "POST":
-            draft = services.highlight_draft_save(token=token, position=data.get("position"),
-                                                  highlights=parse_highlights(data.get("highlights")))
-        else:
-            draft = services.highlight_draft(token=token, position=data.get("position"))
-    except DraftRefused as refusal:
-        body = {"code": refusal.code, "detail": refusal.message}
-        if refusal.http_status != 404:
-            body["continue_url"] = reverse("studies_public:attempt", args=[token])
-        return JsonResponse(body, status=refusal.http_status)
-    except AnswerInvalid as invalid:
-        return JsonResponse({"code": invalid.code, "errors": invalid.messages}, status=invalid.http_status)
-    response = JsonResponse({"position": draft.position, "highlights": draft.highlights})
-    patch_cache_control(response, no_store=True)
-    return response
 
 
 @post_only

@@ -20,11 +20,20 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from foundation.roles import researcher_required
+from foundation.words import gettext
 from studies import services
-from studies.content import clean_answer, clean_highlights, matching_highlights, parse_highlights, shown_item
-from studies.errors import AnswerInvalid
+from studies.content import (
+    clean_answer,
+    clean_highlights,
+    matching_highlights,
+    parse_highlights,
+    parse_revision,
+    shown_item,
+)
+from studies.errors import AnswerInvalid, DraftStale
 from studies.models import DEFAULT_CONSENT_TEXT, AttemptStatus, Study
 from studies.preview import preview_item, preview_items
+from studies.views.drafts import draft_json, stale_json
 from studies.views.participant_pages import render_page
 from studies.views.participants import end_links
 
@@ -43,6 +52,7 @@ class Walk:
     position: int = 0                # the question shown now
     answers: list | None = None      # [{"item", "chosen", "correct", "highlights"}]
     drafts: dict | None = None       # position (str) -> highlights
+    revisions: dict | None = None    # position (str) -> how many times its draft was saved
     shown_at: dict | None = None     # position (str) -> epoch seconds when first shown
     deadline: float = 0.0            # epoch seconds
     end: str = ""                    # finished | expired | returned
@@ -54,7 +64,7 @@ class Walk:
         if walk.step not in STEPS:
             walk = cls()
         walk.items, walk.answers = walk.items or [], walk.answers or []
-        walk.drafts, walk.shown_at = walk.drafts or {}, walk.shown_at or {}
+        walk.drafts, walk.shown_at, walk.revisions = walk.drafts or {}, walk.shown_at or {}, walk.revisions or {}
         return walk
 
     def keep(self, request, study: Study) -> None:
@@ -132,6 +142,7 @@ def _question_page(request, study: Study, walk: Walk, now: float, *, partial: bo
     template = "studies/public/question.html#question" if partial else "studies/public/question.html"
     return _page(request, study, template, walk, {
         "question": question, "shown": shown, "draft_json": json.dumps(draft, ensure_ascii=False),
+        "draft_revision": walk.revisions.get(str(walk.position), 0),
         "draft_url": _urls(study)["draft"], "errors": errors or {},
         "question_limit_first": bool(study.question_time_limit_seconds)
         and walk.deadline - now > question.seconds_left,
@@ -262,16 +273,22 @@ def study_preview_draft_view(request, slug: str):
         return JsonResponse({"code": "draft_not_open", "detail": "This question is not open.",
                              "continue_url": reverse("studies:study_preview", args=[study.slug])}, status=409)
     shown = _shown(study, walk.items[walk.position])
+    key = str(walk.position)
+    stored = matching_highlights(context=shown.context, highlights=walk.drafts.get(key) or [])
+    revision = walk.revisions.get(key, 0)
     if request.method == "POST":
         try:
+            expected = parse_revision(data.get("revision"))
+            if expected is not None and expected != revision:
+                return stale_json(DraftStale(gettext("Your highlights were saved from elsewhere meanwhile."),
+                                             revision=revision, highlights=stored), _urls(study)["attempt"])
             spans = clean_highlights(context=shown.context, highlights=parse_highlights(data.get("highlights")))
         except AnswerInvalid as invalid:
             return JsonResponse({"code": invalid.code, "errors": invalid.messages}, status=invalid.http_status)
-        walk.drafts[str(walk.position)] = spans
+        walk.drafts[key], walk.revisions[key] = spans, revision + 1
         walk.keep(request, study)
-    else:
-        spans = matching_highlights(context=shown.context, highlights=walk.drafts.get(str(walk.position)) or [])
-    return JsonResponse({"position": walk.position, "highlights": spans})
+        return draft_json(position=walk.position, highlights=spans, revision=revision + 1)
+    return draft_json(position=walk.position, highlights=stored, revision=revision)
 
 
 @researcher_required

@@ -258,3 +258,55 @@ def test_a_researcher_previews_the_study_and_nothing_is_recorded(live_server, de
     assert link.get_attribute("href") == "https://app.prolific.com/submissions/complete?cc=PREVIEW-OK"
     assert not Attempt.objects.exists() and not Response.objects.exists()
     assert set(study.pool.values_list("load", flat=True)) == {0}
+
+
+def test_a_save_arriving_late_never_undoes_the_highlights_the_page_shows(live_server, detectbench_dir, page):
+    """Each draft save names the revision it replaces. A save from before a reload that reaches the server late is
+    refused and the page keeps its highlight; when another save came first, the page's own newer highlights are
+    sent again on top of it, and the server ends with exactly what the page shows."""
+    ids = import_items(detectbench_dir, 3)
+    study_create(slug="late", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
+                 status=StudyStatus.OPEN, completion_code="LATE-OK", consent_text="Please agree.")
+    page.goto(f"{live_server.url}/s/late/?PROLIFIC_PID=pw-late&STUDY_ID=s&SESSION_ID=x", timeout=60000)
+    page.check("input[name=consent]")
+    page.click("button[type=submit]")
+    page.click("#start")
+    page.wait_for_selector("#question")
+    _select_by_mouse(page, 0.5, 0.2)
+    page.wait_for_selector("[data-draft-status][data-state=saved]")
+    first = page.locator("#context mark.clue").inner_text()
+    page.reload()
+    page.wait_for_selector("#context mark.clue")
+    box = page.locator("[data-draft-url]")
+    url = live_server.url + box.get_attribute("data-draft-url")
+    position = box.get_attribute("data-position")
+    assert box.get_attribute("data-draft-revision") == "1"
+    csrf = page.locator("input[name=csrfmiddlewaretoken]").first.get_attribute("value")
+
+    def save(highlights: str, revision: str):  # with this browser's cookies, as a request of its pages
+        return page.request.post(url, form={"position": position, "highlights": highlights, "revision": revision,
+                                            "csrfmiddlewaretoken": csrf}, headers={"Referer": page.url})
+
+    # The old page's "remove everything", sent before the reload (revision 0), arrives now: refused.
+    late = save("[]", "0")
+    assert late.status == 412 and late.json()["revision"] == 1
+    page.evaluate("window.dispatchEvent(new Event('focus'))")  # the page reads the server's draft again
+    time.sleep(0.5)
+    assert page.locator("#context mark.clue").all_inner_texts() == [first]
+
+    # Another tab empties the draft (revision 1 -> 2) without this page knowing; the participant highlights here.
+    assert save("[]", "1").status == 200
+    # Every state the draft's status line goes through (the refusal is not a lost connection: never "unsaved").
+    page.evaluate("""() => { const line = document.querySelector('[data-draft-status]'); window.draftStates = [];
+        new MutationObserver(() => window.draftStates.push(line.getAttribute('data-state')))
+            .observe(line, {attributes: true, attributeFilter: ['data-state']}); }""")
+    _select_by_mouse(page, 0.6, 0.8, from_x=0.2, from_y=0.7)
+    _wait_for(lambda: page.locator("#context mark.clue").count() == 2)
+    page.wait_for_selector("[data-draft-status][data-state=saved]")
+    assert page.evaluate("window.draftStates") == ["saving", "saved"]
+    shown = page.locator("#context mark.clue").all_inner_texts()
+    lease = Attempt.objects.get(external_participant_id="pw-late").leases.get(position=int(position))
+    assert [h["text"] for h in lease.draft_highlights] == shown and lease.draft_revision == 3
+    page.evaluate("window.dispatchEvent(new Event('focus'))")
+    time.sleep(0.5)
+    assert page.locator("#context mark.clue").all_inner_texts() == shown

@@ -217,6 +217,9 @@
     /* The server's draft is where the highlights live (any tab, any browser that resumes the attempt); this tab
        keeps a copy only of changes it could not save yet (no connection), which are newer than the server's. */
     var draftUrl = box.getAttribute("data-draft-url");
+    /* The server's revision of the draft this page shows: each save names it and is refused (412) when another
+       save came first, so a save sent before a reload and arriving after the reloaded page's cannot undo it. */
+    var revision = parseInt(box.getAttribute("data-draft-revision") || "0", 10) || 0;
     var local = null;
     try { local = JSON.parse(stored(storeKey) || "null"); } catch (e) { local = null; }
     try { spans = JSON.parse(box.getAttribute("data-draft") || "[]"); } catch (e) { spans = []; }
@@ -332,15 +335,30 @@
       body.append("csrfmiddlewaretoken", csrfToken());
       body.append("position", box.getAttribute("data-position"));
       body.append("highlights", JSON.stringify(spans));
+      body.append("revision", String(revision));
       fetch(draftUrl, { method: "POST", body: body, credentials: "same-origin",
                         headers: { "Accept": "application/json" } })
         .then(function (r) {
+          if (r.ok || r.status === 412) {
+            return r.json().then(function (data) { return { r: r, data: data }; },
+                                 function () { return { r: r, data: null }; });
+          }
+          return { r: r, data: null };
+        })
+        .then(function (answer) {
+          var r = answer.r, data = answer.data;
           saving = false;
+          if (data && typeof data.revision === "number") revision = data.revision;
           if (r.ok) {
             retryDelay = 2000;
             if (dirty) { send(); return; }
             store(storeKey, null);
             showDraftStatus("saved");
+          } else if (r.status === 412 && data) {
+            /* Another save came first (another tab, or this page before a reload): these highlights are the
+               newest the participant made here, so they go on top of it. */
+            dirty = true;
+            send();
           } else if (r.status === 404 || r.status === 409 || r.status === 410) {
             closeDraft();
           } else if (r.status === 400) {  /* cannot happen from this page: the next change sends them again */
@@ -378,6 +396,7 @@
         })
         .then(function (data) {
           if (!data || saving || dirty || closed) return;
+          if (typeof data.revision === "number") revision = data.revision;
           var fresh = fitting(data.highlights);
           if (JSON.stringify(fresh) !== JSON.stringify(spans)) { spans = fresh; render(); }
         })

@@ -24,7 +24,8 @@ def _same_lease(a: ParticipantLease, b: ParticipantLease) -> None:
 
 def _orm_leases(attempt) -> list[ParticipantLease]:
     return list(ParticipantLease.objects.filter(attempt_id=attempt.pk)
-                .only("id", "position", "status", "shown_at", "item_id", "draft_highlights").order_by("position"))
+                .only("id", "position", "status", "shown_at", "item_id", "draft_highlights", "draft_revision")
+                .order_by("position"))
 
 
 def test_the_question_is_the_first_active_lease_as_the_orm_reads_it_with_the_counts(make_study):
