@@ -8,13 +8,12 @@ request may still reach the server after the new one), and an older save must ne
 from __future__ import annotations
 
 from django.http import JsonResponse
-from django.urls import reverse
 from django.utils.cache import patch_cache_control
 
 from studies import services
 from studies.content import parse_highlights
 from studies.errors import AnswerInvalid, DraftRefused, DraftStale
-from studies.views.participant_pages import participant_page
+from studies.views.participant_pages import attempt_url, participant_page
 
 
 def draft_json(*, position: int, highlights: list, revision: int) -> JsonResponse:
@@ -47,7 +46,6 @@ def draft_view(request, token: str):
     if request.method not in ("GET", "POST"):
         return JsonResponse({"code": "method_not_allowed", "detail": "GET or POST."}, status=405)
     data = request.POST if request.method == "POST" else request.GET
-    continue_url = reverse("studies_public:attempt", args=[token])
     try:
         if request.method == "POST":
             draft = services.highlight_draft_save(token=token, position=data.get("position"),
@@ -56,11 +54,11 @@ def draft_view(request, token: str):
         else:
             draft = services.highlight_draft(token=token, position=data.get("position"))
     except DraftStale as refusal:
-        return stale_json(refusal, continue_url)
+        return stale_json(refusal, attempt_url("attempt", token))
     except DraftRefused as refusal:
         body = {"code": refusal.code, "detail": refusal.message}
         if refusal.http_status != 404:
-            body["continue_url"] = continue_url
+            body["continue_url"] = attempt_url("attempt", token)
         return JsonResponse(body, status=refusal.http_status)
     except AnswerInvalid as invalid:
         return JsonResponse({"code": invalid.code, "errors": invalid.messages}, status=invalid.http_status)

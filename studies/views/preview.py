@@ -279,12 +279,14 @@ def study_preview_draft_view(request, slug: str):
     if request.method == "POST":
         try:
             expected = parse_revision(data.get("revision"))
-            if expected is not None and expected != revision:
-                return stale_json(DraftStale(gettext("Your highlights were saved from elsewhere meanwhile."),
-                                             revision=revision, highlights=stored), _urls(study)["attempt"])
             spans = clean_highlights(context=shown.context, highlights=parse_highlights(data.get("highlights")))
         except AnswerInvalid as invalid:
             return JsonResponse({"code": invalid.code, "errors": invalid.messages}, status=invalid.http_status)
+        if expected is not None and expected != revision:  # as a participant's (studies.services): kept or 412
+            if spans == stored:
+                return draft_json(position=walk.position, highlights=stored, revision=revision)
+            return stale_json(DraftStale(gettext("Your highlights were saved from elsewhere meanwhile."),
+                                         revision=revision, highlights=stored), _urls(study)["attempt"])
         walk.drafts[key], walk.revisions[key] = spans, revision + 1
         walk.keep(request, study)
         return draft_json(position=walk.position, highlights=spans, revision=revision + 1)

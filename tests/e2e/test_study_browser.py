@@ -296,6 +296,11 @@ def test_a_save_arriving_late_never_undoes_the_highlights_the_page_shows(live_se
 
     # Another tab empties the draft (revision 1 -> 2) without this page knowing; the participant highlights here.
     assert save("[]", "1").status == 200
+    # What the page sends: its revision (1), refused as another save came first, then again on top of it (2).
+    exchanges: list = []
+    page.on("response", lambda r: exchanges.append((re.search(r'name="revision"\s+(\d+)', r.request.post_data or "").group(1),
+                                                    r.status))
+            if r.request.method == "POST" and r.url == url else None)
     # Every state the draft's status line goes through (the refusal is not a lost connection: never "unsaved").
     page.evaluate("""() => { const line = document.querySelector('[data-draft-status]'); window.draftStates = [];
         new MutationObserver(() => window.draftStates.push(line.getAttribute('data-state')))
@@ -304,9 +309,47 @@ def test_a_save_arriving_late_never_undoes_the_highlights_the_page_shows(live_se
     _wait_for(lambda: page.locator("#context mark.clue").count() == 2)
     page.wait_for_selector("[data-draft-status][data-state=saved]")
     assert page.evaluate("window.draftStates") == ["saving", "saved"]
+    assert exchanges == [("1", 412), ("2", 200)], exchanges
     shown = page.locator("#context mark.clue").all_inner_texts()
     lease = Attempt.objects.get(external_participant_id="pw-late").leases.get(position=int(position))
     assert [h["text"] for h in lease.draft_highlights] == shown and lease.draft_revision == 3
     page.evaluate("window.dispatchEvent(new Event('focus'))")
     time.sleep(0.5)
     assert page.locator("#context mark.clue").all_inner_texts() == shown
+
+
+def test_a_read_of_the_draft_overtaken_by_a_save_does_not_take_the_page_back(live_server, detectbench_dir, page):
+    """The tab comes back into view and reads the server's draft; the participant highlights before the read's
+    answer arrives, and that save is answered first. The late answer is older than what the page shows: ignored."""
+    ids = import_items(detectbench_dir, 3)
+    study_create(slug="overtaken", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
+                 status=StudyStatus.OPEN, completion_code="OK", consent_text="Please agree.")
+    page.goto(f"{live_server.url}/s/overtaken/?PROLIFIC_PID=pw-over&STUDY_ID=s&SESSION_ID=x", timeout=60000)
+    page.check("input[name=consent]")
+    page.click("button[type=submit]")
+    page.click("#start")
+    page.wait_for_selector("#question")
+    _select_by_mouse(page, 0.5, 0.2)
+    page.wait_for_selector("[data-draft-status][data-state=saved]")
+    held: list = []
+
+    def hold(route):  # the read's answer as the server gives it now, handed to the page later
+        held.append((route, route.fetch()))
+
+    page.route(re.compile(r".*/draft/\?position=.*"), hold)
+    page.evaluate("window.dispatchEvent(new Event('focus'))")
+    for _ in range(100):  # the route handler runs while Playwright's calls run: wait through one
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert len(held) == 1
+    _select_by_mouse(page, 0.6, 0.8, from_x=0.2, from_y=0.7)
+    _wait_for(lambda: page.locator("#context mark.clue").count() == 2)
+    _wait_for(lambda: Attempt.objects.get(external_participant_id="pw-over").leases.get(
+        position=int(page.locator("[data-draft-url]").get_attribute("data-position"))).draft_revision == 2)
+    page.wait_for_selector("[data-draft-status][data-state=saved]")
+    route, answer = held[0]
+    assert answer.json()["revision"] == 1 and len(answer.json()["highlights"]) == 1
+    route.fulfill(response=answer)
+    time.sleep(0.5)
+    assert page.locator("#context mark.clue").count() == 2

@@ -335,7 +335,8 @@
       body.append("csrfmiddlewaretoken", csrfToken());
       body.append("position", box.getAttribute("data-position"));
       body.append("highlights", JSON.stringify(spans));
-      body.append("revision", String(revision));
+      var sent = revision;
+      body.append("revision", String(sent));
       fetch(draftUrl, { method: "POST", body: body, credentials: "same-origin",
                         headers: { "Accept": "application/json" } })
         .then(function (r) {
@@ -354,11 +355,21 @@
             if (dirty) { send(); return; }
             store(storeKey, null);
             showDraftStatus("saved");
-          } else if (r.status === 412 && data) {
-            /* Another save came first (another tab, or this page before a reload): these highlights are the
-               newest the participant made here, so they go on top of it. */
-            dirty = true;
-            send();
+          } else if (r.status === 412 && data && typeof data.revision === "number" && data.revision !== sent) {
+            if (document.visibilityState === "hidden") {
+              /* Another save came first while this tab is not where the participant is (a retry or reconnection
+                 in the background): the newer draft is theirs, this tab shows it. */
+              spans = fitting(data.highlights);
+              dirty = false;
+              render();
+              store(storeKey, null);
+              showDraftStatus("saved");
+            } else {
+              /* Another save came first (another tab, or this page before a reload): the highlights in view
+                 here are the newest the participant made, so they go on top of it. */
+              dirty = true;
+              send();
+            }
           } else if (r.status === 404 || r.status === 409 || r.status === 410) {
             closeDraft();
           } else if (r.status === 400) {  /* cannot happen from this page: the next change sends them again */
@@ -396,7 +407,11 @@
         })
         .then(function (data) {
           if (!data || saving || dirty || closed) return;
-          if (typeof data.revision === "number") revision = data.revision;
+          /* A reply overtaken by a save made meanwhile (the revision moved on): older than what is shown. */
+          if (typeof data.revision === "number") {
+            if (data.revision < revision) return;
+            revision = data.revision;
+          }
           var fresh = fitting(data.highlights);
           if (JSON.stringify(fresh) !== JSON.stringify(spans)) { spans = fresh; render(); }
         })

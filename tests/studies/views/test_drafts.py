@@ -253,6 +253,10 @@ def test_each_save_names_the_revision_it_replaces_and_the_page_carries_the_curre
     assert read.json() == {"position": position, "highlights": spans[:1], "revision": 3}
     # A client that sends no revision (a page from before revisions) saves unconditionally.
     assert _save(client, attempt, position, []).json()["revision"] == 4
+    # The next question's page (the answer's htmx swap) starts at revision 0.
+    answered = client.post(reverse("studies_public:answer", args=[attempt.token]),
+                           {"position": position, "chosen_option": 0}, **HX).content.decode()
+    assert _position(answered) != position and _revision_attr(answered) == 0
 
 
 @pytest.mark.parametrize("late_one_first", [False, True])
@@ -351,6 +355,10 @@ def test_every_draft_address_refuses_an_older_save_and_a_malformed_revision(rout
     late = save([], revision=1)
     assert late.status_code == 412 and late.json()["revision"] == 2 and late.json()["highlights"] == spans
     assert client.get(url, position).json() == {**position, "highlights": spans, "revision": 2}
+    # The same highlights again at the old revision (a save run again after its commit, another tab showing
+    # them): nothing to refuse, nothing written.
+    again = save(spans, revision=1)
+    assert again.status_code == 200 and again.json() == {**position, "highlights": spans, "revision": 2}
     bad = save([], revision="-1")
     assert bad.status_code == 400 and "revision" in bad.json()["errors"]
     assert client.get(url, position).json()["highlights"] == spans
