@@ -1,4 +1,5 @@
 """A participant completes a short study in Debian's chromium: mouse highlighting, htmx answers, reload resumes."""
+import json
 import re
 import time
 
@@ -353,3 +354,35 @@ def test_a_read_of_the_draft_overtaken_by_a_save_does_not_take_the_page_back(liv
     route.fulfill(response=answer)
     time.sleep(0.5)
     assert page.locator("#context mark.clue").count() == 2
+
+
+def test_a_tab_out_of_view_takes_the_newer_draft_instead_of_overwriting_it(live_server, detectbench_dir, page):
+    """A save from a tab that is not in view (a retry or a reconnection in the background) finds that another save
+    came first: the participant is working elsewhere, so this tab shows the stored draft and sends nothing more."""
+    ids = import_items(detectbench_dir, 3)
+    study_create(slug="hidden", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
+                 status=StudyStatus.OPEN, completion_code="OK", consent_text="Please agree.")
+    page.goto(f"{live_server.url}/s/hidden/?PROLIFIC_PID=pw-hidden&STUDY_ID=s&SESSION_ID=x", timeout=60000)
+    page.check("input[name=consent]")
+    page.click("button[type=submit]")
+    page.click("#start")
+    page.wait_for_selector("#question")
+    box = page.locator("[data-draft-url]")
+    url, position = live_server.url + box.get_attribute("data-draft-url"), box.get_attribute("data-position")
+    csrf = page.locator("input[name=csrfmiddlewaretoken]").first.get_attribute("value")
+    lease = Attempt.objects.get(external_participant_id="pw-hidden").leases.get(position=int(position))
+    words = re.search(r"[A-Za-z]{6,}", lease.item.context)
+    elsewhere = [{"start": words.start(), "end": words.end(), "text": words.group(0)}]
+    # Another tab saves first (revision 0 -> 1); this one is out of view when its own save goes.
+    saved = page.request.post(url, form={"position": position, "highlights": json.dumps(elsewhere), "revision": "0",
+                                         "csrfmiddlewaretoken": csrf}, headers={"Referer": page.url})
+    assert saved.status == 200
+    page.evaluate("Object.defineProperty(document, 'visibilityState', {configurable: true, get: () => 'hidden'})")
+    exchanges: list = []
+    page.on("response", lambda r: exchanges.append(r.status) if r.request.method == "POST" and r.url == url else None)
+    _select_by_mouse(page, 0.6, 0.8, from_x=0.2, from_y=0.7)
+    _wait_for(lambda: page.locator("#context mark.clue").all_inner_texts() == [words.group(0)])
+    page.wait_for_timeout(500)
+    assert exchanges == [412]
+    lease.refresh_from_db()
+    assert lease.draft_highlights == elsewhere and lease.draft_revision == 1
