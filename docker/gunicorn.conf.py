@@ -5,6 +5,10 @@ tests/perf/test_study_load.py. The app, every app's views and the Celery task mo
 to are imported once, in the master, before the workers fork: a worker is ready at once (and shares
 that memory) instead of importing the URLconf (seconds of CPU) inside its first request, where
 gunicorn's timeout can kill it, or the task modules inside its first launch of a run.
+
+A sync worker waits for the client's own close after each response (gunicorn's graceful close): one network round
+trip per request. Facing participants' browsers over a real network, put a buffering proxy in front (README, "The
+ninth session").
 """
 bind = "0.0.0.0:8000"
 workers = 4
