@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 from django import forms
@@ -62,6 +63,22 @@ MAX_COMMENT = 5_000
 MAX_NOTE = 500
 MAX_GRAPH_TEXT = 2_000
 MAX_GRAPH_ROWS = 200
+
+
+_WHOLE_NUMBER = re.compile(r"[0-9]{1,19}")
+
+
+def draft_order(post, *, explicit: bool = False) -> tuple[int, int]:
+    """(page, seq) of a draft save from the editor's hidden `draft_page` and the page's count `draft_seq`
+    (annotation.services.draft_save); anything else there counts as 0, the oldest, which never replaces a draft
+    saved with them. `explicit`: a save the annotator asked for, after every autosave of its page."""
+
+    def number(name: str, limit: int) -> int:
+        raw = post.get(name) or ""
+        return int(raw) if _WHOLE_NUMBER.fullmatch(raw) and int(raw) <= limit else 0
+
+    page = number("draft_page", 2**63 - 1)
+    return page, (2**31 - 1 if explicit else number("draft_seq", 2**31 - 2))
 
 
 class NamedErrorsMixin:

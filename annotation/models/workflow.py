@@ -213,8 +213,13 @@ class Draft(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotation_drafts")
     stage = models.CharField(max_length=20, choices=Stage.choices)
     base_version = models.PositiveIntegerField(help_text="The item version the draft started from.")
-    data = models.JSONField()
+    data = models.JSONField(null=True, help_text="The work as typed; null once it was saved or discarded.")
     updated_at = models.DateTimeField(auto_now=True)
+    page = models.BigIntegerField(
+        default=0, db_default=0,
+        help_text="When the editor page whose save this is was shown (microseconds since the epoch): a save from "
+                  "an older page, or from before the work was saved, is not kept (annotation.services.editing).")
+    seq = models.PositiveIntegerField(default=0, db_default=0, help_text="The save's order within its page.")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["item", "user", "stage"], name="draft_unique_user_item_stage")]

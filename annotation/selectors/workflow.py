@@ -87,7 +87,8 @@ def lease_for(*, user, item: Item, stage: str) -> AnnotatorLease | None:
 
 
 def draft_for(*, user, item: Item, stage: str) -> Draft | None:
-    return Draft.objects.filter(item=item, user=user, stage=stage).first()
+    """The user's draft of the item in the stage (none once its work was saved or discarded)."""
+    return Draft.objects.filter(item=item, user=user, stage=stage, data__isnull=False).first()
 
 
 def open_adjudications() -> list[Adjudication]:

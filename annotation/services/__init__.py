@@ -20,11 +20,13 @@ from annotation.services.belief_review import (
     belief_screening_reviewed,
 )
 from annotation.services.editing import (
+    EXPLICIT_SAVE,
     clue_graph_replace,
     clue_graph_save,
     draft_discard,
     draft_save,
     item_edit,
+    page_stamp,
     stage_submit,
 )
 from annotation.services.items import (
@@ -54,7 +56,8 @@ __all__ = [
     "item_revert", "item_update", "items_export",
     "items_enter_workflow", "lease_next", "lease_release", "leases_expire", "leases_release", "stage_config_set",
     "adjudication_resolve", "verification_submit",
-    "clue_graph_replace", "clue_graph_save", "draft_discard", "draft_save", "item_edit", "stage_submit",
+    "EXPLICIT_SAVE", "clue_graph_replace", "clue_graph_save", "draft_discard", "draft_save", "item_edit", "page_stamp",
+    "stage_submit",
     "review_submit",
     "belief_labels_record", "belief_queue_for", "belief_queue_policy_set", "belief_draft_resolve", "belief_lease_next",
     "belief_lease_release", "belief_review_submit", "belief_screening_reviewed",

@@ -1,6 +1,8 @@
 """The editing stages (rewrite, clue graph): versioned saves, finishing a stage, autosaved drafts."""
 from __future__ import annotations
 
+import time
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -32,7 +34,7 @@ def item_edit(*, item_id: int, base_version: int, changes: dict, user, stage: st
                                         item=current, status=current.get_status_display(), stage=Stage(stage).label))
         item = item_update(item_id=item_id, base_version=base_version, changes=changes, user=user, note=note,
                            stage=stage)
-        Draft.objects.filter(item_id=item_id, user=user, stage=stage).delete()
+        draft_discard(item_id=item_id, user=user, stage=stage)
         if finish:
             item = stage_submit(item_id=item_id, user=user, stage=stage, item_version=item.version)
         return item
@@ -79,14 +81,49 @@ def stage_submit(*, item_id: int, user, stage: str, item_version: int, now=None)
     return item
 
 
+#: `draft_save(seq=...)` of a save the annotator asked for (a refused Save kept as a draft): after every autosave of
+#: its page, whatever order they arrive in.
+EXPLICIT_SAVE = 2**31 - 1
+
+
+def page_stamp() -> int:
+    """The stamp an editor page is shown with (microseconds since the epoch), which its draft saves carry."""
+    return time.time_ns() // 1000
+
+
 @transaction.atomic
-def draft_save(*, item_id: int, user, stage: str, base_version: int, data: dict) -> Draft:
-    """Autosave unsaved work (one draft per user, item and stage)."""
-    draft, _ = Draft.objects.update_or_create(
-        item_id=item_id, user=user, stage=stage, defaults={"base_version": base_version, "data": data})
+def draft_save(*, item_id: int, user, stage: str, base_version: int, data: dict, page: int = 0,
+               seq: int = 0) -> Draft | None:
+    """Autosave unsaved work (one draft per user, item and stage); None when the save is not kept.
+
+    Saves arrive in any order: a page reloaded (or its work saved) while an autosave was on the way does not stop
+    that request, which can reach the server after newer ones. So each save carries its page's stamp (`page`,
+    from page_stamp() when the editor was shown) and its order within the page (`seq`, counted by the page), and
+    only a save at least as new as the stored draft's is kept: never one from an older page, an earlier one of
+    the same page, or one from a page shown before the work was saved (draft_discard). Saves without them
+    (0, 0) are kept only over others without them.
+    """
+    draft, created = Draft.objects.select_for_update().get_or_create(
+        item_id=item_id, user=user, stage=stage,
+        defaults={"base_version": base_version, "data": data, "page": page, "seq": seq})
+    if created:
+        return draft
+    if (page, seq) < (draft.page, draft.seq):
+        return None
+    draft.base_version, draft.data, draft.page, draft.seq = base_version, data, page, seq
+    draft.save(update_fields=["base_version", "data", "page", "seq", "updated_at"])
     return draft
 
 
 @transaction.atomic
 def draft_discard(*, item_id: int, user, stage: str) -> None:
-    Draft.objects.filter(item_id=item_id, user=user, stage=stage).delete()
+    """Drop the draft: its work was saved (or thrown away). What it keeps is when, so that an autosave from a page
+    shown before that moment, arriving late, does not bring the old work back."""
+    now = page_stamp()
+    draft = Draft.objects.select_for_update().filter(item_id=item_id, user=user, stage=stage).first()
+    if draft is None:
+        return
+    if (now, 0) > (draft.page, draft.seq):
+        draft.page, draft.seq = now, 0
+    draft.data = None
+    draft.save(update_fields=["data", "page", "seq", "updated_at"])

@@ -18,7 +18,7 @@ from annotation.clue_graph import editing
 from annotation.clue_graph.drawing import render_svg
 from annotation.clue_graph.editing import EditableGraph, editable_graph
 from annotation.errors import StaleVersion
-from annotation.forms import GRAPH_META_KEYS, ClueGraphForm
+from annotation.forms import GRAPH_META_KEYS, ClueGraphForm, draft_order
 from annotation.highlight import segments
 from annotation.item_checks import clue_span_checks
 from annotation.models import Item, Stage
@@ -63,9 +63,11 @@ def graph_context(item, graph: EditableGraph, *, base_version: int) -> dict:
     }
 
 
-def _save_graph_draft(request, item, graph: EditableGraph, base_version: int) -> None:
-    services.draft_save(item_id=item.pk, user=request.user, stage=Stage.CLUE_GRAPH, base_version=base_version,
-                        data=graph.to_data())
+def _save_graph_draft(request, item, graph: EditableGraph, base_version: int, *, explicit: bool = False) -> bool:
+    """Keep the graph as the annotator's draft; False when a newer save of theirs came first (not kept)."""
+    page, seq = draft_order(request.POST, explicit=explicit)
+    return services.draft_save(item_id=item.pk, user=request.user, stage=Stage.CLUE_GRAPH,
+                               base_version=base_version, data=graph.to_data(), page=page, seq=seq) is not None
 
 
 @annotator_required
@@ -83,7 +85,8 @@ def clue_graph_view(request, pk: int):
             # The annotator's text stays in the editor beside the message; nothing is saved.
             context = {**stage_context(request, item, Stage.CLUE_GRAPH),
                        **graph_context(item, graph, base_version=base_version or ""),
-                       "error": "; ".join(form.named_errors()), "conflict": None, "draft": None, "judge_draft": None}
+                       "error": "; ".join(form.named_errors()), "conflict": None, "draft": None, "judge_draft": None,
+                       "draft_page": services.page_stamp()}
             return render(request, "annotation/clue_graph.html", context, status=400)
         saved, refusal = attempt(lambda: services.clue_graph_save(
             item_id=item.pk, base_version=base_version, graph=graph, user=request.user,
@@ -94,7 +97,7 @@ def clue_graph_view(request, pk: int):
                                       message=f"{item}: clue graph done, sent to review.")
             messages.success(request, _("Saved version %(n)s.") % {"n": saved.version})
             return redirect("annotation:clue_graph", pk=item.pk)
-        _save_graph_draft(request, item, graph, base_version)
+        _save_graph_draft(request, item, graph, base_version, explicit=True)
         url = reverse("annotation:clue_graph", args=[item.pk])
         if isinstance(refusal, StaleVersion):
             messages.error(request, _("Not saved: someone else changed this item meanwhile."))
@@ -112,7 +115,7 @@ def clue_graph_view(request, pk: int):
         base_version = item.version  # saving again, after seeing the diff, starts from the stored version
     context = stage_context(request, item, Stage.CLUE_GRAPH)
     context.update(graph_context(item, graph, base_version=base_version))
-    context.update({"conflict": conflict, "error": None,
+    context.update({"conflict": conflict, "error": None, "draft_page": services.page_stamp(),
                     "draft": draft if not conflict and "refused" not in request.GET else None,
                     "judge_draft": clue_graph_draft(item=item, user=request.user)})
     return render(request, "annotation/clue_graph.html", context)
@@ -132,10 +135,11 @@ def _graph_draft_response(request, item, *, partial: str, apply_action: bool):
                         "#cg-preview")
     graph, error = editing.apply_action(form.graph, item.context, request.POST) if apply_action else (form.graph, None)
     base_version = form.cleaned_data["base_version"]
-    _save_graph_draft(request, item, graph, base_version)
+    kept = _save_graph_draft(request, item, graph, base_version)
     context = {**stage_context(request, item, Stage.CLUE_GRAPH),
                **graph_context(item, graph, base_version=base_version), "error": error,
-               "draft_saved": timezone.now(), "oob": partial.endswith("#preview")}
+               "draft_saved": timezone.now() if kept else None, "draft_not_kept": not kept,
+               "draft_page": draft_order(request.POST)[0], "oob": partial.endswith("#preview")}
     return render(request, partial, context)
 
 

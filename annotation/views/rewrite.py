@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 from annotation import selectors, services
 from annotation.diffing import content_diff
 from annotation.errors import StaleVersion
-from annotation.forms import RewriteForm
+from annotation.forms import RewriteForm, draft_order
 from annotation.item_checks import option_checks
 from annotation.models import Item, Stage
 from annotation.views.common import after_decision, attempt, stage_context
@@ -52,8 +52,9 @@ def _refused(request, item, form: RewriteForm, messages_: list[str], *, conflict
     data = form.draft_content(default_answer_index=item.answer_index)
     if "answer_index" in form.errors:
         data["answer_index"] = None  # no valid choice was made: the restored form shows none, its checks say so
+    page, seq = draft_order(request.POST, explicit=True)
     services.draft_save(item_id=item.pk, user=request.user, stage=Stage.REWRITE, base_version=base_version,
-                        data={**data, "base_version": base_version})
+                        data={**data, "base_version": base_version}, page=page, seq=seq)
     for message in messages_:
         messages.error(request, _("Not saved: %(why)s") % {"why": message})
     query = f"?conflict={conflict_from}" if conflict_from is not None else "?refused=1"
@@ -104,7 +105,7 @@ def _page(request, item, form: RewriteForm | None, *, status: int = 200):
         content = form.draft_content(default_answer_index=item.answer_index)
     context = stage_context(request, item, Stage.REWRITE)
     context.update({
-        "form": form, "conflict": conflict,
+        "form": form, "conflict": conflict, "draft_page": services.page_stamp(),
         "draft": draft if request.method == "GET" and not conflict and "refused" not in request.GET else None,
         "previous_diff": selectors.item_changes_since_previous(
             item=item, fields=["context", "question", "options", "answer_index"]),
@@ -130,9 +131,10 @@ def rewrite_draft_view(request, pk: int):
                       status=422)
     data = form.draft_content(default_answer_index=item.answer_index)
     base_version = form.cleaned_data.get("base_version") or item.version
+    page, seq = draft_order(request.POST)
     draft = services.draft_save(item_id=item.pk, user=request.user, stage=Stage.REWRITE, base_version=base_version,
-                                data={**data, "base_version": base_version})
+                                data={**data, "base_version": base_version}, page=page, seq=seq)
     return render(request, "annotation/rewrite.html#draft_response", {
-        "draft": draft, "item": item, "live_diff": content_diff(item.content(), data, list(data)),
-        "checks": text_checks(data), "oob": True,
+        "draft": draft, "draft_not_kept": draft is None, "item": item,
+        "live_diff": content_diff(item.content(), data, list(data)), "checks": text_checks(data), "oob": True,
     })

@@ -143,3 +143,37 @@ def test_clue_fix_by_selection_updates_the_picture_the_badge_and_the_checks(live
     graph_item.refresh_from_db()
     assert "On a snowy winter night -> tracks would show" in graph_item.evidence
     assert graph_item.version == 2 and graph_item.revisions.last().author == annotator
+
+
+def test_autosaves_carry_their_page_and_their_order_and_a_saved_rewrite_stays_saved(live_server, browser_page,
+                                                                                    annotator):
+    """The rewrite form's autosaves (htmx) carry the page's stamp and a count that grows with each request
+    (workflow.js); after Save, the next page shows the saved text and no draft."""
+    import re
+
+    from annotation.models import Draft
+
+    page = browser_page
+    (item,) = make_items(1, status=ItemStatus.REWRITE)
+    _login(page, live_server, "ann1")
+    sent: list[tuple[str, str]] = []
+    page.on("request", lambda r: sent.append(
+        (re.search(r"\bdraft_page=(\d+)", r.post_data or "").group(1),
+         re.search(r"\bdraft_seq=(\d+)", r.post_data or "").group(1)))
+        if r.method == "POST" and r.url.endswith("/rewrite/draft/") else None)
+    page.goto(f"{live_server.url}/annotation/items/{item.pk}/rewrite/")
+    stamp = page.locator("#rewrite-form input[name=draft_page]").get_attribute("value")
+    for n, words in enumerate((" Who?", " Who came in?"), start=1):
+        page.fill("#id_question", item.question + words)
+        with page.expect_response(lambda r: r.url.endswith("/rewrite/draft/")):
+            page.press("#id_question", "Tab")  # leaving the field sends it (htmx "change")
+        page.wait_for_selector("#draft-status:has-text('Draft saved')")
+        assert len(sent) == n
+    assert [seq for _, seq in sent] == ["1", "2"], sent
+    assert {page_stamp for page_stamp, _ in sent} == {stamp}
+    draft = Draft.objects.get(item=item)
+    assert (draft.page, draft.seq) == (int(stamp), len(sent))
+    with page.expect_navigation():
+        page.click("#rewrite-form button.primary")
+    assert "Restored your unsaved draft" not in page.content()
+    assert page.locator("#id_question").input_value() == item.question + " Who came in?"

@@ -16,6 +16,17 @@
     target.click();
   });
 
+  /* Draft autosaves (rewrite, clue graph) carry their page's stamp (the form's draft_page) and their order within
+     the page: the server keeps a save only when it is newer than the draft it has, so a request that arrives late
+     (sent before a reload, or beside a newer one) never puts older work back. */
+  var draftSeq = 0;
+  document.addEventListener("htmx:configRequest", function (event) {
+    var parameters = event.detail.parameters;
+    if (!parameters || !parameters.draft_page) { return; }
+    draftSeq += 1;
+    parameters.draft_seq = String(draftSeq);
+  });
+
   /* Clue-graph screen: "Pick in context" arms a clue; selecting text in the context replaces it. */
   var armed = null;
 

@@ -53,7 +53,7 @@ def test_real_items_one_click_fix_makes_the_clue_verbatim_and_export_stays_valid
     fixed = clue_graph.parse_clue_graph(item.evidence, item.reasoning).clues[index].text
     assert fixed in item.context
     assert clue_graph.anchor_clues([fixed], item.context)[0].exact
-    assert not Draft.objects.filter(item=item).exists()
+    assert not Draft.objects.filter(item=item, data__isnull=False).exists()  # saved: no draft left to restore
 
     out = io.StringIO()
     assert items_export(items=Item.objects.order_by("pk"), out=out) == 1196
@@ -295,3 +295,24 @@ def test_every_out_of_band_swap_of_the_preview_has_its_target_on_the_page(annota
     oob = re.findall(r'\bid="([^"]+)" hx-swap-oob="true"', preview)
     assert "step-0-input-2-note" in oob and "graph-card" in oob
     assert set(oob) <= ids_on_page, set(oob) - ids_on_page
+
+
+def test_the_editor_keeps_its_page_stamp_and_a_late_autosave_after_save_is_not_kept(annotator_client, annotator):
+    """A row action redraws the editor (htmx) inside the same page: it keeps the stamp the page was shown with, so
+    the page's autosaves stay in order. An autosave sent before Save and arriving after it is not kept."""
+    (item,) = make_items(1, status=ItemStatus.CLUE_GRAPH)
+    url = reverse("annotation:clue_graph", args=[item.pk])
+    shown = int(re.search(r'name="draft_page" value="(\d+)"', annotator_client.get(url).content.decode()).group(1))
+    data = {**graph_post(item), "draft_page": shown, "draft_seq": 1, "action": "add_clue"}
+    editor = annotator_client.post(reverse("annotation:clue_graph_edit", args=[item.pk]), data,
+                                   HTTP_HX_REQUEST="true").content.decode()
+    assert f'name="draft_page" value="{shown}"' in editor and "Draft saved" in editor
+    assert Draft.objects.get(item=item, user=annotator).seq == 1
+
+    assert annotator_client.post(url, {**graph_post(item), "draft_page": shown}).status_code == 302  # Save
+    late = annotator_client.post(reverse("annotation:clue_graph_preview", args=[item.pk]),
+                                 {**graph_post(item), "draft_page": shown, "draft_seq": 2},
+                                 HTTP_HX_REQUEST="true").content.decode()
+    assert "Not kept as a draft" in late and "Draft saved" not in late
+    assert not Draft.objects.filter(item=item, data__isnull=False).exists()
+    assert "Restored your unsaved draft" not in annotator_client.get(url).content.decode()

@@ -1,6 +1,8 @@
 """Question rewriting (annotation.views.rewrite): conflicts, drafts, checks, validation, edits only in the stage."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -38,7 +40,7 @@ def test_two_editors_second_save_is_refused_with_the_conflict_and_nothing_is_los
     assert r3.status_code == 302
     authors = list(ItemRevision.objects.filter(item=item).order_by("number").values_list("author__username", flat=True))
     assert authors[-2:] == ["ann1", "ann2"]
-    assert not Draft.objects.filter(user=annotator2, item=item).exists()
+    assert not Draft.objects.filter(user=annotator2, item=item, data__isnull=False).exists()
 
 
 def test_rewrite_checks_options_and_shows_previous_diff(annotator_client):
@@ -171,3 +173,38 @@ def test_the_rewrite_page_shows_the_rules_it_cites(annotator_client):
                           ("2.4", "Write decent and confusing “Options” of the question.")):
         assert f"{number} {words}" in text
     assert "exactly one correct" in text
+
+
+def _page_stamp(html: str) -> int:
+    return int(re.search(r'name="draft_page" value="(\d+)"', html).group(1))
+
+
+def test_an_autosave_arriving_after_save_or_after_a_newer_page_is_not_kept(annotator_client, annotator):
+    """Autosaves arrive in any order: one sent before Save (or before a reload) that reaches the server after it
+    does not bring the old text back as a draft, and the page that sent it is told its text was not kept."""
+    (item,) = make_items(1, status=ItemStatus.REWRITE)
+    url, draft_url = reverse("annotation:rewrite", args=[item.pk]), reverse("annotation:rewrite_draft", args=[item.pk])
+    shown = _page_stamp(annotator_client.get(url).content.decode())
+
+    def autosave(page: int, seq: int, question: str):
+        return annotator_client.post(draft_url, {**rewrite_post(item, item.version, question=question),
+                                                 "draft_page": page, "draft_seq": seq}, HTTP_HX_REQUEST="true")
+
+    assert "Draft saved" in autosave(shown, 1, "Who entered?").content.decode()
+    saved = annotator_client.post(url, {**rewrite_post(item, item.version, question="Who entered the study?"),
+                                        "draft_page": shown})
+    assert saved.status_code == 302
+    late = autosave(shown, 2, "Who entered the").content.decode()  # sent before Save, arrived after it
+    assert "Not kept as a draft" in late and "Draft saved" not in late
+    after = annotator_client.get(url).content.decode()
+    assert "Restored your unsaved draft" not in after and "Who entered the study?" in after
+
+    # A reload (a newer page) saves; the older page's save that was on its way arrives later: not kept.
+    item.refresh_from_db()
+    newer = _page_stamp(after)
+    assert newer > shown
+    assert "Draft saved" in autosave(newer, 1, "Reloaded page's text").content.decode()
+    assert "Not kept as a draft" in autosave(shown, 3, "Older page's text").content.decode()
+    page = annotator_client.get(url).content.decode()
+    assert "Restored your unsaved draft" in page and "Reloaded page&#x27;s text" in page
+    assert Draft.objects.get(user=annotator, item=item).data["question"] == "Reloaded page's text"

@@ -1,0 +1,72 @@
+"""Autosaved drafts of the editing stages (annotation.services.editing): saves arrive in any order, and only one at
+least as new as the stored draft is kept; a draft whose work was saved does not come back from a late autosave."""
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from annotation.models import Draft, ItemStatus, Stage
+from annotation.selectors import draft_for
+from annotation.services import EXPLICIT_SAVE, draft_discard, draft_save, page_stamp
+
+from ..workflow_support import make_items
+
+pytestmark = pytest.mark.django_db
+
+
+def _save(item, user, text: str, page: int, seq: int):
+    return draft_save(item_id=item.pk, user=user, stage=Stage.REWRITE, base_version=item.version,
+                      data={"question": text}, page=page, seq=seq)
+
+
+def _stored(item, user) -> str | None:
+    draft = draft_for(user=user, item=item, stage=Stage.REWRITE)
+    return draft.data["question"] if draft else None
+
+
+def test_whatever_order_saves_arrive_in_the_newest_is_the_draft(annotator):
+    """Two pages (the second shown after a reload), three saves each: every arrival order ends with the newest."""
+    (item,) = make_items(1, status=ItemStatus.REWRITE)
+    first, second = page_stamp(), page_stamp() + 1
+    saves = [(first, 1), (first, 2), (first, 3), (second, 1), (second, 2), (second, 3)]
+    orders = list(itertools.permutations(saves))
+    for order in random.Random(7).sample(orders, 60):
+        Draft.objects.all().delete()
+        kept = [_save(item, annotator, f"{page}/{seq}", page, seq) is not None for page, seq in order]
+        assert _stored(item, annotator) == f"{second}/3", order
+        # A save is kept exactly when it is newer than every save that arrived before it.
+        assert kept == [key == max(order[:i + 1]) for i, key in enumerate(order)], order
+
+
+def test_a_late_autosave_does_not_bring_back_a_draft_whose_work_was_saved(annotator):
+    (item,) = make_items(1, status=ItemStatus.REWRITE)
+    shown = page_stamp()
+    assert _save(item, annotator, "typed", shown, 1) is not None
+    draft_discard(item_id=item.pk, user=annotator, stage=Stage.REWRITE)  # Save: the work is in the item now
+    assert _stored(item, annotator) is None
+    # The page's next autosave, sent before Save and arriving after it: not kept.
+    assert _save(item, annotator, "typed, and a bit more", shown, 2) is None
+    assert _stored(item, annotator) is None
+    # The page shown after Save (the redirect) saves as usual.
+    assert _save(item, annotator, "after the save", page_stamp(), 1) is not None
+    assert _stored(item, annotator) == "after the save"
+
+
+def test_a_save_the_annotator_asked_for_comes_after_every_autosave_of_its_page(annotator):
+    (item,) = make_items(1, status=ItemStatus.REWRITE)
+    shown = page_stamp()
+    assert _save(item, annotator, "refused Save, kept", shown, EXPLICIT_SAVE) is not None
+    assert _save(item, annotator, "an autosave on its way", shown, 41) is None
+    assert _stored(item, annotator) == "refused Save, kept"
+
+
+def test_saves_without_an_order_are_kept_only_over_each_other(annotator, annotator2):
+    (item,) = make_items(1, status=ItemStatus.REWRITE)
+    assert _save(item, annotator, "a", 0, 0) is not None and _save(item, annotator, "b", 0, 0) is not None
+    assert _stored(item, annotator) == "b"
+    assert _save(item, annotator, "c", page_stamp(), 1) is not None
+    assert _save(item, annotator, "d", 0, 0) is None and _stored(item, annotator) == "c"
+    # Drafts are per user: another annotator's order is their own.
+    assert _save(item, annotator2, "e", 0, 0) is not None and _stored(item, annotator) == "c"
