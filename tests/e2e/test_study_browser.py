@@ -356,13 +356,13 @@ def test_a_read_of_the_draft_overtaken_by_a_save_does_not_take_the_page_back(liv
     assert page.locator("#context mark.clue").count() == 2
 
 
-def test_a_tab_out_of_view_takes_the_newer_draft_instead_of_overwriting_it(live_server, detectbench_dir, page):
-    """A save from a tab that is not in view (a retry or a reconnection in the background) finds that another save
-    came first: the participant is working elsewhere, so this tab shows the stored draft and sends nothing more."""
+def _start_draft_study(live_server, detectbench_dir, page, slug: str):
+    """A participant on the first question of a new study; (the draft's address, the position, the CSRF token, the
+    question's lease)."""
     ids = import_items(detectbench_dir, 3)
-    study_create(slug="hidden", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
+    study_create(slug=slug, item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
                  status=StudyStatus.OPEN, completion_code="OK", consent_text="Please agree.")
-    page.goto(f"{live_server.url}/s/hidden/?PROLIFIC_PID=pw-hidden&STUDY_ID=s&SESSION_ID=x", timeout=60000)
+    page.goto(f"{live_server.url}/s/{slug}/?PROLIFIC_PID=pw-{slug}&STUDY_ID=s&SESSION_ID=x", timeout=60000)
     page.check("input[name=consent]")
     page.click("button[type=submit]")
     page.click("#start")
@@ -370,19 +370,82 @@ def test_a_tab_out_of_view_takes_the_newer_draft_instead_of_overwriting_it(live_
     box = page.locator("[data-draft-url]")
     url, position = live_server.url + box.get_attribute("data-draft-url"), box.get_attribute("data-position")
     csrf = page.locator("input[name=csrfmiddlewaretoken]").first.get_attribute("value")
-    lease = Attempt.objects.get(external_participant_id="pw-hidden").leases.get(position=int(position))
+    lease = Attempt.objects.get(external_participant_id=f"pw-{slug}").leases.get(position=int(position))
+    return url, position, csrf, lease
+
+
+def _save_elsewhere(page, url: str, position: str, csrf: str, lease) -> list[dict]:
+    """Another tab of the participant saves a draft (revision 0 -> 1): the first long word of the story."""
     words = re.search(r"[A-Za-z]{6,}", lease.item.context)
     elsewhere = [{"start": words.start(), "end": words.end(), "text": words.group(0)}]
-    # Another tab saves first (revision 0 -> 1); this one is out of view when its own save goes.
     saved = page.request.post(url, form={"position": position, "highlights": json.dumps(elsewhere), "revision": "0",
                                          "csrfmiddlewaretoken": csrf}, headers={"Referer": page.url})
     assert saved.status == 200
-    page.evaluate("Object.defineProperty(document, 'visibilityState', {configurable: true, get: () => 'hidden'})")
+    return elsewhere
+
+
+HIDE = "Object.defineProperty(document, 'visibilityState', {configurable: true, get: () => 'hidden'})"
+
+
+def test_a_retry_in_a_tab_out_of_view_takes_the_newer_draft_instead_of_overwriting_it(live_server,
+                                                                                      detectbench_dir, page):
+    """A save failed (no connection); the participant went on in another tab, which saved first; this tab, out of
+    view, tries its old save again: refused, it shows the newer draft and sends nothing more."""
+    url, position, csrf, lease = _start_draft_study(live_server, detectbench_dir, page, "hidden")
+    failed: list = []
+    page.route(url, lambda route: (failed.append(1), route.abort()) if not failed else route.continue_())
+    statuses: list = []
+    page.on("response", lambda r: statuses.append(r.status) if r.request.method == "POST" and r.url == url else None)
+    _select_by_mouse(page, 0.6, 0.8, from_x=0.2, from_y=0.7)
+    page.wait_for_selector("[data-draft-status][data-state=unsaved]")  # retried in 2 s
+    elsewhere = _save_elsewhere(page, url, position, csrf, lease)
+    page.evaluate(HIDE)
+    _wait_for(lambda: page.locator("#context mark.clue").all_inner_texts() == [elsewhere[0]["text"]], timeout=10)
+    page.wait_for_timeout(500)
+    assert failed == [1] and statuses == [412]
+    lease.refresh_from_db()
+    assert lease.draft_highlights == elsewhere and lease.draft_revision == 1
+
+
+def test_a_change_made_in_view_is_sent_again_though_the_tab_is_hidden_when_its_refusal_arrives(
+        live_server, detectbench_dir, page):
+    """The participant highlights and leaves the tab before the answer to that save comes back (a 412: another save
+    came first). The change was made in view, so it is the newest: it is sent again on top, not dropped."""
+    url, position, csrf, lease = _start_draft_study(live_server, detectbench_dir, page, "leaving")
+    elsewhere = _save_elsewhere(page, url, position, csrf, lease)
+    held: list = []
+    page.route(url, lambda route: held.append(route) if not held else route.continue_())
     exchanges: list = []
     page.on("response", lambda r: exchanges.append(r.status) if r.request.method == "POST" and r.url == url else None)
     _select_by_mouse(page, 0.6, 0.8, from_x=0.2, from_y=0.7)
-    _wait_for(lambda: page.locator("#context mark.clue").all_inner_texts() == [words.group(0)])
-    page.wait_for_timeout(500)
-    assert exchanges == [412]
+    for _ in range(100):  # the route handler runs while Playwright's calls run
+        if held:
+            break
+        page.wait_for_timeout(50)
+    shown = page.locator("#context mark.clue").all_inner_texts()
+    page.evaluate(HIDE)
+    held[0].continue_()
+    page.wait_for_selector("[data-draft-status][data-state=saved]")
+    assert exchanges == [412, 200]
+    assert page.locator("#context mark.clue").all_inner_texts() == shown
     lease.refresh_from_db()
-    assert lease.draft_highlights == elsewhere and lease.draft_revision == 1
+    assert [h["text"] for h in lease.draft_highlights] == shown != [elsewhere[0]["text"]]
+    assert lease.draft_revision == 2
+
+
+def test_a_refusal_without_a_usable_revision_is_tried_again_later_not_in_a_loop(live_server, detectbench_dir, page):
+    """A 412 whose body names no revision (a proxy's page, not the server's answer): the page says the highlights
+    are not saved yet and tries again after its pause, once, instead of sending again at once."""
+    url, position, csrf, lease = _start_draft_study(live_server, detectbench_dir, page, "noproof")
+    answered: list = []
+    page.route(url, lambda route: (answered.append(412), route.fulfill(status=412, body="{}",
+                                                                       content_type="application/json"))
+               if not answered else (answered.append(200), route.continue_()))
+    _select_by_mouse(page, 0.6, 0.8, from_x=0.2, from_y=0.7)
+    page.wait_for_selector("[data-draft-status][data-state=unsaved]")
+    page.wait_for_timeout(500)
+    assert answered == [412]  # not sent again at once
+    page.wait_for_selector("[data-draft-status][data-state=saved]", timeout=10000)  # the retry, 2 s later
+    assert answered == [412, 200]
+    lease.refresh_from_db()
+    assert [h["text"] for h in lease.draft_highlights] == page.locator("#context mark.clue").all_inner_texts()

@@ -321,13 +321,17 @@
       dirty = true;
       showDraftStatus("unsaved");
       clearTimeout(retryTimer);
-      retryTimer = setTimeout(send, retryDelay);
+      retryTimer = setTimeout(sendAgain, retryDelay);
       retryDelay = Math.min(retryDelay * 2, 30000);
     }
 
+    /* A save tried again (after a failure, or when the connection is back), not one sent for a change just made. */
+    function sendAgain() { send(true); }
+
     /* One request at a time; changes made meanwhile are sent when it is back. */
-    function send() {
+    function send(again) {
       if (!draftUrl || !dirty || closed || answering || saving) return;
+      var retry = again === true;
       clearTimeout(retryTimer);
       saving = true;
       dirty = false;
@@ -356,9 +360,9 @@
             store(storeKey, null);
             showDraftStatus("saved");
           } else if (r.status === 412 && data && typeof data.revision === "number" && data.revision !== sent) {
-            if (document.visibilityState === "hidden") {
-              /* Another save came first while this tab is not where the participant is (a retry or reconnection
-                 in the background): the newer draft is theirs, this tab shows it. */
+            if (retry && !dirty && document.visibilityState === "hidden") {
+              /* A retry in the background (this tab is not in view, nothing changed here since) found that
+                 another save came first: the participant went on elsewhere, so this tab shows their newer draft. */
               spans = fitting(data.highlights);
               dirty = false;
               render();
@@ -395,7 +399,7 @@
       if (!ctx.isConnected) {
         document.removeEventListener("visibilitychange", onVisible);
         window.removeEventListener("focus", refresh);
-        window.removeEventListener("online", send);
+        window.removeEventListener("online", sendAgain);
         return;
       }
       if (!draftUrl || closed || answering || saving || dirty) return;
@@ -423,7 +427,7 @@
     if (draftUrl) {
       document.addEventListener("visibilitychange", onVisible);
       window.addEventListener("focus", refresh);
-      window.addEventListener("online", send);
+      window.addEventListener("online", sendAgain);
     }
 
     function save() {

@@ -362,3 +362,25 @@ def test_every_draft_address_refuses_an_older_save_and_a_malformed_revision(rout
     bad = save([], revision="-1")
     assert bad.status_code == 400 and "revision" in bad.json()["errors"]
     assert client.get(url, position).json()["highlights"] == spans
+
+
+def test_the_same_highlights_at_an_older_revision_write_nothing(client, make_study):
+    """A save run again after its commit (the view's retry on a lost connection) finds its own highlights stored."""
+    study = make_study(per_participant=2, raters=1)
+    attempt, page = _join_and_start(client, study)
+    position = _position(page)
+    context = _context(attempt, position)
+    spans = _spans(context, *_words(context, 1))
+    assert _save(client, attempt, position, spans, revision=0).json()["revision"] == 1
+    before = _lease(attempt, position)
+    again = _save(client, attempt, position, spans, revision=0)
+    assert again.status_code == 200 and again.json()["revision"] == 1
+    after = _lease(attempt, position)
+    assert (after.draft_revision, after.draft_saved_at) == (before.draft_revision, before.draft_saved_at)
+
+
+def test_an_unknown_attempt_is_a_404_whatever_the_revision(client):
+    for revision in ("0", "-1", "x"):
+        unknown = client.post(reverse("studies_public:draft", args=["no-such-token"]),
+                              {"position": 0, "highlights": "[]", "revision": revision})
+        assert unknown.status_code == 404 and unknown.json()["code"] == "draft_unknown", revision
