@@ -136,3 +136,6 @@ class ReviewDecisionAdmin(ReadOnlyAdmin):
 @admin.register(Draft)
 class DraftAdmin(ReadOnlyAdmin):
     list_display = ("item", "user", "stage", "base_version", "updated_at")
+
+    def get_queryset(self, request):  # a draft whose work was saved keeps only when (services.draft_discard)
+        return super().get_queryset(request).filter(data__isnull=False)

@@ -101,14 +101,17 @@ def draft_save(*, item_id: int, user, stage: str, base_version: int, data: dict,
     from page_stamp() when the editor was shown) and its order within the page (`seq`, counted by the page), and
     only a save at least as new as the stored draft's is kept: never one from an older page, an earlier one of
     the same page, or one from a page shown before the work was saved (draft_discard). Saves without them
-    (0, 0) are kept only over others without them.
+    (0, 0) are kept only over others without them. A save the annotator asked for (`seq=EXPLICIT_SAVE`: a
+    refused Save whose text is kept) is always kept, after whatever is stored.
     """
     draft, created = Draft.objects.select_for_update().get_or_create(
         item_id=item_id, user=user, stage=stage,
         defaults={"base_version": base_version, "data": data, "page": page, "seq": seq})
     if created:
         return draft
-    if (page, seq) < (draft.page, draft.seq):
+    if seq == EXPLICIT_SAVE:  # what the annotator asked for is always kept, and comes after what is stored
+        page = max(page, draft.page)
+    elif (page, seq) < (draft.page, draft.seq):
         return None
     draft.base_version, draft.data, draft.page, draft.seq = base_version, data, page, seq
     draft.save(update_fields=["base_version", "data", "page", "seq", "updated_at"])
@@ -120,8 +123,9 @@ def draft_discard(*, item_id: int, user, stage: str) -> None:
     """Drop the draft: its work was saved (or thrown away). What it keeps is when, so that an autosave from a page
     shown before that moment, arriving late, does not bring the old work back."""
     now = page_stamp()
-    draft = Draft.objects.select_for_update().filter(item_id=item_id, user=user, stage=stage).first()
-    if draft is None:
+    draft, created = Draft.objects.select_for_update().get_or_create(
+        item_id=item_id, user=user, stage=stage, defaults={"base_version": 0, "data": None, "page": now, "seq": 0})
+    if created:  # no draft was kept (nothing typed, or only the Save itself): the moment is kept all the same
         return
     if (now, 0) > (draft.page, draft.seq):
         draft.page, draft.seq = now, 0

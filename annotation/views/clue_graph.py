@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 from django_htmx.http import reswap, retarget
 
@@ -71,6 +72,7 @@ def _save_graph_draft(request, item, graph: EditableGraph, base_version: int, *,
 
 
 @annotator_required
+@never_cache  # Back must not show a cached page whose stamp the drafts have passed
 def clue_graph_view(request, pk: int):
     """The editor. A refused save keeps the graph as a draft and redirects (post/redirect/get); input that the
     page itself never sends (oversized, a damaged hidden state) is answered at once with 400."""

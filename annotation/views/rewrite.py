@@ -12,6 +12,7 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from annotation import selectors, services
@@ -62,6 +63,7 @@ def _refused(request, item, form: RewriteForm, messages_: list[str], *, conflict
 
 
 @annotator_required
+@never_cache  # Back must not show a cached page whose stamp the drafts have passed
 def rewrite_view(request, pk: int):
     item = get_object_or_404(Item, pk=pk)
     if request.method == "POST":

@@ -70,3 +70,25 @@ def test_saves_without_an_order_are_kept_only_over_each_other(annotator, annotat
     assert _save(item, annotator, "d", 0, 0) is None and _stored(item, annotator) == "c"
     # Drafts are per user: another annotator's order is their own.
     assert _save(item, annotator2, "e", 0, 0) is not None and _stored(item, annotator) == "c"
+
+
+def test_a_save_with_no_draft_before_it_still_stops_a_late_autosave(annotator):
+    """Nothing was autosaved before Save (or the row went with an older version of the app): Save keeps its moment
+    all the same, and the page's autosave that was on its way is dropped."""
+    (item,) = make_items(1, status=ItemStatus.REWRITE)
+    shown = page_stamp()
+    draft_discard(item_id=item.pk, user=annotator, stage=Stage.REWRITE)
+    assert _save(item, annotator, "sent before Save", shown, 1) is None
+    assert _stored(item, annotator) is None
+
+
+def test_a_save_the_annotator_asked_for_is_kept_even_from_an_older_page(annotator):
+    """Tab B was shown later and its work saved; tab A's Save is refused (a conflict) and its text is kept as the
+    draft all the same, after what is stored, so that the conflict page can show it."""
+    (item,) = make_items(1, status=ItemStatus.REWRITE)
+    tab_a, tab_b = page_stamp(), page_stamp() + 1
+    assert _save(item, annotator, "B's text", tab_b, 1) is not None
+    draft_discard(item_id=item.pk, user=annotator, stage=Stage.REWRITE)
+    assert _save(item, annotator, "A's refused Save", tab_a, EXPLICIT_SAVE) is not None
+    assert _stored(item, annotator) == "A's refused Save"
+    assert _save(item, annotator, "A's autosave on its way", tab_a, 7) is None

@@ -316,3 +316,27 @@ def test_the_editor_keeps_its_page_stamp_and_a_late_autosave_after_save_is_not_k
     assert "Not kept as a draft" in late and "Draft saved" not in late
     assert not Draft.objects.filter(item=item, data__isnull=False).exists()
     assert "Restored your unsaved draft" not in annotator_client.get(url).content.decode()
+
+
+def test_a_refused_save_from_an_older_tab_keeps_its_graph(annotator):
+    """Two tabs of one annotator: the newer one's graph is saved; the older one's Save is refused (the item changed)
+    and its graph is kept as the draft, not lost."""
+    from ..workflow_support import client_for
+
+    (item,) = make_items(1, status=ItemStatus.CLUE_GRAPH)
+    older, newer = client_for(annotator), client_for(annotator)
+    url = reverse("annotation:clue_graph", args=[item.pk])
+
+    def stamp(client) -> int:
+        return int(re.search(r'name="draft_page" value="(\d+)"', client.get(url).content.decode()).group(1))
+
+    stamp_a, stamp_b = stamp(older), stamp(newer)
+    assert "no-store" in newer.get(url)["Cache-Control"]  # Back asks again: a cached page has an outdated stamp
+    saved = {**graph_post(item), "draft_page": stamp_b}
+    saved["clue_text"] = [*saved["clue_text"][:-1], "saved in the newer tab"]
+    assert newer.post(url, saved).status_code == 302
+    refused = {**graph_post(item), "draft_page": stamp_a}
+    refused["clue_text"] = [*refused["clue_text"][:-1], "typed in the older tab"]
+    response = older.post(url, refused)
+    assert response.status_code == 302 and "conflict=" in response["Location"]
+    assert Draft.objects.get(user=annotator, item=item).data["clues"][-1][0] == "typed in the older tab"

@@ -208,3 +208,35 @@ def test_an_autosave_arriving_after_save_or_after_a_newer_page_is_not_kept(annot
     page = annotator_client.get(url).content.decode()
     assert "Restored your unsaved draft" in page and "Reloaded page&#x27;s text" in page
     assert Draft.objects.get(user=annotator, item=item).data["question"] == "Reloaded page's text"
+
+
+def test_a_save_with_nothing_autosaved_before_it_does_not_come_back_as_a_draft(annotator_client):
+    """Leaving the field as Save is clicked sends an autosave beside the form: arriving after the Save, not kept."""
+    (item,) = make_items(1, status=ItemStatus.REWRITE)
+    url, draft_url = reverse("annotation:rewrite", args=[item.pk]), reverse("annotation:rewrite_draft", args=[item.pk])
+    page = annotator_client.get(url)
+    assert "no-store" in page["Cache-Control"]  # Back asks again: a cached page would carry an outdated stamp
+    shown = _page_stamp(page.content.decode())
+    typed = rewrite_post(item, item.version, question="Who entered the study at night?")
+    assert annotator_client.post(url, {**typed, "draft_page": shown}).status_code == 302
+    late = annotator_client.post(draft_url, {**typed, "draft_page": shown, "draft_seq": 1}, HTTP_HX_REQUEST="true")
+    assert "Not kept as a draft" in late.content.decode()
+    assert "Restored your unsaved draft" not in annotator_client.get(url).content.decode()
+
+
+def test_a_refused_save_from_an_older_tab_keeps_its_text(annotator):
+    """Two tabs of one annotator: the newer one's work is saved; the older one's Save is refused (the item
+    changed), and its text is kept and shown with the conflict, not lost."""
+    (item,) = make_items(1, status=ItemStatus.REWRITE)
+    older, newer = client_for(annotator), client_for(annotator)
+    url = reverse("annotation:rewrite", args=[item.pk])
+    stamp_a = _page_stamp(older.get(url).content.decode())
+    stamp_b = _page_stamp(newer.get(url).content.decode())
+    assert newer.post(url, {**rewrite_post(item, item.version, question="Saved in the newer tab?"),
+                            "draft_page": stamp_b}).status_code == 302
+    refused = older.post(url, {**rewrite_post(item, item.version, question="Typed in the older tab?"),
+                               "draft_page": stamp_a})
+    assert refused.status_code == 302 and "conflict=" in refused["Location"]
+    conflict = older.get(refused["Location"]).content.decode()
+    assert "Typed in the older tab?" in conflict and "someone else changed this item" in conflict
+    assert Draft.objects.get(user=annotator, item=item).data["question"] == "Typed in the older tab?"
