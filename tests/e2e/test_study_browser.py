@@ -7,7 +7,7 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
-from studies.models import Attempt, AttemptStatus, Response, StudyStatus
+from studies.models import Attempt, AttemptStatus, ParticipantLease, Response, StudyStatus
 from studies.services import study_create
 from tests.studies.conftest import import_items
 
@@ -261,32 +261,55 @@ def test_a_researcher_previews_the_study_and_nothing_is_recorded(live_server, de
     assert set(study.pool.values_list("load", flat=True)) == {0}
 
 
-def test_a_save_arriving_late_never_undoes_the_highlights_the_page_shows(live_server, detectbench_dir, page):
-    """Each draft save names the revision it replaces. A save from before a reload that reaches the server late is
-    refused and the page keeps its highlight; when another save came first, the page's own newer highlights are
-    sent again on top of it, and the server ends with exactly what the page shows."""
+def _start_draft_study(live_server, detectbench_dir, page, slug: str):
+    """A participant on the first question of a new study; (the draft's address, the position, the CSRF token, the
+    question's lease)."""
     ids = import_items(detectbench_dir, 3)
-    study_create(slug="late", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
-                 status=StudyStatus.OPEN, completion_code="LATE-OK", consent_text="Please agree.")
-    page.goto(f"{live_server.url}/s/late/?PROLIFIC_PID=pw-late&STUDY_ID=s&SESSION_ID=x", timeout=60000)
+    study_create(slug=slug, item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
+                 status=StudyStatus.OPEN, completion_code="OK", consent_text="Please agree.")
+    page.goto(f"{live_server.url}/s/{slug}/?PROLIFIC_PID=pw-{slug}&STUDY_ID=s&SESSION_ID=x", timeout=60000)
     page.check("input[name=consent]")
     page.click("button[type=submit]")
     page.click("#start")
     page.wait_for_selector("#question")
+    box = page.locator("[data-draft-url]")
+    url, position = live_server.url + box.get_attribute("data-draft-url"), box.get_attribute("data-position")
+    csrf = page.locator("input[name=csrfmiddlewaretoken]").first.get_attribute("value")
+    lease = Attempt.objects.get(external_participant_id=f"pw-{slug}").leases.get(position=int(position))
+    return url, position, csrf, lease
+
+
+def _post_draft(page, url: str, position: str, csrf: str, highlights: str, revision: str):
+    """A draft save with this browser's cookies, as a request of its pages (another tab's, or one arriving late)."""
+    return page.request.post(url, form={"position": position, "highlights": highlights, "revision": revision,
+                                        "csrfmiddlewaretoken": csrf}, headers={"Referer": page.url})
+
+
+def _save_elsewhere(page, url: str, position: str, csrf: str, lease) -> list[dict]:
+    """Another tab of the participant saves a draft (revision 0 -> 1): the first long word of the story."""
+    words = re.search(r"[A-Za-z]{6,}", lease.item.context)
+    elsewhere = [{"start": words.start(), "end": words.end(), "text": words.group(0)}]
+    assert _post_draft(page, url, position, csrf, json.dumps(elsewhere), "0").status == 200
+    return elsewhere
+
+
+HIDE = "Object.defineProperty(document, 'visibilityState', {configurable: true, get: () => 'hidden'})"
+
+
+def test_a_save_arriving_late_never_undoes_the_highlights_the_page_shows(live_server, detectbench_dir, page):
+    """Each draft save names the revision it replaces. A save from before a reload that reaches the server late is
+    refused and the page keeps its highlight; when another save came first, the page's own newer highlights are
+    sent again on top of it, and the server ends with exactly what the page shows."""
+    url, position, csrf, lease = _start_draft_study(live_server, detectbench_dir, page, "late")
     _select_by_mouse(page, 0.5, 0.2)
     page.wait_for_selector("[data-draft-status][data-state=saved]")
     first = page.locator("#context mark.clue").inner_text()
     page.reload()
     page.wait_for_selector("#context mark.clue")
-    box = page.locator("[data-draft-url]")
-    url = live_server.url + box.get_attribute("data-draft-url")
-    position = box.get_attribute("data-position")
-    assert box.get_attribute("data-draft-revision") == "1"
-    csrf = page.locator("input[name=csrfmiddlewaretoken]").first.get_attribute("value")
+    assert page.locator("[data-draft-url]").get_attribute("data-draft-revision") == "1"
 
-    def save(highlights: str, revision: str):  # with this browser's cookies, as a request of its pages
-        return page.request.post(url, form={"position": position, "highlights": highlights, "revision": revision,
-                                            "csrfmiddlewaretoken": csrf}, headers={"Referer": page.url})
+    def save(highlights: str, revision: str):
+        return _post_draft(page, url, position, csrf, highlights, revision)
 
     # The old page's "remove everything", sent before the reload (revision 0), arrives now: refused.
     late = save("[]", "0")
@@ -312,7 +335,7 @@ def test_a_save_arriving_late_never_undoes_the_highlights_the_page_shows(live_se
     assert page.evaluate("window.draftStates") == ["saving", "saved"]
     assert exchanges == [("1", 412), ("2", 200)], exchanges
     shown = page.locator("#context mark.clue").all_inner_texts()
-    lease = Attempt.objects.get(external_participant_id="pw-late").leases.get(position=int(position))
+    lease.refresh_from_db()
     assert [h["text"] for h in lease.draft_highlights] == shown and lease.draft_revision == 3
     page.evaluate("window.dispatchEvent(new Event('focus'))")
     time.sleep(0.5)
@@ -322,14 +345,7 @@ def test_a_save_arriving_late_never_undoes_the_highlights_the_page_shows(live_se
 def test_a_read_of_the_draft_overtaken_by_a_save_does_not_take_the_page_back(live_server, detectbench_dir, page):
     """The tab comes back into view and reads the server's draft; the participant highlights before the read's
     answer arrives, and that save is answered first. The late answer is older than what the page shows: ignored."""
-    ids = import_items(detectbench_dir, 3)
-    study_create(slug="overtaken", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
-                 status=StudyStatus.OPEN, completion_code="OK", consent_text="Please agree.")
-    page.goto(f"{live_server.url}/s/overtaken/?PROLIFIC_PID=pw-over&STUDY_ID=s&SESSION_ID=x", timeout=60000)
-    page.check("input[name=consent]")
-    page.click("button[type=submit]")
-    page.click("#start")
-    page.wait_for_selector("#question")
+    _, _, _, lease = _start_draft_study(live_server, detectbench_dir, page, "overtaken")
     _select_by_mouse(page, 0.5, 0.2)
     page.wait_for_selector("[data-draft-status][data-state=saved]")
     held: list = []
@@ -346,45 +362,13 @@ def test_a_read_of_the_draft_overtaken_by_a_save_does_not_take_the_page_back(liv
     assert len(held) == 1
     _select_by_mouse(page, 0.6, 0.8, from_x=0.2, from_y=0.7)
     _wait_for(lambda: page.locator("#context mark.clue").count() == 2)
-    _wait_for(lambda: Attempt.objects.get(external_participant_id="pw-over").leases.get(
-        position=int(page.locator("[data-draft-url]").get_attribute("data-position"))).draft_revision == 2)
+    _wait_for(lambda: ParticipantLease.objects.get(pk=lease.pk).draft_revision == 2)
     page.wait_for_selector("[data-draft-status][data-state=saved]")
     route, answer = held[0]
     assert answer.json()["revision"] == 1 and len(answer.json()["highlights"]) == 1
     route.fulfill(response=answer)
     time.sleep(0.5)
     assert page.locator("#context mark.clue").count() == 2
-
-
-def _start_draft_study(live_server, detectbench_dir, page, slug: str):
-    """A participant on the first question of a new study; (the draft's address, the position, the CSRF token, the
-    question's lease)."""
-    ids = import_items(detectbench_dir, 3)
-    study_create(slug=slug, item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
-                 status=StudyStatus.OPEN, completion_code="OK", consent_text="Please agree.")
-    page.goto(f"{live_server.url}/s/{slug}/?PROLIFIC_PID=pw-{slug}&STUDY_ID=s&SESSION_ID=x", timeout=60000)
-    page.check("input[name=consent]")
-    page.click("button[type=submit]")
-    page.click("#start")
-    page.wait_for_selector("#question")
-    box = page.locator("[data-draft-url]")
-    url, position = live_server.url + box.get_attribute("data-draft-url"), box.get_attribute("data-position")
-    csrf = page.locator("input[name=csrfmiddlewaretoken]").first.get_attribute("value")
-    lease = Attempt.objects.get(external_participant_id=f"pw-{slug}").leases.get(position=int(position))
-    return url, position, csrf, lease
-
-
-def _save_elsewhere(page, url: str, position: str, csrf: str, lease) -> list[dict]:
-    """Another tab of the participant saves a draft (revision 0 -> 1): the first long word of the story."""
-    words = re.search(r"[A-Za-z]{6,}", lease.item.context)
-    elsewhere = [{"start": words.start(), "end": words.end(), "text": words.group(0)}]
-    saved = page.request.post(url, form={"position": position, "highlights": json.dumps(elsewhere), "revision": "0",
-                                         "csrfmiddlewaretoken": csrf}, headers={"Referer": page.url})
-    assert saved.status == 200
-    return elsewhere
-
-
-HIDE = "Object.defineProperty(document, 'visibilityState', {configurable: true, get: () => 'hidden'})"
 
 
 def test_a_retry_in_a_tab_out_of_view_takes_the_newer_draft_instead_of_overwriting_it(live_server,
