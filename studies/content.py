@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from foundation.words import gettext
-from studies.errors import AnswerInvalid
+from studies.errors import AnswerInvalid, DraftStale
 
 MAX_HIGHLIGHTS = 40
 MAX_HIGHLIGHTS_CHARS = 100_000  # the raw JSON of one answer's highlights (a story is a few thousand characters)
@@ -74,6 +74,22 @@ def parse_revision(raw: Any) -> int | None:
     if revision is None or revision < 0:
         raise AnswerInvalid({"revision": gettext("The draft revision must be a whole number, 0 or more.")})
     return revision
+
+
+def draft_save_wanted(*, revision: Any, current: int, stored: Callable[[], list[dict]], spans: list[dict]) -> bool:
+    """Whether a draft save naming `revision` (as the page sent it) writes `spans` over the draft stored at revision
+    `current`, whose highlights `stored()` gives. Saves arrive in any order, and an older one must never overwrite
+    a newer draft: another revision means another save came first, DraftStale (412, with the stored draft), unless
+    the stored highlights are the ones sent (a save run again after its commit, another tab showing the same):
+    False, nothing to write. No revision: the save is unconditional. A malformed one: AnswerInvalid."""
+    expected = parse_revision(revision)
+    if expected is None or expected == current:
+        return True
+    highlights = stored()
+    if highlights == spans:
+        return False
+    raise DraftStale(gettext("Your highlights were saved from elsewhere meanwhile."), revision=current,
+                     highlights=highlights)
 
 
 def clean_answer(*, context: str, n_options: int, chosen_option: Any, confidence: Any,

@@ -14,8 +14,8 @@ from django.utils import timezone
 from annotation.models import Item
 from foundation.prepared_queries import PreparedInsert, PreparedQuery
 from foundation.words import gettext, gettext_noop
-from studies.content import clean_answer, clean_highlights, matching_highlights, parse_revision, shown_item
-from studies.errors import AnswerInvalid, AnswerRefused, DraftRefused, DraftStale
+from studies.content import clean_answer, clean_highlights, draft_save_wanted, matching_highlights, shown_item
+from studies.errors import AnswerInvalid, AnswerRefused, DraftRefused
 from studies.models import (
     Attempt,
     AttemptStatus,
@@ -194,12 +194,8 @@ def highlight_draft_save(*, token: str, position: Any, highlights: Any, revision
     answer does, so a draft can never land on a question after its answer.
 
     `revision`: the draft's revision the save replaces (the one the page was shown with, or its last save
-    answered). Another one means another save came first: DraftStale (412), nothing stored, unless the stored
-    highlights are the ones sent (this save run again after its commit, another tab showing the same): then
-    they are kept as they are, at their revision. Saves arrive
-    in any order (a page reloaded while its save was on the way sends again; the old request may still
-    arrive after the new one), and an older one must never overwrite a newer draft. Not given (None): the
-    save is unconditional. Each save stored adds one to the revision.
+    answered), checked by studies.content.draft_save_wanted: another one is DraftStale (412), nothing stored,
+    unless the same highlights are stored. Each save stored adds one to the revision.
     """
     now = now or timezone.now()
     with transaction.atomic():
@@ -207,17 +203,13 @@ def highlight_draft_save(*, token: str, position: Any, highlights: Any, revision
         if attempt is None:
             raise DraftRefused(DraftRefused.UNKNOWN, gettext("Unknown attempt."), 404)
         lease = _open_lease(attempt, _as_position(position), now)
-        expected = parse_revision(revision)
         item = Item.objects.only(*SHOWN_ITEM_FIELDS).get(pk=lease.item_id)
         shown = shown_item(context=item.context, question=item.question, options=item.options,
                            translations=item.translations, language=attempt.study.language_of(attempt.language))
         spans = clean_highlights(context=shown.context, highlights=highlights)
-        if expected is not None and expected != lease.draft_revision:
-            stored = draft_of(attempt=attempt, lease=lease, context=shown.context)
-            if stored == spans:  # the same highlights (this save run again after its commit, another tab): kept
-                return Draft(position=lease.position, highlights=stored, revision=lease.draft_revision)
-            raise DraftStale(gettext("Your highlights were saved from elsewhere meanwhile."),
-                             revision=lease.draft_revision, highlights=stored)
+        if not draft_save_wanted(revision=revision, current=lease.draft_revision, spans=spans,
+                                 stored=lambda: draft_of(attempt=attempt, lease=lease, context=shown.context)):
+            return Draft(position=lease.position, highlights=spans, revision=lease.draft_revision)
         ParticipantLease.objects.filter(pk=lease.pk).update(draft_highlights=spans, draft_saved_at=now,
                                                             draft_revision=F("draft_revision") + 1)
     return Draft(position=lease.position, highlights=spans, revision=lease.draft_revision + 1)

@@ -20,14 +20,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from foundation.roles import researcher_required
-from foundation.words import gettext
 from studies import services
 from studies.content import (
     clean_answer,
     clean_highlights,
+    draft_save_wanted,
     matching_highlights,
     parse_highlights,
-    parse_revision,
     shown_item,
 )
 from studies.errors import AnswerInvalid, DraftStale
@@ -278,15 +277,14 @@ def study_preview_draft_view(request, slug: str):
     revision = walk.revisions.get(key, 0)
     if request.method == "POST":
         try:
-            expected = parse_revision(data.get("revision"))
             spans = clean_highlights(context=shown.context, highlights=parse_highlights(data.get("highlights")))
+            if not draft_save_wanted(revision=data.get("revision"), current=revision, stored=lambda: stored,
+                                     spans=spans):
+                return draft_json(position=walk.position, highlights=stored, revision=revision)
+        except DraftStale as refusal:
+            return stale_json(refusal, _urls(study)["attempt"])
         except AnswerInvalid as invalid:
             return JsonResponse({"code": invalid.code, "errors": invalid.messages}, status=invalid.http_status)
-        if expected is not None and expected != revision:  # as a participant's (studies.services): kept or 412
-            if spans == stored:
-                return draft_json(position=walk.position, highlights=stored, revision=revision)
-            return stale_json(DraftStale(gettext("Your highlights were saved from elsewhere meanwhile."),
-                                         revision=revision, highlights=stored), _urls(study)["attempt"])
         walk.drafts[key], walk.revisions[key] = spans, revision + 1
         walk.keep(request, study)
         return draft_json(position=walk.position, highlights=spans, revision=revision + 1)
