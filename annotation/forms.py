@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy as _
 
 from annotation.clue_graph.editing import EditableGraph, EditableStep
 from annotation.item_checks import option_checks
-from annotation.models import CRITERIA, Criterion, Decision, ReviewAction, Stage
+from annotation.models import CRITERIA, Criterion, Decision, Draft, ReviewAction, Stage
 
 
 class ItemImportForm(forms.Form):
@@ -78,7 +78,7 @@ def draft_order(post, *, explicit: bool = False) -> tuple[int, int]:
         return int(raw) if _WHOLE_NUMBER.fullmatch(raw) and int(raw) <= limit else 0
 
     page = number("draft_page", 2**63 - 1)
-    return page, (2**31 - 1 if explicit else number("draft_seq", 2**31 - 2))
+    return page, (Draft.EXPLICIT_SAVE if explicit else number("draft_seq", Draft.EXPLICIT_SAVE - 1))
 
 
 class NamedErrorsMixin:

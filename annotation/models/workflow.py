@@ -221,6 +221,9 @@ class Draft(models.Model):
                   "an older page, or from before the work was saved, is not kept (annotation.services.editing).")
     seq = models.PositiveIntegerField(default=0, db_default=0, help_text="The save's order within its page.")
 
+    #: `seq` of a save the annotator asked for (a refused Save kept as a draft): after every autosave of its page.
+    EXPLICIT_SAVE = 2**31 - 1
+
     class Meta:
         constraints = [models.UniqueConstraint(fields=["item", "user", "stage"], name="draft_unique_user_item_stage")]
 

@@ -81,9 +81,7 @@ def stage_submit(*, item_id: int, user, stage: str, item_version: int, now=None)
     return item
 
 
-#: `draft_save(seq=...)` of a save the annotator asked for (a refused Save kept as a draft): after every autosave of
-#: its page, whatever order they arrive in.
-EXPLICIT_SAVE = 2**31 - 1
+EXPLICIT_SAVE = Draft.EXPLICIT_SAVE
 
 
 def page_stamp() -> int:
