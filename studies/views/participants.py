@@ -196,6 +196,7 @@ def _question_context(attempt: Attempt, question: services.Question, **extra) ->
     limit_first = bool(attempt.study.question_time_limit_seconds) and attempt.seconds_left() > question.seconds_left
     return {"question": question, "shown": shown, "draft_json": json.dumps(draft, ensure_ascii=False),
             "draft_revision": 0 if question.first_shown else question.lease.draft_revision,
+            "draft_recheck": not question.first_shown,
             "question_limit_first": limit_first,
             "draft_url": attempt_url("draft", attempt.token), **extra}
 

@@ -141,7 +141,7 @@ def _question_page(request, study: Study, walk: Walk, now: float, *, partial: bo
     template = "studies/public/question.html#question" if partial else "studies/public/question.html"
     return _page(request, study, template, walk, {
         "question": question, "shown": shown, "draft_json": json.dumps(draft, ensure_ascii=False),
-        "draft_revision": walk.revisions.get(str(walk.position), 0),
+        "draft_revision": walk.revisions.get(str(walk.position), 0), "draft_recheck": True,
         "draft_url": _urls(study)["draft"], "errors": errors or {},
         "question_limit_first": bool(study.question_time_limit_seconds)
         and walk.deadline - now > question.seconds_left,

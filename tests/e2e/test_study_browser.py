@@ -5,6 +5,7 @@ import time
 
 import pytest
 from django.db import connections
+from django.db.models import F
 from django.utils import timezone
 
 from studies.models import Attempt, AttemptStatus, ParticipantLease, Response, StudyStatus
@@ -433,3 +434,33 @@ def test_a_refusal_without_a_usable_revision_is_tried_again_later_not_in_a_loop(
     assert answered == [412, 200]
     lease.refresh_from_db()
     assert [h["text"] for h in lease.draft_highlights] == page.locator("#context mark.clue").all_inner_texts()
+
+
+def test_a_reloaded_page_read_before_the_last_save_was_stored_reads_the_draft_again(live_server, detectbench_dir,
+                                                                                    page):
+    """A reload while a save is on its way: the server can read the draft for the new page just before that save is
+    stored, and the save's answer (reaching the old page first) clears the tab's unsaved copy. The page shown is
+    then older than the server's draft; it reads the draft once more when it opens and shows the stored one."""
+    _, _, _, lease = _start_draft_study(live_server, detectbench_dir, page, "reread")
+    _select_by_mouse(page, 0.5, 0.2)
+    page.wait_for_selector("[data-draft-status][data-state=saved]")
+    before = page.locator("#context mark.clue").all_inner_texts()
+    last = list(re.finditer(r"[A-Za-z]{6,}", lease.item.context))[-1]
+    stored = [{"start": last.start(), "end": last.end(), "text": last.group(0)}]
+
+    def stale_page(route):  # the page as the server read it; the save on its way is stored just after that
+        if route.request.resource_type != "document":
+            route.continue_()
+            return
+        response = route.fetch()
+        ParticipantLease.objects.filter(pk=lease.pk).update(draft_highlights=stored,
+                                                            draft_revision=F("draft_revision") + 1)
+        route.fulfill(response=response)
+
+    page.route(f"{live_server.url}/s/a/**", stale_page)
+    page.reload()
+    page.wait_for_selector("#question")
+    page.unroute(f"{live_server.url}/s/a/**")
+    assert page.locator("[data-draft-url]").get_attribute("data-draft-revision") == "1"  # the page as read
+    _wait_for(lambda: page.locator("#context mark.clue").all_inner_texts() == [last.group(0)])
+    assert before != [last.group(0)]

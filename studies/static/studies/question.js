@@ -714,6 +714,9 @@
     if (local && local.unsaved && draftUrl) { dirty = true; send(); }  /* changes left unsaved before a reload */
     render();
     showPending();
+    /* A question shown again (a reload, a resume): a save sent just before the reload may have been stored after
+       the server read the draft for this page, its answer clearing this tab's unsaved copy; read it once more. */
+    if (box.hasAttribute("data-draft-recheck")) refresh();
   }
 
   /* ------------------------------------------------------------------ copying the completion code */
