@@ -14,6 +14,9 @@ from typing import Any
 from foundation.words import gettext
 from studies.errors import AnswerInvalid, DraftStale
 
+#: The fields of an item a participant's page reads (the id, then what is shown: ShownItem's source).
+SHOWN_ITEM_FIELDS = ("id", "context", "question", "options", "translations")
+
 MAX_HIGHLIGHTS = 40
 MAX_HIGHLIGHTS_CHARS = 100_000  # the raw JSON of one answer's highlights (a story is a few thousand characters)
 

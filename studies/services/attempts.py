@@ -110,6 +110,7 @@ def attempt_start(*, attempt_id: int, now: datetime | None = None, attempt: Atte
             lease_id, attempt.pk, study_item_id, item_id, position, ParticipantLeaseStatus.ACTIVE, done.deadline,
             now if position == 0 else None, now, None, [], None, 0,
         ]) for position, (lease_id, study_item_id, item_id) in enumerate(done.leases)]
+        attempt.handed_out[0].item = done.first_item  # the first question's page reads no item either
     return attempt
 
 

@@ -6,9 +6,9 @@ step from Python, it held it across a dozen round trips, each of which waits for
 30 ms a start on 2 cores). Here the whole hand-out is one message of three statements, which PostgreSQL runs as one
 transaction: lock the attempt, lock the study (lock order: attempt -> study -> items, as everywhere), then a single
 statement chooses the items, raises their loads, inserts the leases and starts (or fills) the attempt. It returns
-the leases, so that the first question's page (the answer to Start) needs no read of them; that question counts as
-shown from the start. The study row
-is held from the second statement to the commit, all inside the server: no client round trip while it is held.
+the leases and the first question's item (the fields a participant sees), so that the first question's page (the
+answer to Start) needs no read of them; that question counts as shown from the start. The study row is held
+from the second statement to the commit, all inside the server: no client round trip while it is held.
 The three are prepared statements (PREPARE once per database connection, then EXECUTE): planning the third took
 PostgreSQL as long as running it.
 
@@ -30,7 +30,9 @@ from datetime import datetime
 
 from django.db import ProgrammingError, connection
 
+from annotation.models import Item
 from studies.allocation import MASK, MIX, seed_salt
+from studies.content import SHOWN_ITEM_FIELDS
 from studies.models import (
     Attempt,
     AttemptStatus,
@@ -42,7 +44,7 @@ from studies.models import (
 )
 
 _TABLES = {"attempt": Attempt._meta.db_table, "study": Study._meta.db_table, "item": StudyItem._meta.db_table,
-           "lease": ParticipantLease._meta.db_table}
+           "lease": ParticipantLease._meta.db_table, "shown": Item._meta.db_table}
 
 
 
@@ -115,10 +117,13 @@ WITH study AS (
     RETURNING a.status, a.started_at, a.deadline
 )
 SELECT updated.status, updated.started_at, updated.deadline, (SELECT found FROM overdue),
-       (SELECT array_agg(ARRAY[id, study_item_id, item_id] ORDER BY position) FROM leases)
+       (SELECT array_agg(ARRAY[id, study_item_id, item_id] ORDER BY position) FROM leases),
+       {first_columns}
 FROM (SELECT 1) AS one LEFT JOIN updated ON true
+LEFT JOIN {shown} first ON first.id = (SELECT item_id FROM leases WHERE position = 0)
 """.format(**_TABLES, items=_open_items("%(salt)s").format(**_TABLES),
-           order_key=_tie_key("id", "%(order_salt)s"))
+           order_key=_tie_key("id", "%(order_salt)s"),
+           first_columns=", ".join(f"first.{Item._meta.get_field(name).column}" for name in SHOWN_ITEM_FIELDS[1:]))
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,9 @@ class HandOut:
     #: The leases inserted, in presentation order: (lease id, study item id, item id) each. The first one's question
     #: is shown at once (its shown_at is the start's `now`), the others' shown_at is empty.
     leases: tuple[tuple[int, int, int], ...] = ()
+    #: The first question's item (position 0), with only the fields a participant sees
+    #: (studies.content.SHOWN_ITEM_FIELDS): the page that answers Start needs no read of it.
+    first_item: Item | None = None
 
 
 #: The values that change from one start to the next, with their SQL types: the prepared statements' parameters.
@@ -229,10 +237,19 @@ def hand_out(*, attempt_id: int, study_id: int, seed: str, now: datetime, overdu
         cursor.nextset()
         study_row = cursor.fetchone()
         cursor.nextset()
-        status, started_at, deadline, overdue, leases = cursor.fetchone()
+        status, started_at, deadline, overdue, leases, *shown = cursor.fetchone()
     if attempt_row is None:
         raise Attempt.DoesNotExist(f"no attempt {attempt_id}")
     # status None: the attempt was left as it was (already started or ended, the study not open, or, `overdue`,
     # the study had attempts past their deadline: the caller releases them and runs it again).
+    leases = tuple(tuple(lease) for lease in leases or ())
     return HandOut(attempt_row[0], study_row[0] if study_row else "", status, started_at, deadline, bool(overdue),
-                   tuple(tuple(lease) for lease in leases or ()))
+                   leases, _shown_item(leases[0][2], shown) if leases else None)
+
+
+def _shown_item(item_id: int, values: list) -> Item:
+    """The first question's item from the statement's columns, converted as the ORM converts them (JSON)."""
+    fields = [Item._meta.get_field(name) for name in SHOWN_ITEM_FIELDS[1:]]
+    converted = [field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value
+                 for field, value in zip(fields, values)]
+    return Item.from_db(connection.alias, list(SHOWN_ITEM_FIELDS), [item_id, *converted])

@@ -14,10 +14,9 @@ from django.utils import timezone
 
 from annotation.models import Item
 from foundation.prepared_queries import PreparedQuery, PreparedUpdate
+from studies.content import SHOWN_ITEM_FIELDS
 from studies.models import Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus
 from studies.services.attempts import attempt_expire, attempt_finish_if_done, leases_time_out
-
-SHOWN_ITEM_FIELDS = ("id", "context", "question", "options", "translations")
 
 #: An attempt's leases in presentation order, with only what the question flow and an answer need.
 _LEASES = PreparedQuery(

@@ -318,8 +318,9 @@ def test_question_page_and_submit_query_counts(client, make_study):
 
 
 def test_a_start_reads_the_attempt_once_with_or_without_a_screening_question(client, make_study):
-    """The Start button: the attempt read for the page, then the hand-out (one message), then the item of the first
-    question, whose page is the answer (no redirect, and no read of the leases the hand-out wrote); a passing
+    """The Start button: the attempt read for the page, then the hand-out (one message, which returns the leases it
+    wrote and the first question's item), whose page is the answer (no redirect, no read of the leases or of the
+    item: the page equals a reload's, which reads them); a passing
     screening answer adds only its own UPDATE (the attempt is handed down, not read again by each service)."""
     plain = make_study(n_items=6, per_participant=2)
     screened = make_study(n_items=6, per_participant=2, screening_question="Do you read English fluently?",
@@ -342,12 +343,13 @@ def test_a_start_reads_the_attempt_once_with_or_without_a_screening_question(cli
         assert len(reads) == 1, reads
         assert not [q for q in captured.captured_queries if "studies_participantlease" in q["sql"]
                     and "studies_hand_out" not in q["sql"]]
+        assert not [q for q in captured.captured_queries if "annotation_item" in q["sql"]]
         counts[pid] = sql_count(captured)
         page = client.get(reverse("studies_public:attempt", args=[attempt.token])).content.decode()
         # What a reload shows, which also asks the page to read the draft once more as it opens (studies.views.drafts).
         assert " data-draft-recheck" in page and " data-draft-recheck" not in response.content.decode()
         assert _question_part(page).replace(" data-draft-recheck", "") == _question_part(response.content.decode())
-    assert counts == {"Q1": 3, "Q2": 4}
+    assert counts == {"Q1": 2, "Q2": 3}
     assert Attempt.objects.get(external_participant_id="Q2").screening_answer == 0
 
 
