@@ -10,17 +10,19 @@ leaves nothing half-written.
 from __future__ import annotations
 
 import functools
-from collections.abc import Container
+from collections.abc import Container, Iterable
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from evaluation.model_calls.clients import MAX_TOKENS
 from evaluation.model_calls.engine import JobResult, timeouts_of
 from evaluation.models import CachedResponse, Result, Run
 from evaluation.prompting.methods import TRUNCATED, Completion
 from evaluation.prompting.scoring import answer_shown_first, score_outcome
 from foundation import fast_json
+from foundation.storable import storable_text
 
 RESULT_FIELDS = [
     "item_version", "messages", "raw_output", "shown_order", "answer_index", "answer_label", "parse_status", "is_correct",
@@ -28,6 +30,11 @@ RESULT_FIELDS = [
     "attempts", "cached", "error", "finish_reason", "truncated", "spent_tokens_in", "spent_tokens_out", "timeouts",
     "error_class", "failed_call", "updated_at",
 ]
+
+
+def _tokens(counts: Iterable[int]) -> int:
+    """A sum of token counts as a row keeps it (at most PostgreSQL's integer: many huge counts cannot overflow)."""
+    return min(sum(counts), MAX_TOKENS)
 
 
 def result_values(run: Run, result: JobResult) -> dict[str, Any]:
@@ -43,14 +50,15 @@ def result_values(run: Run, result: JobResult) -> dict[str, Any]:
            "item_version": job.item_version, "shown_order": list(shown.order),
            "answer_first": answer_shown_first(shown), "attempts": result.attempts, "updated_at": timezone.now(),
            "messages": calls,
-           "tokens_in": sum(c.get("tokens_in", 0) for c in done), "tokens_out": sum(c.get("tokens_out", 0) for c in done),
-           "spent_tokens_in": sum(c.get("tokens_in", 0) for c in fresh),
-           "spent_tokens_out": sum(c.get("tokens_out", 0) for c in fresh),
+           "tokens_in": _tokens(c.get("tokens_in", 0) for c in done),
+           "tokens_out": _tokens(c.get("tokens_out", 0) for c in done),
+           "spent_tokens_in": _tokens(c.get("tokens_in", 0) for c in fresh),
+           "spent_tokens_out": _tokens(c.get("tokens_out", 0) for c in fresh),
            "latency_s": sum(c.get("latency_s", 0.0) for c in done),
            "truncated": any(c.get("finish_reason") == TRUNCATED for c in done),
            "timeouts": min(timeouts_of(calls), 32767)}
     if outcome is None:
-        row["error"] = result.error or "failed"
+        row["error"] = storable_text(result.error or "failed")
         row["error_class"], row["failed_call"] = result.error_class or "other", result.failed_call
         return row
     score = score_outcome(shown, outcome)
@@ -61,9 +69,9 @@ def result_values(run: Run, result: JobResult) -> dict[str, Any]:
     row["key_information"] = outcome.key_information
     row["free_answer"] = outcome.free_answer
     if result.calls is None:  # an engine without a call trace (older callers): the outcome's own sums
-        row["tokens_in"], row["tokens_out"], row["latency_s"] = outcome.tokens_in, outcome.tokens_out, outcome.latency_s
-        row["spent_tokens_in"], row["spent_tokens_out"] = ((0, 0) if outcome.cached
-                                                           else (outcome.tokens_in, outcome.tokens_out))
+        tokens_in, tokens_out = _tokens([outcome.tokens_in]), _tokens([outcome.tokens_out])
+        row["tokens_in"], row["tokens_out"], row["latency_s"] = tokens_in, tokens_out, outcome.latency_s
+        row["spent_tokens_in"], row["spent_tokens_out"] = (0, 0) if outcome.cached else (tokens_in, tokens_out)
     row["cached"] = outcome.cached
     row["parse_status"], row["keyinfo"] = score.parse_status, score.keyinfo
     row["answer_index"], row["answer_label"], row["is_correct"] = score.answer_index, score.answer_label, score.is_correct

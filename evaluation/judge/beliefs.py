@@ -29,6 +29,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from foundation.storable import storable_text
+
 LOGPROB, SAMPLED, VERBAL, BUILTIN = "logprob", "sampled", "verbal", "builtin"
 BELIEF_SOURCES = (LOGPROB, SAMPLED, VERBAL, BUILTIN)
 
@@ -52,12 +54,16 @@ def read_logprobs(content: object) -> tuple[TokenLogprob, ...]:
             logprob = float(entry.get("logprob"))
         except (TypeError, ValueError):
             break
+        if not math.isfinite(logprob) and logprob != -math.inf:  # NaN, +inf: not a log-probability
+            break
         top = tuple(
-            (alt["token"], float(alt["logprob"]))
+            (storable_text(alt["token"]), float(alt["logprob"]))
             for alt in entry.get("top_logprobs") or ()
             if isinstance(alt, dict) and isinstance(alt.get("token"), str) and isinstance(alt.get("logprob"), (int, float))
+            and not isinstance(alt.get("logprob"), bool) and (math.isfinite(alt["logprob"]) or alt["logprob"] == -math.inf)
         )
-        found.append(TokenLogprob(entry["token"], logprob, top))
+        # Token text as PostgreSQL can keep it (the response cache stores it): a NUL or a lone surrogate is U+FFFD.
+        found.append(TokenLogprob(storable_text(entry["token"]), logprob, top))
     return tuple(found)
 
 

@@ -39,6 +39,7 @@ from evaluation.model_calls.keepalive_http import KeepAliveSender
 from evaluation.model_calls.limiter import Limiter, LocalLimiter
 from evaluation.prompting.methods import Completion
 from foundation import fast_json
+from foundation.storable import storable_text
 
 
 def import_sdk():
@@ -154,9 +155,26 @@ def read_completion(body: bytes) -> tuple[str, int, int, str]:
         text = (choice.get("message") or {}).get("content") or ""
     except (KeyError, IndexError, TypeError, AttributeError):
         raise MalformedResponse("no choices[0].message in the response") from None
-    usage = data.get("usage") or {}
-    return (str(text), int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
-            str(choice.get("finish_reason") or ""))
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    # Kept for the record as they came, except what PostgreSQL cannot keep (a NUL, a lone surrogate: U+FFFD), and
+    # counts outside what a row holds (a malformed or absurd count is 0, a huge one the largest a row holds).
+    return (storable_text(str(text)), token_count(usage.get("prompt_tokens")),
+            token_count(usage.get("completion_tokens")), storable_text(str(choice.get("finish_reason") or "")))
+
+
+#: The largest token count a row keeps (PostgreSQL's integer; a run's sums are capped to it too).
+MAX_TOKENS = 2**31 - 1
+
+
+def token_count(value: Any) -> int:
+    """A usage count as a row keeps it: a whole number in [0, MAX_TOKENS]; anything else (text, a negative or
+    fractional number, NaN, a bool) is 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if isinstance(value, float) and not value.is_integer():
+        return 0
+    return min(int(value), MAX_TOKENS) if value >= 0 else 0
 
 
 class ModelClient:
@@ -293,7 +311,8 @@ class OpenAIChatClient(ModelClient):
                     completion = dataclasses.replace(completion, failed_attempts=tuple(failed))
                 return completion
             failure = classify_failure(error, url=self.base_url)
-            description = redact(failure.description, self._secrets)
+            # The server's text as PostgreSQL can keep it (it reaches the row, the trace and the run's reason).
+            description = storable_text(redact(failure.description, self._secrets))
             del error
             entry = {"attempt": attempt, "error_class": failure.error_class, "error": description[:300],
                      "after_s": round(time.monotonic() - started, 3)}

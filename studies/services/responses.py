@@ -1,8 +1,6 @@
 """Questions and answers: the current question of an attempt, and accepting or refusing an answer."""
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -13,6 +11,7 @@ from django.utils import timezone
 
 from annotation.models import Item
 from foundation.prepared_queries import PreparedInsert, PreparedQuery
+from foundation.storable import storable
 from foundation.words import gettext, gettext_noop
 from studies.content import clean_answer, clean_highlights, draft_save_wanted, matching_highlights, shown_item
 from studies.errors import AnswerInvalid, AnswerRefused, DraftRefused
@@ -260,32 +259,6 @@ def _open_lease(attempt: Attempt, position: int, now: datetime) -> ParticipantLe
 def _bounded(value: Any, limit: int = 100) -> Any:
     """A raw form value as kept with a refused answer: strings cut to `limit` characters."""
     return value[:limit] if isinstance(value, str) else value
-
-
-_UNSTORABLE_CHARS = re.compile("[\x00\ud800-\udfff]")
-MAX_KEPT_DEPTH = 10
-
-
-def storable(value: Any, depth: int = 0) -> Any:
-    """`value` (what a refused answer sent) as PostgreSQL's jsonb can keep it, for the record.
-
-    jsonb refuses NaN and Infinity (JSON has no such numbers; Python's parser reads them), NUL characters and
-    lone surrogates: non-finite numbers are kept as their names ("NaN", "Infinity", "-Infinity"), those
-    characters as U+FFFD, anything nested deeper than MAX_KEPT_DEPTH as "...".
-    """
-    if isinstance(value, str):
-        return _UNSTORABLE_CHARS.sub("\ufffd", value)
-    if isinstance(value, bool) or value is None or isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else {math.inf: "Infinity", -math.inf: "-Infinity"}.get(value, "NaN")
-    if depth >= MAX_KEPT_DEPTH:
-        return "..."
-    if isinstance(value, dict):
-        return {storable(str(key)): storable(item, depth + 1) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [storable(item, depth + 1) for item in value]
-    return storable(str(value))
 
 
 def _as_position(value: Any) -> int:

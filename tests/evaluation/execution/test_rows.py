@@ -3,6 +3,7 @@ for the embedded mode write exactly the rows Django's own upsert (bulk_create wi
 every field of Result, first as inserts and then as updates of the same (run, item, sample)."""
 import asyncio
 import dataclasses
+import json
 
 import pytest
 from django.db import transaction
@@ -116,3 +117,76 @@ def test_the_large_columns_of_a_row_are_compressed_with_lz4():
         cursor.execute("SELECT attname, attcompression FROM pg_attribute WHERE attrelid = 'evaluation_result'::regclass "
                        "AND attname IN ('messages', 'raw_output')")
         assert dict(cursor.fetchall()) == {"messages": "l", "raw_output": "l"}
+
+
+# What an endpoint may send that PostgreSQL cannot keep as it is: each reply of this battery must become a stored
+# row (the run finishes, and running it again asks nothing), never an error that stops the chunk and is retried.
+_HOSTILE_REPLIES = {
+    "nul in the text": {"content": "### Answer:\n1\u0000 because"},
+    "lone surrogate in the text": {"content": "### Key Information:\nthe knife \ud800\n\n### Answer:\n2"},
+    "nul in the finish reason": {"content": "### Answer:\n1", "finish_reason": "st\u0000op"},
+    "huge usage": {"content": "### Answer:\n1", "usage": {"prompt_tokens": 10**40, "completion_tokens": 1e300}},
+    "negative usage": {"content": "### Answer:\n1", "usage": {"prompt_tokens": -5, "completion_tokens": -1}},
+    "usage that is no count": {"content": "### Answer:\n1", "usage": {"prompt_tokens": "12", "completion_tokens": 2.5}},
+    "usage that is no object": {"content": "### Answer:\n1", "usage": [1, 2]},
+    "an error whose text holds a nul": {"status": 400, "error": "bad \u0000 request \udc80"},
+}
+
+
+def _hostile_body(kind: str) -> tuple[int, bytes]:
+    reply = _HOSTILE_REPLIES[kind]
+    if "status" in reply:
+        return reply["status"], json.dumps({"error": {"message": reply["error"], "type": "invalid_request"}}).encode()
+    body = {"id": "x", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply["content"]},
+                         "finish_reason": reply.get("finish_reason", "stop")}],
+            "usage": reply.get("usage", {"prompt_tokens": 3, "completion_tokens": 2})}
+    return 200, json.dumps(body).encode()  # json escapes the NUL and the surrogate as \u0000, \ud800
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_reply_of_a_hostile_endpoint_is_stored_and_never_asked_again(sample_items, monkeypatch):
+    import http.server
+    import threading
+
+    monkeypatch.setenv("STANDIN_KEY", "x")
+    kinds, served = list(_HOSTILE_REPLIES), []
+
+    class Hostile(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - the standard library's name
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            kind = kinds[len(served) % len(kinds)]
+            served.append(kind)
+            status, body = _hostile_body(kind)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        endpoint = services.endpoint_create(name="hostile", base_url=f"http://127.0.0.1:{server.server_port}/v1",
+                                            model="m", api_key_env="STANDIN_KEY", max_concurrency=1)
+        run = services.run_launch(endpoint=endpoint, split="test", enqueue=False, method="naive", samples=2)
+        services.run_execute_in_process(run=run)
+        asked = len(served)
+        services.run_execute_in_process(run=run)  # again: nothing is missing, so nothing is asked
+    finally:
+        server.shutdown()
+    assert set(served) == set(kinds) and len(served) == asked
+    run.refresh_from_db()
+    stored = list(Result.objects.filter(run=run).values("raw_output", "finish_reason", "error", "messages",
+                                                        "tokens_in", "tokens_out", "spent_tokens_in"))
+    assert len(stored) == len(run.item_ids) * 2 and run.status in ("finished", "failed")
+    for row in stored:
+        texts = [row["raw_output"], row["finish_reason"], row["error"], json.dumps(row["messages"])]
+        assert not any("\x00" in t or "\\u0000" in t for t in texts), row
+        assert all(0 <= row[f] <= 2**31 - 1 for f in ("tokens_in", "tokens_out", "spent_tokens_in")), row
+    outputs = {row["raw_output"] for row in stored}
+    assert "### Answer:\n1\ufffd because" in outputs  # kept, the refused character shown as U+FFFD
+    assert any("bad \ufffd request \ufffd" in row["error"] for row in stored)

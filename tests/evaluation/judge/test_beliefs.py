@@ -116,3 +116,15 @@ def test_with_three_verdicts_the_absent_ones_share_the_leftover():
     text = "".join(pieces)
     belief = logprob_belief(tokens, text, (12, 17), "yes", choices)
     assert belief == pytest.approx(0.80 / (0.80 + 0.15 + 0.01), abs=1e-12)
+
+
+def test_log_probabilities_keep_no_text_postgresql_refuses_and_no_number_that_is_not_one():
+    """Token text goes to the response cache: a NUL or a lone surrogate becomes U+FFFD; NaN or +inf ends the list
+    (as any other malformed entry does), -inf is a probability of 0."""
+    content = [{"token": "Y\x00es", "logprob": -0.1, "top_logprobs": [{"token": "\ud800", "logprob": -2.0},
+                                                                       {"token": "No", "logprob": float("nan")}]},
+               {"token": "x", "logprob": float("-inf")},
+               {"token": "y", "logprob": float("nan")}, {"token": "z", "logprob": -1.0}]
+    tokens = read_logprobs(content)
+    assert [t.token for t in tokens] == ["Y\ufffdes", "x"]
+    assert tokens[0].top == (("\ufffd", -2.0),)
