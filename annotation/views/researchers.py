@@ -12,6 +12,7 @@ from annotation import selectors, services
 from annotation.forms import EnterWorkflowForm
 from annotation.models import ItemStatus, Stage
 from foundation import csv_safety
+from foundation.downloads import attach
 from foundation.roles import researcher_required
 
 
@@ -56,5 +57,4 @@ def agreement_export_view(request, fmt: str):
         response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     else:
         raise Http404("csv or json")
-    response["Content-Disposition"] = f'attachment; filename="verification-agreement.{fmt}"'
-    return response
+    return attach(response, "verification-agreement", fmt)

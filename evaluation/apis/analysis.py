@@ -5,8 +5,6 @@ The same services and selectors as the pages and the `figure` command; a refused
 through the project's exception handler, never a 500."""
 from __future__ import annotations
 
-import re
-
 from django.http import HttpResponse
 from django.utils.translation import gettext
 from drf_spectacular.types import OpenApiTypes
@@ -25,6 +23,7 @@ from evaluation.selectors import analysis, quality
 from evaluation.selectors import runs as selectors
 from evaluation.services import runs as services
 from evaluation.services.sweeps import launch_check, sweep_estimate
+from foundation.downloads import attach
 from foundation.errors import Invalid, NotFound
 from foundation.roles import IsResearcher
 
@@ -242,9 +241,7 @@ class FigureFileApi(generics.GenericAPIView):
                            % {"fmt": fmt, "formats": ", ".join(FORMATS)})
         data, split = _figure_data(name, request.query_params)
         response = HttpResponse(render(draw(data), fmt), content_type=FORMATS[fmt])
-        safe_split = re.sub(r"[^\w.-]", "_", split)
-        response["Content-Disposition"] = f'attachment; filename="{name}-{safe_split}.{fmt}"'
-        return response
+        return attach(response, f"{name}-{split}", fmt)
 
 
 # --------------------------------------------------------------------------- data quality

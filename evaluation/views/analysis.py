@@ -21,6 +21,7 @@ from evaluation.models import OptionOrder
 from evaluation.selectors import analysis, quality
 from evaluation.selectors.one_scale import OneScale, one_scale
 from evaluation.services.sweeps import sweep_estimate
+from foundation.downloads import attach
 from foundation.error_mapping import REFUSED, error_text
 from foundation.roles import researcher_required
 
@@ -91,13 +92,11 @@ def figure_file_view(request, name: str, fmt: str):
     if data is None:
         return JsonResponse({"code": "invalid", "detail": "Choose a split.", "errors": form.errors}, status=400)
     split = form.cleaned_data["split"]
-    filename = f"{name}-{split}.{fmt}".replace('"', "")
     if fmt == "json":
         response = JsonResponse({"figure": name, "split": split, **data.as_dict()})
     else:
         response = HttpResponse(render_file(draw(data), fmt), content_type=FORMATS[fmt])
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
+    return attach(response, f"{name}-{split}", fmt)
 
 
 @researcher_required
@@ -209,6 +208,4 @@ def one_scale_file_view(request, name: str, fmt: str):
     else:
         body = (table_exports.respondents_csv if name == "respondents" else table_exports.items_csv)(result)
         response = HttpResponse(body, content_type="text/csv; charset=utf-8")
-    filename = f"one-scale-{name}-{result.split}.{fmt}".replace('"', "")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
+    return attach(response, f"one-scale-{name}-{result.split}", fmt)

@@ -15,6 +15,7 @@ from evaluation.selectors import judge as selectors
 from evaluation.selectors import judge_quality as quality_selectors
 from evaluation.services import judge as services
 from foundation import csv_safety
+from foundation.downloads import attach
 from foundation.error_mapping import REFUSED, add_form_errors
 from foundation.errors import NotFound
 from foundation.roles import researcher_required
@@ -92,5 +93,4 @@ def judge_quality_csv_view(request, name: str):
     writer.writeheader()
     writer.writerows(rows)
     response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="judge-quality-{config.name}.csv"'
-    return response
+    return attach(response, f"judge-quality-{config.name}", "csv")

@@ -23,6 +23,7 @@ from evaluation.selectors.comparison import run_comparison
 from evaluation.selectors.pairwise import correction_shown, pairwise_table
 from evaluation.statistics.pairwise import Pairwise
 from evaluation.views.runs import accuracy_figure, cached_render
+from foundation.downloads import attach
 from foundation.error_mapping import REFUSED, add_form_errors, error_page
 from foundation.roles import researcher_required
 
@@ -36,9 +37,7 @@ def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
 
 
 def _download(body: str, *, name: str, fmt: str) -> HttpResponse:
-    response = HttpResponse(body, content_type=CONTENT_TYPES[fmt])
-    response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
-    return response
+    return attach(HttpResponse(body, content_type=CONTENT_TYPES[fmt]), name, fmt)
 
 
 @researcher_required
@@ -110,9 +109,7 @@ def leaderboard_pairwise_export_view(request, fmt: str):
     result = pairwise_table(table, correction=form.cleaned_data["pairwise"] or "holm")
     name = f"pairwise-{table.split or 'runs'}-{result.correction}"
     if fmt in FORMATS:
-        response = HttpResponse(render_file(_draw_matrix(result, table), fmt), content_type=FORMATS[fmt])
-        response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
-        return response
+        return attach(HttpResponse(render_file(_draw_matrix(result, table), fmt), content_type=FORMATS[fmt]), name, fmt)
     body = {"csv": table_exports.pairwise_csv, "json": lambda r: json.dumps(r.as_json() | {"scope": table.scope}, indent=2),
             "tex": lambda r: table_exports.pairwise_latex(r, scope=table.scope)}[fmt](result)
     return _download(body, name=name, fmt=fmt)
@@ -255,6 +252,5 @@ def run_results_jsonl_view(request, pk: int):
             .values(*table_exports.RESULT_JSONL_FIELDS, "item__external_id").iterator(chunk_size=500))
     response = StreamingHttpResponse(table_exports.results_jsonl(rows, run_id=run.pk),
                                      content_type=CONTENT_TYPES["jsonl"])
-    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-results.jsonl"'
-    return response
+    return attach(response, f"run-{run.pk}-results", "jsonl")
 

@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from foundation import csv_safety
+from foundation.downloads import attach
 from foundation.error_mapping import REFUSED, add_form_errors, error_text
 from foundation.roles import researcher_required
 from studies import services, setup_checks
@@ -148,5 +149,4 @@ def study_export_view(request, slug: str, fmt: str):
                 yield writer.writerow(csv_row(row))
 
         response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="study-{study.slug}.{fmt}"'
-    return response
+    return attach(response, f"study-{study.slug}", fmt)
