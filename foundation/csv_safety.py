@@ -1,9 +1,16 @@
 """CSV that a spreadsheet opens as data, never as formulas (CSV / formula injection, issue 11).
 
 A drop-in for `csv.writer` / `csv.DictWriter` in every CSV export. The escaping is defusedcsv's
-(a cell starting with = + - @ | % gets a leading apostrophe, `|` is escaped; numbers, including
-negative ones like -1.5, stay numbers), plus a cell starting with a tab, a carriage return or a
-line feed, which spreadsheets strip before reading a formula. Parsing (`csv.reader`) is unchanged.
+(a cell starting with = + - @ | % gets a leading apostrophe and each `|` in it becomes `\|`; numbers,
+including negative ones like -1.5, stay numbers), plus a leading apostrophe (and nothing else changed) on a
+cell that starts with
+- a tab, a carriage return or a line feed, which spreadsheets strip before reading a formula;
+- any other whitespace (a space, a no-break or an ideographic space, a byte order mark, ...) followed by one
+  of those characters or by a full-width ＝ ＋ － ＠, which an import that trims spaces reads as a formula;
+- a full-width ＝ ＋ － ＠ itself;
+- an apostrophe: so that every escaped cell can be told from a value that began with one, and
+  `unescape_cell` gives back exactly the value written (a cell that starts with an apostrophe loses it, and
+  when the rest starts with = + - @ % or `\|`, each `\|` in it is `|` again). Parsing (`csv.reader`) is unchanged.
 
 This is the one module of the apps that may import `csv` or `defusedcsv` (tests/project/test_csv_exports.py
 checks it): every CSV the app writes goes through `writer` or `DictWriter` here.
@@ -12,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterable
 from numbers import Number
 from typing import Any
@@ -19,13 +27,28 @@ from typing import Any
 from defusedcsv import csv as defused_csv
 
 LEADING_WHITESPACE = ("\t", "\r", "\n")
+#: What defusedcsv escapes at the start of a cell (its own rule: then each `|` of the cell is written `\|`).
+DEFUSED_STARTS = ("=", "+", "-", "@", "|", "%")
+FULL_WIDTH_STARTS = ("\uff1d", "\uff0b", "\uff0d", "\uff20")  # ＝ ＋ － ＠
+_SPACES_THEN_FORMULA = re.compile(r"[\s\ufeff\u200b\u2060]+[=+\-@|%\uff1d\uff0b\uff0d\uff20]")
 
 
 def _pre_escape(value: Any) -> Any:
     if value is None or isinstance(value, Number):
         return value
     text = str(value)  # also a lazy translation or any other object a cell is written as
-    return "'" + text if text.startswith(LEADING_WHITESPACE) else text
+    if text.startswith(("'", *LEADING_WHITESPACE, *FULL_WIDTH_STARTS)) or _SPACES_THEN_FORMULA.match(text):
+        return "'" + text
+    return text
+
+
+def unescape_cell(cell: str) -> str:
+    """The value a cell of this writer was written from (as text): the inverse of the escaping."""
+    if not cell.startswith("'"):
+        return cell
+    rest = cell[1:]
+    # defusedcsv's escape, undone: its cells start with one of DEFUSED_STARTS, or with `\|` (a `|` escaped).
+    return rest.replace("\\|", "|") if rest.startswith((*DEFUSED_STARTS, "\\|")) else rest
 
 
 class _SafeWriter:
@@ -65,4 +88,4 @@ def safe_cell(value: Any) -> str:
     return next(csv.reader(io.StringIO(buffer.getvalue())), [""])[0]
 
 
-__all__ = ["DictWriter", "safe_cell", "writer"]
+__all__ = ["DictWriter", "safe_cell", "unescape_cell", "writer"]
