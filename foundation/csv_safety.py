@@ -1,4 +1,4 @@
-"""CSV that a spreadsheet opens as data, never as formulas (CSV / formula injection, issue 11).
+r"""CSV that a spreadsheet opens as data, never as formulas (CSV / formula injection, issue 11).
 
 A drop-in for `csv.writer` / `csv.DictWriter` in every CSV export. The escaping is defusedcsv's
 (a cell starting with = + - @ | % gets a leading apostrophe and each `|` in it becomes `\|`; numbers,
