@@ -5,7 +5,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from annotation.models import Item
+from annotation.models import Item, ItemRevision
 from annotation.services import item_import, item_update
 from annotation.services.items import CURATED_KEEP
 
@@ -15,7 +15,7 @@ SAMPLE_SOURCE = "sample"
 
 class Command(BaseCommand):
     help = ("Load the original sample puzzles shipped in sample_data/ where they are missing (idempotent: items "
-            "edited in the app are kept, translations are added only where an item has none).")
+            "edited in the app are kept; a translation is added once, where an item has none and never had one removed).")
 
     @transaction.atomic
     def handle(self, *args, **options):
@@ -29,10 +29,15 @@ class Command(BaseCommand):
         if translations_path.exists():
             translations = json.loads(translations_path.read_text(encoding="utf-8"))
             changed = 0
+            # Added once: an item whose translations changed after its import (this command's own addition, an
+            # annotator's edit or removal) keeps them as they are.
+            settled = set(ItemRevision.objects.filter(item__source=SAMPLE_SOURCE, number__gt=1,
+                                                      changed_fields__contains=["translations"])
+                          .values_list("item__external_id", flat=True))
             for external_id, zh in translations.items():
                 item = Item.objects.filter(source=SAMPLE_SOURCE, external_id=external_id).first()
-                if item is None or item.translations.get("zh-hans"):
-                    continue  # an item's own translation (perhaps edited in the app) is never replaced
+                if item is None or item.translations.get("zh-hans") or external_id in settled:
+                    continue  # an item's own translation (edited or removed in the app) is never replaced
                 item_update(item_id=item.pk, base_version=item.version,
                             changes={"translations": {**item.translations, "zh-hans": zh}},
                             note="Chinese translation from sample_data")

@@ -64,3 +64,20 @@ def test_demo_accounts_are_created_once_and_never_reset(django_user_model):
     user.refresh_from_db()
     assert user.check_password("my-own-password") and "kept annotator" in out.getvalue()
     assert not django_user_model.objects.get(username="researcher").is_superuser
+
+
+def test_loading_again_does_not_bring_back_a_translation_removed_in_the_app(django_user_model):
+    """The lifecycle review: an annotator removed an item's Chinese translation; the next `make run` (this
+    command) added it back, a new content version that made every model row of the item stale again."""
+    from annotation.services import item_update
+
+    _load()
+    editor = django_user_model.objects.create_user("annotator")
+    item = Item.objects.get(source="sample", external_id="9002")
+    assert "zh-hans" in item.translations
+    removed = item_update(item_id=item.pk, base_version=item.version, user=editor, note="wrong translation",
+                          changes={"translations": {}})
+    again = _load()
+    item.refresh_from_db()
+    assert "translations: 0 updated" in again
+    assert (item.version, item.content_version, item.translations) == (removed.version, removed.content_version, {})
