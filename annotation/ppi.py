@@ -13,22 +13,27 @@ interval narrowest (lambda = 0 is people only; lambda = 1 plain PPI).
 
 What the PPI libraries lack is the queue's design: reviews are not a uniform sample but triage (the least
 believed labels first, each of them certain to be reviewed: inclusion probability 1) plus a uniform share
-(inclusion probability u*), see `review_order`. Here the rectifier is the Hajek estimate over the reviewed
-targets, each weighted by one over its inclusion probability:
+(inclusion probability u*), see `review_order`. The estimand is the share over these targets (the run's accuracy
+on its results), so the reviewed targets' answers are known and only the unreviewed ones are estimated, each by
+lambda f plus the rectifier, the mean of Y - lambda f over the reviews that stand for the unreviewed targets, each
+weighted by v_i = (1 - pi_i) / pi_i (the Horvitz-Thompson estimate of the unreviewed total; a target certain to
+be reviewed stands for none):
 
-    theta = lambda * mean_all(f) + sum_S w_i (Y_i - lambda f_i) / sum_S w_i,        w_i = 1 / pi_i,
+    theta = (sum_S Y_i + sum_unreviewed lambda f_j + N_u * rectifier) / N,   rectifier = sum_S v_i (Y_i - lambda f_i) / sum_S v_i.
 
-and its variance the linearised Poisson-sampling (design) variance of that ratio,
-
-    V = sum_S (1 - pi_i) / pi_i^2 * e_i^2 / (sum_S w_i)^2 * m / (m - 1),   e_i = Y_i - lambda f_i - rectifier,
-
-m the reviewed targets that were not certain to be (targets certain to be reviewed add no sampling error).
-Lambda minimises V (a regression of Y on f among the targets not certain to be reviewed, clipped to [0, 1]);
-with lambda tuned on the reviews, V is scaled by m / (m - 2) and the quantile is Student's t with m - 2 degrees
-of freedom (m - 1 and m / (m - 1) with lambda fixed). The estimand is the share over these
-targets (the run's accuracy on its results): the judge's mean over all of them is known exactly, and only the
-reviews are a sample. The interval is clipped to [0, 1]. With every pi equal (a uniform sample)
-and few targets reviewed, it is ppi_py's `ppi_mean_ci` (tested against it).
+Its variance is the unreviewed targets' own residual spread plus the rectifier's: (N_u sigma^2 + N_u^2
+sum v^2 e^2 / (sum v)^2) / N^2 (with one inclusion probability, the finite-population variance of a uniform
+sample). Lambda minimises it (the regression of Y on f: covariance from the reviews, spread of f from the
+unreviewed targets, clipped to [0, 1]); sigma^2 is scaled by m / (m - 2) and the quantile is Student's t with m - 2
+degrees of freedom (m - 1 and m / (m - 1) with lambda fixed), m the reviews from the uniform share. Near a share of
+0 or 1, or with a judge rarely wrong, the residuals' sample variance is mostly 0 (the few surprises are missing
+from the sample): sigma^2 is held at least at the variance the judge's beliefs imply while the reviews are
+expected to hold fewer than about z^2 surprises, and the people's part gets Agresti and Coull's variance where
+that is more (Agresti and Coull, "Approximate is better than 'exact' for interval estimation of binomial
+proportions", Am. Stat. 1998). People only (lambda = 0) is the score interval of the unreviewed targets' share:
+Wilson's with many of them (pooled two-proportion score test otherwise), on Kish's effective number of reviews.
+Every target reviewed: the people's share itself, no interval. Values and ends are clipped to [0, 1]. With every
+pi equal (a uniform sample) the point estimate is ppi_py's `ppi_mean_pointestimate` (tested against it).
 
 Refused, with a reason, when some target had no chance of review (pi = 0: no uniform sample), or when fewer
 than `min_uniform` reviewed targets came from the uniform share (the variance rests on them).
@@ -115,35 +120,116 @@ def powered_mean(predictions: Sequence[float | None], observed: Sequence[float |
         return refused(gettext("%(n)s target(s) had no chance of review (nothing drawn at random since they were "
                                "added): no unbiased estimate", n=unreachable))
     unreviewed = n - n_reviewed
-    if unreviewed and n_uniform < min_uniform:
+    if unreviewed and n_uniform < max(1, min_uniform):
         return refused(gettext("%(n)s reviewed target(s) were not certain to be reviewed (drawn at random beyond the "
                                "triage order); the estimate rests on them and needs at least %(min)s",
                                n=n_uniform, min=min_uniform))
-    weights = [1 / p for _, _, p in sample]
-    total = sum(weights)
-    f_mean = sum(w * f for w, (f, _, _) in zip(weights, sample)) / total
-    y_mean = sum(w * y for w, (_, y, _) in zip(weights, sample)) / total
-    cost = [(1 - p) / (p * p) for _, _, p in sample]  # each reviewed target's share of the design variance
+    if not unreviewed:
+        # A census: every target was reviewed, so the share is the people's share itself, known exactly.
+        value = _clip(sum(y for _, y, _ in sample) / n)
+        return PoweredEstimate(value, value, value, n, n_reviewed, n_uniform, 0.0 if lam is None else float(lam))
+    # The reviewed targets' answers are known; only the unreviewed ones are estimated. Each reviewed target drawn
+    # at random stands for v = (1 - pi) / pi unreviewed ones (the Horvitz-Thompson estimate of the unreviewed
+    # total is sum_S v_i y_i); one certain to be reviewed (pi = 1) stands for none.
+    drawn = [(f, y, (1 - p) / p) for f, y, p in sample if p < 1]
+    stand = sum(v for _, _, v in drawn)
+    rest = [f for f, y in zip(f_all, observed) if y is None]
     tuned = lam is None
     if tuned:
-        # The regression of Y on f among the targets that were not certain to be reviewed: their covariance from
-        # the reviews, the spread of f from every such target (known exactly; less overfit than the reviews').
-        uncertain = [f for f, p in zip(f_all, inclusion) if p < 1]
-        spread = _variance(uncertain)
-        together = sum(c * (f - f_mean) * (y - y_mean) for c, (f, y, _) in zip(cost, sample))
-        together /= max(sum(cost), 1e-300)
-        lam = min(1.0, max(0.0, together / spread)) if spread > 0 and sum(cost) > 0 else 1.0
-    rectifier = sum(w * (y - lam * f) for w, (f, y, _) in zip(weights, sample)) / total
-    value = lam * sum(f_all) / n + rectifier
-    # Two quantities are estimated from the m reviews of the uniform share (the rectifier and lambda): the residual
-    # variance is scaled by m / (m - 2) and the quantile is Student's t with m - 2 degrees of freedom, as for a
-    # regression (lambda chosen on the same reviews otherwise makes the interval too narrow at small m).
+        # The regression of Y on f over the unreviewed targets: the covariance from the reviews that stand for
+        # them, the spread of f from the unreviewed targets themselves (known exactly; less overfit).
+        f_mean = sum(v * f for f, _, v in drawn) / stand
+        y_mean = sum(v * y for _, y, v in drawn) / stand
+        together = sum(v * (f - f_mean) * (y - y_mean) for f, y, v in drawn) / stand
+        spread = _variance(rest)
+        lam = min(1.0, max(0.0, together / spread)) if spread > 0 else 1.0
+    rectifier = sum(v * (y - lam * f) for f, y, v in drawn) / stand
+    known = sum(y for _, y, _ in sample)
+    value = (known + lam * sum(rest) + unreviewed * rectifier) / n
+    share = _unreviewed_share(drawn, unreviewed, confidence)
+    if lam == 0:
+        # People only: the Wilson score interval of the unreviewed targets' share, on the effective number of
+        # draws its error has (the reviews' and the unreviewed targets' own), scaled to their part of the whole.
+        low, high = ((known + unreviewed * bound) / n for bound in share.wilson)
+        return PoweredEstimate(_clip(value), _clip(min(low, value)), _clip(max(high, value)), n, n_reviewed,
+                               n_uniform, 0.0)
+    # The error is the unreviewed targets' residuals (each its own, sigma^2) less the rectifier's (from the reviews,
+    # their design variance). Two quantities are estimated from the m reviews of the uniform share (the rectifier
+    # and lambda): sigma^2 is scaled by m / (m - 2) and the quantile is Student's t with m - 2 degrees of freedom,
+    # as for a regression (lambda chosen on the same reviews otherwise makes the interval too narrow at small m).
     m = n_uniform
     fitted = 2 if tuned else 1
-    variance = sum(c * (y - lam * f - rectifier) ** 2 for c, (f, y, _) in zip(cost, sample)) / total ** 2
-    variance *= m / (m - fitted) if m > fitted else 1.0
+    squares = [(v, (y - lam * f - rectifier) ** 2) for f, y, v in drawn]
+    sigma2 = sum(v * e2 for v, e2 in squares) / stand * (m / (m - fitted) if m > fitted else 1.0)
+    # A judge that is rarely wrong is wrong in few reviews, or none: sigma^2 is then near 0 while each unreviewed
+    # target's answer still varies as much as the judge's own belief says (f (1 - f) for a calibrated judge). Where
+    # the reviews are expected to hold fewer than about z^2 such surprises (m f (1 - f) small: the Poisson regime,
+    # in which a sample variance is mostly 0), the residual variance is held at least at that, fading out as the
+    # expected count grows and the sample variance becomes trustworthy: for the unreviewed targets' own residuals
+    # and the rectifier's alike.
+    implied = sum(f * (1 - f) for f in rest) / unreviewed
+    z2 = _quantile(confidence, 0) ** 2
+    sigma2 = max(sigma2, implied * z2 / (z2 + m * implied))
+    rectified = max(sum(v * v * e2 for v, e2 in squares) / stand ** 2, sigma2 / share.n_eff)
+    variance = unreviewed * sigma2 + unreviewed ** 2 * rectified
+    # The residuals' spread is unseen where it matters most: near a share of 0 or 1 the few targets the judge gets
+    # wrong are missing from most samples, and the residual variance comes out near 0. The people's labels in the
+    # residual get the variance Agresti and Coull's z^2 pseudo-reviews give them (what makes Wilson's interval
+    # cover at the edges) where that is more than their sample variance: the variance is raised by the difference.
+    # Nothing changes away from the edges, where the sample variance is the larger.
+    variance = (variance + unreviewed ** 2 * share.edge_variance) / n ** 2
     half = _quantile(confidence, m - fitted) * math.sqrt(max(0.0, variance))
-    return PoweredEstimate(value, max(0.0, value - half), min(1.0, value + half), n, n_reviewed, n_uniform, lam)
+    return PoweredEstimate(_clip(value), _clip(value - half), _clip(value + half), n, n_reviewed, n_uniform, lam)
+
+
+@dataclass(frozen=True)
+class _Share:
+    """The people's share over the unreviewed targets, as the reviews estimate it: its Wilson interval, and how
+    much more variance Agresti and Coull's pseudo-reviews give it than its sample variance does (0 when less)."""
+
+    wilson: tuple[float, float]
+    edge_variance: float
+    n_eff: float
+
+
+def _unreviewed_share(drawn: Sequence[tuple[float, float, float]], unreviewed: int, confidence: float) -> _Share:
+    """The reviews' estimate p of the unreviewed targets' share (weighted by v, what each stands for) and its
+    error's effective number of draws: 1 / n* = 1 / n_eff + 1 / (unreviewed), n_eff = (sum v)^2 / sum v^2 (Kish's
+    effective sample size of the weighted reviews; the second term the unreviewed targets' own Bernoulli
+    spread). With one inclusion probability, n* is the finite-population one, m (N - m) / N of a uniform sample."""
+    stand = sum(v for _, _, v in drawn)
+    share = _clip(sum(v * y for _, y, v in drawn) / stand)
+    n_eff = stand * stand / sum(v * v for _, _, v in drawn)
+    n_star = 1 / (1 / n_eff + 1 / unreviewed)
+    low, high = _score_prediction(share, n_eff, unreviewed, confidence)
+    m = len(drawn)
+    sampled = sum(v * (y - share) ** 2 for _, y, v in drawn) / stand * (m / (m - 1) if m > 1 else 1.0) / n_star
+    z2 = _quantile(confidence, 0) ** 2
+    centre = (share * n_star + z2 / 2) / (n_star + z2)
+    return _Share((float(low), float(high)), max(0.0, centre * (1 - centre) / (n_star + z2) - sampled), n_eff)
+
+
+def _score_prediction(share: float, n_eff: float, unreviewed: int, confidence: float) -> tuple[float, float]:
+    """The unreviewed targets' share q, from the reviews' share p of n_eff draws: the q the score test of p = q
+    accepts, its variance under that null, (p - q)^2 <= z^2 r (1 - r) (1 / n_eff + 1 / unreviewed) with r the
+    share of both together (Wilson's interval when the unreviewed targets are many; the pooled score test of two
+    proportions otherwise, which keeps its level with few of them where the unpooled one does not)."""
+    import numpy as np
+
+    z2 = _quantile(confidence, 0) ** 2
+    a = 1 / n_eff + 1 / unreviewed
+    alpha = n_eff / (n_eff + unreviewed)
+    # r = alpha p + (1 - alpha) q; (p - q)^2 - z2 a r (1 - r) as c2 q^2 + c1 q + c0.
+    r0, r1 = alpha * share, 1 - alpha
+    c2 = 1 + z2 * a * r1 * r1
+    c1 = -2 * share - z2 * a * r1 * (1 - 2 * r0)
+    c0 = share * share - z2 * a * r0 * (1 - r0)
+    roots = np.roots([c2, c1, c0]).real
+    return _clip(float(min(roots.min(), share))), _clip(float(max(roots.max(), share)))
+
+
+def _clip(value: float) -> float:
+    return min(1.0, max(0.0, value))
 
 
 def prediction(label: str, belief: float | None, positive: str, choices: Sequence[str]) -> float | None:

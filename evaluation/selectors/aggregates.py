@@ -223,8 +223,8 @@ def metrics_many(*, runs: Iterable[Run], fresh_only: bool = False, item_ids: lis
 
     Finished runs come from the cache when nothing they depend on changed (evaluation.selectors.counts_cache: one
     small query and one cache read); the others from one query over their rows, plus one for the runs with
-    several rows per item (samples or rotations), whose interval is the item bootstrap of
-    ``metrics.summarize``; the others get Wilson's."""
+    several rows per item (samples or rotations), whose interval is ``metrics.summarize``'s (Wilson's on the items'
+    effective number of rows, `metrics.item_wilson`); the others get Wilson's."""
     runs = list(runs)
     cache_keys = counts_cache.keys(runs=runs, fresh_only=fresh_only, item_ids=item_ids, reference=reference)
     cached = counts_cache.get_many(cache_keys)

@@ -4,8 +4,8 @@
   counts as wrong; rows whose request failed (``error``) are not scored but counted;
 - accuracy_parsed: accuracy over the rows whose answer parsed (reported beside it);
 - 95% interval: with one row per item the Wilson interval (statsmodels); with several rows
-  per item (samples, rotations) a percentile bootstrap over *items* (all rows of an item move
-  together), 2,000 resamples, seeded, so the same rows always give the same interval;
+  per item (samples, rotations) Wilson's on the items' effective number of rows (`item_wilson`: all
+  rows of an item move together; never narrower than Wilson's on the items; none from one item);
 - keyinfo: mean KeyInfo (ROUGE-L F1) over scored rows;
 - first_option_baseline: share of the scored items whose correct option was shown first
   (what always answering the first option would score on exactly these rows).
@@ -54,28 +54,35 @@ class RunMetrics:
         return asdict(self)
 
 
-def bootstrap_ci(groups: Sequence[Sequence[float]], *, resamples: int = 2000, level: float = 0.95,
-                 seed: int = 0) -> tuple[float | None, float | None]:
-    """Percentile bootstrap interval of the mean, resampling whole groups (items)."""
-    import numpy as np  # here, not at the top: the selectors import this module at URL loading
-
-    if not groups:
+def item_wilson(correct: Sequence[float], rows: Sequence[int]) -> tuple[float | None, float | None]:
+    """95% interval of a share of rows whose items are the independent units (``correct[i]`` of ``rows[i]`` rows
+    right on item i: a model's samples or rotations, the participants who answered it): Wilson's score interval
+    of the share on the items' effective number of rows, n_eff = p (1 - p) / V with V the between-item (ratio)
+    variance of the share (Korn and Graubard, "Confidence intervals for proportions with small expected number of
+    positive counts estimated from survey data", Survey Methodology 1998), never more than the number of items
+    (rows of one item move together at worst; a share of 0 or 1, with V = 0, counts the items). With one row per
+    item it is Wilson's on the rows; one item with several rows gives none (no spread between items to see).
+    A percentile bootstrap over items collapsed to a point there ((1.0, 1.0) for 20 items all right)."""
+    if not rows or sum(rows) == 0:
         return None, None
-    sums = np.array([sum(g) for g in groups], dtype=float)
-    sizes = np.array([len(g) for g in groups], dtype=float)
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(groups), size=(resamples, len(groups)))
-    means = sums[picks].sum(axis=1) / sizes[picks].sum(axis=1)
-    alpha = (1 - level) / 2
-    return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
+    items = len(rows)
+    if all(size == 1 for size in rows):
+        return wilson(int(sum(correct)), items)
+    if items < 2:
+        return None, None
+    total = sum(rows)
+    share = sum(correct) / total
+    variance = sum((c - share * size) ** 2 for c, size in zip(correct, rows)) / total ** 2 * items / (items - 1)
+    n_eff = float(items)
+    if variance > 0 and 0 < share < 1:
+        n_eff = max(1.0, min(n_eff, share * (1 - share) / variance))
+    return wilson(share * n_eff, n_eff)
 
 
 def accuracy_interval(groups: Sequence[Sequence[float]]) -> tuple[float | None, float | None]:
-    """95% interval of the accuracy from each item's row outcomes (1.0 / 0.0): Wilson when every item has one
-    row, else the item bootstrap (rows of one item are not independent)."""
-    if all(len(g) == 1 for g in groups):
-        return wilson(int(sum(g[0] for g in groups)), len(groups))
-    return bootstrap_ci(groups)
+    """95% interval of the accuracy from each item's row outcomes (1.0 / 0.0): `item_wilson` (Wilson's on the
+    rows when every item has one row; rows of one item are not independent)."""
+    return item_wilson([sum(g) for g in groups], [len(g) for g in groups])
 
 
 def summarize(rows: Iterable[RowScore]) -> RunMetrics:

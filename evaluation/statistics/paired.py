@@ -146,7 +146,7 @@ def adjust(p_values: Sequence[float | None], method: str) -> list[float | None]:
     raise ValueError(f"correction {method!r}; choose from {', '.join(CORRECTIONS)}")
 
 
-def wilson(correct: int, n: int, *, alpha: float = 0.05) -> tuple[float | None, float | None]:
+def wilson(correct: float, n: float, *, alpha: float = 0.05) -> tuple[float | None, float | None]:
     """Wilson score interval of correct/n at level 1 - alpha (None, None when n is 0)."""
     from statsmodels.stats.proportion import proportion_confint
 

@@ -255,7 +255,8 @@ def _calibrated_judge(rng, n, gap=0.035):
 def test_ece_is_debiased_and_its_interval_covers_a_nearly_calibrated_judge():
     """Issue 21: the plug-in ECE of a nearly calibrated judge (true ECE 0.035) came out at 0.116 with no
     interval. 200 rounds of 200 uniform reviews: the debiased estimate is near the truth on average (the
-    plug-in is not) and its bootstrap interval covers the truth near its nominal 95%."""
+    plug-in is not) and its interval covers the truth at least near its nominal 95% (it is conservative: the
+    plug-in's largest possible error, tests/annotation/test_calibration.py)."""
     import numpy as np
 
     rng = np.random.default_rng(21)
@@ -263,19 +264,19 @@ def test_ece_is_debiased_and_its_interval_covers_a_nearly_calibrated_judge():
     values, plugins, covered = [], [], 0
     for _ in range(rounds):
         beliefs, agree = _calibrated_judge(rng, 200)
-        estimate = calibration.calibration_error(list(beliefs), list(agree), rounds=200, seed=int(rng.integers(1 << 30)))
+        estimate = calibration.calibration_error(list(beliefs), list(agree), seed=int(rng.integers(1 << 30)))
         assert estimate.n == 200 and 0.0 <= estimate.low <= estimate.value <= estimate.high <= 1.0
         values.append(estimate.value)
         plugins.append(trust.expected_calibration_error(list(beliefs), list(agree)))
         covered += estimate.low <= truth <= estimate.high
     assert np.mean(plugins) > truth + 0.02  # the plug-in's upward bias
     assert abs(np.mean(values) - truth) < 0.01
-    assert 0.90 * rounds <= covered <= 0.99 * rounds
+    assert 0.90 * rounds <= covered
 
 
 def test_weighted_ece_interval_respects_the_triage_design():
     """Reviews in triage order (lowest belief first, a 20% uniform share), weighted by one over their inclusion
-    probability: the debiased ECE's bootstrap (within each stratum of equal weight) covers the truth."""
+    probability: the debiased ECE's interval (each bin's weighted variance) covers the truth."""
     import numpy as np
 
     from annotation import review_order as ro
@@ -303,8 +304,7 @@ def test_weighted_ece_interval_respects_the_triage_design():
         pi = ro.inclusion_probabilities(drawn)
         reviewed = [i for i in range(600) if stream[i]]
         estimate = calibration.calibration_error([float(beliefs[i]) for i in reviewed], [bool(right[i]) for i in reviewed],
-                                           [1 / pi[i] for i in reviewed], rounds=200,
-                                           seed=int(rng.integers(1 << 30)))
+                                           [1 / pi[i] for i in reviewed], seed=int(rng.integers(1 << 30)))
         values.append(estimate.value)
         covered += estimate.low <= truth <= estimate.high
     assert abs(np.mean(values) - truth) < 0.015
