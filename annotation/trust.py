@@ -14,8 +14,8 @@ estimate, and its interval uses Kish's effective sample size n_eff = (sum w)^2 /
 * reliability bins: B equal-width bins, a belief b falls in bin floor(b * B) (the last bin
   holds 1.0); each bin has its count, weight, mean belief and agreement;
 * expected calibration error: sum over bins of (bin weight / total) * |agreement - mean belief| is the plug-in
-  (``expected_calibration_error``, biased upward); the figure is the debiased one with a bootstrap interval
-  that resamples within the design's strata (``annotation.calibration``);
+  (``expected_calibration_error``, biased upward); the figure is the debiased one with an interval that holds
+  at every true calibration error, 0 included (``annotation.calibration``);
 * Brier score: scikit-learn `brier_score_loss` of belief against agreement (0/1);
 * coverage/agreement curve and the agreement above a threshold: of the labels with
   belief >= t, the share of all labels they cover and their agreement with people.
