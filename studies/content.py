@@ -14,8 +14,9 @@ from typing import Any
 from foundation.words import gettext
 from studies.errors import AnswerInvalid, DraftStale
 
-#: The fields of an item a participant's page reads (the id, then what is shown: ShownItem's source).
-SHOWN_ITEM_FIELDS = ("id", "context", "question", "options", "translations")
+#: The fields of an item a participant's page reads (the id, then what is shown: ShownItem's source, and the content
+#: version it is, which the question's lease records).
+SHOWN_ITEM_FIELDS = ("id", "context", "question", "options", "translations", "content_version")
 
 MAX_HIGHLIGHTS = 40
 MAX_HIGHLIGHTS_CHARS = 100_000  # the raw JSON of one answer's highlights (a story is a few thousand characters)
@@ -49,11 +50,24 @@ def is_translated(translations: Mapping | None, language: str, n_options: int) -
 
 def shown_item(*, context: str, question: str, options: Sequence[str], translations: Mapping | None,
                language: str) -> ShownItem:
-    """The item in the study's language: the translation when complete, else the original."""
+    """The item in the study's language: the translation when complete, else the original; its texts as a browser
+    reads them (`as_shown`), so that highlight offsets counted on the page are offsets in `context`."""
     translated = translation_of(translations, language, len(options))
     if translated is not None:
-        return ShownItem(translated["context"], translated["question"], tuple(translated["options"]), language)
-    return ShownItem(context, question, tuple(options))
+        return ShownItem(as_shown(translated["context"]), as_shown(translated["question"]),
+                         tuple(as_shown(o) for o in translated["options"]), language)
+    return ShownItem(as_shown(context), as_shown(question), tuple(as_shown(o) for o in options))
+
+
+def as_shown(text: str) -> str:
+    """A text as the participant's browser holds it: HTML parsing turns every CRLF and lone CR into LF (a context
+    written in a form's textarea keeps its CRLFs), so the page's offsets count one character per line break.
+
+    Highlight offsets are code points of this text (Python's str): the page counts UTF-16 units, and
+    studies/static/studies/question.js converts them (a character outside the BMP is two units, one code point)."""
+    if isinstance(text, str) and "\r" in text:
+        return text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
 
 
 def parse_highlights(raw: str | None) -> Any:

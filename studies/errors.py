@@ -88,8 +88,8 @@ class AnswerRefused(StudyError):
 
     UNKNOWN = "unknown"
 
-    def __init__(self, reason: str, message: str, http_status: int = 409):
-        super().__init__(message, code=str(reason), http_status=http_status)
+    def __init__(self, reason: str, message: str, http_status: int = 409, details: dict | None = None):
+        super().__init__(message, code=str(reason), http_status=http_status, details=details)
         self.reason = str(reason)
 
 

@@ -298,6 +298,12 @@ class ParticipantLease(models.Model):
                               default=ParticipantLeaseStatus.ACTIVE)
     expires_at = models.DateTimeField()
     shown_at = models.DateTimeField(null=True, blank=True, help_text="First time the question was shown.")
+    shown_content_version = models.PositiveIntegerField(null=True, blank=True, help_text=(
+        "The item's content version (Item.content_version) the question was last shown at: an answer is scored on "
+        "it, and refused when the item's content changed since (the question is shown again)."))
+    shown_language = models.CharField(max_length=10, blank=True, default="", db_default="", help_text=(
+        "The language the question was last shown in (\"\" = the original): the answer is checked and recorded "
+        "in it, whatever the attempt's language is meanwhile."))
     created_at = models.DateTimeField(auto_now_add=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     draft_highlights = models.JSONField(
@@ -368,6 +374,7 @@ class RefusedAnswer(models.Model):
         QUESTION_TIMEOUT = "question_timeout", "After the question's time limit"
         ALREADY_ANSWERED = "already_answered", "Already answered"
         CLOSED = "closed", "Attempt not running"
+        CONTENT_CHANGED = "content_changed", "The question's content changed since it was shown"
 
     attempt = models.ForeignKey(Attempt, on_delete=models.PROTECT, related_name="refused_answers")
     item = models.ForeignKey(Item, null=True, blank=True, on_delete=models.PROTECT, related_name="+")

@@ -6,23 +6,41 @@ from dataclasses import dataclass
 
 from django.db.models import Count, F, Q
 
-from studies.models import AttemptStatus, Response
+from studies.models import AttemptStatus, ParticipantLease, ParticipantLeaseStatus, Response
 
 
 @dataclass(frozen=True)
 class ItemAnswers:
     responses: int
     correct: int
+    #: Questions on the item (at its current version) whose own time limit ran out before an answer: the studies'
+    #: results count them as not correct (participant accuracy = correct / (answered + timed out)), so a human
+    #: accuracy consistent with them is correct / (responses + timed_out).
+    timed_out: int = 0
+
+    @property
+    def counted(self) -> int:
+        """The denominator of a human accuracy consistent with the studies' results: answers and time-outs."""
+        return self.responses + self.timed_out
 
 
 def response_outcomes(*, item_ids) -> dict[int, ItemAnswers]:
     """Accepted answers per item over every study, counting only answers scored on the item's current version
-    (the version model results are compared on): item id -> ItemAnswers; one query. ``item_ids`` may be a
-    list or a subquery of ids."""
-    rows = (Response.objects.filter(item_id__in=item_ids, item_version=F("item__content_version"))
+    (the version model results are compared on), with the questions shown at that version whose time ran out:
+    item id -> ItemAnswers; one query. ``item_ids`` may be a list or a subquery of ids. Only items with an answer
+    are in it (as before time-outs were counted: readers divide by `responses`)."""
+    current = F("item__content_version")
+    rows = (ParticipantLease.objects.filter(item_id__in=item_ids)
+            .filter(Q(status=ParticipantLeaseStatus.ANSWERED, response__item_version=current)
+                    | Q(status=ParticipantLeaseStatus.TIMED_OUT, shown_content_version=current))
             .exclude(attempt__status=AttemptStatus.SCREENED_OUT).order_by()
-            .values("item_id").annotate(responses=Count("pk"), correct=Count("pk", filter=Q(is_correct=True))))
-    return {r["item_id"]: ItemAnswers(responses=r["responses"], correct=r["correct"]) for r in rows}
+            .values("item_id").annotate(
+                responses=Count("pk", filter=Q(status=ParticipantLeaseStatus.ANSWERED)),
+                correct=Count("pk", filter=Q(status=ParticipantLeaseStatus.ANSWERED, response__is_correct=True)),
+                timed_out=Count("pk", filter=Q(status=ParticipantLeaseStatus.TIMED_OUT)))
+            .filter(responses__gt=0))
+    return {r["item_id"]: ItemAnswers(responses=r["responses"], correct=r["correct"], timed_out=r["timed_out"])
+            for r in rows}
 
 
 def response_rows(*, item_ids) -> list[tuple[int, str, int, int, bool]]:

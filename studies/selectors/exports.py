@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterator
 
 from studies.models import Attempt, ParticipantLease, RefusedAnswer, Study
+from studies.selectors.versions import contents_at
 
 
 def study_export(study: Study) -> dict:
@@ -27,7 +28,8 @@ def study_export(study: Study) -> dict:
 EXPORT_FIELDS = [
     "record", "study", "attempt_id", "participant_id", "external_study_id", "session_id", "attempt_status",
     "attempt_started_at", "attempt_deadline", "attempt_ended_at", "position", "item_id", "item_source",
-    "item_external_id", "lease_status", "chosen_option", "correct_option", "is_correct", "confidence", "highlights",
+    "item_external_id", "item_version", "lease_status", "chosen_option", "correct_option", "is_correct", "confidence",
+    "highlights",
     "language", "shown_at", "answered_at", "seconds", "is_late", "refused_reason", "received_at", "draft_highlights",
     "draft_saved_at",
 ]
@@ -36,27 +38,35 @@ JSON_COLUMNS = ("highlights", "draft_highlights")
 
 
 def study_export_rows(study: Study) -> Iterator[dict]:
-    """One row per lease (answered or not, including unfinished attempts), then one per refused answer."""
-    leases = (
+    """One row per lease (answered or not, including unfinished attempts), then one per refused answer.
+
+    `item_version` is the item's content version the row is about (the answer's, else the one the question was last
+    shown at, else the current one for a question never shown) and `correct_option` the key at that version: like
+    for like, a row is never compared with a key its participant did not see."""
+    leases = list(
         ParticipantLease.objects.filter(attempt__study=study)
         .select_related("attempt", "item", "response")
-        .only("id", "position", "status", "shown_at", "draft_highlights", "draft_saved_at", "item__id", "item__source", "item__external_id",
-              "item__answer_index", "attempt__id", "attempt__external_participant_id", "attempt__external_study_id",
+        .only("id", "position", "status", "shown_at", "shown_content_version", "draft_highlights", "draft_saved_at",
+              "item__id", "item__source", "item__external_id", "item__content_version", "attempt__id", "attempt__external_participant_id", "attempt__external_study_id",
               "attempt__external_session_id", "attempt__status", "attempt__language", "attempt__started_at", "attempt__deadline",
               "attempt__ended_at", "response__id", "response__chosen_option", "response__is_correct",
               "response__confidence", "response__highlights", "response__language", "response__shown_at",
-              "response__answered_at", "response__is_late")
+              "response__answered_at", "response__is_late", "response__item_version")
         .order_by("attempt_id", "position")
     )
+    version_of = {lease.pk: _version(lease) for lease in leases}
+    keys = contents_at((lease.item_id, version) for lease, version in zip(leases, version_of.values()))
     for lease in leases:
         a, item = lease.attempt, lease.item
         r = getattr(lease, "response", None)
+        version = version_of[lease.pk]
         yield {
             **_attempt_fields(study, a),
             "record": "response" if r else "lease",
             "position": lease.position + 1, "item_id": item.pk, "item_source": item.source,
-            "item_external_id": item.external_id, "lease_status": lease.status,
-            "chosen_option": r.chosen_option if r else None, "correct_option": item.answer_index,
+            "item_external_id": item.external_id, "item_version": version, "lease_status": lease.status,
+            "chosen_option": r.chosen_option if r else None,
+            "correct_option": (keys.get((item.pk, version)) or {}).get("answer_index"),
             "is_correct": r.is_correct if r else None, "confidence": r.confidence if r else None,
             "highlights": r.highlights if r else [], "language": r.language if r else study.language_of(a.language),
             "shown_at": _iso(r.shown_at if r else lease.shown_at), "answered_at": _iso(r.answered_at) if r else None,
@@ -72,9 +82,16 @@ def study_export_rows(study: Study) -> Iterator[dict]:
             "record": "refused", "item_id": item.pk if item else None,
             "item_source": item.source if item else None, "item_external_id": item.external_id if item else None,
             "chosen_option": refused.payload.get("chosen_option"), "highlights": refused.payload.get("highlights") or [],
-            "confidence": refused.payload.get("confidence"),
+            "confidence": refused.payload.get("confidence"), "item_version": refused.payload.get("item_version"),
             "refused_reason": refused.reason, "received_at": _iso(refused.received_at), "draft_highlights": [],
         }
+
+
+def _version(lease: ParticipantLease) -> int:
+    response = getattr(lease, "response", None)
+    if response is not None:
+        return response.item_version
+    return lease.shown_content_version or lease.item.content_version
 
 
 def csv_row(row: dict) -> dict:

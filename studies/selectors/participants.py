@@ -10,7 +10,7 @@ from django.db.models import Count, F, Q
 
 from foundation.prepared_queries import PreparedQuery
 from studies.errors import ParticipantIdTaken
-from studies.models import Attempt, Study, StudyItem, StudyStatus
+from studies.models import Attempt, AttemptStatus, ParticipantLeaseStatus, Study, StudyItem, StudyStatus
 
 #: An attempt with its study by token: every participant request reads it (compiled once per process).
 _ATTEMPT_BY_TOKEN = PreparedQuery(lambda token: Attempt.objects.select_related("study").filter(token=token)[:1],
@@ -94,7 +94,14 @@ def study_entry(*, slug: str, participant_id: str = "", session_id: str = "",
 
 
 def attempt_counts(attempt: Attempt) -> dict:
-    """Answered / correct counts of one attempt and its bonus (for the completion page)."""
+    """Answered / correct counts of one attempt and its bonus (for the completion page); for an expired attempt
+    also whether every question's own time limit ran out (`all_timed_out`: it ended with no answer before its
+    deadline, which is neither the researcher's closing nor the attempt's time limit)."""
     counts = attempt.responses.aggregate(answered=Count("id"), correct=Count("id", filter=Q(is_correct=True)))
-    return {**counts, "bonus": attempt.study.bonus_for(counts["correct"])}
+    all_timed_out = False
+    if attempt.status == AttemptStatus.EXPIRED and not counts["answered"]:
+        leases = attempt.leases.aggregate(timed_out=Count("id", filter=Q(status=ParticipantLeaseStatus.TIMED_OUT)),
+                                          other=Count("id", filter=~Q(status=ParticipantLeaseStatus.TIMED_OUT)))
+        all_timed_out = bool(leases["timed_out"]) and not leases["other"]
+    return {**counts, "bonus": attempt.study.bonus_for(counts["correct"]), "all_timed_out": all_timed_out}
 

@@ -1,9 +1,9 @@
-"""A study's results: paper Table 3 (over finished attempts, and over every attempt beside it), per-item accuracy
-and majority, Fleiss' kappa, human KeyInfo, time per question and bonuses. A screened-out attempt's answers are in
-none of these figures."""
+"""A study's results: paper Table 3 (over finished attempts, and over every attempt beside it; a question whose own
+time limit ran out counts as not correct), per-(item, version) accuracy and majority, Fleiss' kappa, human KeyInfo,
+time per question and bonuses. A screened-out attempt's answers are in none of these figures."""
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -11,18 +11,33 @@ from annotation.agreement import counts_table, fleiss_kappa
 from annotation.clue_graph import gold_key_information
 from annotation.keyinfo import keyinfo_score
 from studies import stats
-from studies.models import Attempt, AttemptStatus, RefusedAnswer, Response, Study, StudyItem
+from studies.models import (
+    Attempt,
+    AttemptStatus,
+    ParticipantLease,
+    ParticipantLeaseStatus,
+    RefusedAnswer,
+    Response,
+    Study,
+    StudyItem,
+)
+from studies.selectors.versions import contents_at
 
 
 @dataclass
 class ItemResult:
+    """An item's figures at one content version (like for like: answers to different versions are never pooled)."""
+
     study_item: StudyItem
     chosen: list[int]
-    accuracy: float | None
+    accuracy: float | None         # correct / (answers + questions timed out), at this version
     majority: int | None
-    majority_correct: bool | None
+    majority_correct: bool | None  # against the key at this version (None: not known)
     keyinfo: float | None
     median_seconds: float | None
+    version: int | None = None     # the item's content version the answers were given on (None: no answer yet)
+    key: int | None = None         # the correct option at that version
+    timed_out: int = 0             # questions on this item (at this version) whose own time limit ran out
 
 
 @dataclass
@@ -30,16 +45,17 @@ class ParticipantResult:
     attempt: Attempt
     answered: int
     correct: int
-    accuracy: float | None
+    accuracy: float | None  # correct / (answered + timed out): a question whose time ran out counts as not correct
     bonus: Decimal
     keyinfo: float | None
     median_seconds: float | None
+    timed_out: int = 0
 
 
 @dataclass
 class StudyResults:
     table3: stats.AccuracySummary        # finished attempts only (the paper's participants answered all questions)
-    table3_all: stats.AccuracySummary    # every attempt with at least one answer (dropouts too)
+    table3_all: stats.AccuracySummary    # every attempt with at least one answer or time-out (dropouts too)
     participants: list[ParticipantResult]
     items: list[ItemResult]
     kappa: float | None
@@ -54,6 +70,7 @@ class StudyResults:
     majority_accuracy: float | None = None
     first_option_share: float | None = None
     n_screened_out: int = 0  # attempts screened out: their answers are in none of the figures
+    n_timed_out: int = 0     # questions whose own time limit ran out: counted as not correct
 
 
 #: Attempts with no participant result: never started (or found the study full), or screened out.
@@ -63,49 +80,64 @@ NOT_COUNTED = [AttemptStatus.JOINED, AttemptStatus.FULL, AttemptStatus.SCREENED_
 def study_results(study: Study) -> StudyResults:
     """Paper Table 3, per-item accuracy and majority, Fleiss' kappa, human KeyInfo, time, bonus.
 
-    Table 3 (average, top, lowest of per-participant accuracy = correct / answered) is computed over
-    finished attempts: a dropout with one lucky answer would otherwise be the "top" participant. The
-    same summary over every attempt with answers is given beside it; per-item figures, kappa, KeyInfo,
-    time and the exports use every accepted answer, unfinished attempts included.
+    Table 3 (average, top, lowest of per-participant accuracy = correct / (answered + timed out): a question whose
+    own time limit ran out counts as not correct, as an unanswered question of the paper's sessions would) is
+    computed over finished attempts: a dropout with one lucky answer would otherwise be the "top" participant. The
+    same summary over every attempt with answers or time-outs is given beside it. Per-item figures are per (item,
+    content version): each answer is compared with the key (and its KeyInfo with the clue graph) of the version it
+    was given on; kappa takes the (item, version) pairs that have all their raters. Time and the exports use every
+    accepted answer, unfinished attempts included.
     """
     responses = list(
         Response.objects.filter(attempt__study=study).exclude(attempt__status=AttemptStatus.SCREENED_OUT)
-        .select_related("item", "attempt")
-        .only("id", "chosen_option", "is_correct", "highlights", "shown_at", "answered_at", "is_late",
-              "attempt__id", "attempt__status", "attempt__external_participant_id",
-              "language", "item__id", "item__evidence", "item__translations", "item__options", "item__answer_index")
+        .select_related("attempt")
+        .only("id", "item_id", "item_version", "chosen_option", "is_correct", "highlights", "shown_at", "answered_at",
+              "is_late", "attempt__id", "attempt__status", "attempt__external_participant_id", "language")
         .order_by("attempt_id", "answered_at")
     )
-    gold_cache: dict[tuple[int, str], list[str]] = {}
+    timed_out = list(
+        ParticipantLease.objects.filter(attempt__study=study, status=ParticipantLeaseStatus.TIMED_OUT)
+        .exclude(attempt__status=AttemptStatus.SCREENED_OUT).values_list("attempt_id", "item_id",
+                                                                         "shown_content_version"))
+    contents = contents_at({(r.item_id, r.item_version) for r in responses}
+                           | {(item_id, version) for _, item_id, version in timed_out})
+    gold_cache: dict[tuple[int, int, str], list[str] | None] = {}
     keyinfo_of: dict[int, float] = {}
     for r in responses:
-        key = (r.item_id, r.language)  # the language the participant was shown
+        key = (r.item_id, r.item_version, r.language)  # the version and language the participant was shown
         if key not in gold_cache:
+            content = contents.get((r.item_id, r.item_version))
             # A translated study scores against translated evidence when the item carries one.
-            translated = (r.item.translations or {}).get(r.language) or {} if r.language else {}
-            gold_cache[key] = gold_key_information(translated.get("evidence") or r.item.evidence)
-        keyinfo_of[r.pk] = keyinfo_score([h["text"] for h in r.highlights], gold_cache[key])
+            translated = ((content or {}).get("translations") or {}).get(r.language) or {} if r.language else {}
+            gold_cache[key] = None if content is None else \
+                gold_key_information(translated.get("evidence") or content.get("evidence") or "")
+        if gold_cache[key] is not None:
+            keyinfo_of[r.pk] = keyinfo_score([h["text"] for h in r.highlights], gold_cache[key])
 
     by_attempt: dict[int, list[Response]] = defaultdict(list)
-    by_item: dict[int, list[Response]] = defaultdict(list)
+    by_version: dict[int, dict[int | None, list[Response]]] = defaultdict(lambda: defaultdict(list))
     for r in responses:
         by_attempt[r.attempt_id].append(r)
-        by_item[r.item_id].append(r)
+        by_version[r.item_id][r.item_version].append(r)
+    timed_out_of_attempt: Counter[int] = Counter(attempt_id for attempt_id, _, _ in timed_out)
+    timed_out_of_version: Counter[tuple[int, int | None]] = Counter((item, v) for _, item, v in timed_out)
+    for item_id, version in timed_out_of_version:
+        by_version[item_id].setdefault(version, [])
 
     participants = []
     for attempt in study.attempts.exclude(status__in=NOT_COUNTED).order_by("joined_at"):
         rs = by_attempt.get(attempt.pk, [])
-        correct = sum(r.is_correct for r in rs)
+        correct, missed = sum(r.is_correct for r in rs), timed_out_of_attempt[attempt.pk]
         participants.append(ParticipantResult(
             attempt=attempt, answered=len(rs), correct=correct,
-            accuracy=correct / len(rs) if rs else None,
+            accuracy=correct / (len(rs) + missed) if rs or missed else None,
             bonus=study.bonus_for(correct),
-            keyinfo=_mean([keyinfo_of[r.pk] for r in rs]),
-            median_seconds=stats.median([r.seconds for r in rs]),
+            keyinfo=_mean([keyinfo_of[r.pk] for r in rs if r.pk in keyinfo_of]),
+            median_seconds=stats.median([r.seconds for r in rs]), timed_out=missed,
         ))
-    table3 = stats.accuracy_summary(
-        [(p.correct, p.answered) for p in participants if p.attempt.status == AttemptStatus.FINISHED])
-    table3_all = stats.accuracy_summary([(p.correct, p.answered) for p in participants])
+    table3 = stats.accuracy_summary([(p.correct, p.answered + p.timed_out) for p in participants
+                                     if p.attempt.status == AttemptStatus.FINISHED])
+    table3_all = stats.accuracy_summary([(p.correct, p.answered + p.timed_out) for p in participants])
 
     items = []
     kappa_rows = []
@@ -113,19 +145,23 @@ def study_results(study: Study) -> StudyResults:
     for si in StudyItem.objects.filter(study=study).select_related("item").only(
             "id", "position", "quota", "load", "item__id", "item__source", "item__external_id",
             "item__answer_index", "item__options").order_by("position"):
-        rs = by_item.get(si.item_id, [])
-        chosen = [r.chosen_option for r in rs]
-        maj = stats.majority(chosen)
         max_options = max(max_options, len(si.item.options))
-        if len(chosen) == study.raters and study.raters >= 2:
-            kappa_rows.append(chosen)
-        items.append(ItemResult(
-            study_item=si, chosen=chosen,
-            accuracy=sum(r.is_correct for r in rs) / len(rs) if rs else None,
-            majority=maj, majority_correct=None if maj is None else maj == si.item.answer_index,
-            keyinfo=_mean([keyinfo_of[r.pk] for r in rs]),
-            median_seconds=stats.median([r.seconds for r in rs]),
-        ))
+        versions = by_version.get(si.item_id) or {None: []}
+        for version in sorted(versions, key=lambda v: (v is None, v or 0)):
+            rs = versions[version]
+            missed = timed_out_of_version[(si.item_id, version)]
+            chosen = [r.chosen_option for r in rs]
+            maj = stats.majority(chosen)
+            key = (contents.get((si.item_id, version)) or {}).get("answer_index")
+            if len(chosen) == study.raters and study.raters >= 2:
+                kappa_rows.append(chosen)
+            items.append(ItemResult(
+                study_item=si, chosen=chosen, version=version, key=key, timed_out=missed,
+                accuracy=sum(r.is_correct for r in rs) / (len(rs) + missed) if rs or missed else None,
+                majority=maj, majority_correct=None if maj is None or key is None else maj == key,
+                keyinfo=_mean([keyinfo_of[r.pk] for r in rs if r.pk in keyinfo_of]),
+                median_seconds=stats.median([r.seconds for r in rs]),
+            ))
     kappa = fleiss_kappa(counts_table(kappa_rows, range(max_options))) if kappa_rows else None
     seconds = [r.seconds for r in responses]
     with_majority = [i for i in items if i.majority_correct is not None]
@@ -138,6 +174,7 @@ def study_results(study: Study) -> StudyResults:
         n_screened_out=study.attempts.filter(status=AttemptStatus.SCREENED_OUT).count(),
         majority_accuracy=_mean([1.0 if i.majority_correct else 0.0 for i in with_majority]),
         first_option_share=_mean([1.0 if r.chosen_option == 0 else 0.0 for r in responses]),
+        n_timed_out=len(timed_out),
     )
 
 

@@ -18,6 +18,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from annotation.models import Item
 from studies.allocation import Slot, choose_items, presentation_order
 from studies.errors import AttemptNotRunning, PlaceholderId, StudyNotOpen
 from studies.links import unfilled_fields
@@ -31,6 +32,7 @@ from studies.models import (
     StudyItem,
     StudyStatus,
 )
+from studies.prolific.withdrawals import bonus_payments_withdraw
 from studies.selectors import attempt_resumable
 from studies.services.hand_out import hand_out
 
@@ -91,13 +93,15 @@ def attempt_start(*, attempt_id: int, now: datetime | None = None, attempt: Atte
     study = attempt.study
     seed = f"{study.seed}:{attempt.pk}"
     overdue_before = now - timedelta(seconds=study.grace_seconds)
-    done = hand_out(attempt_id=attempt.pk, study_id=study.pk, seed=seed, now=now, overdue_before=overdue_before)
+    language = study.language_of(attempt.language)  # the first question's page is shown in it
+    done = hand_out(attempt_id=attempt.pk, study_id=study.pk, seed=seed, now=now, overdue_before=overdue_before,
+                    language=language)
     if done.overdue:  # the study has attempts past their deadline: their leases go back first, then the hand-out
         with transaction.atomic():
             Attempt.objects.select_for_update().filter(pk=attempt.pk).first()  # lock order: attempt -> study
             _release_overdue(Study.objects.select_for_update().get(pk=study.pk), now)
         done = hand_out(attempt_id=attempt.pk, study_id=study.pk, seed=seed, now=now, overdue_before=overdue_before,
-                        ignore_overdue=True)
+                        language=language, ignore_overdue=True)
     if done.status is None:
         if done.status_before != attempt.status:  # changed since it was read (a second Start, a return): as it is
             attempt.refresh_from_db(fields=["status", "started_at", "deadline", "ended_at"])
@@ -106,16 +110,19 @@ def attempt_start(*, attempt_id: int, now: datetime | None = None, attempt: Atte
         return attempt
     attempt.status, attempt.started_at, attempt.deadline = done.status, done.started_at, done.deadline
     if done.leases:  # the leases as the statement wrote them (a field not written here is left deferred)
+        first_version = done.first_item.content_version
         attempt.handed_out = [ParticipantLease.from_db(connection.alias, _HANDED_OUT_FIELDS, [
             lease_id, attempt.pk, study_item_id, item_id, position, ParticipantLeaseStatus.ACTIVE, done.deadline,
-            now if position == 0 else None, now, None, [], None, 0,
+            now if position == 0 else None, first_version if position == 0 else None, language if position == 0 else "",
+            now, None, [], None, 0,
         ]) for position, (lease_id, study_item_id, item_id) in enumerate(done.leases)]
         attempt.handed_out[0].item = done.first_item  # the first question's page reads no item either
     return attempt
 
 
 _HANDED_OUT_FIELDS = ["id", "attempt_id", "study_item_id", "item_id", "position", "status", "expires_at", "shown_at",
-                      "created_at", "ended_at", "draft_highlights", "draft_saved_at", "draft_revision"]
+                      "shown_content_version", "shown_language", "created_at", "ended_at", "draft_highlights",
+                      "draft_saved_at", "draft_revision"]
 
 
 @transaction.atomic
@@ -145,10 +152,13 @@ def _attempt_start_locked(*, attempt_id: int, now: datetime) -> Attempt:
     deadline = now + timedelta(seconds=study.time_limit_seconds)
     StudyItem.objects.filter(pk__in=chosen).update(load=F("load") + 1, released_at=None)
     # The first question counts as shown from the start: its page is the answer to Start (as on PostgreSQL).
+    order = presentation_order(chosen, seed=seed)
+    first_version = Item.objects.filter(pk=item_of[order[0]]).values_list("content_version", flat=True).first()
     ParticipantLease.objects.bulk_create(
         ParticipantLease(attempt=attempt, study_item_id=pk, item_id=item_of[pk], position=i, expires_at=deadline,
-                         shown_at=now if i == 0 else None)
-        for i, pk in enumerate(presentation_order(chosen, seed=seed))
+                         shown_at=now if i == 0 else None, shown_content_version=first_version if i == 0 else None,
+                         shown_language=study.language_of(attempt.language) if i == 0 else "")
+        for i, pk in enumerate(order)
     )
     attempt.status, attempt.started_at, attempt.deadline = AttemptStatus.STARTED, now, deadline
     attempt.save(update_fields=["status", "started_at", "deadline"])
@@ -165,10 +175,18 @@ def leases_time_out(*, attempt_id: int, lease_ids: Sequence[int], now: datetime)
 
 
 def attempt_finish_if_done(*, attempt_id: int, now: datetime) -> None:
-    if not ParticipantLease.objects.filter(attempt_id=attempt_id, status=ParticipantLeaseStatus.ACTIVE).exists():
-        Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.STARTED).update(
-            status=AttemptStatus.FINISHED, ended_at=now)
-
+    """End a running attempt that has no open question left: finished when it answered at least one question,
+    else expired (every question's own time limit ran out): a participant who answered nothing gets the time-out
+    code, never the completion code. The caller holds the attempt's row (and the study's) or runs after them."""
+    leases = ParticipantLease.objects.filter(attempt_id=attempt_id)
+    if leases.filter(status=ParticipantLeaseStatus.ACTIVE).exists():
+        return
+    answered = leases.filter(status=ParticipantLeaseStatus.ANSWERED).exists()
+    ended = Attempt.objects.filter(pk=attempt_id, status=AttemptStatus.STARTED).update(
+        status=AttemptStatus.FINISHED if answered else AttemptStatus.EXPIRED, ended_at=now)
+    if ended and not answered:
+        study = Study.objects.get(attempts__pk=attempt_id)
+        _record_timeout_code([attempt_id], study, now)
 
 
 def attempt_set_language(*, attempt_id: int, language: str) -> Attempt:
@@ -231,6 +249,7 @@ def attempt_screen_out(*, attempt_id: int, reason: str, screening_answer: int | 
     _leases_release(ParticipantLease.objects.filter(
         attempt=attempt, status__in=[ParticipantLeaseStatus.ACTIVE, ParticipantLeaseStatus.ANSWERED]), now,
         ParticipantLeaseStatus.SCREENED_OUT)
+    bonus_payments_withdraw(attempt_ids=[attempt.pk])  # no bonus: out of every batch not sent yet
     attempt.status, attempt.ended_at, attempt.screened_out_reason = AttemptStatus.SCREENED_OUT, now, reason[:200]
     attempt.screening_answer = screening_answer
     attempt.save(update_fields=["status", "ended_at", "screened_out_reason", "screening_answer"])

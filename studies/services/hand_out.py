@@ -7,8 +7,9 @@ step from Python, it held it across a dozen round trips, each of which waits for
 transaction: lock the attempt, lock the study (lock order: attempt -> study -> items, as everywhere), then a single
 statement chooses the items, raises their loads, inserts the leases and starts (or fills) the attempt. It returns
 the leases and the first question's item (the fields a participant sees), so that the first question's page (the
-answer to Start) needs no read of them; that question counts as shown from the start. The study row is held
-from the second statement to the commit, all inside the server: no client round trip while it is held.
+answer to Start) needs no read of them; that question counts as shown from the start, at the item's content version
+read by the same statement (one snapshot: the version of the item returned) and in the attempt's language. The study
+row is held from the second statement to the commit, all inside the server: no client round trip while it is held.
 The three are prepared statements (PREPARE once per database connection, then EXECUTE): planning the third took
 PostgreSQL as long as running it.
 
@@ -101,11 +102,14 @@ WITH study AS (
     RETURNING si.id, si.item_id
 ), leases AS (
     INSERT INTO {lease} (attempt_id, study_item_id, item_id, position, status, expires_at, created_at, shown_at,
-                         draft_highlights)
-    SELECT %(attempt)s, id, item_id, position,
+                         shown_content_version, shown_language, draft_highlights)
+    SELECT %(attempt)s, ordered.id, ordered.item_id, position,
            %(active)s, %(now)s + (SELECT time_limit_seconds FROM study) * interval '1 second', %(now)s,
-           CASE WHEN position = 0 THEN %(now)s END, '[]'::jsonb
+           CASE WHEN position = 0 THEN %(now)s END,
+           CASE WHEN position = 0 THEN shown_item.content_version END,
+           CASE WHEN position = 0 THEN %(language)s ELSE '' END, '[]'::jsonb
     FROM (SELECT id, item_id, row_number() OVER (ORDER BY {order_key}, id) - 1 AS position FROM taken) ordered
+    JOIN {shown} shown_item ON shown_item.id = ordered.item_id
     RETURNING id, study_item_id, item_id, position
 ), updated AS (
     UPDATE {attempt} a
@@ -147,7 +151,7 @@ class HandOut:
 
 #: The values that change from one start to the next, with their SQL types: the prepared statements' parameters.
 _PARAMETERS = {"attempt": "bigint", "study": "bigint", "now": "timestamptz", "overdue_before": "timestamptz",
-               "ignore_overdue": "boolean", "salt": "bigint", "order_salt": "bigint"}
+               "ignore_overdue": "boolean", "salt": "bigint", "order_salt": "bigint", "language": "text"}
 #: The statuses, written into the statements as literals (fixed for a process).
 _CONSTANTS = {"open": StudyStatus.OPEN.value, "started": AttemptStatus.STARTED.value,
               "joined": AttemptStatus.JOINED.value, "full": AttemptStatus.FULL.value,
@@ -208,17 +212,18 @@ def _prepare(cursor) -> None:
 
 
 def hand_out(*, attempt_id: int, study_id: int, seed: str, now: datetime, overdue_before: datetime,
-             ignore_overdue: bool = False) -> HandOut:
+             language: str = "", ignore_overdue: bool = False) -> HandOut:
     """Run the hand-out statement for one attempt (Attempt.DoesNotExist when there is no such attempt).
 
     `overdue_before`: the deadline before which a running attempt of the study is overdue (now - grace).
+    `language`: the one the first question is shown in (the study's language for the attempt), recorded on its lease.
 
     Not inside a transaction of the caller's (the caller's commit would be another round trip with the study's
     lock held), though correct inside one too.
     """
     params = {"attempt": attempt_id, "study": study_id, "now": now, "overdue_before": overdue_before,
               "ignore_overdue": ignore_overdue,
-              "salt": seed_salt(seed), "order_salt": seed_salt(f"order:{seed}")}
+              "salt": seed_salt(seed), "order_salt": seed_salt(f"order:{seed}"), "language": language}
     with connection.cursor() as cursor:
         _prepare(cursor)
         try:

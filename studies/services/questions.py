@@ -21,7 +21,8 @@ from studies.services.attempts import attempt_expire, attempt_finish_if_done, le
 #: An attempt's leases in presentation order, with only what the question flow and an answer need.
 _LEASES = PreparedQuery(
     lambda attempt_id: ParticipantLease.objects.filter(attempt_id=attempt_id)
-    .only("id", "position", "status", "shown_at", "item_id", "draft_highlights", "draft_revision").order_by("position"),
+    .only("id", "position", "status", "shown_at", "shown_content_version", "shown_language", "item_id",
+          "draft_highlights", "draft_revision").order_by("position"),
     -730_001)
 _SHOWN_ITEM = PreparedQuery(lambda pk: Item.objects.only(*SHOWN_ITEM_FIELDS).filter(pk=pk)[:1], -730_004)
 
@@ -113,11 +114,18 @@ def question_from(attempt: Attempt, leases: list[ParticipantLease], now: datetim
 
 
 def _question(attempt: Attempt, lease: ParticipantLease, *, total: int, answered: int, now: datetime) -> Question:
-    """`lease` as the current question; records when it is first shown."""
+    """`lease` as the current question; records when it is first shown, and the content version and language it is
+    shown at (those of the item read here, which the page shows: an answer is scored on them, or refused when the
+    item changed since; a question shown again in another language or at a newer version records that)."""
     first_shown = lease.shown_at is None or lease.shown_at == now
+    version = shown_item_of(lease).content_version
+    language = attempt.study.language_of(attempt.language)
     if lease.shown_at is None:  # first time shown (after an answer, its UPDATE did this already)
-        _SHOWN_AT_UPDATE.run(lease.pk, now)
+        _SHOWN_AT_UPDATE.run(lease.pk, now, version, language)
         lease.shown_at = now
+    elif (lease.shown_content_version, lease.shown_language) != (version, language):  # shown again, otherwise
+        _SHOWN_CONTENT_UPDATE.run(lease.pk, version, language)
+    lease.shown_content_version, lease.shown_language = version, language
     left = attempt.seconds_left(now)
     limit = attempt.study.question_time_limit_seconds
     if limit:
@@ -142,7 +150,17 @@ class _LeaseRows:
         return _LEASES.instances([row[3]])[0]
 
 
-#: When a question is first shown: `filter(pk=lease_id, shown_at__isnull=True).update(shown_at=now)`, compiled once.
+#: When a question is first shown: `filter(pk=lease_id, shown_at__isnull=True).update(shown_at=now, ...)` with the
+#: content version and language shown, compiled once.
 _SHOWN_AT_UPDATE = PreparedUpdate(
-    lambda lease_id, at: (ParticipantLease.objects.filter(pk=lease_id, shown_at__isnull=True), {"shown_at": at}),
-    -730_005, datetime(1901, 2, 3, 4, 5, 6, 789, tzinfo=UTC))
+    lambda lease_id, at, version, language: (
+        ParticipantLease.objects.filter(pk=lease_id, shown_at__isnull=True),
+        {"shown_at": at, "shown_content_version": version, "shown_language": language}),
+    -730_005, datetime(1901, 2, 3, 4, 5, 6, 789, tzinfo=UTC), 730_006, "marker:language")
+#: A question shown again at another content version or in another language (after a language switch, or after an
+#: answer refused because the item changed): what the page shows now is what an answer is checked against.
+_SHOWN_CONTENT_UPDATE = PreparedUpdate(
+    lambda lease_id, version, language: (
+        ParticipantLease.objects.filter(pk=lease_id),
+        {"shown_content_version": version, "shown_language": language}),
+    -730_007, 730_008, "marker:language")

@@ -65,21 +65,31 @@ _RESPONSE_INSERT = PreparedInsert(Response)
 
 
 def response_submit(*, token: str, position: int, chosen_option: Any, confidence: Any = None,
-                    highlights: Any = None, now: datetime | None = None) -> Submitted:
+                    highlights: Any = None, shown_version: Any = None, shown_language: Any = None,
+                    now: datetime | None = None) -> Submitted:
     """Accept one answer, or refuse it (AnswerRefused: kept as a RefusedAnswer) or reject it (AnswerInvalid).
 
     Accepted: within the attempt's deadline (and the question's limit) plus the study's grace seconds;
     answers in the grace period are flagged late. Refused after that: the attempt is expired right away.
+
+    The answer is checked and scored on what the participant was shown: the content version and language that the
+    page sends (`shown_version`, `shown_language`: those it was rendered with), else those the question's lease
+    recorded when it was last shown. When the item's content changed since, the answer is refused
+    (`RefusedAnswer.Reason.CONTENT_CHANGED`) and the question is to be shown again at its new version: an answer is
+    never scored on a version the participant did not see. A language switch elsewhere (another tab) changes
+    nothing of an answer given on a page shown in another language.
     """
     now = now or timezone.now()
     try:
         return _response_submit(token=token, position=position, chosen_option=chosen_option,
-                                confidence=confidence, highlights=highlights, now=now)
+                                confidence=confidence, highlights=highlights, shown_version=shown_version,
+                                shown_language=shown_language, now=now)
     except AnswerRefused as refusal:
         _refusal_record(token=token, position=position, reason=refusal.reason, now=now,
                         payload=storable({"chosen_option": _bounded(chosen_option),
                                           "confidence": _bounded(confidence),
-                                          "highlights": None if highlights is USE_DRAFT else highlights}))
+                                          "highlights": None if highlights is USE_DRAFT else highlights,
+                                          **refusal.details}))
         raise
 
 
@@ -93,7 +103,8 @@ class Submitted:
 
 
 @transaction.atomic
-def _response_submit(*, token, position, chosen_option, confidence, highlights, now) -> Submitted:
+def _response_submit(*, token, position, chosen_option, confidence, highlights, shown_version, shown_language,
+                     now) -> Submitted:
     # The hot path of a study: BEGIN, attempt (locked), its leases, the answered and the next item (one
     # statement), INSERT the response, UPDATE both leases (one statement), COMMIT; the last answer adds
     # the UPDATE that finishes the attempt. The attempt row lock serializes every change of its leases.
@@ -127,8 +138,13 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
     items = {item.pk: item for item in _ANSWERED_AND_NEXT_ITEMS.run(
         lease.item_id, following.item_id if following else lease.item_id)}
     item = items[lease.item_id]
+    seen_version, language = _seen(attempt, lease, shown_version, shown_language)
+    if seen_version is not None and seen_version != item.content_version:
+        raise AnswerRefused(RefusedAnswer.Reason.CONTENT_CHANGED, gettext(CONTENT_CHANGED_MESSAGE), 409,
+                            details={"item_version": seen_version, "current_version": item.content_version,
+                                     "language": language})
     shown = shown_item(context=item.context, question=item.question, options=item.options,
-                       translations=item.translations, language=study.language_of(attempt.language))
+                       translations=item.translations, language=language)
     if highlights is USE_DRAFT:  # the answer came without its highlights field: the ones saved as a draft
         highlights = matching_highlights(context=shown.context, highlights=lease.draft_highlights)
     option, conf, spans = clean_answer(context=shown.context, n_options=len(shown.options),
@@ -142,30 +158,60 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
     lease.status, lease.ended_at, lease.shown_at = ParticipantLeaseStatus.ANSWERED, now, shown_at
     if following is None:
         ParticipantLease.objects.filter(pk=lease.pk).update(
-            status=ParticipantLeaseStatus.ANSWERED, ended_at=now, shown_at=shown_at)
+            status=ParticipantLeaseStatus.ANSWERED, ended_at=now, shown_at=shown_at,
+            shown_content_version=item.content_version, shown_language=language)
         # The final answer and the end of the attempt commit together: the completion code follows this.
         Attempt.objects.filter(pk=attempt.pk).update(status=AttemptStatus.FINISHED, ended_at=now)
         attempt.status, attempt.ended_at = AttemptStatus.FINISHED, now
         return Submitted(response=response, attempt=attempt, next_question=None)
-    # The answered lease ends and the next question is shown from now on (unless it was shown already).
+    # The answered lease ends and the next question is shown from now on (unless it was shown already), at the
+    # content version read above (its page is rendered from that very read) and in the attempt's language.
     # Plain SQL: the ORM's Case/When version of this statement costs more CPU than the rest of the request's queries.
+    next_item, next_language = items[following.item_id], study.language_of(attempt.language)
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {ParticipantLease._meta.db_table} SET"
             " status = CASE WHEN id = %(answered)s THEN %(status)s ELSE status END,"
             " ended_at = CASE WHEN id = %(answered)s THEN %(now)s ELSE ended_at END,"
-            " shown_at = CASE WHEN id = %(answered)s THEN %(shown_at)s ELSE COALESCE(shown_at, %(now)s) END"
+            " shown_at = CASE WHEN id = %(answered)s THEN %(shown_at)s ELSE COALESCE(shown_at, %(now)s) END,"
+            " shown_content_version = CASE WHEN id = %(answered)s THEN %(seen)s ELSE %(next_version)s END,"
+            " shown_language = CASE WHEN id = %(answered)s THEN %(language)s ELSE %(next_language)s END"
             " WHERE id IN (%(answered)s, %(following)s)",
             {"answered": lease.pk, "following": following.pk, "status": ParticipantLeaseStatus.ANSWERED.value,
-             "now": now, "shown_at": shown_at},
+             "now": now, "shown_at": shown_at, "seen": item.content_version, "language": language,
+             "next_version": next_item.content_version, "next_language": next_language},
         )
     if following.shown_at is None:
         following.shown_at = now
-    following.item = items[following.item_id]  # rendered next: no second query for it
+    following.shown_content_version, following.shown_language = next_item.content_version, next_language
+    following.item = next_item  # rendered next: no second query for it
     return Submitted(response=response, attempt=attempt, next_question=question_from(attempt, leases, now))
 
 
 CLOSED_MESSAGE = gettext_noop("This attempt is no longer running: time is up or it was closed.")
+CONTENT_CHANGED_MESSAGE = gettext_noop(
+    "This question was corrected by the researchers while you were answering it, so your answer was not recorded. "
+    "Please read it again as it is now, check your highlighted clues and answer again.")
+
+
+def _seen(attempt: Attempt, lease: ParticipantLease, version: Any, language: Any) -> tuple[int | None, str]:
+    """The content version and language an answer was given on: those its page sent, else those the lease recorded
+    when the question was last shown (None: a lease shown before versions were recorded; nothing to compare)."""
+    study = attempt.study
+    seen = lease.shown_content_version
+    if version not in (None, ""):
+        seen = _as_position(version)
+    if not (isinstance(language, str) and language in study.languages):
+        language = lease.shown_language if lease.shown_content_version is not None else \
+            study.language_of(attempt.language)
+    return seen, language
+
+
+def _shown_language(attempt: Attempt, lease: ParticipantLease) -> str:
+    """The language the lease's question was last shown in (the attempt's for a lease shown before it was kept)."""
+    return lease.shown_language if lease.shown_content_version is not None else \
+        attempt.study.language_of(attempt.language)
+
 
 #: `response_submit(highlights=USE_DRAFT)`: the answer's highlights are the question's saved draft.
 USE_DRAFT = object()
@@ -204,7 +250,7 @@ def highlight_draft_save(*, token: str, position: Any, highlights: Any, revision
         lease = _open_lease(attempt, _as_position(position), now)
         item = Item.objects.only(*SHOWN_ITEM_FIELDS).get(pk=lease.item_id)
         shown = shown_item(context=item.context, question=item.question, options=item.options,
-                           translations=item.translations, language=attempt.study.language_of(attempt.language))
+                           translations=item.translations, language=_shown_language(attempt, lease))
         spans = clean_highlights(context=shown.context, highlights=highlights)
         if not draft_save_wanted(revision=revision, current=lease.draft_revision, spans=spans,
                                  stored=lambda: draft_of(attempt=attempt, lease=lease, context=shown.context)):
@@ -227,7 +273,8 @@ def highlight_draft(*, token: str, position: Any, now: datetime | None = None) -
 
 def draft_of(*, attempt: Attempt, lease: ParticipantLease, context: str | None = None) -> list[dict]:
     """A lease's highlight draft, kept to the passages that fit the context shown now (`context`, else the item's
-    in the attempt's language): a draft made before a language switch does not fit the other text."""
+    in the language the question was last shown in): a draft made before a language switch does not fit the other
+    text."""
     if "draft_highlights" in lease.get_deferred_fields():
         lease.refresh_from_db(fields=["draft_highlights"])
     draft = lease.draft_highlights
@@ -236,8 +283,7 @@ def draft_of(*, attempt: Attempt, lease: ParticipantLease, context: str | None =
     if context is None:
         item = shown_item_of(lease)
         context = shown_item(context=item.context, question=item.question, options=item.options,
-                             translations=item.translations,
-                             language=attempt.study.language_of(attempt.language)).context
+                             translations=item.translations, language=_shown_language(attempt, lease)).context
     return matching_highlights(context=context, highlights=draft)
 
 

@@ -11,6 +11,7 @@ import json
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect
 from django.urls import reverse
+from django.utils.translation import gettext, gettext_noop
 from django.views.decorators.http import require_GET
 
 from foundation.roles import is_researcher
@@ -189,7 +190,9 @@ def _instructions(request, attempt: Attempt, *, screening_error: bool = False, s
 
 def _question_context(attempt: Attempt, question: services.Question, **extra) -> dict:
     item = services.shown_item_of(question.lease)  # only the fields a participant may see
-    shown = _shown(item, attempt.study, attempt.language)
+    # In the language its lease recorded as shown (the answer form sends it back with the version, so that an answer
+    # is checked on this page's text whatever another tab shows meanwhile).
+    shown = _shown(item, attempt.study, question.lease.shown_language)
     # The highlights saved so far on this question (another tab, another browser, before a reload).
     draft = [] if question.first_shown else services.draft_of(attempt=attempt, lease=question.lease,
                                                              context=shown.context)
@@ -198,7 +201,8 @@ def _question_context(attempt: Attempt, question: services.Question, **extra) ->
             "draft_revision": 0 if question.first_shown else question.lease.draft_revision,
             "draft_recheck": not question.first_shown,
             "question_limit_first": limit_first,
-            "draft_url": attempt_url("draft", attempt.token), **extra}
+            "draft_url": attempt_url("draft", attempt.token),
+            "shown_as": {"version": item.content_version, "language": question.lease.shown_language}, **extra}
 
 
 def _end_page(request, attempt: Attempt, status: int = 200) -> HttpResponse:
@@ -210,9 +214,13 @@ def _end_page(request, attempt: Attempt, status: int = 200) -> HttpResponse:
     template = "studies/public/complete.html" if finished else "studies/public/ended.html"
     if attempt.status == AttemptStatus.SCREENED_OUT:
         template = "studies/public/screened_out.html"
-    return render_page(request, study, template, {"counts": counts, "bonus": counts["bonus"],
+    time_up = gettext(QUESTIONS_TIMED_OUT) if counts["all_timed_out"] else ""
+    return render_page(request, study, template, {"counts": counts, "bonus": counts["bonus"], "questions_time_up": time_up,
                                                   **end_links(study, attempt.status, bool(attempt.external_participant_id))},
                        status=status, attempt=attempt)
+
+
+QUESTIONS_TIMED_OUT = gettext_noop("The time for each of your questions ran out before it was answered.")
 
 
 def end_links(study: Study, status: str, from_prolific: bool) -> dict:
@@ -284,6 +292,7 @@ def answer_view(request, token: str):
         response = services.response_submit(
             token=token, position=request.POST.get("position"), chosen_option=request.POST.get("chosen_option"),
             confidence=request.POST.get("confidence") or None, highlights=highlights,
+            shown_version=request.POST.get("shown_version"), shown_language=request.POST.get("shown_language"),
         )
     except AnswerRefused as refusal:
         attempt = attempt_by_token(token)
@@ -293,6 +302,8 @@ def answer_view(request, token: str):
             return _after_answer(request, attempt)
         if refusal.http_status == 404 or attempt is None:
             return error_page(request, 404, attempt=attempt, what="question" if attempt else "attempt")
+        if refusal.reason == RefusedAnswer.Reason.CONTENT_CHANGED:  # the question again, as it is now
+            return _question_again(request, attempt, refusal.http_status, notice=refusal.message)
         template = "studies/public/refused.html#refused" if request.htmx else "studies/public/refused.html"
         return render_page(request, attempt.study, template, {"message": refusal.message, "reason": refusal.reason},
                            status=refusal.http_status, attempt=attempt)
@@ -300,18 +311,22 @@ def answer_view(request, token: str):
         attempt = attempt_by_token(token)
         if attempt is None:
             return _unknown_attempt(request)
-        question = services.attempt_question(attempt=attempt)
-        if question is None:
-            return _to_hub(attempt)
-        template = "studies/public/question.html#question" if request.htmx else "studies/public/question.html"
-        return render_page(request, attempt.study, template,
-                           _question_context(attempt, question, errors=invalid.messages), status=invalid.http_status,
-                           attempt=attempt)
+        return _question_again(request, attempt, invalid.http_status, errors=invalid.messages)
     attempt = response.attempt  # finished in the same transaction if that was the last answer
     if request.htmx and response.next_question is not None:
         return render_page(request, attempt.study, "studies/public/question.html#question",
                            _question_context(attempt, response.next_question), attempt=attempt)
     return _after_answer(request, attempt)
+
+
+def _question_again(request, attempt: Attempt, status: int, **extra) -> HttpResponse:
+    """The open question shown again after a refused or invalid answer (with why), else the attempt's page."""
+    question = services.attempt_question(attempt=attempt)
+    if question is None:
+        return _to_hub(attempt)
+    template = "studies/public/question.html#question" if request.htmx else "studies/public/question.html"
+    return render_page(request, attempt.study, template, _question_context(attempt, question, **extra), status=status,
+                       attempt=attempt)
 
 
 def _after_answer(request, attempt: Attempt) -> HttpResponse:

@@ -14,6 +14,8 @@ from foundation import csv_safety
 from foundation.downloads import attach
 from foundation.error_mapping import REFUSED, add_form_errors, error_text
 from foundation.roles import researcher_required
+from foundation.words import gettext as translated
+from foundation.words import gettext_noop
 from studies import services, setup_checks
 from studies.forms import SETTING_FIELDS, ExtendForm, StudyForm
 from studies.models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, Study
@@ -122,7 +124,19 @@ def attempt_expire_view(request, slug: str, attempt_id: int):
 @researcher_required
 def study_results_view(request, slug: str):
     study = get_object_or_404(Study, slug=slug)
-    return render(request, "studies/study_results.html", {"study": study, "results": study_results(study)})
+    results = study_results(study)
+    return render(request, "studies/study_results.html", {
+        "study": study, "results": results,
+        "table3_note": translated(TABLE3_NOTE, n=results.n_timed_out), "items_note": translated(ITEMS_NOTE)})
+
+
+TABLE3_NOTE = gettext_noop(
+    "Accuracy = correct / (answered + timed out): a question whose own time limit ran out before an answer counts as "
+    "not correct (%(n)s such questions). A participant who answered no question ends as expired, not finished.")
+ITEMS_NOTE = gettext_noop(
+    "One row per item and content version (v): answers to different versions of an item are never pooled, and each "
+    "is compared with the correct option of the version it was given on; ⏱ = questions whose time ran out, counted "
+    "as not correct.")
 
 
 class _Echo:

@@ -8,6 +8,7 @@ from django.db import connections
 from django.db.models import F
 from django.utils import timezone
 
+from annotation.models import Item
 from studies.models import Attempt, AttemptStatus, ParticipantLease, Response, StudyStatus
 from studies.services import study_create
 from tests.studies.conftest import import_items
@@ -464,3 +465,48 @@ def test_a_reloaded_page_read_before_the_last_save_was_stored_reads_the_draft_ag
     assert page.locator("[data-draft-url]").get_attribute("data-draft-revision") == "1"  # the page as read
     _wait_for(lambda: page.locator("#context mark.clue").all_inner_texts() == [last.group(0)])
     assert before != [last.group(0)]
+
+
+def test_a_clue_after_a_line_break_and_characters_outside_the_bmp_is_stored_where_the_participant_put_it(
+        live_server, detectbench_dir, page):
+    """A story rewritten in a textarea (CRLF) with characters outside the BMP before the clue (an emoji, a CJK
+    Extension B character: two UTF-16 units each, one code point): the page counts units, the server code points.
+    The clue is accepted as a draft, drawn again from the server's draft after a reload, and answered: stored with
+    code-point offsets into the story as shown."""
+    from annotation.services.items import item_update
+
+    ids = import_items(detectbench_dir, 2)
+    story = "First line 😀 of the story 𠀀.\r\n\r\nSecond paragraph: the butler 🎩 was in the garden."
+    for pk in ids:
+        item = Item.objects.get(pk=pk)
+        item_update(item_id=pk, base_version=item.version, changes={"context": story})
+    study_create(slug="astral", item_ids=ids, per_participant=1, raters=1, time_limit_seconds=1800,
+                 status=StudyStatus.OPEN, completion_code="ASTRAL-OK")
+    page.goto(f"{live_server.url}/s/astral/?PROLIFIC_PID=pw-astral&STUDY_ID=s&SESSION_ID=x", timeout=60000)
+    page.check("input[name=consent]")
+    page.click("button[type=submit]")
+    page.click("#start")
+    page.wait_for_selector("#question .kbd-caret", state="attached")
+    shown = page.evaluate("document.getElementById('context').textContent")
+    assert "\r" not in shown and "garden" in shown
+    start = len(shown[:shown.index("garden")].encode("utf-16-le")) // 2  # the word's offset in UTF-16 units
+    page.evaluate("""([start, end]) => {
+        const node = document.getElementById('context').firstChild;
+        window.getSelection().setBaseAndExtent(node, start, node, end);
+    }""", [start, start + 6])
+    page.wait_for_selector("[data-add-selection]:not([disabled])")
+    page.click("[data-add-selection]")
+    page.wait_for_selector("#context mark.clue")
+    assert page.locator("#context mark.clue").inner_text() == "garden"
+    lease = ParticipantLease.objects.get(attempt__external_participant_id="pw-astral")
+    _wait_for(lambda: ParticipantLease.objects.get(pk=lease.pk).draft_highlights != [])
+    expected = story.replace("\r\n", "\n").index("garden")
+    assert ParticipantLease.objects.get(pk=lease.pk).draft_highlights == [
+        {"start": expected, "end": expected + 6, "text": "garden"}]
+    page.reload()  # drawn from the server's draft (code points) at the same place
+    page.wait_for_selector("#context mark.clue")
+    assert page.locator("#context mark.clue").inner_text() == "garden"
+    _answer(page)
+    page.wait_for_selector("#completion-code")
+    response = Response.objects.get(attempt__external_participant_id="pw-astral")
+    assert response.highlights == [{"start": expected, "end": expected + 6, "text": "garden"}]

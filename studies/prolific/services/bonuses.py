@@ -19,23 +19,37 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from studies.models import Study
+from studies.models import AttemptStatus, Study
 from studies.prolific.client import BonusRow
 from studies.prolific.errors import BonusBatchRefused, BonusOutcomeUnknown, ProlificRefused, ProlificUnavailable
 from studies.prolific.models import BonusBatch, BonusBatchState, BonusPayment
 from studies.prolific.services.connections import connection_of, prolific_client
+from studies.prolific.withdrawals import bonus_payments_withdraw
 from studies.selectors.results import study_results
+
+#: The attempts whose bonus is due: ended (finished, or ended by time or by the participant with the answers they
+#: gave), so that it can no longer change. A running attempt waits (its bonus still grows), a screened-out one gets
+#: none (its answers count nowhere), one that never started has no answers.
+BONUS_DUE = (AttemptStatus.FINISHED, AttemptStatus.EXPIRED, AttemptStatus.RETURNED)
 
 
 @transaction.atomic
 def bonus_batch_propose(*, study_id: int, user=None) -> BonusBatch | None:
     """A batch of every participant's bonus by the study's rule (`Study.bonus_for`, as in the results and the
-    export) not yet in a batch; None when there is nothing to pay. Needs a Prolific connection."""
+    export) not yet in a batch, for attempts that have ended (`BONUS_DUE`); None when there is nothing to pay.
+    Needs a Prolific connection.
+
+    An attempt is in one batch only (`BonusPayment.attempt`), so it is proposed once its bonus is final. A batch not
+    sent yet that holds an attempt whose bonus is not due (proposed while running, before this rule, or screened out
+    since) loses it first: it is proposed again, in full, once it has ended."""
     connection_of(study_id)
     study = Study.objects.select_for_update().get(pk=study_id)  # two proposals at once: one after the other
+    bonus_payments_withdraw(attempt_ids=BonusPayment.objects.filter(batch__study=study).exclude(
+        attempt__status__in=BONUS_DUE).values_list("attempt_id", flat=True))
     in_batches = set(BonusPayment.objects.filter(batch__study=study).values_list("attempt_id", flat=True))
     rows = [p for p in study_results(study).participants
-            if p.bonus > 0 and p.attempt.external_participant_id and p.attempt.pk not in in_batches]
+            if p.attempt.status in BONUS_DUE and p.bonus > 0 and p.attempt.external_participant_id
+            and p.attempt.pk not in in_batches]
     if not rows:
         return None
     batch = BonusBatch.objects.create(study=study, currency=study.bonus_currency,
@@ -53,6 +67,7 @@ def bonus_batch_approve(*, batch_id: int, user=None) -> BonusBatch:
     if batch.state != BonusBatchState.PROPOSED:
         raise BonusBatchRefused(gettext("Only a proposed batch can be approved; this one is %(state)s.")
                                 % {"state": batch.state})
+    batch = _without_bonuses_not_due(batch)
     batch.state, batch.approved_at = BonusBatchState.APPROVED, timezone.now()
     batch.approved_by = user if getattr(user, "pk", None) else None
     batch.save(update_fields=["state", "approved_at", "approved_by"])
@@ -130,6 +145,7 @@ def _claim(batch_id: int) -> BonusBatch:
                                 % {"state": batch.state})
     if batch.send_claimed_until and batch.send_claimed_until > now:
         raise BonusBatchRefused(gettext("Another sender is sending this batch right now."))
+    batch = _without_bonuses_not_due(batch)
     claimed = BonusBatch.objects.filter(pk=batch_id).filter(
         Q(send_claimed_until__isnull=True) | Q(send_claimed_until__lte=now)).update(
         state=BonusBatchState.SENDING, send_attempts=batch.send_attempts + 1, last_error="",
@@ -137,6 +153,21 @@ def _claim(batch_id: int) -> BonusBatch:
     if not claimed:
         raise BonusBatchRefused(gettext("Another sender is sending this batch right now."))
     batch.refresh_from_db()
+    return batch
+
+
+def _without_bonuses_not_due(batch: BonusBatch) -> BonusBatch:
+    """The batch (locked by the caller) without the payments of attempts whose bonus is not due (still running, or
+    screened out), when nothing of it has reached Prolific; refused when none is left (the refusal rolls the
+    caller's transaction back: the batch stays as it was, and the next proposal withdraws them)."""
+    if batch.send_attempts or batch.prolific_bulk_id:
+        return batch
+    if bonus_payments_withdraw(attempt_ids=batch.payments.exclude(attempt__status__in=BONUS_DUE)
+                               .values_list("attempt_id", flat=True)):
+        if not BonusBatch.objects.filter(pk=batch.pk).exists():
+            raise BonusBatchRefused(gettext("No participant of this batch is due a bonus now (still running or "
+                                            "screened out): propose the bonuses again."))
+        batch.refresh_from_db()
     return batch
 
 

@@ -222,7 +222,28 @@
     var revision = parseInt(box.getAttribute("data-draft-revision") || "0", 10) || 0;
     var local = null;
     try { local = JSON.parse(stored(storeKey) || "null"); } catch (e) { local = null; }
-    try { spans = JSON.parse(box.getAttribute("data-draft") || "[]"); } catch (e) { spans = []; }
+    /* Offsets: the server counts code points of the story (Python's str), this page UTF-16 units (a character
+       outside the BMP, an emoji or a rare Chinese character, is one of the first and two of the second). Highlights
+       are converted as they leave the page (the answer, a draft) and as they come from the server (a draft). */
+    var pointOf = [], unitOf = [];
+    for (var atUnit = 0, atPoint = 0; atUnit <= text.length; atPoint++) {
+      var pair = atUnit + 1 < text.length && /[\uD800-\uDBFF]/.test(text[atUnit]) &&
+        /[\uDC00-\uDFFF]/.test(text[atUnit + 1]);
+      unitOf[atPoint] = atUnit;
+      pointOf[atUnit] = atPoint;
+      if (pair) pointOf[atUnit + 1] = atPoint + 1;  /* inside a pair: never a highlight's end (whole words only) */
+      atUnit += pair ? 2 : 1;
+    }
+    function toServer(list) {
+      return list.map(function (s) { return { start: pointOf[s.start], end: pointOf[s.end], text: s.text }; });
+    }
+    function fromServer(list) {
+      return (Array.isArray(list) ? list : []).map(function (s) {
+        var ok = s && typeof s.start === "number" && typeof s.end === "number" && s.start >= 0 && s.end < unitOf.length;
+        return ok ? { start: unitOf[s.start], end: unitOf[s.end], text: s.text } : null;
+      }).filter(function (s) { return s; });
+    }
+    try { spans = fromServer(JSON.parse(box.getAttribute("data-draft") || "[]")); } catch (e) { spans = []; }
     if (local && !Array.isArray(local) && local.unsaved && Array.isArray(local.spans)) spans = local.spans;
     spans = fitting(spans);
     var words = wordsOf(text, ctx.getAttribute("lang") || document.documentElement.lang);
@@ -287,7 +308,7 @@
         list.appendChild(li);
       });
       if (empty) empty.hidden = spans.length > 0;
-      input.value = JSON.stringify(spans);
+      input.value = JSON.stringify(toServer(spans));
     }
 
     /* ------------------------------------------------ the draft on the server */
@@ -338,7 +359,7 @@
       var body = new FormData();
       body.append("csrfmiddlewaretoken", csrfToken());
       body.append("position", box.getAttribute("data-position"));
-      body.append("highlights", JSON.stringify(spans));
+      body.append("highlights", JSON.stringify(toServer(spans)));
       var sent = revision;
       body.append("revision", String(sent));
       fetch(draftUrl, { method: "POST", body: body, credentials: "same-origin",
@@ -363,7 +384,7 @@
             if (retry && !dirty && document.visibilityState === "hidden") {
               /* A retry in the background (this tab is not in view, nothing changed here since) found that
                  another save came first: the participant went on elsewhere, so this tab shows their newer draft. */
-              spans = fitting(data.highlights);
+              spans = fitting(fromServer(data.highlights));
               dirty = false;
               render();
               store(storeKey, null);
@@ -416,7 +437,7 @@
             if (data.revision < revision) return;
             revision = data.revision;
           }
-          var fresh = fitting(data.highlights);
+          var fresh = fitting(fromServer(data.highlights));
           if (JSON.stringify(fresh) !== JSON.stringify(spans)) { spans = fresh; render(); }
         })
         .catch(function () { /* offline: keep what is shown */ });
@@ -703,7 +724,7 @@
     if (addButton) addButton.addEventListener("click", function () { addSelection(false); });
 
     if (form) {
-      form.addEventListener("submit", function () { input.value = JSON.stringify(spans); });
+      form.addEventListener("submit", function () { input.value = JSON.stringify(toServer(spans)); });
       /* The answer carries the highlights: no draft is sent once it is on its way (it would be refused). */
       form.addEventListener("htmx:beforeRequest", function () { answering = true; clearTimeout(retryTimer); });
       form.addEventListener("htmx:afterRequest", function (ev) {

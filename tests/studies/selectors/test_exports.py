@@ -53,3 +53,30 @@ def test_a_lease_without_a_draft_exports_an_empty_list(researcher_client, make_s
     started_attempt(study, "P2")
     rows = _csv_rows(researcher_client, study)
     assert rows and all(r["draft_highlights"] == "[]" and r["draft_saved_at"] == "" for r in rows)
+
+
+def test_each_row_names_the_item_version_and_the_key_at_that_version(make_study):
+    """An answer given on version 1, then the key changed: the row keeps version 1 and version 1's key (the answer
+    was right there), not the current key beside a stored is_correct it contradicts."""
+    from annotation.models import Item
+    from annotation.services.items import item_update
+    from studies.selectors.exports import EXPORT_FIELDS, study_export_rows
+    from studies.services import question_open, response_submit
+    from tests.studies.conftest import started_attempt
+
+    study = make_study(n_items=6, per_participant=3, raters=1)
+    attempt = started_attempt(study, "P1")
+    question = question_open(attempt=attempt)
+    item = Item.objects.get(pk=question.lease.item_id)
+    response_submit(token=attempt.token, position=question.lease.position, chosen_option=item.answer_index)
+    item_update(item_id=item.pk, base_version=item.version,
+                changes={"answer_index": (item.answer_index + 1) % len(item.options)})
+    assert "item_version" in EXPORT_FIELDS
+    rows = list(study_export_rows(study))
+    (answered,) = [row for row in rows if row["record"] == "response"]
+    assert (answered["item_version"], answered["correct_option"], answered["chosen_option"], answered["is_correct"]) \
+        == (1, item.answer_index, item.answer_index, True)
+    for row in rows:  # every row: the key at the version it names
+        if row["record"] != "refused":
+            shown = Item.objects.get(pk=row["item_id"])
+            assert row["item_version"] == shown.content_version or row["item_id"] == item.pk

@@ -81,3 +81,26 @@ def test_a_connection_that_lost_the_statements_prepares_them_again_and_the_start
     assert started.status == AttemptStatus.STARTED and started.leases.count() == 3
     assert any(s.startswith("PREPARE") for s in sql)
     assert _held() == {statement.name for statement in hand_out_module._STATEMENTS}
+
+
+@pytest.mark.django_db
+def test_the_first_question_is_recorded_as_shown_at_its_items_version_and_in_the_attempts_language(make_study,
+                                                                                                   items):
+    """The hand-out statement records the content version of the item it returns (one snapshot) and the language the
+    page shows it in, on the first lease only; the instance handed back says the same as the rows."""
+    from annotation.models import Item
+    from annotation.services.items import item_update
+    from studies.models import ParticipantLease
+
+    ids = items(6)
+    for pk in ids:  # every item at version 2 (a curated pool), translated
+        item = Item.objects.get(pk=pk)
+        item_update(item_id=pk, base_version=item.version, changes={"translations": {"zh-hans": {
+            "context": "故事", "question": "谁", "options": [f"选{i}" for i in range(len(item.options))]}}})
+    study = make_study(n_items=6, per_participant=3, raters=1, language="zh-hans")
+    attempt = attempt_start(attempt_id=study_join(study=study, participant_id="V1").pk)
+    rows = list(ParticipantLease.objects.filter(attempt=attempt).order_by("position")
+                .values_list("shown_content_version", "shown_language"))
+    assert rows == [(2, "zh-hans"), (None, ""), (None, "")]
+    first = attempt.handed_out[0]
+    assert (first.shown_content_version, first.shown_language, first.item.content_version) == (2, "zh-hans", 2)

@@ -24,7 +24,8 @@ def _same_lease(a: ParticipantLease, b: ParticipantLease) -> None:
 
 def _orm_leases(attempt) -> list[ParticipantLease]:
     return list(ParticipantLease.objects.filter(attempt_id=attempt.pk)
-                .only("id", "position", "status", "shown_at", "item_id", "draft_highlights", "draft_revision")
+                .only("id", "position", "status", "shown_at", "shown_content_version", "shown_language", "item_id",
+                      "draft_highlights", "draft_revision")
                 .order_by("position"))
 
 
@@ -63,17 +64,20 @@ def test_the_shown_at_update_is_the_orms_statement_with_the_orms_effect(make_stu
     ours, orm = (ParticipantLease.objects.get(attempt=started_attempt(study), position=1) for _ in range(2))
     now = timezone.now()
     with CaptureQueriesContext(connection) as ran_ours:
-        counts_ours = [_SHOWN_AT_UPDATE.run(ours.pk, now), _SHOWN_AT_UPDATE.run(ours.pk, now + timedelta(seconds=1))]
+        counts_ours = [_SHOWN_AT_UPDATE.run(ours.pk, now, 3, "zh-hans"),
+                       _SHOWN_AT_UPDATE.run(ours.pk, now + timedelta(seconds=1), 4, "")]
     with CaptureQueriesContext(connection) as ran_orm:
-        counts_orm = [_SHOWN_AT_UPDATE.orm_update(orm.pk, now),
-                      _SHOWN_AT_UPDATE.orm_update(orm.pk, now + timedelta(seconds=1))]
+        counts_orm = [_SHOWN_AT_UPDATE.orm_update(orm.pk, now, 3, "zh-hans"),
+                      _SHOWN_AT_UPDATE.orm_update(orm.pk, now + timedelta(seconds=1), 4, "")]
     assert counts_ours == counts_orm == [1, 0]  # only the first time: a second showing keeps the first time
     assert [q["sql"].replace(f'."id" = {ours.pk} ', '."id" = ID ') for q in ran_ours] == \
         [q["sql"].replace(f'."id" = {orm.pk} ', '."id" = ID ') for q in ran_orm]
     assert all('."id" = ID ' in q["sql"].replace(f'."id" = {ours.pk} ', '."id" = ID ') for q in ran_ours)
     assert ParticipantLease.objects.get(pk=ours.pk).shown_at == ParticipantLease.objects.get(pk=orm.pk).shown_at == now
+    assert [(lease.shown_content_version, lease.shown_language) for lease in
+            ParticipantLease.objects.filter(pk__in=[ours.pk, orm.pk])] == [(3, "zh-hans")] * 2
     with transaction.atomic():  # inside a transaction too (the next question after an answer)
-        assert _SHOWN_AT_UPDATE.run(-1, now) == 0
+        assert _SHOWN_AT_UPDATE.run(-1, now, 1, "") == 0
 
 
 def test_the_question_of_a_start_comes_from_the_leases_it_handed_out_once_then_from_the_database(make_study):

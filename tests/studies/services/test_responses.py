@@ -14,7 +14,7 @@ from django.utils import timezone
 from annotation.models import Item
 from foundation.errors import Conflict, Invalid, ServiceError
 from studies import errors
-from studies.models import Attempt, AttemptStatus, RefusedAnswer, Study, StudyStatus
+from studies.models import Attempt, AttemptStatus, ParticipantLease, RefusedAnswer, Study, StudyStatus
 from studies.services import question_open, study_create
 from tests.studies.conftest import started_attempt
 
@@ -229,3 +229,113 @@ def test_invalid_answer_is_a_400_naming_the_field(make_study):
     response = _answer(client, attempt, position, option=9)
     assert response.status_code == 400 and response.context["errors"] == {"chosen_option": "Choose one of the options."}
     assert attempt.status == AttemptStatus.STARTED and not attempt.responses.exists()
+
+
+# --------------------------------------------------------------------------- what the participant was shown
+
+def _curate(item_id: int, **changes) -> Item:
+    """An annotator's edit of the item's content (a new content version)."""
+    from annotation.services.items import item_update
+
+    item = Item.objects.get(pk=item_id)
+    return item_update(item_id=item.pk, base_version=item.version, changes=changes)
+
+
+def _swap_key(item_id: int) -> tuple[int, int]:
+    """Curation mid-question: the right option and another swap places. Returns (old key, new key)."""
+    item = Item.objects.get(pk=item_id)
+    old, new = item.answer_index, (item.answer_index + 1) % len(item.options)
+    options = list(item.options)
+    options[old], options[new] = options[new], options[old]
+    _curate(item_id, options=options, answer_index=new)
+    return old, new
+
+
+def test_an_answer_to_a_question_curated_while_it_was_open_is_refused_and_the_question_shown_again(make_study):
+    """The participant read version 1 and chose its right option while an annotator swapped the options (version 2):
+    never scored on version 2 (a wrong answer there, recorded as given to it). Refused, kept as refused with the
+    version seen; the question shown again at version 2, whose answer is scored on it."""
+    from studies.services import response_submit
+
+    study = make_study(n_items=6, per_participant=3, raters=1)
+    attempt = started_attempt(study)
+    question = question_open(attempt=attempt)
+    lease = question.lease
+    assert lease.shown_content_version == 1
+    old, new = _swap_key(lease.item_id)
+    with pytest.raises(errors.AnswerRefused) as refused:
+        response_submit(token=attempt.token, position=lease.position, chosen_option=old)
+    assert refused.value.reason == RefusedAnswer.Reason.CONTENT_CHANGED and refused.value.http_status == 409
+    assert not attempt.responses.exists()
+    record = RefusedAnswer.objects.get(attempt=attempt)
+    assert (record.reason, record.payload["item_version"], record.payload["current_version"]) == \
+        (RefusedAnswer.Reason.CONTENT_CHANGED, 1, 2)
+    again = question_open(attempt=attempt)  # the page shown again: at the new version
+    assert again.lease.pk == lease.pk and again.lease.shown_content_version == 2
+    response = response_submit(token=attempt.token, position=lease.position, chosen_option=new).response
+    assert (response.item_version, response.is_correct) == (2, True)
+
+
+def test_the_version_a_page_was_rendered_with_wins_over_a_newer_showing_in_another_tab(make_study):
+    """Tab A shows version 1; the item is curated and tab B (a reload) shows version 2, recorded on the lease; tab
+    A's answer, sent with its own version, is refused all the same: it was given on version 1."""
+    from studies.services import response_submit
+
+    study = make_study(n_items=6, per_participant=3, raters=1)
+    attempt = started_attempt(study)
+    lease = question_open(attempt=attempt).lease
+    old, new = _swap_key(lease.item_id)
+    assert question_open(attempt=attempt).lease.shown_content_version == 2  # tab B
+    with pytest.raises(errors.AnswerRefused):
+        response_submit(token=attempt.token, position=lease.position, chosen_option=old, shown_version="1")
+    response = response_submit(token=attempt.token, position=lease.position, chosen_option=new, shown_version="2")
+    assert (response.response.item_version, response.response.is_correct) == (2, True)
+
+
+@pytest.mark.parametrize("sent", [None, ""])
+def test_the_language_recorded_is_the_one_the_question_was_shown_in_not_the_attempts_now(make_study, items, sent):
+    """The participant switches language in another tab (no page of this question shown in it): the answer given on
+    the page shown in English is recorded in English, and its highlights are checked against the English story."""
+    from studies.services import attempt_set_language, response_submit
+
+    ids = items(6)
+    for pk in ids:
+        item = Item.objects.get(pk=pk)
+        Item.objects.filter(pk=pk).update(translations={"zh-hans": {
+            "context": "管家在花园里。" * 5, "question": "谁？", "options": [f"选项{i}" for i in range(len(item.options))]}})
+    study = make_study(n_items=6, per_participant=2, raters=1, language="", extra_languages=["zh-hans"])
+    attempt = started_attempt(study)
+    lease = question_open(attempt=attempt).lease
+    assert lease.shown_language == ""
+    attempt_set_language(attempt_id=attempt.pk, language="zh-hans")
+    context = Item.objects.get(pk=lease.item_id).context
+    word = context.split()[1]
+    start = context.index(word)
+    highlight = [{"start": start, "end": start + len(word), "text": word}]
+    response = response_submit(token=attempt.token, position=lease.position, chosen_option=0, highlights=highlight,
+                               shown_language=sent).response
+    assert response.language == "" and response.highlights == highlight
+    following = ParticipantLease.objects.get(attempt=attempt, position=lease.position + 1)
+    assert following.shown_language == "zh-hans"  # the next question is shown in the language chosen since
+
+
+def test_a_question_shown_again_in_another_language_records_it(make_study, items):
+    """A language switch in the same tab shows the open question again in the other language: the lease records it,
+    and an answer from that page (which sends its language) is checked against the translated story."""
+    from studies.services import attempt_set_language, response_submit
+
+    ids = items(4)
+    for pk in ids:
+        item = Item.objects.get(pk=pk)
+        Item.objects.filter(pk=pk).update(translations={"zh-hans": {
+            "context": "管家在花园里。", "question": "谁？", "options": [f"选项{i}" for i in range(len(item.options))]}})
+    study = make_study(n_items=4, per_participant=2, raters=1, language="", extra_languages=["zh-hans"])
+    attempt = started_attempt(study)
+    lease = question_open(attempt=attempt).lease
+    attempt_set_language(attempt_id=attempt.pk, language="zh-hans")
+    attempt.refresh_from_db()
+    assert question_open(attempt=attempt).lease.shown_language == "zh-hans"
+    highlight = [{"start": 0, "end": 2, "text": "管家"}]
+    response = response_submit(token=attempt.token, position=lease.position, chosen_option=0, highlights=highlight,
+                               shown_language="zh-hans").response
+    assert response.language == "zh-hans" and response.highlights == highlight

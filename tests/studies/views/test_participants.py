@@ -629,3 +629,78 @@ def test_joins_past_the_rate_from_one_address_get_a_clear_page_and_no_attempt(ma
         spoofed = Client(REMOTE_ADDR=crowded, HTTP_X_FORWARDED_FOR="203.0.113.9").post(
             reverse("studies_public:join", args=[study.slug]), {"consent": "yes", "PROLIFIC_PID": "SPOOF"})
     assert spoofed.status_code == 429
+
+
+# --------------------------------------------------------------------------- what the page showed is what is checked
+
+def test_a_highlight_after_a_line_break_of_a_context_edited_in_the_rewrite_form_is_accepted(client, make_study):
+    """The rewrite form keeps a textarea's CRLF; the page's text (HTML turns CRLF into LF) is what offsets count: the
+    context is served with LF and checked as served, so a draft and an answer after the line break are accepted."""
+    import html as html_text
+
+    from annotation.forms import RewriteForm
+    from annotation.services.items import item_update
+
+    study = make_study(n_items=3, per_participant=3, raters=1)
+    for item in Item.objects.filter(pk__in=study.pool.values("item_id")):
+        data = {"context": item.context[:200] + "\r\n\r\nSecond paragraph: the butler was in the garden.",
+                "question": item.question, "answer_index": str(item.answer_index), "base_version": item.version,
+                **{f"option_{i}": o for i, o in enumerate(item.options)}}
+        form = RewriteForm(data, option_count=len(item.options))
+        assert form.is_valid(), form.errors
+        item_update(item_id=item.pk, base_version=item.version, changes=form.changes())
+    assert "\r\n" in Item.objects.get(pk=study.pool.first().item_id).context
+    _join(client, study, "P1")
+    attempt = Attempt.objects.get()
+    page = _start(client, attempt).content.decode()
+    raw = re.search(r'data-context[^>]*>(.*?)</div>', page, re.S).group(1)
+    browser_text = html_text.unescape(raw.replace("\r\n", "\n").replace("\r", "\n"))
+    start = browser_text.index("butler")
+    highlight = [{"start": start, "end": start + 6, "text": "butler"}]
+    draft = client.post(reverse("studies_public:draft", args=[attempt.token]),
+                        {"position": _position(page), "highlights": json.dumps(highlight), "revision": 0})
+    answer = _submit(client, attempt, page, highlights=json.dumps(highlight))
+    assert (draft.status_code, answer.status_code) == (200, 200)
+    assert Response.objects.get().highlights == highlight
+
+
+def test_an_answer_to_a_question_curated_meanwhile_shows_it_again_with_why(client, make_study):
+    """The page sends the version it shows; curated since, the answer is refused (409, kept as refused) and the
+    question comes back at its new version with a message, not a 500 and not a wrong answer recorded."""
+    from annotation.services.items import item_update
+
+    study = make_study(n_items=4, per_participant=2, raters=1)
+    _join(client, study, "P1")
+    attempt = Attempt.objects.get()
+    page = _start(client, attempt).content.decode()
+    assert 'name="shown_version" value="1"' in page and 'name="shown_language" value=""' in page
+    item = Item.objects.get(pk=attempt.leases.get(position=0).item_id)
+    item_update(item_id=item.pk, base_version=item.version,
+                changes={"question": item.question + " (corrected)"})
+    refused = _submit(client, attempt, page, shown_version="1", shown_language="")
+    body = refused.content.decode()
+    assert refused.status_code == 409 and 'id="question-notice"' in body
+    assert 'name="shown_version" value="2"' in body and "(corrected)" in body
+    assert not Response.objects.exists()
+    assert RefusedAnswer.objects.get().reason == RefusedAnswer.Reason.CONTENT_CHANGED
+    accepted = _submit(client, attempt, body, shown_version="2", shown_language="")
+    assert accepted.status_code == 200 and Response.objects.get().item_version == 2
+
+
+def test_a_language_switched_in_another_tab_is_not_the_language_of_an_answer_given_in_this_one(make_study, items):
+    ids = items(6)
+    for pk in ids:
+        item = Item.objects.get(pk=pk)
+        Item.objects.filter(pk=pk).update(translations={"zh-hans": {
+            "context": "这是一个中文的故事。管家在花园里。", "question": "谁是凶手？",
+            "options": [f"选项{i}" for i in range(len(item.options))]}})
+    study = make_study(n_items=6, per_participant=2, raters=2, language="", extra_languages=["zh-hans"])
+    tab = Client()
+    tab.post(reverse("studies_public:join", args=[study.slug]), {"consent": "yes", "PROLIFIC_PID": "L1"})
+    attempt = Attempt.objects.get()
+    page = tab.post(reverse("studies_public:start", args=[attempt.token])).content.decode()
+    other_tab = tab.post(reverse("studies_public:language", args=[attempt.token]), {"language": "zh-hans"})
+    assert other_tab.status_code == 302
+    tab.get(reverse("studies_public:attempt", args=[attempt.token]))  # the other tab shows the question in Chinese
+    answer = _submit(client=tab, attempt=attempt, page=page, shown_version="1", shown_language="")
+    assert answer.status_code == 200 and Response.objects.get().language == ""

@@ -11,6 +11,7 @@ from decimal import Decimal
 
 import pytest
 
+from annotation.models import Item
 from studies.prolific import services as prolific
 from studies.prolific.models import BonusBatch, BonusBatchState
 from studies.services import attempt_start, question_open, response_submit, study_join
@@ -81,3 +82,72 @@ def test_a_worker_killed_in_the_middle_of_a_bonus_batch_pays_everyone_exactly_on
     assert len(stand_in.state.bulk) == 1
     print(f"\nbonus batch: worker SIGKILLed after Prolific paid; {sum(paid.values())} payments for {len(payees)} "
           f"participants after the restart (send attempts {batch.send_attempts})")
+
+
+# --------------------------------------------------------------------------- whose bonus is proposed, and when
+
+def _answer_right(attempt, k: int) -> None:
+    for _ in range(k):
+        question = question_open(attempt=attempt)
+        response_submit(token=attempt.token, position=question.lease.position,
+                        chosen_option=Item.objects.get(pk=question.lease.item_id).answer_index)
+
+
+def _connected_study(make_study):
+    study = make_study(n_items=8, per_participant=4, raters=2, bonus_per_correct=Decimal("0.50"))
+    prolific.connection_set(study_id=study.pk, prolific_study_id="p-study-1", token_env="PROLIFIC_TOKEN_X")
+    return study
+
+
+def _joined(study, pid):
+    attempt = attempt_start(attempt_id=study_join(study=study, participant_id=pid, session_id=f"S-{pid}").pk)
+    attempt.refresh_from_db()
+    return attempt
+
+
+@pytest.mark.django_db
+def test_a_running_attempt_is_proposed_only_once_it_has_ended_with_its_whole_bonus(make_study):
+    """Proposed mid-way, an attempt was frozen in that batch at its bonus so far and skipped by every later proposal:
+    underpaid for good. Now a running attempt waits, and every way of ending with answers (finished, expired,
+    returned) is proposed once, in full."""
+    from studies.services import attempt_expire, attempt_return
+
+    study = _connected_study(make_study)
+    ends = {"finished": lambda a: _answer_right(a, 3), "expired": lambda a: attempt_expire(attempt_id=a.pk),
+            "returned": lambda a: attempt_return(attempt_id=a.pk)}
+    attempts = {name: _joined(study, name) for name in ends}
+    for attempt in attempts.values():
+        _answer_right(attempt, 1)
+    assert prolific.bonus_batch_propose(study_id=study.pk) is None  # everyone is still running
+    for name, end in ends.items():
+        end(attempts[name])
+    batch = prolific.bonus_batch_propose(study_id=study.pk)
+    paid = {p.participant_id: (p.correct, p.amount) for p in batch.payments.all()}
+    assert paid == {"finished": (4, Decimal("2.00")), "expired": (1, Decimal("0.50")), "returned": (1, Decimal("0.50"))}
+    assert batch.total == Decimal("3.00")
+    assert prolific.bonus_batch_propose(study_id=study.pk) is None  # once
+
+
+@pytest.mark.django_db
+def test_a_batch_holding_a_running_or_screened_out_attempt_is_cleaned_before_approval_and_proposal(make_study):
+    """A batch proposed before this rule may hold a running attempt: approving it takes that attempt out (it is proposed
+    again in full once it has ended); a screened-out attempt is never paid."""
+    from studies.prolific.models import BonusPayment
+    from studies.services import attempt_screen_out
+
+    study = _connected_study(make_study)
+    running, done, screened = (_joined(study, pid) for pid in ("R", "D", "X"))
+    for attempt in (running, done, screened):
+        _answer_right(attempt, 1)
+    _answer_right(done, 3)
+    batch = BonusBatch.objects.create(study=study, currency="GBP", total=Decimal("3.00"))
+    for attempt, correct in ((running, 1), (done, 4)):  # as the old proposal made it
+        BonusPayment.objects.create(batch=batch, attempt=attempt, participant_id=attempt.external_participant_id,
+                                    correct=correct, amount=Decimal("0.50") * correct)
+    approved = prolific.bonus_batch_approve(batch_id=batch.pk)
+    assert approved.state == BonusBatchState.APPROVED and approved.total == Decimal("2.00")
+    assert list(approved.payments.values_list("participant_id", flat=True)) == ["D"]
+    attempt_screen_out(attempt_id=screened.pk, reason="failed check", report=False)
+    _answer_right(running, 3)
+    second = prolific.bonus_batch_propose(study_id=study.pk)
+    assert {p.participant_id: p.amount for p in second.payments.all()} == {"R": Decimal("2.00")}

@@ -1,0 +1,163 @@
+"""How an attempt ends: every path that ends one, and what its participant's end page then gives them.
+
+The property: the completion code (the one that gets a participant paid as having completed the study) is shown
+only for an attempt that ended finished, and an attempt ends finished only when it answered at least one question.
+An attempt that answered nothing, all of whose questions timed out, ends expired: the time-out code, if any.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from annotation.models import Item
+from studies.models import Attempt, AttemptStatus, ParticipantLeaseStatus, ProlificReport
+from studies.prolific import services as prolific
+from studies.prolific.models import BonusBatch, BonusPayment
+from studies.services import (
+    attempt_expire,
+    attempt_question,
+    attempt_return,
+    attempt_screen_out,
+    attempts_sweep,
+    question_open,
+    response_submit,
+)
+
+HX = {"HTTP_HX_REQUEST": "true"}
+COMPLETION, TIMEOUT, SCREEN_OUT = "PAID-COMPLETE-1", "TIMED-OUT-2", "SCREENED-3"
+
+
+def _running(make_study, **fields):
+    study = make_study(n_items=6, per_participant=3, raters=1, question_time_limit_seconds=30, grace_seconds=0,
+                       completion_code=COMPLETION, timeout_completion_code=TIMEOUT, screen_out_code=SCREEN_OUT,
+                       **fields)
+    client = Client()
+    client.post(reverse("studies_public:join", args=[study.slug]),
+                {"consent": "yes", "PROLIFIC_PID": "P1", "STUDY_ID": "S", "SESSION_ID": "X"})
+    attempt = Attempt.objects.get(study=study)
+    client.post(reverse("studies_public:start", args=[attempt.token]))
+    attempt.refresh_from_db()
+    return client, attempt
+
+
+def _answer(attempt, now) -> None:
+    attempt = Attempt.objects.select_related("study").get(pk=attempt.pk)
+    question = attempt_question(attempt=attempt, now=now)
+    key = Item.objects.get(pk=question.lease.item_id).answer_index
+    response_submit(token=attempt.token, position=question.lease.position, chosen_option=key, now=now)
+
+
+def _wait_out_question(attempt, now):
+    """The participant stays on the page until the question's own limit has passed: the next page load times it out."""
+    later = now + timedelta(seconds=31)
+    attempt_question(attempt=Attempt.objects.select_related("study").get(pk=attempt.pk), now=later)
+    return later
+
+
+def _every_question_times_out(attempt):
+    now = attempt.started_at
+    for _ in range(3):
+        now = _wait_out_question(attempt, now)
+
+
+def _one_answer_then_time_outs(attempt):
+    now = _wait_out_question(attempt, attempt.started_at)
+    _answer(attempt, now + timedelta(seconds=1))
+    _wait_out_question(attempt, now + timedelta(seconds=1))
+
+
+def _answer_all(attempt):
+    for k in range(3):
+        _answer(attempt, attempt.started_at + timedelta(seconds=k + 1))
+
+
+def _answer_one_then_deadline(attempt):
+    _answer(attempt, attempt.started_at + timedelta(seconds=1))
+    attempts_sweep(now=attempt.deadline + timedelta(seconds=1))
+
+
+def _nothing_then_deadline(attempt):
+    attempts_sweep(now=attempt.deadline + timedelta(seconds=1))
+
+
+def _answer_one_then_return(attempt):
+    _answer(attempt, attempt.started_at + timedelta(seconds=1))
+    attempt_return(attempt_id=attempt.pk)
+
+
+def _researcher_closes(attempt):
+    attempt_expire(attempt_id=attempt.pk)
+
+
+def _screened_out_after_answers(attempt):
+    _answer(attempt, attempt.started_at + timedelta(seconds=1))
+    attempt_screen_out(attempt_id=attempt.pk, reason="failed check", report=False)
+
+
+PATHS = {
+    "every question times out": (_every_question_times_out, AttemptStatus.EXPIRED, TIMEOUT),
+    "one answer, the rest time out": (_one_answer_then_time_outs, AttemptStatus.FINISHED, COMPLETION),
+    "every question answered": (_answer_all, AttemptStatus.FINISHED, COMPLETION),
+    "one answer, then the deadline": (_answer_one_then_deadline, AttemptStatus.EXPIRED, TIMEOUT),
+    "nothing, then the deadline": (_nothing_then_deadline, AttemptStatus.EXPIRED, TIMEOUT),
+    "one answer, then returned": (_answer_one_then_return, AttemptStatus.RETURNED, None),
+    "closed by the researcher": (_researcher_closes, AttemptStatus.EXPIRED, TIMEOUT),
+    "screened out after an answer": (_screened_out_after_answers, AttemptStatus.SCREENED_OUT, SCREEN_OUT),
+}
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_the_completion_code_is_shown_only_for_a_finished_attempt_with_an_answer(make_study, path):
+    end, status, code = PATHS[path]
+    client, attempt = _running(make_study)
+    end(attempt)
+    attempt.refresh_from_db()
+    page = client.get(reverse("studies_public:attempt", args=[attempt.token])).content.decode()
+    answered = attempt.responses.count()
+    # The property, for every path: the completion code only for a finished attempt, and only with an answer.
+    assert (COMPLETION in page) == (attempt.status == AttemptStatus.FINISHED)
+    assert attempt.status != AttemptStatus.FINISHED or answered >= 1
+    assert not attempt.leases.filter(status=ParticipantLeaseStatus.ACTIVE).exists()
+    # What this path is.
+    assert attempt.status == status, path
+    assert code is None or code in page
+    assert [c for c in (COMPLETION, TIMEOUT, SCREEN_OUT) if c in page] == ([code] if code else [])
+
+
+def test_an_attempt_whose_every_question_timed_out_ends_expired_with_the_time_out_code_recorded(make_study):
+    client, attempt = _running(make_study)
+    _every_question_times_out(attempt)
+    attempt.refresh_from_db()
+    assert attempt.status == AttemptStatus.EXPIRED and attempt.ended_at < attempt.deadline
+    assert (attempt.prolific_report, attempt.prolific_report_detail) == (ProlificReport.TIMEOUT_CODE, TIMEOUT)
+    page = client.get(reverse("studies_public:attempt", args=[attempt.token])).content.decode()
+    # It says why: the questions' own limits, not the researcher's closing.
+    assert 'id="questions-time-up"' in page and "The researcher closed this attempt" not in page
+
+
+def test_a_screen_out_takes_the_participant_out_of_every_batch_not_sent_yet(make_study):
+    """A batch proposed before this rule could hold a running attempt; screened out, it leaves the batch (a batch left
+    empty goes), so no bonus is paid to a participant whose answers count nowhere."""
+    study = make_study(n_items=8, per_participant=4, raters=2, bonus_per_correct=Decimal("0.50"))
+    prolific.connection_set(study_id=study.pk, prolific_study_id="p-1", token_env="PROLIFIC_TOKEN_X")
+    from tests.studies.conftest import started_attempt
+
+    attempts = [started_attempt(study, pid) for pid in ("A", "B")]
+    for attempt in attempts:
+        question = question_open(attempt=attempt)
+        response_submit(token=attempt.token, position=question.lease.position,
+                        chosen_option=Item.objects.get(pk=question.lease.item_id).answer_index)
+    batch = BonusBatch.objects.create(study=study, currency="GBP", total=Decimal("1.00"))
+    for attempt in attempts:  # as a proposal made while they ran would have
+        BonusPayment.objects.create(batch=batch, attempt=attempt, participant_id=attempt.external_participant_id,
+                                    correct=1, amount=Decimal("0.50"))
+    attempt_screen_out(attempt_id=attempts[0].pk, reason="failed check", report=False)
+    batch.refresh_from_db()
+    assert list(batch.payments.values_list("attempt_id", flat=True)) == [attempts[1].pk]
+    assert batch.total == Decimal("0.50")
+    attempt_screen_out(attempt_id=attempts[1].pk, reason="failed check", report=False)
+    assert not BonusBatch.objects.filter(pk=batch.pk).exists() and not BonusPayment.objects.exists()
