@@ -158,8 +158,9 @@ def figure_data(name: str, *, split: str, option_order: str = OptionOrder.ORIGIN
     if name == "accuracy-by-question-type":
         return accuracy_by_question_type(inputs.runs, inputs.facts, order=QUESTION_TYPES, note=note)
     if name == "human-vs-model":
-        # Answers to the item's current version only (the model rows kept are fresh too).
-        human = {i: (a.correct, a.responses) for i, a in response_outcomes(item_ids=list(inputs.facts)).items()}
+        # Answers to the item's current version only (the model rows kept are fresh too); a question whose own time
+        # limit ran out counts as not correct, as in the study's Table 3.
+        human = {i: (a.correct, a.counted) for i, a in response_outcomes(item_ids=list(inputs.facts)).items()}
         label = gettext("%(n)s run(s)") % {"n": len(inputs.runs)}
         answers = gettext("%(n)s participant answer(s)") % {"n": sum(n for _, n in human.values())}
         return human_vs_model(human, per_item(inputs.runs), model_label=label, note=f"{note}; {answers}")

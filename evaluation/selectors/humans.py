@@ -20,9 +20,9 @@ from studies.selectors.answers import response_outcomes
 @dataclass(frozen=True)
 class HumanCell:
     items: int  # items of the column answered by participants
-    responses: int
+    responses: int  # answers, and questions shown whose own time limit ran out (not correct, as in Table 3)
     correct: int
-    per_item: tuple[tuple[int, int], ...] = ()  # (correct, answers) of each item
+    per_item: tuple[tuple[int, int], ...] = ()  # (correct, answers + time-outs) of each item
 
     @property
     def accuracy(self) -> float | None:
@@ -53,17 +53,18 @@ def human_cells(*, runs: Sequence[Run], endpoint_ids: Sequence[int], item_ids) -
     out = {}
     for endpoint_id, items in by_column.items():
         answered = [answers[i] for i in items]
-        out[endpoint_id] = HumanCell(items=len(answered), responses=sum(a.responses for a in answered),
+        # A question whose own time limit ran out counts as not correct, as in the study's Table 3.
+        out[endpoint_id] = HumanCell(items=len(answered), responses=sum(a.counted for a in answered),
                                      correct=sum(a.correct for a in answered),
-                                     per_item=tuple((a.correct, a.responses) for a in answered if a.responses))
+                                     per_item=tuple((a.correct, a.counted) for a in answered if a.counted))
     return out
 
 
 def item_answers(*, item_ids) -> dict[tuple[int, int], tuple[int, int]]:
-    """Participants' answers per item at its current version, {(item id, version): (correct, answers)}, for the
-    paired tests against the models (evaluation.statistics.pairwise: the item is the unit)."""
+    """Participants' answers per item at its current version, {(item id, version): (correct, answers + time-outs)},
+    for the paired tests against the models (evaluation.statistics.pairwise: the item is the unit)."""
     answers = response_outcomes(item_ids=item_ids)
     if not answers:
         return {}
     versions = dict(Item.objects.filter(pk__in=list(answers)).values_list("pk", "content_version"))
-    return {(pk, versions[pk]): (a.correct, a.responses) for pk, a in answers.items() if pk in versions}
+    return {(pk, versions[pk]): (a.correct, a.counted) for pk, a in answers.items() if pk in versions}

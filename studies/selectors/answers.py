@@ -27,8 +27,8 @@ class ItemAnswers:
 def response_outcomes(*, item_ids) -> dict[int, ItemAnswers]:
     """Accepted answers per item over every study, counting only answers scored on the item's current version
     (the version model results are compared on), with the questions shown at that version whose time ran out:
-    item id -> ItemAnswers; one query. ``item_ids`` may be a list or a subquery of ids. Only items with an answer
-    are in it (as before time-outs were counted: readers divide by `responses`)."""
+    item id -> ItemAnswers; one query. ``item_ids`` may be a list or a subquery of ids. Items with an answer or a
+    time-out are in it (readers divide by `counted`, as the studies' results do)."""
     current = F("item__content_version")
     rows = (ParticipantLease.objects.filter(item_id__in=item_ids)
             .filter(Q(status=ParticipantLeaseStatus.ANSWERED, response__item_version=current)
@@ -38,7 +38,7 @@ def response_outcomes(*, item_ids) -> dict[int, ItemAnswers]:
                 responses=Count("pk", filter=Q(status=ParticipantLeaseStatus.ANSWERED)),
                 correct=Count("pk", filter=Q(status=ParticipantLeaseStatus.ANSWERED, response__is_correct=True)),
                 timed_out=Count("pk", filter=Q(status=ParticipantLeaseStatus.TIMED_OUT)))
-            .filter(responses__gt=0))
+            .filter(Q(responses__gt=0) | Q(timed_out__gt=0)))
     return {r["item_id"]: ItemAnswers(responses=r["responses"], correct=r["correct"], timed_out=r["timed_out"])
             for r in rows}
 

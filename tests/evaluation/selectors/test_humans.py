@@ -6,6 +6,7 @@ import pytest
 
 from evaluation.selectors.humans import HumanCell
 from evaluation.statistics.paired import wilson
+from tests.studies.conftest import items, make_study  # noqa: F401  (fixtures: a study over real items)
 
 
 def _cell(correct, answers) -> HumanCell:
@@ -14,7 +15,7 @@ def _cell(correct, answers) -> HumanCell:
 
 
 @pytest.mark.parametrize("items,raters,concentration", [(100, 3, 2.0), (250, 3, 1.0), (60, 5, 1.0)])
-def test_the_human_interval_covers_with_raters_who_share_an_items_difficulty(items, raters, concentration):
+def test_the_human_interval_covers_with_raters_who_share_an_items_difficulty(items, raters, concentration):  # noqa: F811
     """Each item's chance of a right answer ~ Beta(0.6 c, 0.4 c) (people's mean accuracy 0.6; raters of one item
     correlated, ICC 1 / (c + 1)). Wilson's over the answers covered 0.73-0.88; 500 rounds: at least 90%."""
     rng = np.random.default_rng(items + raters)
@@ -33,3 +34,26 @@ def test_the_human_interval_at_the_edges():
     assert high == pytest.approx(1.0) and low == pytest.approx(wilson(30, 30)[0])
     assert _cell([2], [3]).interval == (None, None)  # one item: no spread between items to see
     assert _cell([], []).interval == (None, None) and _cell([], []).accuracy is None
+
+
+@pytest.mark.django_db
+def test_the_human_row_counts_a_question_whose_time_ran_out_as_not_correct(make_study):  # noqa: F811
+    """As the study's Table 3 does: one participant answers right, another lets the question's time run out."""
+    from datetime import timedelta
+
+    from annotation.models import Item
+    from evaluation.selectors.humans import item_answers
+    from studies.models import Attempt
+    from studies.services import attempt_question, response_submit
+    from tests.studies.conftest import started_attempt
+
+    study = make_study(n_items=1, per_participant=1, raters=2, question_time_limit_seconds=30, grace_seconds=0)
+    right = started_attempt(study, "R")
+    question = attempt_question(attempt=Attempt.objects.select_related("study").get(pk=right.pk))
+    response_submit(token=right.token, position=question.lease.position,
+                    chosen_option=Item.objects.get(pk=question.lease.item_id).answer_index)
+    late = started_attempt(study, "L")
+    attempt_question(attempt=Attempt.objects.select_related("study").get(pk=late.pk),
+                     now=late.started_at + timedelta(seconds=31))
+    item = Item.objects.get(pk=question.lease.item_id)
+    assert item_answers(item_ids=[item.pk]) == {(item.pk, item.content_version): (1, 2)}

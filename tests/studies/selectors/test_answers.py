@@ -28,3 +28,14 @@ def test_outcomes_carry_the_questions_that_timed_out_at_the_current_version(make
         attempt_question(attempt=Attempt.objects.select_related("study").get(pk=waiting.pk), now=now)
     outcomes = response_outcomes(item_ids=list(study.pool.values_list("item_id", flat=True)))
     assert {(o.responses, o.correct, o.timed_out, o.counted) for o in outcomes.values()} == {(1, 1, 1, 2)}
+
+
+def test_an_item_whose_every_question_timed_out_is_read_with_no_answer_right(make_study):
+    """Evaluation's human row and figure divide by `counted`: an item nobody answered in time is 0 of its
+    time-outs, not left out (which made the participants look better than the study's Table 3 says)."""
+    study = make_study(n_items=1, per_participant=1, raters=1, question_time_limit_seconds=30, grace_seconds=0)
+    waiting = started_attempt(study, "C")
+    attempt_question(attempt=Attempt.objects.select_related("study").get(pk=waiting.pk),
+                     now=waiting.started_at + timedelta(seconds=31))
+    outcomes = response_outcomes(item_ids=list(study.pool.values_list("item_id", flat=True)))
+    assert [(o.responses, o.correct, o.timed_out, o.counted) for o in outcomes.values()] == [(0, 0, 1, 1)]
