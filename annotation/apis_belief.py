@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from annotation.forms_belief import MAX_REVIEW_COMMENT
 from annotation.models import BeliefLabel, BeliefQueue, BeliefReview, LabelStatus, LabelTask, ReviewOrder
-from annotation.selectors.belief import belief_labels, belief_reviews, provenance, shown_label
+from annotation.selectors.belief import belief_labels, belief_reviews, judge_hidden, provenance, shown_label
 from annotation.selectors.belief_precision import precision
 from annotation.selectors.belief_trust import belief_trust
 from annotation.services.belief import belief_queue_policy_set
@@ -117,10 +117,15 @@ class BeliefLeaseSerializer(serializers.Serializer):
 
     lease = serializers.IntegerField(source="pk")
     queue = serializers.CharField(source="label.queue.name")
-    stream = serializers.CharField()
+    stream = serializers.SerializerMethodField(
+        help_text="The stream that handed the label out (order or random); null while the label is in blind review "
+                  "for you (in triage order, the order stream hands out the labels of lowest belief).")
     expires_at = serializers.DateTimeField()
     blind = serializers.BooleanField(source="label.queue.blind")
     label = serializers.SerializerMethodField()
+
+    def get_stream(self, lease) -> str | None:
+        return None if judge_hidden(lease.label, user=self.context["user"]) else lease.stream
 
     @extend_schema_field(HandedLabelSerializer)
     def get_label(self, lease) -> dict:
@@ -187,7 +192,8 @@ class BeliefNextApi(generics.GenericAPIView):
                    responses={200: BeliefLeaseSerializer, 204: OpenApiResponse(description="nothing left for you"),
                               409: OpenApiResponse(description='code "precision_reached": the queue has reached its '
                                                                "precision target and hands out no more labels (with "
-                                                               "target_half_width, half_width, interval, n_uniform)")})
+                                                               "target_half_width, half_width, n_uniform; to "
+                                                               "researchers also interval and estimate)")})
     def post(self, request, name: str):
         """Lease the next judge label of a queue (the same lease again while it is live); 409 with code
         "precision_reached" once the queue has reached its precision target."""
@@ -205,8 +211,13 @@ class BeliefReviewSubmitApi(generics.GenericAPIView):
     @extend_schema(tags=["belief review"], request=BeliefReviewInSerializer,
                    responses={201: BeliefReviewSerializer, 400: OpenApiResponse(description="not one of the choices"),
                               403: OpenApiResponse(description="someone else's lease"),
-                              409: OpenApiResponse(description="already reviewed, or the lease expired and the "
-                                                               "label went to someone else")})
+                              409: OpenApiResponse(description="already reviewed (code already_reviewed, also on "
+                                                               "the verification or clue-graph screen), the lease "
+                                                               "expired and the label went to someone else or has its "
+                                                               "reviews (lease_expired), the label got its reviews "
+                                                               "from others meanwhile (label_reviewed), or its item's "
+                                                               "verification verdicts can be read "
+                                                               "(verification_decided); the lease is given back")})
     def post(self, request, pk: int):
         """Submit your label for the judge label of your lease; the answer reveals the judge's label."""
         data = BeliefReviewInSerializer(data=request.data)

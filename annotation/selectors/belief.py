@@ -20,17 +20,21 @@ from django.db.models import Count, Exists, F, Min, OuterRef, Q, QuerySet
 from django.utils.translation import gettext, pgettext_lazy
 
 from annotation.models import (
+    Adjudication,
     BeliefLabel,
     BeliefLease,
     BeliefLeaseStatus,
     BeliefQueue,
     BeliefReview,
     Criterion,
+    ItemRevision,
+    ItemStatus,
     LabelSource,
     LabelStatus,
     LabelTask,
     ReviewOrder,
     ReviewVia,
+    Stage,
 )
 from annotation.models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED, KEEP_ASPECT
 from annotation.screening import SCREENING_CRITERIA
@@ -127,6 +131,59 @@ def judge_hidden(label: BeliefLabel, *, user) -> bool:
     if counts["n"] >= queue.reviewers_per_label:
         return False
     return not counts["mine"]
+
+
+#: The note of the revision that moves an item on from verification names its annotators and their verdict
+#: ("verification: kept by ann1, ann2"; `services.verification`).
+VERIFICATION_OUTCOME_NOTE = "verification: "
+
+
+def verification_public(item: str = "item") -> Q:
+    """Items (through the relation `item`) whose verification verdicts annotators can read: past verification
+    (the status says keep or delete), with a disagreement of the stage (the adjudication pages list each
+    annotator's decision) or with the revision that ended the stage (the history and the revisions API name
+    the annotators and their verdict; it stays there when the item is sent back to verification)."""
+    prefix = f"{item}__" if item else ""
+    ref = OuterRef(f"{item}_id" if item else "pk")
+    return (~Q(**{f"{prefix}status__in": [ItemStatus.IMPORTED, ItemStatus.VERIFICATION]})
+            | Exists(Adjudication.objects.filter(item=ref, stage=Stage.VERIFICATION))
+            | Exists(ItemRevision.objects.filter(item=ref, stage=Stage.VERIFICATION,
+                                                 note__startswith=VERIFICATION_OUTCOME_NOTE)))
+
+
+def past_blind_review() -> Q:
+    """Labels of a blind queue that can no longer be reviewed blind: screening labels of an item whose verification
+    verdicts (the reviews of these very labels made on the verification screen) annotators can read."""
+    return Q(queue__blind=True, task=LabelTask.SCREENING) & verification_public()
+
+
+def lease_closed(lease: BeliefLease, *, user, now) -> tuple[str, str] | None:
+    """Why `user` can no longer answer the label of their lease, as (code, message), or None when they can.
+
+    Closed: answered; the label reviewed by them on a workflow screen; an expired or given-back lease whose label
+    someone else holds, or that has its k reviews; a live lease whose label has its k reviews from others meanwhile
+    (its judge is no longer hidden: an answer now would not be blind); a label past blind review
+    (`past_blind_review`)."""
+    label = lease.label
+    if lease.status == BeliefLeaseStatus.SUBMITTED:
+        return "already_reviewed", gettext("You have already reviewed this label.")
+    if BeliefReview.objects.filter(label_id=label.pk, reviewer=user).exists():
+        return "already_reviewed", gettext("You have already reviewed this label, on the verification or clue-graph "
+                                           "screen.")
+    done = BeliefReview.objects.filter(label_id=label.pk).count() >= label.queue.reviewers_per_label
+    if lease.status == BeliefLeaseStatus.RELEASED or lease.expires_at <= now:
+        if BeliefLease.objects.filter(label_id=label.pk, status=BeliefLeaseStatus.LEASED, expires_at__gt=now).exclude(
+                pk=lease.pk).exists():
+            return "lease_expired", gettext("your lease expired and the label was handed to someone else")
+        if done:
+            return "lease_expired", gettext("Your lease expired and the label has its reviews.")
+    elif done:
+        return "label_reviewed", gettext("This label has received its reviews from others meanwhile: it needs no "
+                                         "more.")
+    if BeliefLabel.objects.filter(pk=label.pk).filter(past_blind_review()).exists():
+        return "verification_decided", gettext("The verification of this item is decided and its annotators' "
+                                               "verdicts can be read: this label can no longer be reviewed blind.")
+    return None
 
 
 def shown_label(label: BeliefLabel, *, user) -> ShownLabel:
@@ -295,10 +352,12 @@ def screening_view(*, item, user) -> dict | None:
     keep = next((s.judge for s in suggestions if s.aspect == KEEP_ASPECT), None)
     suggested = sorted(c for c, s in by_criterion.items() if s.status == LabelStatus.SCORED and s.label == "yes")
     decision = keep.label if keep is not None and keep.status == LabelStatus.SCORED else None
-    if decision is None:
+    keep_hidden = any(s.aspect == KEEP_ASPECT and s.judge is None for s in shown)
+    if decision is None and not keep_hidden:
         decision = "delete" if suggested else "keep"
-    # A keep suggestion with criteria (or delete without) cannot be submitted as it is.
-    consistent = (decision == "keep") == (not suggested)
+    # A keep suggestion with criteria (or delete without) cannot be submitted as it is; a keep/delete in blind
+    # review is no suggestion at all (none is made up from the criteria the user may see).
+    consistent = decision is not None and (decision == "keep") == (not suggested)
     rows = [{"criterion": value, "text": text, "suggestion": by_criterion.get(value)} for value, text in Criterion.choices]
     return {"keep": keep, "by_criterion": by_criterion, "rows": rows, "labels": suggestions, "decision": decision,
             "criteria": suggested, "consistent": consistent,

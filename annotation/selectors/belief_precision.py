@@ -66,6 +66,12 @@ def headline_answers(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = N
     return task, answers, 0
 
 
+def _headline_count(labels: list[BeliefLabel], task: str) -> int:
+    """How many labels of the queue answer its headline share (the labels a uniform review can draw)."""
+    aspect = POWERED_QUANTITIES[task][0]
+    return sum(1 for label in labels if label.task == task and label.aspect == aspect)
+
+
 def _handouts_for(queue: BeliefQueue, labels: list[BeliefLabel], task: str, more: int) -> int | None:
     """About how many hand-outs bring `more` uniform reviews of the headline labels (None: none will come)."""
     aspect = POWERED_QUANTITIES[task][0]
@@ -116,6 +122,11 @@ def precision(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None, sa
         result["note"] = gettext("Precision target reached: the %(what)s is known to ±%(half).3f (target ±%(target)s) "
                                  "from %(n)s uniform reviews, so this queue hands out no more labels.") % {
             "what": result["what"], "half": sequence.half_width, "target": target, "n": len(answers)}
+    elif len(answers) >= _headline_count(labels, task):  # every headline label is drawn and reviewed: nothing left
+        result["more_uniform"] = result["more_handouts"] = None
+        result["note"] = gettext("Every label of the uniform sample has been reviewed: no further review can narrow "
+                                 "the interval below ±%(half).3f (target ±%(target)s).") % {
+            "half": sequence.half_width, "target": target}
     elif more is None:
         result["note"] = gettext("More than %(limit)s further uniform reviews would be needed to reach ±%(target)s.") % {
             "limit": confidence_sequence.MAX_MORE, "target": target}

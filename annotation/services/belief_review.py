@@ -36,11 +36,18 @@ from annotation.models import (
 )
 from annotation.models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED, KEEP_ASPECT
 from annotation.screening import SCREENING_CRITERIA
-from annotation.selectors.belief import judge_hidden, reviewer_choices, screening_suggestions
+from annotation.selectors.belief import (
+    judge_hidden,
+    lease_closed,
+    past_blind_review,
+    reviewer_choices,
+    screening_suggestions,
+)
 from annotation.selectors.belief_precision import precision_reached
 from annotation.services.belief import label_finalize
 from annotation.services.editing import item_edit
 from foundation.errors import Conflict, Forbidden, Invalid, NotFound
+from foundation.roles import is_researcher
 
 MAX_TRIES = 50
 
@@ -73,9 +80,10 @@ def _candidates(queue: BeliefQueue, user, now):
         Q(status=BeliefLeaseStatus.SUBMITTED) | Q(status=BeliefLeaseStatus.LEASED, expires_at__gt=now))
     reviews = BeliefReview.objects.filter(label=OuterRef("pk"))
     done = reviews.order_by().values("label").annotate(n=Count("pk")).values("n")
-    return (BeliefLabel.objects.filter(queue=queue).exclude(status=LabelStatus.ERROR)
-            .exclude(Exists(live)).exclude(Exists(mine)).exclude(Exists(reviews.filter(reviewer=user)))
-            .annotate(done=Coalesce(Subquery(done), 0)).filter(done__lt=queue.reviewers_per_label))
+    candidates = (BeliefLabel.objects.filter(queue=queue).exclude(status=LabelStatus.ERROR)
+                  .exclude(Exists(live)).exclude(Exists(mine)).exclude(Exists(reviews.filter(reviewer=user)))
+                  .annotate(done=Coalesce(Subquery(done), 0)).filter(done__lt=queue.reviewers_per_label))
+    return candidates.exclude(past_blind_review()) if queue.blind else candidates
 
 
 def _ordered(candidates, stream: str, threshold: float | None):
@@ -103,6 +111,8 @@ def _may_still_take(label: BeliefLabel, queue: BeliefQueue, user, now) -> bool:
     if BeliefLease.objects.filter(label=label, status=BeliefLeaseStatus.LEASED, expires_at__gt=now).exists():
         return False
     if BeliefReview.objects.filter(label=label, reviewer=user).exists():
+        return False
+    if queue.blind and BeliefLabel.objects.filter(pk=label.pk).filter(past_blind_review()).exists():
         return False
     return BeliefReview.objects.filter(label=label).count() < queue.reviewers_per_label
 
@@ -163,6 +173,11 @@ def _lease_next(queue: BeliefQueue, user, now) -> BeliefLease | None:
         mine = (BeliefLease.objects.select_for_update(of=("self",))
                 .filter(label__queue=queue, reviewer=user, status=BeliefLeaseStatus.LEASED, expires_at__gt=now)
                 .order_by("leased_at").first())
+        if mine is not None and lease_closed(mine, user=user, now=now) is not None:
+            # Answered elsewhere meanwhile (the verification screen), or no longer answerable blind: given back,
+            # and the reviewer gets another label instead of this one again and again.
+            BeliefLease.objects.filter(pk=mine.pk).update(status=BeliefLeaseStatus.RELEASED)
+            mine = None
         if mine is not None:
             mine.expires_at = now + timedelta(minutes=queue.lease_minutes)
             mine.save(update_fields=["expires_at"])
@@ -170,14 +185,15 @@ def _lease_next(queue: BeliefQueue, user, now) -> BeliefLease | None:
     closed = precision_reached(queue=queue)
     if closed is not None:
         sequence = closed["sequence"]
+        details = {"target_half_width": closed["target"], "half_width": sequence["half_width"],
+                   "n_uniform": closed["n"]}
+        if is_researcher(user):  # the share itself is the researchers' (the annotators' page does not show it)
+            details |= {"interval": [sequence["low"], sequence["high"]], "estimate": closed["value"]}
         raise PrecisionReached(
             gettext("%(queue)s has reached its precision target: its %(what)s is known to ±%(half).3f (target "
                     "±%(target)s), so it hands out no more labels.") % {
                 "queue": queue.name, "what": closed["what"], "half": sequence["half_width"],
-                "target": closed["target"]},
-            details={"target_half_width": closed["target"], "half_width": sequence["half_width"],
-                     "interval": [sequence["low"], sequence["high"]], "n_uniform": closed["n"],
-                     "estimate": closed["value"]})
+                "target": closed["target"]}, details=details)
     number = _next_handout_number(queue.pk)
     stream = review_order.handout_stream(queue.order, number, queue.random_share)
     skipped: list[int] = []
@@ -224,45 +240,60 @@ def _agrees(label: BeliefLabel, human_label: str) -> bool | None:
     return human_label == label.label if label.status == LabelStatus.SCORED else None
 
 
-@transaction.atomic
 def belief_review_submit(*, lease_id: int, user, human_label: str, comment: str = "", now=None) -> BeliefReview:
     """Record the reviewer's label for the label of their lease; set the final label when it has its k reviews.
 
-    A lease that expired is still accepted while nobody else holds the label.
+    A lease that expired is still accepted while nobody else holds the label. Refused (409, the lease given back)
+    once the holder can no longer answer it (`lease_closed`): reviewed by them on a workflow screen meanwhile, the
+    label's k reviews given by others meanwhile (its judge is shown then: an answer would not be blind), or the
+    label past blind review (its item's verification verdicts can be read). The review is blind when the judge
+    was hidden from the reviewer as they answered (`judge_hidden`).
     """
     now = now or timezone.now()
-    lease = (BeliefLease.objects.select_for_update(of=("self",)).select_related("label__queue")
-             .filter(pk=lease_id).first())
-    if lease is None:
+    with transaction.atomic():
+        review, refusal = _submit(lease_id, user, human_label, comment, now)
+    if refusal is not None:
+        raise refusal  # after the transaction: the lease stays given back
+    return review
+
+
+def _submit(lease_id: int, user, human_label: str, comment: str, now) -> tuple[BeliefReview | None, Conflict | None]:
+    found = BeliefLease.objects.filter(pk=lease_id).values_list("reviewer_id", "label_id").first()
+    if found is None:
         raise NotFound(gettext("No lease %(id)s.") % {"id": lease_id})
-    if lease.reviewer_id != user.pk:
+    if found[0] != user.pk:
         raise Forbidden(gettext("this label was handed to someone else"))
-    if lease.status == BeliefLeaseStatus.SUBMITTED:
-        raise Conflict(gettext("You have already reviewed this label."), code="already_reviewed")
-    label = BeliefLabel.objects.select_for_update().select_related("queue").get(pk=lease.label_id)
-    if lease.status == BeliefLeaseStatus.RELEASED or lease.expires_at <= now:
-        taken = BeliefLease.objects.filter(label=label, status=BeliefLeaseStatus.LEASED, expires_at__gt=now).exclude(
-            pk=lease.pk).exists()
-        if taken:
-            raise Conflict(gettext("your lease expired and the label was handed to someone else"), code="lease_expired")
-        if BeliefReview.objects.filter(label=label).count() >= label.queue.reviewers_per_label:
-            raise Conflict(gettext("Your lease expired and the label has its reviews."), code="lease_expired")
+    # The label first, then the lease: the order the workflow screens lock them in (`_review_in_screen`).
+    label = BeliefLabel.objects.select_for_update().select_related("queue", "item").get(pk=found[1])
+    lease = BeliefLease.objects.select_for_update(of=("self",)).get(pk=lease_id)
+    lease.label = label
+    closed = lease_closed(lease, user=user, now=now)
+    if closed is not None:
+        if lease.status == BeliefLeaseStatus.LEASED:
+            BeliefLease.objects.filter(pk=lease.pk).update(status=BeliefLeaseStatus.RELEASED)
+        code, message = closed
+        return None, Conflict(message, code=code)
     _check_choice(label, human_label)
     review = BeliefReview.objects.create(
         label=label, lease=lease, reviewer=user, human_label=human_label, agrees=_agrees(label, human_label),
-        blind=label.queue.blind, via=ReviewVia.QUEUE, comment=comment,
+        blind=judge_hidden(label, user=user), via=ReviewVia.QUEUE, comment=comment,
         seconds=max((now - lease.leased_at).total_seconds(), 0.0))
     lease.status, lease.submitted_at = BeliefLeaseStatus.SUBMITTED, now
     lease.save(update_fields=["status", "submitted_at"])
     label_finalize(label, reviewers_required=label.queue.reviewers_per_label)
-    return review
+    return review, None
 
 
 def _review_in_screen(label: BeliefLabel, user, human_label: str, via: str, comment: str = "") -> None:
     """A review given in a workflow screen (the person's own decision), once per person and label; blind
     when the screen did not show the label (it was in blind review, `judge_hidden`)."""
+    label = BeliefLabel.objects.select_for_update().select_related("queue").get(pk=label.pk)
     if BeliefReview.objects.filter(label=label, reviewer=user).exists():
         return
+    # The person's own lease on the label in the review queue is answered by this review: given back, so that
+    # the queue neither hands it to them again nor keeps it from the next reviewer.
+    BeliefLease.objects.filter(label=label, reviewer=user, status=BeliefLeaseStatus.LEASED).update(
+        status=BeliefLeaseStatus.RELEASED)
     blind = judge_hidden(label, user=user)
     BeliefReview.objects.create(label=label, reviewer=user, human_label=human_label,
                                 agrees=_agrees(label, human_label), blind=blind, via=via, comment=comment)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
@@ -13,7 +14,14 @@ from django.views.decorators.http import require_POST
 from annotation.forms_belief import BeliefPolicyForm, BeliefReviewForm, DraftDecisionForm
 from annotation.models import BeliefLabel, BeliefLeaseStatus, BeliefQueue, Criterion, LabelTask
 from annotation.screening import SCREENING_CRITERIA
-from annotation.selectors.belief import belief_lease_for, belief_queues, reviewer_choices, shown_label, triage_basis
+from annotation.selectors.belief import (
+    belief_lease_for,
+    belief_queues,
+    lease_closed,
+    reviewer_choices,
+    shown_label,
+    triage_basis,
+)
 from annotation.selectors.belief_precision import precisions
 from annotation.selectors.belief_trust import EXPORT_COLUMNS, belief_trust
 from annotation.services.belief import belief_queue_policy_set
@@ -27,6 +35,7 @@ from annotation.services.belief_review import (
 from annotation.trust_figure import coverage_svg, reliability_svg
 from annotation.views.common import item_options
 from foundation import csv_safety
+from foundation.downloads import attach
 from foundation.error_mapping import REFUSED, add_form_errors, error_text
 from foundation.errors import Forbidden
 from foundation.roles import annotator_required, researcher_required
@@ -115,12 +124,15 @@ def _review_context(request, lease, form=None) -> dict:
     """The page's context holds the label only as `shown_label` gives it to this reviewer (never the row)."""
     label = shown_label(lease.label, user=request.user)
     review = getattr(lease, "review", None) if lease.status == BeliefLeaseStatus.SUBMITTED else None
+    # A lease its holder can no longer answer (reviewed on a workflow screen, the label's reviews given by others,
+    # its item's verification verdicts public) offers no answer form: the reason and the next label instead.
+    closed = None if review else lease_closed(lease, user=request.user, now=timezone.now())
     judge = label.judge
     item = lease.label.item
     return {
         "lease": {"pk": lease.pk}, "label": label, "judge": judge, "queue": lease.label.queue,
         "item": item, "options": item_options(item), "review": review,
-        "choices": label.choices, "hide_judge": judge is None,
+        "choices": label.choices, "hide_judge": judge is None, "closed": closed[1] if closed else "",
         "form": form or BeliefReviewForm(choices=label.choices),
         "aspect_text": _aspect_text(label),
         "payload_rows": payload_rows(judge.payload, item) if judge else [],
@@ -283,8 +295,7 @@ def belief_trust_export_view(request, name: str, fmt: str):
         writer.writerows(figures["rows"])
     else:
         raise Http404("export as csv or json")
-    response["Content-Disposition"] = f'attachment; filename="trust-{queue.name}.{fmt}"'
-    return response
+    return attach(response, f"trust-{queue.name}", fmt)
 
 
 @annotator_required

@@ -276,6 +276,7 @@ def _check_api_leases(bodies: dict[str, str]) -> None:
             continue
         handed = json.loads(body)
         assert handed["blind"] is True, where
+        assert handed["stream"] is None, where  # in triage order "order" says the judge doubted the label
         label = handed["label"]
         assert (label["label"], label["belief"], label["belief_source"], label["rationale"]) == (None,) * 4, where
         assert set(label["payload"]) <= set(SUBJECT_FIELDS.get(label["task"], ())), (where, label["payload"])
@@ -373,3 +374,58 @@ def test_a_draft_in_blind_review_cannot_be_taken_by_its_id_and_screen_reviews_re
                 {"decision": "keep", "item_version": item.version, "comment": ""})
     reviews = BeliefReview.objects.filter(label__item=item, reviewer=world.annotator)
     assert reviews.exists() and all(review.blind for review in reviews)
+
+
+# ---- other people's verdicts on a label
+
+
+def _verdicts_shown(bodies: dict[str, str], reviews) -> list[str]:
+    """Where a page names another reviewer beside a keep/delete verdict ("ann1: Keep", "kept by ann1, ann2")."""
+    found = []
+    for review in reviews:
+        name = re.escape(review.reviewer.get_username())
+        pattern = re.compile(rf"(?i)\b(kept|deleted)\b[^<>\n]{{0,40}}\b{name}\b|\b{name}\b[^<>\n]{{0,3}}(keep|delete)\b")
+        found += [f"{where}: {review.reviewer}" for where, body in bodies.items() if pattern.search(body)]
+    return found
+
+
+@pytest.mark.parametrize("second", ["keep", "delete"])
+def test_a_label_whose_other_verdicts_can_be_read_is_no_longer_reviewed_blind(
+        annotator, annotator2, django_user_model, client, second):
+    """A blind screening queue with k=3 and verification by 2: once both have decided, their verdicts (reviews of
+    these very labels, made on the verification screen) can be read on the annotators' pages (the history, the
+    revisions API, the adjudication pages; the item's status says keep or delete). Walking every route as the third
+    annotator finds them; so the queue hands that annotator none of the item's labels, and the lease they took
+    before is refused (409), its page offering no answer."""
+    from annotation.models import BeliefReview
+    from tests.conftest import _make_user
+
+    third = _make_user(django_user_model, "ann3", "annotators")
+    (item,) = make_items(1, status=ItemStatus.VERIFICATION, source="ov")
+    queue = belief_queue_for(name="scr-k3", blind=True, reviewers_per_label=3, order="audit")
+    body = {aspect: {"verdict": label, "confidence": belief} for aspect, (label, belief) in VERDICTS.items()}
+    _judge(queue, "screening", "verbal", _item_input(f"item:{item.pk}", item), json.dumps(body))
+    client.force_login(third)
+    early = client.post(reverse("annotation_api:belief_next", args=[queue.name])).json()
+    for user, decision in ((annotator, "keep"), (annotator2, second)):
+        item.refresh_from_db()
+        other = Client()
+        other.force_login(user)
+        other.post(reverse("annotation:verify", args=[item.pk]), {
+            "decision": decision, "item_version": item.version, "comment": "",
+            **({"criteria": ["heavy_math"]} if decision == "delete" else {})})
+    labels = list(BeliefLabel.objects.filter(queue=queue).select_related("queue", "item"))
+    assert BeliefReview.objects.filter(label__in=labels).count() == 2 * len(labels)
+    world = SimpleNamespace(queues={queue.name: queue}, labels=labels, items=[item])
+    leases = list(BeliefLease.objects.filter(reviewer=third))
+    bodies = fetch_everything(client, concrete_urls(world, leases))
+    reviews = BeliefReview.objects.filter(label__in=labels).select_related("reviewer")
+    assert _verdicts_shown(bodies, reviews)  # the walk sees the other verdicts (the test is not vacuous)
+    answer = client.post(reverse("annotation_api:belief_review_submit", args=[early["lease"]]),
+                         {"human_label": "keep" if early["label"]["aspect"] == "keep" else "no"},
+                         content_type="application/json")
+    assert answer.status_code == 409 and answer.json()["code"] == "verification_decided", answer.content
+    assert not BeliefReview.objects.filter(reviewer=third).exists()
+    assert client.post(reverse("annotation_api:belief_next", args=[queue.name])).status_code == 204
+    page = client.get(reverse("annotation:belief_review", args=[early["lease"]])).content.decode()
+    assert 'id="lease-closed"' in page and 'id="review-form"' not in page

@@ -1,12 +1,23 @@
 """The selectors of the belief review (annotation.selectors.belief): the triage note says when triage has nothing to
-order by (every belief the same), and that labels without a belief go first."""
+order by (every belief the same), and that labels without a belief go first; the verification screen makes up no
+keep/delete suggestion while the judge's own is in blind review."""
 import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.selectors.belief import triage_basis
-from annotation.services.belief import belief_labels_record, belief_queue_policy_set
-from tests.annotation.belief_support import free_text_row, record_free_text, trust_page, words
+from annotation.models import BeliefLabel, BeliefReview, ItemStatus
+from annotation.selectors.belief import judge_hidden, screening_view, triage_basis
+from annotation.services.belief import belief_labels_record, belief_queue_for, belief_queue_policy_set
+from annotation.services.belief_review import belief_lease_next, belief_review_submit
+from tests.annotation.belief_support import (
+    DELETE_FOR_MATH,
+    free_text_row,
+    record_free_text,
+    screening_rows,
+    trust_page,
+    words,
+)
+from tests.annotation.workflow_support import make_items
 
 pytestmark = pytest.mark.django_db
 
@@ -32,3 +43,29 @@ def test_triage_says_when_it_has_nothing_to_order_by(queue, items, annotator, re
     belief_queue_policy_set(queue_id=queue.pk, order="audit")
     queue.refresh_from_db()
     assert triage_basis(queue=queue)["note"] == ""
+
+
+def test_a_keep_delete_label_in_blind_review_is_not_made_up_from_the_criteria(annotator, annotator2):
+    """k=1: the five criterion labels are reviewed (their judge shown), the keep/delete label is in blind review for
+    annotator2. The verification screen shows the criteria, but no keep/delete suggestion derived from them ("Suggests
+    delete" because 1.2 says yes) and no button to accept one."""
+    (item,) = make_items(1, status=ItemStatus.VERIFICATION, source="dk")
+    queue = belief_queue_for(name="scr-dk", blind=True, reviewers_per_label=1, order="audit")
+    belief_labels_record(queue=queue, rows=screening_rows(item, DELETE_FOR_MATH))
+    keep = BeliefLabel.objects.get(queue=queue, aspect="keep")
+    for n, label in enumerate(BeliefLabel.objects.filter(queue=queue).exclude(pk=keep.pk)):
+        BeliefLabel.objects.filter(pk=label.pk).update(audit_key=0.01 * (n + 1))
+    BeliefLabel.objects.filter(pk=keep.pk).update(audit_key=0.9)  # handed out last
+    for _ in range(5):
+        lease = belief_lease_next(queue_id=queue.pk, user=annotator)
+        belief_review_submit(lease_id=lease.pk, user=annotator, human_label=lease.label.label)
+    assert BeliefReview.objects.filter(label__queue=queue).count() == 5
+    assert judge_hidden(keep, user=annotator2)
+    shown = screening_view(item=item, user=annotator2)
+    assert shown["keep"] is None and shown["decision"] is None and not shown["consistent"]
+    assert shown["criteria"] == ["heavy_math"]  # what the visible criterion labels say, shown as they are
+    client = Client()
+    client.force_login(annotator2)
+    page = client.get(reverse("annotation:verify", args=[item.pk])).content.decode()
+    assert 'id="judge-suggestion"' in page and 'id="judge-heavy_math"' in page
+    assert 'id="judge-decision"' not in page and 'id="accept-suggestion"' not in page

@@ -179,9 +179,28 @@ def test_the_api_sets_the_target_and_the_hand_out_answers_precision_reached(queu
                  {"human_label": "correct" if rng.random() < 0.8 else "incorrect"}, content_type="application/json")
     assert closed is not None and closed["code"] == "precision_reached"
     assert closed["half_width"] <= closed["target_half_width"] == 0.25
-    low, high = closed["interval"]
+    # The share itself is the researchers' (the annotators' page hides it): not in an annotator's 409.
+    assert "estimate" not in closed and "interval" not in closed
+    to_researcher = res.post(reverse("annotation_api:belief_next", args=[queue.name]))
+    assert to_researcher.status_code == 409
+    low, high = to_researcher.json()["interval"]
     assert high - low == pytest.approx(2 * closed["half_width"])
+    assert low <= to_researcher.json()["estimate"] <= high
     trust = res.get(reverse("annotation_api:belief_trust", args=[queue.name])).json()
     assert trust["precision"]["reached"] and trust["queue"]["target_half_width"] == 0.25
     assert res.patch(url, {"target_half_width": None}, content_type="application/json").json()["target_half_width"] is None
     assert ann.post(reverse("annotation_api:belief_next", args=[queue.name])).status_code == 200
+
+
+def test_a_queue_whose_uniform_sample_is_all_reviewed_says_no_review_can_narrow_it(queue, items, annotator):
+    """The statistics review: with every label reviewed and the target not reached, the page still said "About 2
+    more uniform reviews (about 2 hand-outs) reach ±0.1", though no label was left to hand out."""
+    record_free_text(queue, items, [0.9] * 12)
+    belief_queue_policy_set(queue_id=queue.pk, order="audit", target_half_width=0.01)
+    queue.refresh_from_db()
+    while (lease := belief_lease_next(queue_id=queue.pk, user=annotator)) is not None:
+        belief_review_submit(lease_id=lease.pk, user=annotator, human_label="correct")
+    figures = precision(queue=BeliefQueue.objects.get(pk=queue.pk))
+    assert figures["n"] == 12 and not figures["reached"]
+    assert figures["more_uniform"] is None and figures["more_handouts"] is None
+    assert figures["note"].startswith("Every label of the uniform sample has been reviewed")

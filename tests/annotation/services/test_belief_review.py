@@ -7,16 +7,21 @@ import threading
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connection, connections
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from annotation import review_order
-from annotation.models import BeliefLabel, BeliefLease, BeliefQueue, BeliefReview
+from annotation.models import BeliefLabel, BeliefLease, BeliefQueue, BeliefReview, ItemStatus
+from annotation.selectors.belief import judge_hidden
 from annotation.services.belief import belief_labels_record, belief_queue_for, belief_queue_policy_set
 from annotation.services.belief_review import belief_lease_next, belief_lease_release, belief_review_submit
-from tests.annotation.belief_support import free_text_row, record_free_text
+from foundation.errors import Conflict
+from tests.annotation.belief_support import DELETE_FOR_MATH, free_text_row, record_free_text, screening_rows
+from tests.annotation.workflow_support import client_for, make_items
+from tests.conftest import _make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -231,3 +236,92 @@ def test_simultaneous_next_requests_of_one_reviewer_get_the_one_lease_they_hold(
     assert got == [leases[0].pk] * SIMULTANEOUS
     # One hand-out, so one hand-out number: the random share still counts hand-outs exactly.
     assert leases[0].handout_number == 1 and BeliefQueue.objects.get(pk=queue.pk).handouts == 1
+
+
+# ---- a lease its holder can no longer answer (lease_closed): refused with 409, given back, never handed out again
+
+
+def _blind_screening(name: str, k: int, source: str):
+    (item,) = make_items(1, status=ItemStatus.VERIFICATION, source=source)
+    queue = belief_queue_for(name=name, blind=True, reviewers_per_label=k, order="audit")
+    belief_labels_record(queue=queue, rows=screening_rows(item, DELETE_FOR_MATH))
+    return item, queue
+
+
+def _verify(user, item, decision="keep"):
+    item.refresh_from_db()
+    data = {"decision": decision, "item_version": item.version, "comment": ""}
+    if decision == "delete":
+        data["criteria"] = ["heavy_math"]
+    assert client_for(user).post(reverse("annotation:verify", args=[item.pk]), data).status_code == 302
+
+
+@pytest.mark.parametrize("via", ["api", "page"])
+def test_a_lease_answered_on_the_verification_screen_is_given_back_and_refused(annotator, via):
+    """The holder of a queue lease verifies the item: the verification decision is their review of the label (one per
+    person), so the lease is given back; answering it is a 409, not the 500 of a second review."""
+    item, queue = _blind_screening("scr-twice", 2, "tw")
+    ann = Client(raise_request_exception=False)
+    ann.force_login(annotator)
+    handed = ann.post(reverse("annotation_api:belief_next", args=[queue.name])).json()
+    lease_id, label = handed["lease"], BeliefLabel.objects.get(pk=handed["label"]["id"])
+    _verify(annotator, item)
+    assert BeliefLease.objects.get(pk=lease_id).status == "released"
+    page = ann.get(reverse("annotation:belief_review", args=[lease_id])).content.decode()
+    assert 'id="lease-closed"' in page and 'id="review-form"' not in page
+    if via == "api":
+        answer = ann.post(reverse("annotation_api:belief_review_submit", args=[lease_id]),
+                          {"human_label": label.choices[0]}, content_type="application/json")
+        assert answer.status_code == 409 and answer.json()["code"] == "already_reviewed"
+    else:
+        answer = ann.post(reverse("annotation:belief_review", args=[lease_id]),
+                          {"human_label": label.choices[0], "next": "1"})
+        assert answer.status_code == 409 and "verification or clue-graph screen" in answer.content.decode()
+    assert BeliefReview.objects.filter(label=label, reviewer=annotator).count() == 1
+    # The queue hands this reviewer none of the labels they reviewed on the screen, and the label goes to others.
+    assert ann.post(reverse("annotation_api:belief_next", args=[queue.name])).status_code == 204
+    assert belief_lease_next(queue_id=queue.pk, user=_other(annotator)) is not None
+
+
+def _other(user):
+    return _make_user(get_user_model(), f"other-{user.pk}", "annotators")
+
+
+def test_a_held_lease_answered_on_the_screen_is_not_handed_back_again_and_again(annotator):
+    """`belief_lease_next` gave a reviewer back their live lease even once they had reviewed its label on the
+    verification screen (given back now even when it is still marked leased, e.g. a lease of before the fix)."""
+    item, queue = _blind_screening("scr-again", 2, "ag")
+    lease = belief_lease_next(queue_id=queue.pk, user=annotator)
+    _verify(annotator, item)
+    BeliefLease.objects.filter(pk=lease.pk).update(status="leased")  # as a lease of before the fix was left
+    assert belief_lease_next(queue_id=queue.pk, user=annotator) is None
+    assert BeliefLease.objects.get(pk=lease.pk).status == "released"
+
+
+def test_a_live_lease_whose_label_got_its_reviews_meanwhile_is_refused_not_recorded_blind(annotator, annotator2):
+    """k=1: B holds the keep label (blind); A verifies the item, the label has its one review and its judge is shown
+    to everyone, B included. B's answer would be neither blind nor needed: 409, the lease given back."""
+    item, queue = _blind_screening("scr-k1", 1, "k1")
+    lease = belief_lease_next(queue_id=queue.pk, user=annotator2)
+    label = lease.label
+    _verify(annotator, item)
+    assert not judge_hidden(label, user=annotator2)  # B may see the judge now
+    with pytest.raises(Conflict) as refused:
+        belief_review_submit(lease_id=lease.pk, user=annotator2, human_label="keep" if label.aspect == "keep" else "no")
+    assert refused.value.code == "label_reviewed"
+    assert not BeliefReview.objects.filter(label=label, reviewer=annotator2).exists()
+    assert BeliefLease.objects.get(pk=lease.pk).status == "released"
+    assert BeliefReview.objects.filter(label=label).count() == 1  # no review beyond k
+
+
+def test_an_annotator_is_not_told_which_stream_handed_a_blind_label_out(annotator, researcher):
+    """In triage order the order stream hands out the lowest beliefs: "stream": "order" tells a blind reviewer the
+    judge doubted the label. Null while the label is in blind review for the caller, researchers included."""
+    items = make_items(5, source="st")
+    queue = belief_queue_for(name="tri-blind", order="triage", random_share=0.2, blind=True, accept_threshold=0.9)
+    record_free_text(queue, items, [0.05, 0.95, 0.96, 0.97, 0.98, 0.99, 0.93, 0.94, 0.92, 0.91])
+    for user in (annotator, researcher):
+        handed = client_for(user).post(reverse("annotation_api:belief_next", args=[queue.name])).json()
+        assert handed["stream"] is None and handed["label"]["belief"] is None
+    belief_queue_policy_set(queue_id=queue.pk, blind=False)
+    assert client_for(annotator).post(reverse("annotation_api:belief_next", args=[queue.name])).json()["stream"] == "order"
