@@ -14,6 +14,7 @@ urlpatterns = [
     path("runs/<int:pk>/", apis.RunDetailApi.as_view(), name="run-detail"),
     path("runs/<int:pk>/cancel/", apis.RunCancelApi.as_view(), name="run-cancel"),
     path("runs/<int:pk>/resume/", apis.RunResumeApi.as_view(), name="run-resume"),
+    path("runs/<int:pk>/refresh/", apis.RunRefreshApi.as_view(), name="run-refresh"),
     path("runs/<int:pk>/results/", apis.RunResultsApi.as_view(), name="run-results"),
     path("sweeps/", apis_analysis.SweepLaunchApi.as_view(), name="sweep-launch"),
     path("sweeps/estimate/", apis_analysis.SweepEstimateApi.as_view(), name="sweep-estimate"),

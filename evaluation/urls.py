@@ -16,6 +16,7 @@ urlpatterns = [
     path("runs/<int:pk>/", views.run_detail_view, name="run_detail"),
     path("runs/<int:pk>/cancel/", views.run_cancel_view, name="run_cancel"),
     path("runs/<int:pk>/resume/", views.run_resume_view, name="run_resume"),
+    path("runs/<int:pk>/refresh/", views.run_refresh_view, name="run_refresh"),
     path("runs/<int:pk>/results/<int:result_pk>/", views.result_detail_view, name="result_detail"),
     path("runs/<int:pk>/results.jsonl", views_tables.run_results_jsonl_view, name="run_results_jsonl"),
     path("runs/<int:pk>/question-types.<str:fmt>", views_tables.run_types_export_view, name="run_types_export"),

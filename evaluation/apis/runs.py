@@ -116,9 +116,18 @@ class RunLaunchedSerializer(RunSerializer):
 
 
 class ResultSerializer(serializers.ModelSerializer):
+    """A result row with the content version it was asked at, the item's version now and whether it is stale
+    (annotated by ``selectors.result_list``: no query per row)."""
+
+    current_version = serializers.IntegerField(read_only=True,
+                                               help_text="The item's content version now (Item.content_version)")
+    stale = serializers.BooleanField(read_only=True, help_text="The item's content changed since the row was asked "
+                                                               "(item_version differs from current_version): left "
+                                                               "out of the leaderboard and of comparisons")
+
     class Meta:
         model = Result
-        fields = ["id", "item", "sample_index", "messages", "raw_output", "shown_order", "answer_index", "answer_label",
+        fields = ["id", "item", "item_version", "current_version", "stale", "sample_index", "messages", "raw_output", "shown_order", "answer_index", "answer_label",
                   "parse_status", "is_correct", "answer_first", "free_answer", "key_information", "keyinfo",
                   "tokens_in", "tokens_out", "latency_s", "attempts", "cached", "error", "updated_at"]
 
@@ -225,6 +234,18 @@ class RunCancelApi(_OneRun):
 class RunResumeApi(_OneRun):
     def post(self, request, pk: int):
         return self.respond(services.run_resume(run=self.get_object()))
+
+
+class RunRefreshApi(_OneRun):
+    """Ask a finished run's stale rows again (``services.run_refresh``): the old rows are kept as superseded rows
+    and the run resumes over their items at the items' current content."""
+
+    @extend_schema(request=None, responses={
+        200: RunSerializer, 404: OpenApiResponse(description="no such run"),
+        409: OpenApiResponse(description="run_active: the run is still running (refresh it once it has finished)")})
+    def post(self, request, pk: int):
+        run, _ = services.run_refresh(run=self.get_object(), user=request.user)
+        return self.respond(run)
 
 
 class RunResultsApi(generics.ListAPIView):

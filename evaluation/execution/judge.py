@@ -39,6 +39,7 @@ from evaluation.judge.specs import JudgeInput
 from evaluation.model_calls.clients import EndpointDown
 from evaluation.model_calls.engine import RAMP_SPACING_S, Engine, Job, JobResult
 from evaluation.models import CachedResponse, Result, RunStatus
+from evaluation.models.item_versions import CONTENT, ItemAtVersion, current_content, items_at_versions
 from evaluation.models.judge import JudgeConfig, JudgeRun
 from evaluation.prompting.methods import Completion
 
@@ -58,28 +59,38 @@ def judge_params(config: JudgeConfig) -> dict:
     return params
 
 
-def _item_input(target: str, item: Item, answer: str = "") -> JudgeInput:
-    return JudgeInput(target=target, item_id=item.pk, item_version=item.content_version, context=item.context,
+def _item_input(target: str, item: ItemAtVersion, answer: str = "") -> JudgeInput:
+    return JudgeInput(target=target, item_id=item.id, item_version=item.content_version, context=item.context,
                       question=item.question, options=tuple(item.options), answer_index=item.answer_index,
                       evidence=item.evidence, reasoning=item.reasoning, answer=answer)
 
 
 def load_inputs(targets: list[str]) -> list[JudgeInput]:
-    """What the judge sees of each target, in the order given (targets whose row is gone are skipped)."""
+    """What the judge sees of each target, in the order given (targets whose row is gone are skipped).
+
+    A result is judged against the item as the model was asked it: its content at the result's ``item_version``
+    (the revision snapshot), labelled with that version, never the item's current text; a result whose version
+    no revision records is skipped (it counts among the judge run's errors: no label)."""
     kinds: dict[str, list[int]] = {"result": [], "item": []}
     for target in targets:
         kind, _, pk = target.partition(":")
         kinds[kind].append(int(pk))
     found: dict[str, JudgeInput] = {}
-    for result in Result.objects.filter(pk__in=kinds["result"]).select_related("item"):
-        found[f"result:{result.pk}"] = _item_input(f"result:{result.pk}", result.item, result.free_answer)
+    results = list(Result.objects.filter(pk__in=kinds["result"]).select_related("item")
+                   .only("pk", "item_version", "free_answer", *(f"item__{name}" for name in CONTENT)))
+    asked = items_at_versions(((r.item_id, r.item_version) for r in results),
+                              current={r.item_id: r.item for r in results})
+    for result in results:
+        if (item := asked.get((result.item_id, result.item_version))) is not None:
+            found[f"result:{result.pk}"] = _item_input(f"result:{result.pk}", item, result.free_answer)
     for item in Item.objects.filter(pk__in=kinds["item"]):
-        found[f"item:{item.pk}"] = _item_input(f"item:{item.pk}", item)
+        found[f"item:{item.pk}"] = _item_input(f"item:{item.pk}", current_content(item))
     return [found[t] for t in targets if t in found]
 
 
 def missing_inputs(judge_run: JudgeRun) -> list[JudgeInput]:
-    """The targets of a judge run that lack a label for some aspect at the item's current version."""
+    """The targets of a judge run that lack a label for some aspect at the version they are judged at: a result's
+    own ``item_version`` (what the model was asked), an item's current content version."""
     inputs = load_inputs(judge_run.targets)
     if judge_run.probe:  # a position probe: its own labels, the options permuted
         return probe_execution.probe_missing_inputs(judge_run, inputs)

@@ -240,9 +240,13 @@ RESULT_JSONL_FIELDS = ("item_id", "item_version", "sample_index", "messages", "r
 
 
 def results_jsonl(rows: Iterable[dict], *, run_id: int) -> Iterator[str]:
-    """One JSON object per result row (``rows`` are ``values()`` dicts with RESULT_JSONL_FIELDS and
-    ``item__external_id``)."""
+    """One JSON object per result row (``rows`` are ``values()`` dicts with RESULT_JSONL_FIELDS,
+    ``item__external_id`` and ``item__content_version``): with the item's content version now (``current_version``)
+    and ``stale`` (the row was asked at another content version)."""
     for row in rows:
         record = {"run": run_id, "external_id": row.get("item__external_id")}
         record.update({k: row[k] for k in RESULT_JSONL_FIELDS})
+        current = row.get("item__content_version")
+        record["current_version"] = current
+        record["stale"] = current is not None and row["item_version"] != current
         yield json.dumps(record, ensure_ascii=False) + "\n"

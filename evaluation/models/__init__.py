@@ -21,4 +21,5 @@ from evaluation.models.runs import (  # noqa: F401
     Result,
     Run,
     RunStatus,
+    SupersededResult,
 )

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext
@@ -41,8 +42,12 @@ class Run(models.Model):
     question_type = models.CharField(max_length=10, blank=True)
     limit = models.PositiveIntegerField(null=True, blank=True)
     requested_ids = models.JSONField(default=list, blank=True, help_text="Explicit item ids, if any.")
-    # ... and as resolved at launch (the run always covers exactly these items).
+    # ... and as resolved at launch (the run always covers exactly these items, less any left out later).
     item_ids = models.JSONField(default=list, blank=True)
+    left_out_ids = models.JSONField(
+        default=list, blank=True,
+        help_text="Rejected (deleted) items of the selection the run does not ask: left out at launch, or taken out "
+                  "of item_ids by a resume or refresh before the run asked them.")
     seed = models.IntegerField(default=42)
     samples = models.PositiveSmallIntegerField(default=1)
     option_order = models.CharField(max_length=10, choices=OptionOrder.choices, default=OptionOrder.ORIGINAL)
@@ -160,6 +165,34 @@ class Result(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} item {self.item_id} #{self.sample_index}"
+
+
+class SupersededResult(models.Model):
+    """A result row replaced by a refresh (``services.run_refresh``): its item's content changed after the run
+    asked it, so the run asked the item again and this is the old answer, kept whole (nothing is deleted).
+
+    ``row`` is every field of the old row as it was (its ``id`` included: judge labels name it as
+    ``result:<id>``); the columns beside it are the ones to filter on."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="superseded_results")
+    item = models.ForeignKey("annotation.Item", on_delete=models.PROTECT, related_name="superseded_results")
+    sample_index = models.PositiveSmallIntegerField()
+    item_version = models.PositiveIntegerField(help_text="The content version the old row answered.")
+    result_id = models.PositiveIntegerField(help_text="The old row's id (judge labels name it result:<id>).")
+    is_correct = models.BooleanField(null=True, blank=True)
+    row = models.JSONField(encoder=DjangoJSONEncoder, help_text="Every field of the old row.")
+    superseded_at = models.DateTimeField(auto_now_add=True)
+    superseded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                      related_name="+")
+
+    class Meta:
+        ordering = ["run_id", "item_id", "sample_index", "superseded_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["result_id"], name="superseded_result_unique_result"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} item {self.item_id} #{self.sample_index} v{self.item_version} (superseded)"
 
 
 class CachedResponse(models.Model):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from django.utils.translation import gettext
 
 from evaluation.models import Result, Run
+from evaluation.models.item_versions import items_at_versions
 from evaluation.selectors.quality import check_kinds, flagged_item_ids
 from evaluation.statistics.paired import Paired, pair_outcomes
 from foundation.errors import Invalid
@@ -33,7 +34,7 @@ class DiffRow:
     question_type: str
     item_version: int
     current_version: int
-    gold: int
+    gold: int | None  # the correct option at item_version (None: no revision records that version)
     a: Side
     b: Side
 
@@ -109,12 +110,14 @@ def run_comparison(*, a: Run, b: Run, exclude: Sequence[str] = ()) -> RunCompari
     paired = pair_outcomes(outcome_a, outcome_b)
     common = outcome_a.keys() & outcome_b.keys()
     differing = []
-    for key in sorted(common):
-        if outcome_a[key] == outcome_b[key]:
-            continue
+    keys = [key for key in sorted(common) if outcome_a[key] != outcome_b[key]]
+    # A stale pair's gold is the one both rows were scored against: the item's at the pair's version.
+    asked = items_at_versions([key for key in keys if rows_a[key][5] != key[1]])
+    for key in keys:
         ra, rb = rows_a[key], rows_b[key]
+        gold = ra[8] if ra[5] == key[1] else asked[key].answer_index if key in asked else None
         differing.append(DiffRow(item_id=key[0], external_id=ra[6], question_type=ra[7], item_version=key[1],
-                                 current_version=ra[5], gold=ra[8], a=Side(ra[0], outcome_a[key], ra[4]),
+                                 current_version=ra[5], gold=gold, a=Side(ra[0], outcome_a[key], ra[4]),
                                  b=Side(rb[0], outcome_b[key], rb[4])))
     stale = sum(1 for key in common if rows_a[key][5] != key[1])
     return RunComparison(a=a, b=b, paired=paired, stale_pairs=stale, differing=differing, excluded_kinds=kinds,

@@ -118,19 +118,24 @@ def free_text_accuracy(*, run: Run, item_ids: Sequence[int] | None = None,
         results = results.filter(item_id__in=list(item_ids))
     if fresh_only:
         results = results.filter(item_version=F("item__content_version"))
-    answered = dict(results.values_list("pk", "free_answer"))
+    answered = {pk: (answer, version) for pk, answer, version in results.values_list("pk", "free_answer",
+                                                                                        "item_version")}
     n = len(answered)
-    targets = {f"result:{pk}": bool((answer or "").strip()) for pk, answer in answered.items()}
+    targets = {f"result:{pk}": bool((answer or "").strip()) for pk, (answer, _) in answered.items()}
     if not targets:
         return []
+    # A result's verdict is a label at the version it was asked (the content its answer answered): a label at any
+    # other version graded it against content the model never saw.
+    asked = {f"result:{pk}": version for pk, (_, version) in answered.items()}
     latest: dict[tuple[int, str], tuple[int, str, str, str]] = {}
+    judged_by: set[int] = set()
     for queue_id, target, version, status, label, final in BeliefLabel.objects.filter(
             task=specs.FREE_TEXT, aspect="verdict", target__in=list(targets)).values_list(
             "queue_id", "target", "item_version", "status", "label", "final_label"):
-        key = (queue_id, target)
-        if key not in latest or version > latest[key][0]:
-            latest[key] = (version, status, label, final)
-    queues = sorted({queue_id for queue_id, _ in latest})
+        judged_by.add(queue_id)
+        if version == asked[target]:
+            latest[(queue_id, target)] = (version, status, label, final)
+    queues = sorted(judged_by)
     names = dict(JudgeConfig.objects.filter(queue_id__in=queues).values_list("queue_id", "name"))
     accuracies = []
     for queue_id in queues:

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 
 from django.utils.translation import gettext, gettext_noop, pgettext, pgettext_lazy
 
-from annotation.models import Item
+from annotation.models import Item, ItemStatus
 from evaluation.judge.specs import FREE_TEXT
 from evaluation.models import ModelEndpoint, OptionOrder, Run, RunStatus
 from evaluation.prompting.methods import METHODS
 from evaluation.selectors import humans
-from evaluation.selectors.aggregates import RowCounts, metrics_many
+from evaluation.selectors.aggregates import JSONLength, RowCounts, metrics_many
 from evaluation.selectors.judge import JudgedAccuracy, free_text_accuracy
 from evaluation.selectors.outcomes import circular_verdicts, common_item_ids, paired_counts
 from evaluation.selectors.quality import check_kinds, flagged_item_ids
@@ -149,6 +149,7 @@ class Leaderboard:
     alpha: float = ALPHA
     excluded_kinds: tuple[str, ...] = ()  # quality flags whose items were left out
     excluded_items: int = 0  # flagged items of the table's item set left out
+    rejected_items: int = 0  # rejected (deleted) items of the table's item set left out
     item_ids: list[int] | None = field(default=None, repr=False)  # the table's items (None: each cell's own)
 
     @property
@@ -157,7 +158,8 @@ class Leaderboard:
 
     @property
     def scope(self) -> str:
-        return self._items_text() + self.exclusion_text
+        return self._items_text() + self.exclusion_text + (
+            f"; {self.rejected_items} deleted item(s) left out" if self.rejected_items else "")
 
     def _items_text(self) -> str:
         if self.run_ids:
@@ -181,6 +183,8 @@ class Leaderboard:
         if self.excluded_kinds:
             text += gettext("; %(n)s flagged item(s) excluded (%(kinds)s, from the data-quality report)") % {
                 "n": self.excluded_items, "kinds": ", ".join(self.excluded_kinds)}
+        if self.rejected_items:
+            text += gettext("; %(n)s deleted item(s) left out") % {"n": self.rejected_items}
         return text
 
     @property
@@ -200,6 +204,7 @@ class Leaderboard:
             "split": self.split, "runs": self.run_ids, "option_order": self.option_order, "common": self.common,
             "common_items": self.common_items, "scope": self.scope, "alpha": self.alpha,
             "excluded_kinds": list(self.excluded_kinds), "excluded_items": self.excluded_items,
+            "rejected_items": self.rejected_items,
             "reference": self.reference.key if self.reference else None,
             "cells": [c.as_json() for c in self.cells],
             "baselines": [{"key": b.key, "label": b.label, "note": b.note,
@@ -226,12 +231,22 @@ def splits_with_runs() -> list[tuple[str, int]]:
 
 
 def _runs_for_split(split: str, option_order: str) -> list[Run]:
+    """Per (method, endpoint), the run of the cell: the latest finished run over the whole split (no ids, limit,
+    question type or status chosen), else, when the cell has none, its finished run over the most items (the
+    latest of those). A run over a subset, as a re-run of the items that changed, never takes a cell that has a
+    whole-split run: bring that run up to date with a refresh instead (``services.run_refresh``)."""
     runs = (Run.objects.select_related("endpoint").defer("item_ids", "requested_ids")
-            .filter(status=RunStatus.FINISHED, split=split, option_order=option_order).order_by("created_at", "pk"))
-    latest: dict[tuple[str, int], Run] = {}
+            .filter(status=RunStatus.FINISHED, split=split, option_order=option_order)
+            .annotate(item_count=JSONLength("item_ids"), requested_count=JSONLength("requested_ids"))
+            .order_by("created_at", "pk"))
+    best: dict[tuple[str, int], tuple[tuple, Run]] = {}
     for run in runs:
-        latest[(run.method, run.endpoint_id)] = run
-    return list(latest.values())
+        whole = not run.requested_count and run.limit is None and not run.question_type and not run.item_status
+        rank = (1, 0) if whole else (0, run.item_count or 0)  # later runs of an equal rank replace earlier ones
+        key = (run.method, run.endpoint_id)
+        if key not in best or rank >= best[key][0]:
+            best[key] = (rank, run)
+    return [run for _, run in best.values()]
 
 
 def _chosen_runs(run_ids: Sequence[int]) -> list[Run]:
@@ -271,6 +286,7 @@ def leaderboard(*, split: str = "", run_ids: Sequence[int] = (), option_order: s
     if exclude:
         kinds = check_kinds(exclude)
         item_ids, excluded = _without_flagged(split, runs, item_ids, kinds)
+    item_ids, rejected = _without_rejected(split, item_ids)
     ref_run = _reference_run(runs, reference) if reference else None
     metrics = metrics_many(runs=runs, fresh_only=True, item_ids=item_ids, reference=ref_run)
     circular = circular_verdicts(runs, item_ids)
@@ -287,9 +303,10 @@ def leaderboard(*, split: str = "", run_ids: Sequence[int] = (), option_order: s
         if any(row):
             rows.append({"method": method, "family": method.family, "cells": row})
     table = Leaderboard(split=split, run_ids=list(run_ids), option_order=option_order if not run_ids else "",
-                        common=common, common_items=common_items if common_items is None else common_items - excluded,
+                        common=common, common_items=common_items if common_items is None
+                        else common_items - excluded - rejected,
                         endpoints=endpoints, rows=rows, excluded_kinds=kinds, excluded_items=excluded,
-                        item_ids=item_ids)
+                        rejected_items=rejected, item_ids=item_ids)
     if ref_run is not None:
         _test_against(table, ref_run, item_ids)
     table.baselines = _baselines(table, item_ids)
@@ -307,6 +324,17 @@ def _without_flagged(split: str, runs: Sequence[Run], item_ids: list[int] | None
     candidates = list(candidates)
     kept = [pk for pk in candidates if pk not in flagged]
     return kept, len(candidates) - len(kept)
+
+
+def _without_rejected(split: str, item_ids: list[int] | None) -> tuple[list[int] | None, int]:
+    """The table's items without the rejected (deleted) ones, and how many went: of the common items, else of the
+    split's (the cells' own items stay None when the split has no rejected item)."""
+    rows = Item.objects.filter(split=split) if item_ids is None else Item.objects.filter(pk__in=item_ids)
+    gone = set(rows.filter(status=ItemStatus.REJECTED).values_list("pk", flat=True)) if item_ids or split else ()
+    if not gone:
+        return item_ids, 0
+    kept = item_ids if item_ids is not None else rows.order_by("pk").values_list("pk", flat=True)
+    return [pk for pk in kept if pk not in gone], len(gone)
 
 
 def _reference_run(runs: Sequence[Run], reference: str) -> Run:

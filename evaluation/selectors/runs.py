@@ -10,15 +10,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q, QuerySet, Sum
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.utils.translation import gettext
 
 from annotation import clue_graph
 from annotation.highlight import segments
+from annotation.models import ItemStatus
 from annotation.selectors import content_changes_since, item_list
 from evaluation.models import JudgeRun, ModelEndpoint, Result, Run, RunStatus
+from evaluation.models.item_versions import current_content, items_at_versions
 from evaluation.prompting.answer_reading import OK, option_labels
 from evaluation.prompting.methods import METHODS
 from evaluation.selectors.aggregates import JSONLength, metrics_many
@@ -117,8 +119,12 @@ def _recent_rows(run_ids: list[int]) -> dict[int, int]:
 
 
 def result_list(*, run: Run) -> QuerySet[Result]:
-    """Every row of a run, in (item, sample) order, as the API returns them (item as an id: no join)."""
-    return Result.objects.filter(run=run).order_by("item_id", "sample_index")
+    """Every row of a run, in (item, sample) order, as the API returns them (item as an id), each with
+    ``current_version`` (its item's content version now) and ``stale`` (asked at another one), in the same query."""
+    return (Result.objects.filter(run=run).annotate(current_version=F("item__content_version"),
+                                                    stale=ExpressionWrapper(~Q(item_version=F("item__content_version")),
+                                                                            output_field=BooleanField()))
+            .order_by("item_id", "sample_index"))
 
 
 def run_progress_many(*, run_ids: list[int], now: datetime | None = None) -> dict[int, Progress]:
@@ -279,34 +285,73 @@ RESULT_ROW_FIELDS = ("run_id", "item_id", "sample_index", "item_version", "answe
 
 def result_detail(*, run: Run, pk: int) -> dict:
     """One row in full: the messages sent, the raw output, the parsed answer, the options as shown, and the
-    context twice, with the model's key information and with the gold clues highlighted (fuzzy anchors)."""
+    context twice, with the model's key information and with the gold clues highlighted (fuzzy anchors).
+
+    Options, gold, context and clues are the item's at the row's ``item_version`` (what the model was asked and
+    was scored against), not its current content; ``stale`` and ``content_changes`` say what changed since, and
+    ``asked_unknown`` that no revision records that version (the current content is shown then, said so)."""
     result = get_object_or_404(Result.objects.select_related("item"), run=run, pk=pk)
     item = result.item
-    graph = clue_graph.parse_clue_graph(item.evidence, item.reasoning)
-    gold = clue_graph.anchor_clues(graph.clues, item.context)
+    asked = items_at_versions([(item.pk, result.item_version)], current={item.pk: item}).get(
+        (item.pk, result.item_version))
+    shown_item = asked or current_content(item)
+    graph = clue_graph.parse_clue_graph(shown_item.evidence, shown_item.reasoning)
+    gold = clue_graph.anchor_clues(graph.clues, shown_item.context)
     model_lines = [line.strip(" -*•\t") for line in result.key_information.splitlines() if line.strip(" -*•\t")]
-    model = clue_graph.anchor_clues(model_lines, item.context)
-    labels = option_labels(len(result.shown_order) or len(item.options), run.option_labels)
+    model = clue_graph.anchor_clues(model_lines, shown_item.context)
+    options = shown_item.options
+    labels = option_labels(len(result.shown_order) or len(options), run.option_labels)
     return {
-        "result": result, "item": item, "stale": result.item_version != item.content_version,
+        "result": result, "item": item, "asked": shown_item, "asked_unknown": asked is None,
+        "stale": result.item_version != item.content_version,
         "content_changes": content_changes_since(item=item, content_version=result.item_version),
-        "shown": [{"label": labels[pos], "text": item.options[index] if index < len(item.options) else "",
-                   "index": index, "correct": index == item.answer_index, "chosen": index == result.answer_index}
-                  for pos, index in enumerate(result.shown_order or range(len(item.options)))],
+        "shown": [{"label": labels[pos], "text": options[index] if index < len(options) else "",
+                   "index": index, "correct": index == shown_item.answer_index, "chosen": index == result.answer_index}
+                  for pos, index in enumerate(result.shown_order or range(len(options)))],
         "model_lines": [{"text": t, "anchor": a, "number": i + 1} for i, (t, a) in enumerate(zip(model_lines, model))],
-        "model_segments": segments(item.context, [(a.start, a.end, a.clue_index, a.exact) for a in model if a]),
+        "model_segments": segments(shown_item.context, [(a.start, a.end, a.clue_index, a.exact) for a in model if a]),
         "gold_clues": [{"clue": c, "anchor": a, "number": i + 1} for i, (c, a) in enumerate(zip(graph.clues, gold))],
-        "gold_segments": segments(item.context, [(a.start, a.end, a.clue_index, a.exact) for a in gold if a]),
+        "gold_segments": segments(shown_item.context, [(a.start, a.end, a.clue_index, a.exact) for a in gold if a]),
     }
 
 
-def select_item_ids(*, split: str = "", item_status: str = "", question_type: str = "",
-                    ids: Sequence[int] = (), limit: int | None = None) -> list[int]:
-    """The ids of the items a launch over this selection takes, in id order (refuses a limit below 1)."""
+def with_gold_as_asked(results: Sequence[Result]) -> Sequence[Result]:
+    """The rows (``run_results``' page), each with ``gold``: the correct option at the row's ``item_version``, the
+    one it was scored against (None when no revision records that version); one query for the stale rows."""
+    stale = {(r.item_id, r.item_version) for r in results if r.item_version != r.item.content_version}
+    asked = items_at_versions(stale) if stale else {}
+    for r in results:
+        if r.item_version == r.item.content_version:
+            r.gold = r.item.answer_index
+        else:
+            found = asked.get((r.item_id, r.item_version))
+            r.gold = found.answer_index if found is not None else None
+    return results
+
+
+def select_items(*, split: str = "", item_status: str = "", question_type: str = "",
+                 ids: Sequence[int] = (), limit: int | None = None) -> tuple[list[int], list[int]]:
+    """The ids of the items a launch over this selection takes, in id order (refuses a limit below 1), and the
+    rejected (deleted) items it leaves out: a selection without a status takes every item but the rejected
+    ones; asking for status ``rejected`` takes those. With a limit, only the rejected items before the last one
+    taken are said to be left out (the others would not have been taken anyway)."""
     if limit is not None and limit < 1:
         raise Invalid(gettext("The limit must be at least 1."), field="limit")
     items = item_list(split=split or None, status=item_status or None, question_type=question_type or None)
     if ids:
         items = items.filter(pk__in=list(ids))
-    selected = list(items.order_by("pk").values_list("pk", flat=True))
-    return selected[:limit] if limit else selected
+    rows = list(items.order_by("pk").values_list("pk", "status"))
+    rejected = [] if item_status else [pk for pk, status in rows if status == ItemStatus.REJECTED]
+    left_out = set(rejected)
+    selected = [pk for pk, _ in rows if pk not in left_out]
+    if limit:
+        selected = selected[:limit]
+        rejected = [pk for pk in rejected if selected and pk < selected[-1]]
+    return selected, rejected
+
+
+def select_item_ids(*, split: str = "", item_status: str = "", question_type: str = "",
+                    ids: Sequence[int] = (), limit: int | None = None) -> list[int]:
+    """The ids of the items a launch over this selection takes (``select_items``: never a rejected item unless
+    the selection asks for status rejected)."""
+    return select_items(split=split, item_status=item_status, question_type=question_type, ids=ids, limit=limit)[0]

@@ -10,17 +10,28 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from urllib.parse import urlparse
 
 from django.db import transaction
+from django.db.models import BooleanField, ExpressionWrapper, F, Q
 from django.utils import timezone
 from django.utils.translation import get_language, override
 
+from annotation.models import Item, ItemStatus
 from evaluation.errors import EmptySelection, NoDemonstrations
 from evaluation.execution import chunks as execution
 from evaluation.execution import heartbeats, planning, queueing
 from evaluation.model_calls import preflight
-from evaluation.models import TABLE9_PRESET, EndpointKind, ModelEndpoint, OptionOrder, Result, Run, RunStatus
+from evaluation.models import (
+    TABLE9_PRESET,
+    EndpointKind,
+    ModelEndpoint,
+    OptionOrder,
+    Result,
+    Run,
+    RunStatus,
+    SupersededResult,
+)
 from evaluation.models.endpoints import destination_policy
 from evaluation.prompting.methods import get_method
-from evaluation.selectors.runs import select_item_ids
+from evaluation.selectors.runs import select_item_ids, select_items  # noqa: F401 - select_item_ids: sweeps take it here
 from foundation.errors import Conflict, Invalid, NotFound
 from foundation.words import gettext
 
@@ -227,7 +238,8 @@ def run_launch(*, endpoint: ModelEndpoint, method: str, split: str = "", item_st
                enqueue: bool = True) -> Run:
     """Create a run over a fixed item selection and queue its chunks (after commit)."""
     spec = get_method(method)
-    item_ids = select_item_ids(split=split, item_status=item_status, question_type=question_type, ids=ids, limit=limit)
+    item_ids, left_out = select_items(split=split, item_status=item_status, question_type=question_type, ids=ids,
+                                      limit=limit)
     if not item_ids:
         raise EmptySelection(gettext("No items match this selection."))
     if spec.shots and not enough_demonstrations(spec.shots, item_ids):
@@ -235,7 +247,8 @@ def run_launch(*, endpoint: ModelEndpoint, method: str, split: str = "", item_st
                                field="method")
     run = Run(
         endpoint=endpoint, method=method, k=k or spec.default_k, split=split, item_status=item_status,
-        question_type=question_type, limit=limit, requested_ids=list(ids), item_ids=item_ids, seed=seed,
+        question_type=question_type, limit=limit, requested_ids=list(ids), item_ids=item_ids, left_out_ids=left_out,
+        seed=seed,
         samples=samples, option_order=option_order, option_labels=option_labels, prompt_version=spec.version(),
         rotations=execution.rotations_for(option_order=option_order, item_ids=item_ids),
         params=endpoint.params_for(method), chunk_size=chunk_size, created_by=user, note=note,
@@ -255,11 +268,36 @@ def enough_demonstrations(shots: int, item_ids: list[int]) -> bool:
 
 
 def missing_item_ids(run: Run) -> list[int]:
-    """Items of the run with at least one (item, sample) row missing or failed."""
+    """Items of the run with at least one (item, sample) row missing or failed; a rejected (deleted) item only
+    when a row of it is missing (its failed rows are not asked again: it is left out of every table)."""
     done: dict[int, int] = {}
-    for item_id in Result.objects.filter(run=run, error="").values_list("item_id", flat=True):
-        done[item_id] = done.get(item_id, 0) + 1
-    return [i for i in run.item_ids if done.get(i, 0) < run.rows_per_item]
+    rows: dict[int, int] = {}
+    for item_id, ok in Result.objects.filter(run=run).values_list(
+            "item_id", ExpressionWrapper(Q(error=""), output_field=BooleanField())):
+        rows[item_id] = rows.get(item_id, 0) + 1
+        done[item_id] = done.get(item_id, 0) + bool(ok)
+    rejected = _rejected(run.item_ids)
+    need = run.rows_per_item
+    return [i for i in run.item_ids if (rows.get(i, 0) if i in rejected else done.get(i, 0)) < need]
+
+
+def _rejected(item_ids: Sequence[int]) -> set[int]:
+    return set(Item.objects.filter(pk__in=list(item_ids), status=ItemStatus.REJECTED).values_list("pk", flat=True))
+
+
+def _leave_out_rejected(run: Run) -> list[int]:
+    """Take the rejected (deleted) items the run has no row of out of its items (into ``left_out_ids``), so that
+    a resume never asks them; returns them. An item with rows stays (its rows are the run's record)."""
+    rejected = _rejected(run.item_ids)
+    if not rejected:
+        return []
+    answered = set(Result.objects.filter(run=run, item_id__in=rejected).values_list("item_id", flat=True))
+    gone = [i for i in run.item_ids if i in rejected and i not in answered]
+    if gone:
+        run.item_ids = [i for i in run.item_ids if i not in set(gone)]
+        run.left_out_ids = [*run.left_out_ids, *gone]
+        run.save(update_fields=["item_ids", "left_out_ids"])
+    return gone
 
 
 @transaction.atomic
@@ -275,12 +313,18 @@ def run_cancel(*, run: Run) -> Run:
 
 @transaction.atomic
 def run_resume(*, run: Run, enqueue: bool = True) -> Run:
-    """Re-launch a run: only (item, sample) rows that are missing or failed are computed.
+    """Re-launch a run: only (item, sample) rows that are missing or failed are computed (a stale row is an
+    answer the run gave: ``run_refresh`` asks its item again); rejected items not asked yet are left out.
 
     A run with nothing left to compute is (or stays) finished instead of waiting in the
     queue for chunks that will never come.
     """
     run = Run.objects.select_for_update().get(pk=run.pk)
+    _leave_out_rejected(run)
+    return _relaunch(run, enqueue=enqueue)
+
+
+def _relaunch(run: Run, *, enqueue: bool) -> Run:
     now = timezone.now()
     missing = missing_item_ids(run)
     if not missing:
@@ -295,6 +339,30 @@ def run_resume(*, run: Run, enqueue: bool = True) -> Run:
     if enqueue:
         queueing.chunks_enqueue(run, missing)
     return run
+
+
+@transaction.atomic
+def run_refresh(*, run: Run, user=None, enqueue: bool = True) -> tuple[Run, int]:
+    """Bring a finished (or cancelled, or failed) run up to date: every stale row (its item's content changed since
+    the run asked it) moves, whole, to SupersededResult, and the run resumes, so that it asks those items again at
+    their current content, as it asked every other item (same method, endpoint, parameters, seed, prompt). Rows of
+    rejected items are not refreshed (they are left out of the tables). Returns the run and the rows superseded.
+
+    Why move, not keep both: a run has one row per (run, item, sample) (exactly-once resume, every metric and
+    table counts them so); the old answers stay on record, with their ids, for audits and their judge labels."""
+    run = Run.objects.select_for_update().get(pk=run.pk)
+    if run.is_active:
+        raise Conflict(gettext("Run %(n)s is still running: refresh it once it has finished (or cancel it first).",
+                               n=run.pk), code="run_active")
+    _leave_out_rejected(run)
+    stale = (Result.objects.filter(run=run).exclude(item_version=F("item__content_version"))
+             .exclude(item__status=ItemStatus.REJECTED).select_for_update(of=("self",)))
+    rows = list(stale.values())
+    SupersededResult.objects.bulk_create([SupersededResult(
+        run_id=run.pk, item_id=row["item_id"], sample_index=row["sample_index"], item_version=row["item_version"],
+        result_id=row["id"], is_correct=row["is_correct"], row=row, superseded_by=user) for row in rows])
+    Result.objects.filter(pk__in=[row["id"] for row in rows]).delete()
+    return _relaunch(run, enqueue=enqueue), len(rows)
 
 
 def run_execute_in_process(*, run: Run) -> execution.ChunkReport:

@@ -11,6 +11,8 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.core.cache import cache
 from django.core.paginator import Paginator
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -22,14 +24,14 @@ from django.views.decorators.http import require_POST
 
 from evaluation.figures.drawing import Bar, bar_chart
 from evaluation.forms.runs import EndpointForm, ResultFilterForm, RunLaunchForm
-from evaluation.models import ModelEndpoint, Run, RunStatus
+from evaluation.models import ModelEndpoint, Run, RunStatus, SupersededResult
 from evaluation.selectors import judge as judge_selectors
 from evaluation.selectors import runs as selectors
 from evaluation.selectors.run_record import run_record_counts
 from evaluation.services import runs as services
 from evaluation.services.sweeps import launch_check
 from evaluation.statistics.metrics import RunMetrics
-from foundation.error_mapping import REFUSED, add_form_errors
+from foundation.error_mapping import REFUSED, add_form_errors, error_text
 from foundation.roles import researcher_required
 
 
@@ -135,7 +137,10 @@ def with_run(view):
 
     @functools.wraps(view)
     def wrapper(request, pk: int, *args, **kwargs):
-        run = Run.objects.select_related("endpoint").filter(pk=pk).first()
+        superseded = SupersededResult.objects.filter(run=OuterRef("pk")).order_by().values("run").annotate(
+            n=Count("pk")).values("n")  # in the run's own query: a run page costs no query more
+        run = (Run.objects.select_related("endpoint").annotate(superseded=Coalesce(Subquery(superseded), 0))
+               .filter(pk=pk).first())
         if run is None:
             return not_found(request, _("There is no run %(n)s.") % {"n": pk})
         return view(request, run, *args, **kwargs)
@@ -154,6 +159,7 @@ def run_detail_view(request, run: Run):
     status, question_type = chosen.get("status", ""), chosen.get("question_type", "")
     rows = selectors.run_results(run=run, status=status, question_type=question_type)
     page = Paginator(rows, 50).get_page(request.GET.get("page"))
+    page.object_list = selectors.with_gold_as_asked(list(page.object_list))  # a stale row's gold as it was asked
     query = urlencode({k: v for k, v in (("status", status), ("question_type", question_type)) if v})
     context = {"run": run, "progress": progress, "page": page, "status": status, "question_type": question_type,
                "filters": filters, "query": query, "types_present": selectors.run_question_types(run=run)}
@@ -169,7 +175,7 @@ def run_detail_view(request, run: Run):
         "accuracy_gap": selectors.accuracy_gap(run, summary.metrics, resolved=progress.resolved, total=progress.total,
                                                judged=bool(judged)),
         "judge_link": free_text and run.status == RunStatus.FINISHED,
-        "record": run_record_counts(run=run),
+        "record": run_record_counts(run=run), "superseded": run.superseded,
     })
     return render(request, "evaluation/run_detail.html", context)
 
@@ -200,4 +206,21 @@ def run_cancel_view(request, run: Run):
 def run_resume_view(request, run: Run):
     run = services.run_resume(run=run)
     messages.info(request, _("Run %(n)s re-launched: only missing or failed rows are computed.") % {"n": run.pk})
+    return redirect("evaluation:run_detail", pk=run.pk)
+
+
+@researcher_required
+@require_POST
+@with_run
+def run_refresh_view(request, run: Run):
+    """Ask the run's stale rows again (their old answers are kept as superseded rows); a refusal is a message."""
+    try:
+        run, superseded = services.run_refresh(run=run, user=request.user)
+    except REFUSED as exc:
+        messages.error(request, error_text(exc))
+    else:
+        messages.info(request, ngettext(
+            "Run %(n)s refreshed: %(rows)s stale row kept as superseded and its item asked again.",
+            "Run %(n)s refreshed: %(rows)s stale rows kept as superseded and their items asked again.",
+            superseded) % {"n": run.pk, "rows": superseded})
     return redirect("evaluation:run_detail", pk=run.pk)

@@ -249,7 +249,7 @@ def run_results_jsonl_view(request, pk: int):
     """Every row of a run as JSON lines, streamed."""
     run = get_object_or_404(Run.objects.only("pk"), pk=pk)
     rows = (Result.objects.filter(run=run).order_by("item_id", "sample_index")
-            .values(*table_exports.RESULT_JSONL_FIELDS, "item__external_id").iterator(chunk_size=500))
+            .values(*table_exports.RESULT_JSONL_FIELDS, "item__external_id", "item__content_version").iterator(chunk_size=500))
     response = StreamingHttpResponse(table_exports.results_jsonl(rows, run_id=run.pk),
                                      content_type=CONTENT_TYPES["jsonl"])
     return attach(response, f"run-{run.pk}-results", "jsonl")

@@ -171,6 +171,7 @@ MATRIX: dict[str, tuple] = {
     'evaluation_api:run-cancel': (RESEARCHERS, '405 POST=200 OPTIONS=200'),
     'evaluation_api:run-results': (RESEARCHERS, '405 GET=200 HEAD=200 OPTIONS=200'),
     'evaluation_api:run-resume': (RESEARCHERS, '405 POST=200 OPTIONS=200'),
+    'evaluation_api:run-refresh': (RESEARCHERS, '405 POST=200 OPTIONS=200'),
     'evaluation:comparison': (RESEARCHERS, '302'),
     'evaluation:run_compare': (RESEARCHERS, '200'),
     'evaluation:endpoint_list': (RESEARCHERS, '200'),
@@ -196,6 +197,7 @@ MATRIX: dict[str, tuple] = {
     'evaluation:run_results_jsonl': (RESEARCHERS, '200'),
     'evaluation:result_detail': (RESEARCHERS, '200'),
     'evaluation:run_resume': (RESEARCHERS, '405 POST=302'),
+    'evaluation:run_refresh': (RESEARCHERS, '405 POST=302'),
     'evaluation:run_launch': (RESEARCHERS, '200'),
     'evaluation:run_launch_estimate': (RESEARCHERS, '405 GET=200'),
     # the admin: researchers only (workflow records and answers are read-only, nothing of the data is deleted);

@@ -1,0 +1,33 @@
+"""evaluation.apis.runs: a result row says the content version it was asked at, the item's version now and whether
+it is stale (in the OpenAPI schema too); a refresh asks the stale rows again and is refused (409, never a 500)
+while the run is still running."""
+import pytest
+
+from annotation.models import Item
+from annotation.services import item_update
+from evaluation.models import Run, RunStatus, SupersededResult
+from evaluation.services import runs as services
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_results_say_their_version_and_staleness_and_a_refresh_brings_them_up_to_date(api, sample_items):
+    run = services.run_launch(endpoint=services.endpoint_for_cli(builtin="lexical"), method="naive", split="test",
+                              enqueue=False)
+    refused = api.post(f"/api/evaluation/runs/{run.pk}/refresh/")
+    assert refused.status_code == 409 and refused.json()["code"] == "run_active"
+    services.run_execute_in_process(run=run)
+    item = sample_items[0]
+    item_update(item_id=item.pk, base_version=item.version, changes={"question": item.question + " Why?"})
+    rows = api.get(f"/api/evaluation/runs/{run.pk}/results/", {"page_size": 100}).json()
+    rows = rows["results"] if isinstance(rows, dict) else rows
+    by_item = {r["item"]: r for r in rows}
+    assert (by_item[item.pk]["item_version"], by_item[item.pk]["current_version"], by_item[item.pk]["stale"]) == (1, 2, True)
+    assert all(not r["stale"] and r["item_version"] == r["current_version"] == 1 for r in rows if r["item"] != item.pk)
+    schema = api.get("/api/schema/").content.decode()
+    assert "current_version" in schema and "stale" in schema
+    assert api.post(f"/api/evaluation/runs/{run.pk}/refresh/").status_code == 200
+    assert Run.objects.get(pk=run.pk).status == RunStatus.QUEUED
+    assert list(SupersededResult.objects.filter(run=run).values_list("item_id", "item_version")) == [(item.pk, 1)]
+    assert Item.objects.get(pk=item.pk).content_version == 2
+    assert api.post("/api/evaluation/runs/999999/refresh/").status_code == 404
