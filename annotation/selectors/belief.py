@@ -162,8 +162,8 @@ def lease_closed(lease: BeliefLease, *, user, now) -> tuple[str, str] | None:
 
     Closed: answered; the label reviewed by them on a workflow screen; an expired or given-back lease whose label
     someone else holds, or that has its k reviews; a live lease whose label has its k reviews from others meanwhile
-    (its judge is no longer hidden: an answer now would not be blind); a label past blind review
-    (`past_blind_review`)."""
+    (its judge is no longer hidden: an answer now would not be blind); a label about an item version no longer
+    current (the page would show content the judge never saw); a label past blind review (`past_blind_review`)."""
     label = lease.label
     if lease.status == BeliefLeaseStatus.SUBMITTED:
         return "already_reviewed", gettext("You have already reviewed this label.")
@@ -180,6 +180,9 @@ def lease_closed(lease: BeliefLease, *, user, now) -> tuple[str, str] | None:
     elif done:
         return "label_reviewed", gettext("This label has received its reviews from others meanwhile: it needs no "
                                          "more.")
+    if BeliefLabel.objects.filter(pk=label.pk).exclude(item_version=F("item__content_version")).exists():
+        return "label_stale", gettext("The item was changed after the judge labelled it: this label is about a "
+                                      "version that is no longer shown, and is not reviewed.")
     if BeliefLabel.objects.filter(pk=label.pk).filter(past_blind_review()).exists():
         return "verification_decided", gettext("The verification of this item is decided and its annotators' "
                                                "verdicts can be read: this label can no longer be reviewed blind.")

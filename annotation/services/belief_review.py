@@ -80,7 +80,9 @@ def _candidates(queue: BeliefQueue, user, now):
         Q(status=BeliefLeaseStatus.SUBMITTED) | Q(status=BeliefLeaseStatus.LEASED, expires_at__gt=now))
     reviews = BeliefReview.objects.filter(label=OuterRef("pk"))
     done = reviews.order_by().values("label").annotate(n=Count("pk")).values("n")
-    candidates = (BeliefLabel.objects.filter(queue=queue).exclude(status=LabelStatus.ERROR)
+    # Only labels about the item's current content: the page shows the item as it is now.
+    candidates = (BeliefLabel.objects.filter(queue=queue, item_version=F("item__content_version"))
+                  .exclude(status=LabelStatus.ERROR)
                   .exclude(Exists(live)).exclude(Exists(mine)).exclude(Exists(reviews.filter(reviewer=user)))
                   .annotate(done=Coalesce(Subquery(done), 0)).filter(done__lt=queue.reviewers_per_label))
     return candidates.exclude(past_blind_review()) if queue.blind else candidates

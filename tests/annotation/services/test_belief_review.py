@@ -325,3 +325,23 @@ def test_an_annotator_is_not_told_which_stream_handed_a_blind_label_out(annotato
         assert handed["stream"] is None and handed["label"]["belief"] is None
     belief_queue_policy_set(queue_id=queue.pk, blind=False)
     assert client_for(annotator).post(reverse("annotation_api:belief_next", args=[queue.name])).json()["stream"] == "order"
+
+
+def test_a_label_about_an_item_changed_since_is_neither_handed_out_nor_answered(queue, items, annotator):
+    """The lifecycle review: the queue handed out labels judged at an older content version and showed the item
+    as it is now, so people reviewed content the judge never saw (feeding its agreement and calibration)."""
+    from annotation.models import Item
+    from annotation.services import item_update
+
+    belief_queue_policy_set(queue_id=queue.pk, order="audit")
+    labels = _labels(queue, items)
+    held = belief_lease_next(queue_id=queue.pk, user=annotator)
+    changed = {held.label.item_id}
+    for item in Item.objects.filter(pk__in=changed):
+        item_update(item_id=item.pk, base_version=item.version, changes={"question": item.question + " Who?"})
+    with pytest.raises(Conflict) as refused:
+        belief_review_submit(lease_id=held.pk, user=annotator, human_label="correct")
+    assert refused.value.code == "label_stale"
+    handed = [target for target, _, _ in _review_all(queue, annotator, 20)]
+    assert handed and all(labels[target].item_id not in changed for target in handed)
+    assert not BeliefReview.objects.filter(label__item_id__in=changed).exists()
