@@ -12,6 +12,7 @@ from annotation.services import (
     belief_review_submit,
     draft_save,
     item_edit,
+    item_update,
     items_enter_workflow,
     lease_next,
     review_submit,
@@ -124,6 +125,12 @@ def _evaluation(res: User) -> None:
         run = evaluation_services.run_launch(endpoint=endpoint, method=method, split="test", limit=4, samples=2,
                                              user=res, enqueue=False, note=f"backup {method}")
         evaluation_services.run_execute_in_process(run=run)
+    # An item of the last run changed, and the run refreshed: its old rows are kept (evaluation.supersededresult).
+    asked = Item.objects.get(pk=run.item_ids[0])
+    item_update(item_id=asked.pk, base_version=asked.version, user=res, changes={"question": asked.question + " (r)"})
+    run, superseded = evaluation_services.run_refresh(run=run, user=res, enqueue=False)
+    assert superseded == 2
+    evaluation_services.run_execute_in_process(run=run)
     config = judge_services.judge_config_builtin()
     judge_run = judge_services.judge_run_launch(config=config, task="screening", split="test", limit=3, user=res,
                                                 enqueue=False)

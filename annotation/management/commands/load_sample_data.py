@@ -31,9 +31,9 @@ class Command(BaseCommand):
             changed = 0
             # Added once: an item whose translations changed after its import (this command's own addition, an
             # annotator's edit or removal) keeps them as they are.
-            settled = set(ItemRevision.objects.filter(item__source=SAMPLE_SOURCE, number__gt=1,
-                                                      changed_fields__contains=["translations"])
-                          .values_list("item__external_id", flat=True))
+            settled = {external_id for external_id, changed in ItemRevision.objects.filter(
+                item__source=SAMPLE_SOURCE, number__gt=1).values_list("item__external_id", "changed_fields")
+                if "translations" in changed}  # read here: SQLite (make run's database) has no JSON containment
             for external_id, zh in translations.items():
                 item = Item.objects.filter(source=SAMPLE_SOURCE, external_id=external_id).first()
                 if item is None or item.translations.get("zh-hans") or external_id in settled:
