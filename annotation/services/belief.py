@@ -89,28 +89,13 @@ def belief_queue_policy_set(*, queue_id: int, **policy) -> BeliefQueue:
     unknown = set(policy) - set(POLICY_FIELDS)
     if unknown:
         raise Invalid(gettext("Unknown queue settings: %(names)s.", names=", ".join(sorted(unknown))))
-    errors = {**_policy_errors(policy), **_blindness_errors(queue, policy)}
+    errors = _policy_errors(policy)
     if errors:
         raise Invalid(errors=errors)
     for field, value in policy.items():
         setattr(queue, field, value)
     queue.save(update_fields=list(policy) or None)
     return queue
-
-
-def _blindness_errors(queue: BeliefQueue, policy: dict) -> dict[str, list[str]]:
-    """Once reviewing has begun, a queue cannot become blind, nor a blind queue ask more reviews per label: the
-    judge's label was shown to annotators meanwhile (the queue was sighted, or the label had its k reviews), so a
-    review recorded blind afterwards might not be."""
-    blind = policy.get("blind", queue.blind)
-    more = policy.get("reviewers_per_label", queue.reviewers_per_label) > queue.reviewers_per_label
-    if not blind or not (more or not queue.blind) or not BeliefReview.objects.filter(label__queue=queue).exists():
-        return {}
-    if not queue.blind:
-        return {"blind": [gettext("Reviewing has begun with the judge shown: the queue cannot become blind now. "
-                                  "Make a new queue for blind review.")]}
-    return {"reviewers_per_label": [gettext("Reviewing has begun: a blind queue cannot ask more reviewers per label "
-                                            "(the judge of a label with its reviews was shown).")]}
 
 
 def _row_error(index: int, message: str) -> Invalid:
