@@ -246,18 +246,23 @@ POWERED_QUANTITIES = {
 
 
 def powered_share(*, queue: BeliefQueue, task: str, targets: list[str] | None = None, known_zeros: int = 0,
+                  asked: dict[str, int] | None = None,
                   sampling: dict[int, tuple[float, float, bool]] | None = None) -> dict | None:
     """The share of targets people would give the task's positive label (`POWERED_QUANTITIES`), three ways, each
     with its n: the judge alone (its labels, no interval: nothing says how far they are off), people alone (the
     queue's reviews weighted by one over each label's inclusion probability) and judge-powered (PPI++ with the
     same weights, `annotation.ppi`). ``targets``: only these (e.g. a run's results); ``known_zeros``: further
-    targets known to be negative without review (a free-text run's results without an answer). None when the
-    queue has no such label."""
+    targets known to be negative without review (a free-text run's results without an answer); ``asked``: the
+    content version each target was asked at (a model's result: the content its answer answered), whose label alone
+    counts (a label at another version judged content the target never saw); without it, each target's latest. None
+    when the queue has no such label."""
     aspect, positive, what = POWERED_QUANTITIES[task]
     labels = [label for label in _labels(queue) if label.task == task and label.aspect == aspect]
     if targets is not None:
         wanted = set(targets)
         labels = [label for label in labels if label.target in wanted]
+    if asked is not None:
+        labels = [label for label in labels if asked.get(label.target) == label.item_version]
     # One label per target: its latest content version.
     latest: dict[str, BeliefLabel] = {}
     for label in labels:

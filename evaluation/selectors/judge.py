@@ -153,21 +153,22 @@ def free_text_accuracy(*, run: Run, item_ids: Sequence[int] | None = None,
                 c["unreadable"] += 1
             else:
                 c["pending"] += 1
-        powered = _powered(queue_id, [t for t, has_answer in targets.items() if has_answer],
+        powered = _powered(queue_id, {t: asked[t] for t, has_answer in targets.items() if has_answer},
                            n - sum(targets.values()), c["pending"])
         accuracies.append(JudgedAccuracy(config=names.get(queue_id, f"queue {queue_id}"), n=n, **c, **powered))
     return sorted(accuracies, key=lambda a: a.config)
 
 
-def _powered(queue_id: int, answered: list[str], unanswered: int, pending: int) -> dict:
+def _powered(queue_id: int, answered: dict[str, int], unanswered: int, pending: int) -> dict:
     """The run's accuracy from the judge and the queue's reviews (annotation.ppi under the queue's design), and
     from the reviews alone; results without an answer are known to be wrong. Refused while results are not
-    judged yet (they had no chance of review)."""
+    judged yet (they had no chance of review). ``answered``: target -> the version it was asked at (only the label
+    at that version counts, as for the judge's accuracy above)."""
     if pending:
         reason = gettext("%(n)s result(s) not judged yet: they had no chance of review") % {"n": pending}
         refused = {"value": None, "low": None, "high": None, "n": len(answered) + unanswered, "n_reviewed": 0,
                    "n_uniform": 0, "lam": None, "reason": reason}
         return {"powered": refused, "people": refused}
-    share = powered_share(queue=BeliefQueue.objects.get(pk=queue_id), task=specs.FREE_TEXT, targets=answered,
-                          known_zeros=unanswered)
+    share = powered_share(queue=BeliefQueue.objects.get(pk=queue_id), task=specs.FREE_TEXT, targets=list(answered),
+                          known_zeros=unanswered, asked=answered)
     return {"powered": share["powered"], "people": share["people"]} if share else {}

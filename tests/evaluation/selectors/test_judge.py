@@ -107,3 +107,40 @@ def test_the_run_page_and_api_show_the_judge_powered_accuracy(free_text_run, res
     assert data["judged_accuracy"][0]["powered"]["value"] == pytest.approx(powered["value"])
     assert data["judged_accuracy"][0]["people"]["value"] == pytest.approx(accuracy.people["value"])
 
+
+
+def test_the_judge_powered_accuracy_counts_only_the_label_at_the_version_each_result_was_asked(
+        free_text_run, annotator):
+    """A label of a result at another content version (the judge before the lifecycle fix graded a stale answer
+    against the item's new content) is not that result's verdict: the judged accuracy ignored it, and so must the
+    judge-powered and people-only figures, even when it is the latest and reviewed."""
+    from annotation.services import item_update
+    from annotation.services.belief import belief_queue_policy_set
+    from annotation.services.belief_review import belief_lease_next, belief_review_submit
+
+    judge("--config", "builtin", "--run", str(free_text_run.pk), "--wait")
+    config = services.judge_config_builtin()
+    belief_queue_policy_set(queue_id=config.queue_id, order="audit")
+    for _ in range(14):
+        lease = belief_lease_next(queue_id=config.queue_id, user=annotator)
+        belief_review_submit(lease_id=lease.pk, user=annotator, human_label=lease.label.label or "incorrect")
+    [before] = selectors.free_text_accuracy(run=free_text_run)
+    assert before.powered["value"] is not None, before.powered["reason"]
+    # An unreviewed result's item is curated, and a label of that result at the new version is written, flipped.
+    result = (Result.objects.filter(run=free_text_run)
+              .exclude(pk__in=[int(t.split(":")[1]) for t in BeliefLabel.objects.filter(reviews__isnull=False)
+                               .values_list("target", flat=True)]).order_by("pk").first())
+    item = result.item
+    item_update(item_id=item.pk, base_version=item.version, changes={"question": item.question + " (reworded)"})
+    original = BeliefLabel.objects.get(target=f"result:{result.pk}")
+    flipped = "incorrect" if original.label == "correct" else "correct"
+    BeliefLabel.objects.create(queue=original.queue, item=item, item_version=original.item_version + 1,
+                               task=original.task, target=original.target, aspect=original.aspect, label=flipped,
+                               choices=original.choices, belief=0.99, belief_source=original.belief_source,
+                               audit_key=0.001)
+    lease = belief_lease_next(queue_id=config.queue_id, user=annotator)
+    assert lease.label.target == original.target and lease.label.item_version == original.item_version + 1
+    belief_review_submit(lease_id=lease.pk, user=annotator, human_label=flipped)
+    [after] = selectors.free_text_accuracy(run=free_text_run)
+    assert (after.correct, after.scored) == (before.correct, before.scored)
+    assert after.powered == before.powered and after.people == before.people
