@@ -5,6 +5,7 @@
 - progress: the researchers' progress board and verification agreement
 - belief, belief_trust: judge labels, reviews, review queues, the judge's suggestions in the
   workflow screens; trust figures of a queue
+- versions: an item's content at a past content version (what a result, label or answer saw)
 
 Callers may import from the sub-module or from here; a new sub-domain adds its
 module and its names below.
@@ -38,6 +39,7 @@ from annotation.selectors.items import (
     revision_snapshot,
 )
 from annotation.selectors.progress import agreement_rows, progress_board, verification_agreement
+from annotation.selectors.versions import item_contents_at
 from annotation.selectors.workflow import (
     adjudication_detail,
     curation_counts,
@@ -63,4 +65,5 @@ __all__ = [
     "belief_labels", "belief_lease_for", "belief_queues", "belief_reviews", "clue_graph_draft",
     "final_label", "judge_hidden", "provenance", "screening_suggestions", "screening_view", "shown_label",
     "belief_trust",
+    "item_contents_at",
 ]

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+from annotation.selectors.versions import item_contents_at
 from studies.models import Attempt, ParticipantLease, RefusedAnswer, Study
-from studies.selectors.versions import contents_at
 
 
 def study_export(study: Study) -> dict:
@@ -55,7 +55,8 @@ def study_export_rows(study: Study) -> Iterator[dict]:
         .order_by("attempt_id", "position")
     )
     version_of = {lease.pk: _version(lease) for lease in leases}
-    keys = contents_at((lease.item_id, version) for lease, version in zip(leases, version_of.values()))
+    keys = item_contents_at(((lease.item_id, version) for lease, version in zip(leases, version_of.values())),
+                            fields=("answer_index",))
     for lease in leases:
         a, item = lease.attempt, lease.item
         r = getattr(lease, "response", None)

@@ -10,6 +10,7 @@ from decimal import Decimal
 from annotation.agreement import counts_table, fleiss_kappa
 from annotation.clue_graph import gold_key_information
 from annotation.keyinfo import keyinfo_score
+from annotation.selectors.versions import item_contents_at
 from studies import stats
 from studies.models import (
     Attempt,
@@ -21,7 +22,6 @@ from studies.models import (
     Study,
     StudyItem,
 )
-from studies.selectors.versions import contents_at
 
 
 @dataclass
@@ -99,8 +99,10 @@ def study_results(study: Study) -> StudyResults:
         ParticipantLease.objects.filter(attempt__study=study, status=ParticipantLeaseStatus.TIMED_OUT)
         .exclude(attempt__status=AttemptStatus.SCREENED_OUT).values_list("attempt_id", "item_id",
                                                                          "shown_content_version"))
-    contents = contents_at({(r.item_id, r.item_version) for r in responses}
-                           | {(item_id, version) for _, item_id, version in timed_out})
+    # The key and the clue graph each answer is compared with: the item's at the version it was given on.
+    contents = item_contents_at({(r.item_id, r.item_version) for r in responses}
+                                | {(item_id, version) for _, item_id, version in timed_out},
+                                fields=("answer_index", "evidence", "translations"))
     gold_cache: dict[tuple[int, int, str], list[str] | None] = {}
     keyinfo_of: dict[int, float] = {}
     for r in responses:

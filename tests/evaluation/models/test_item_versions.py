@@ -3,7 +3,7 @@
 not made up."""
 import pytest
 
-from annotation.models import Item
+from annotation.models import Item, ItemRevision
 from annotation.services import item_update
 from evaluation.models.item_versions import items_at_versions
 
@@ -22,3 +22,15 @@ def test_each_version_reads_its_own_content(sample_items):
     now = Item.objects.get(pk=item.pk)
     assert (found[(item.pk, 2)].question, found[(item.pk, 2)].answer_index) == ("Who did it?", now.answer_index)
     assert (item.pk, 7) not in found
+
+
+def test_a_field_an_old_snapshot_lacks_reads_as_empty(sample_items):
+    """Which revision is read is annotation's (tests/annotation/selectors/test_versions.py); here the snapshot
+    becomes an ItemAtVersion: a missing text is empty, a missing key is no option."""
+    item = sample_items[0]
+    item = item_update(item_id=item.pk, base_version=item.version, changes={"question": "Who did it?"})
+    ItemRevision.objects.create(item=item, number=item.version + 1, content_version=1, stage=item.status,
+                                snapshot={"question": "Old", "options": ["a", "b"]})
+    asked = items_at_versions([(item.pk, 1)])[(item.pk, 1)]
+    assert (asked.question, asked.options, asked.context, asked.evidence, asked.answer_index, asked.answer_text) \
+        == ("Old", ("a", "b"), "", "", -1, "")
