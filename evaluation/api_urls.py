@@ -16,6 +16,7 @@ urlpatterns = [
     path("runs/<int:pk>/resume/", apis.RunResumeApi.as_view(), name="run-resume"),
     path("runs/<int:pk>/refresh/", apis.RunRefreshApi.as_view(), name="run-refresh"),
     path("runs/<int:pk>/results/", apis.RunResultsApi.as_view(), name="run-results"),
+    path("runs/<int:pk>/superseded/", apis.RunSupersededApi.as_view(), name="run-superseded"),
     path("sweeps/", apis_analysis.SweepLaunchApi.as_view(), name="sweep-launch"),
     path("sweeps/estimate/", apis_analysis.SweepEstimateApi.as_view(), name="sweep-estimate"),
     path("leaderboard/", apis_tables.LeaderboardApi.as_view(), name="leaderboard"),

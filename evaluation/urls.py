@@ -19,6 +19,7 @@ urlpatterns = [
     path("runs/<int:pk>/refresh/", views.run_refresh_view, name="run_refresh"),
     path("runs/<int:pk>/results/<int:result_pk>/", views.result_detail_view, name="result_detail"),
     path("runs/<int:pk>/results.jsonl", views_tables.run_results_jsonl_view, name="run_results_jsonl"),
+    path("runs/<int:pk>/superseded.jsonl", views_tables.run_superseded_jsonl_view, name="run_superseded_jsonl"),
     path("runs/<int:pk>/question-types.<str:fmt>", views_tables.run_types_export_view, name="run_types_export"),
     path("runs.<str:fmt>", views_tables.run_list_export_view, name="run_list_export"),
     path("leaderboard/", views_tables.leaderboard_view, name="leaderboard"),

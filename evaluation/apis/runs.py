@@ -11,7 +11,7 @@ from annotation.item_facts import QUESTION_TYPES
 from annotation.models import ItemStatus
 from evaluation.forms.runs import MAX_IDS, MAX_INT
 from evaluation.model_calls.credentials import params_without_credentials
-from evaluation.models import ModelEndpoint, OptionOrder, Result, Run
+from evaluation.models import ModelEndpoint, OptionOrder, Result, Run, SupersededResult
 from evaluation.prompting.methods import METHOD_CHOICES
 from evaluation.selectors import judge as judge_selectors
 from evaluation.selectors import runs as selectors
@@ -130,6 +130,26 @@ class ResultSerializer(serializers.ModelSerializer):
         fields = ["id", "item", "item_version", "current_version", "stale", "sample_index", "messages", "raw_output", "shown_order", "answer_index", "answer_label",
                   "parse_status", "is_correct", "answer_first", "free_answer", "key_information", "keyinfo",
                   "tokens_in", "tokens_out", "latency_s", "attempts", "cached", "error", "updated_at"]
+
+
+class SupersededResultSerializer(serializers.ModelSerializer):
+    """A row a refresh took out of the run (``services.run_refresh``), kept whole (annotated by
+    ``selectors.superseded_list``: no query per row)."""
+
+    external_id = serializers.CharField(read_only=True)
+    current_version = serializers.IntegerField(read_only=True,
+                                               help_text="The item's content version now (Item.content_version)")
+    superseded_by = serializers.CharField(source="superseded_by_name", read_only=True, allow_null=True,
+                                          help_text="Who refreshed (a username; null: the command line, or a "
+                                                    "deleted account)")
+    row = serializers.JSONField(read_only=True, help_text="Every field of the old row as it was (its id is "
+                                                          "result_id; judge labels name it result:<id>)")
+
+    class Meta:
+        model = SupersededResult
+        fields = ["id", "result_id", "item", "external_id", "sample_index", "item_version", "current_version",
+                  "is_correct", "superseded_at", "superseded_by", "row"]
+        read_only_fields = fields
 
 
 class EndpointListApi(generics.ListCreateAPIView):
@@ -256,3 +276,13 @@ class RunResultsApi(generics.ListAPIView):
 
     def get_queryset(self):
         return selectors.result_list(run=get_object_or_404(Run.objects.only("pk"), pk=self.kwargs["pk"]))
+
+
+class RunSupersededApi(generics.ListAPIView):
+    """The rows refreshes took out of one run, kept whole; each (item, sample)'s oldest first, paginated."""
+
+    permission_classes = [IsResearcher]
+    serializer_class = SupersededResultSerializer
+
+    def get_queryset(self):
+        return selectors.superseded_list(run=get_object_or_404(Run.objects.only("pk"), pk=self.kwargs["pk"]))

@@ -250,3 +250,24 @@ def results_jsonl(rows: Iterable[dict], *, run_id: int) -> Iterator[str]:
         record["current_version"] = current
         record["stale"] = current is not None and row["item_version"] != current
         yield json.dumps(record, ensure_ascii=False) + "\n"
+
+
+#: What ``superseded_jsonl`` reads of each row of ``selectors.superseded_list`` (``values()``).
+SUPERSEDED_JSONL_FIELDS = ("id", "result_id", "item_id", "external_id", "sample_index", "item_version",
+                           "current_version", "is_correct", "superseded_at", "superseded_by_name", "row")
+
+
+def superseded_jsonl(rows: Iterable[dict], *, run_id: int) -> Iterator[str]:
+    """One JSON object per row a refresh superseded: which row it was (``result_id``, the one judge labels name as
+    ``result:<id>``; the item, the sample, the content version it answered), the item's content version now, when
+    and by whom (``superseded_by``: a username, null from the command line) it was superseded, and the old row
+    whole (``row``: every field as it was, those of results.jsonl among them). Each (item, sample)'s oldest
+    first: with the current row (results.jsonl) last, they are the history of that row."""
+    for row in rows:
+        yield json.dumps({
+            "run": run_id, "superseded_id": row["id"], "result_id": row["result_id"], "item_id": row["item_id"],
+            "external_id": row["external_id"], "sample_index": row["sample_index"],
+            "item_version": row["item_version"], "current_version": row["current_version"],
+            "is_correct": row["is_correct"], "superseded_at": row["superseded_at"].isoformat(),
+            "superseded_by": row["superseded_by_name"], "row": row["row"],
+        }, ensure_ascii=False) + "\n"

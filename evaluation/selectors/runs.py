@@ -19,7 +19,7 @@ from annotation import clue_graph
 from annotation.highlight import segments
 from annotation.models import ItemStatus
 from annotation.selectors import content_changes_since, item_list
-from evaluation.models import JudgeRun, ModelEndpoint, Result, Run, RunStatus
+from evaluation.models import JudgeRun, ModelEndpoint, Result, Run, RunStatus, SupersededResult
 from evaluation.models.item_versions import current_content, items_at_versions
 from evaluation.prompting.answer_reading import OK, option_labels
 from evaluation.prompting.methods import METHODS
@@ -125,6 +125,16 @@ def result_list(*, run: Run) -> QuerySet[Result]:
                                                     stale=ExpressionWrapper(~Q(item_version=F("item__content_version")),
                                                                             output_field=BooleanField()))
             .order_by("item_id", "sample_index"))
+
+
+def superseded_list(*, run: Run) -> QuerySet[SupersededResult]:
+    """The rows refreshes took out of a run (``services.run_refresh``), each (item, sample)'s oldest first, with
+    ``external_id``, ``current_version`` (its item's content version now) and ``superseded_by_name`` (who refreshed:
+    None from the command line), in the same query."""
+    return (SupersededResult.objects.filter(run=run)
+            .annotate(external_id=F("item__external_id"), current_version=F("item__content_version"),
+                      superseded_by_name=F("superseded_by__username"))
+            .order_by("item_id", "sample_index", "superseded_at", "pk"))
 
 
 def run_progress_many(*, run_ids: list[int], now: datetime | None = None) -> dict[int, Progress]:

@@ -254,3 +254,13 @@ def run_results_jsonl_view(request, pk: int):
                                      content_type=CONTENT_TYPES["jsonl"])
     return attach(response, f"run-{run.pk}-results", "jsonl")
 
+
+@researcher_required
+def run_superseded_jsonl_view(request, pk: int):
+    """Every row refreshes took out of a run (kept whole, as superseded rows) as JSON lines, streamed."""
+    run = get_object_or_404(Run.objects.only("pk"), pk=pk)
+    rows = (selectors.superseded_list(run=run).values(*table_exports.SUPERSEDED_JSONL_FIELDS)
+            .iterator(chunk_size=500))
+    response = StreamingHttpResponse(table_exports.superseded_jsonl(rows, run_id=run.pk),
+                                     content_type=CONTENT_TYPES["jsonl"])
+    return attach(response, f"run-{run.pk}-superseded", "jsonl")

@@ -5,6 +5,11 @@ an OpenAI-compatible URL with the generation settings given here (``--max-tokens
 ``--top-p``, ``--seed``, ``--timeout``, ``--table9``); URL, model, key variable and settings together
 name the endpoint, created on first use. Before any run, a preflight request checks the endpoint and
 refuses with the reason. The command exits non-zero when a run fails or all its rows are errors.
+
+``--refresh RUN`` launches nothing: it refreshes a finished run as the run page and the API do
+(``services.run_refresh``: its stale rows kept whole as superseded rows, their items asked again with the run's own
+method, endpoint and settings), queued like a launch or computed with ``--wait``; it says how many rows it superseded
+and how many items it asks again.
 """
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ import sys
 import time
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from evaluation.model_calls import preflight
 from evaluation.model_calls.builtin_models import BUILTIN_MODELS
@@ -27,6 +33,10 @@ from evaluation.services import runs as services
 from foundation.error_mapping import REFUSED, error_text
 
 GENERATION_FLAGS = ("max_tokens", "temperature", "top_p", "timeout", "table9")
+#: What only a launch takes: a refresh asks again as the run asked (its own method, endpoint, selection, settings).
+LAUNCH_FLAGS = ("model", "api_key_env", "method", "split", "limit", "concurrency", "seed", "max_tokens", "temperature",
+                "top_p", "timeout", "table9", "no_preflight", "samples", "k", "option_order", "permute_options",
+                "chunk_size")
 
 
 def workers_available(timeout: float = 1.0) -> bool:
@@ -81,6 +91,9 @@ class Command(BaseCommand):
         source.add_argument("--builtin", choices=BUILTIN_MODELS, help="A built-in offline model")
         source.add_argument("--endpoint", help="A stored endpoint's name: used with its own settings (edit it to "
                                                "change them)")
+        source.add_argument("--refresh", type=positive_int, metavar="RUN",
+                            help="Launch nothing: refresh this finished run (its stale rows kept as superseded rows, "
+                                 "their items asked again, as the run page's Refresh); with --wait, wait for it")
         parser.add_argument("--model", help="Model name at the endpoint (with --base-url)")
         parser.add_argument("--api-key-env", default="", help="NAME of the environment variable holding the API key")
         parser.add_argument("--method", default="naive", help=f"Comma-separated methods: {', '.join(METHODS)}")
@@ -114,6 +127,8 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args, **o):
+        if o["refresh"] is not None:
+            return self._refresh(o)
         if o["base_url"] and not o["model"]:
             raise CommandError("--base-url needs --model")
         if not o["base_url"]:
@@ -143,7 +158,6 @@ class Command(BaseCommand):
             raise CommandError(error_text(exc)) from exc
         option_order = self._option_order(o)
         in_process = o["wait"] and (o["in_process"] or not workers_available())
-        progress = o["wait"] and not o["no_progress"]
         failures = []
         for number, method in enumerate(methods):
             try:
@@ -156,30 +170,60 @@ class Command(BaseCommand):
                 )
             except REFUSED as exc:
                 raise CommandError(error_text(exc)) from exc
-            if in_process:
-                stop = self._progress_thread(run) if progress else None
-                try:
-                    services.run_execute_in_process(run=run)
-                finally:
-                    if stop is not None:
-                        stop()
-            elif o["wait"]:
-                self._wait(run, progress)
-            run.refresh_from_db()
-            if progress:
-                self._draw(run, final=True)
-            line = self._line(run)
-            self.stdout.write(json.dumps({key: value for key, value in line.items() if key != "record"}))
-            if o["wait"]:
-                self.stderr.write(f"run {run.pk} {run.method}: {run_record_text(line['record'])}")
-                failure = self._failure(run, line)
-                if failure:
-                    failures.append(failure)
-                    if number + 1 < len(methods):
-                        failures.append(f"not launched: {', '.join(methods[number + 1:])}")
-                    break
+            failure = self._complete(run, o, in_process=in_process)
+            if failure:
+                failures.append(failure)
+                if number + 1 < len(methods):
+                    failures.append(f"not launched: {', '.join(methods[number + 1:])}")
+                break
         if failures:
             raise CommandError("; ".join(failures))
+
+    def _complete(self, run: Run, o: dict, *, in_process: bool, **shown) -> str:
+        """After a launch or a refresh: compute the run here (``in_process``) or wait for the workers (--wait), print
+        its JSON line (with ``shown`` first); returns why the command fails ("" if it does not)."""
+        progress = o["wait"] and not o["no_progress"]
+        if in_process and run.is_active:
+            stop = self._progress_thread(run) if progress else None
+            try:
+                services.run_execute_in_process(run=run)
+            finally:
+                if stop is not None:
+                    stop()
+        elif o["wait"]:
+            self._wait(run, progress)
+        run.refresh_from_db()
+        if progress:
+            self._draw(run, final=True)
+        line = self._line(run)
+        self.stdout.write(json.dumps({**shown, **{key: value for key, value in line.items() if key != "record"}}))
+        if not o["wait"]:
+            return ""
+        self.stderr.write(f"run {run.pk} {run.method}: {run_record_text(line['record'])}")
+        return self._failure(run, line)
+
+    def _refresh(self, o: dict) -> None:
+        """--refresh RUN: ``services.run_refresh`` (the run page's and the API's), then as after a launch."""
+        parser = self.create_parser("manage.py", "evaluate")
+        given = [f"--{dest.replace('_', '-')}" for dest in LAUNCH_FLAGS if o[dest] != parser.get_default(dest)]
+        if given:
+            raise CommandError(f"{', '.join(given)}: not with --refresh (a refresh asks again as the run asked: its "
+                               f"own method, endpoint, items and settings)")
+        run = Run.objects.filter(pk=o["refresh"]).first()
+        if run is None:
+            raise CommandError(f"no run {o['refresh']}: nothing was refreshed")
+        in_process = o["wait"] and (o["in_process"] or not workers_available())
+        try:
+            with transaction.atomic():  # the items counted are the ones queued: no worker starts before the commit
+                run, superseded = services.run_refresh(run=run, enqueue=not in_process)
+                asked = len(services.missing_item_ids(run)) if run.is_active else 0
+        except REFUSED as exc:
+            raise CommandError(f"run {run.pk} was not refreshed: {error_text(exc)}") from exc
+        self.stderr.write(f"run {run.pk} {run.method}: {superseded} stale row(s) kept as superseded, {asked} item(s) "
+                          f"asked again" + ("" if not asked else ", computing here" if in_process else ", queued"))
+        failure = self._complete(run, o, in_process=in_process, superseded=superseded, asked_again=asked)
+        if failure:
+            raise CommandError(failure)
 
     @staticmethod
     def _settings(o: dict) -> dict:

@@ -1,6 +1,7 @@
 """Researcher pages of runs and tables: runs list metrics and progress, run rows filtered with links to a drill-down
 (messages, raw output, parsed answer, key information beside the gold clues), the launch form, the two-run
-comparison page, and every table as a file (CSV formula-safe, JSON, LaTeX that compiles, JSONL)."""
+comparison page, and every table as a file (CSV formula-safe, JSON, LaTeX that compiles, JSONL; the rows refreshes
+superseded as JSONL, for researchers only)."""
 import csv
 import io
 import json
@@ -8,9 +9,11 @@ import shutil
 import subprocess
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 
 from annotation.models import Item
+from annotation.services import item_update
 from evaluation.models import ModelEndpoint, Result, Run
 from evaluation.services import runs as services
 from tests.conftest import require
@@ -188,3 +191,40 @@ def test_the_leaderboard_shows_the_runs_ticked_in_a_list(researcher_client, two_
     assert f'<option value="{a.pk}" selected>' in only_a and f'<option value="{b.pk}" selected>' not in only_a
     cell_b = f"/evaluation/runs/{b.pk}/"
     assert f'<option value="{b.pk}" selected>' in both and cell_b in both and cell_b in same and cell_b not in only_a
+
+
+def test_superseded_rows_as_jsonl_hold_each_old_row_whole_and_no_current_row(researcher_client, researcher, annotator,
+                                                                             detectbench_dir, compute):
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=4)
+    run = compute(services.run_launch(endpoint=services.endpoint_for_cli(builtin="lexical"), method="naive",
+                                      split="test", enqueue=False))
+    address = reverse("evaluation:run_superseded_jsonl", args=[run.pk])
+    assert address not in _get(researcher_client, "evaluation:run_detail", run.pk).content.decode()
+    empty = _get(researcher_client, "evaluation:run_superseded_jsonl", run.pk)
+    assert b"".join(empty.streaming_content) == b""
+    item = Item.objects.order_by("pk").first()
+    old = Result.objects.get(run=run, item=item)
+    item_update(item_id=item.pk, base_version=item.version, changes={"question": item.question + " Why?"})
+    run, superseded = services.run_refresh(run=run, user=researcher, enqueue=False)
+    compute(run)
+
+    response = _get(researcher_client, "evaluation:run_superseded_jsonl", run.pk)
+    assert response["Content-Disposition"] == f'attachment; filename="run-{run.pk}-superseded.jsonl"'
+    assert response["Content-Type"].startswith("application/x-ndjson")
+    (line,) = [json.loads(text) for text in b"".join(response.streaming_content).decode().splitlines()]
+    assert superseded == 1 and (line["run"], line["result_id"], line["item_id"], line["external_id"]) == (
+        run.pk, old.pk, item.pk, item.external_id)
+    assert (line["item_version"], line["current_version"], line["sample_index"], line["is_correct"]) == (
+        1, 2, 0, old.is_correct)
+    assert line["superseded_by"] == researcher.username and line["superseded_at"].startswith("20")
+    assert line["row"]["id"] == old.pk and line["row"]["raw_output"] == old.raw_output
+    assert line["row"]["messages"] == old.messages and line["row"]["item_version"] == 1
+    current = Result.objects.get(run=run, item=item)  # asked again, at the new content: only in results.jsonl
+    assert current.pk != old.pk and current.item_version == 2 and current.pk not in (line["result_id"], line["row"]["id"])
+    assert address in _get(researcher_client, "evaluation:run_detail", run.pk).content.decode()
+
+    others = Client()
+    assert others.get(address).status_code == 302  # to the login
+    others.force_login(annotator)
+    assert others.get(address).status_code == 403
+    assert researcher_client.get(reverse("evaluation:run_superseded_jsonl", args=[999999])).status_code == 404

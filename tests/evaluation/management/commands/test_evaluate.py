@@ -1,7 +1,8 @@
 """`evaluate` against real stand-in servers on 127.0.0.1: --endpoint uses the stored endpoint's settings (the
 run's params equal them), generation flags and --table9 reach the request body, a default max_tokens per
 method, the JSON line says what happened (truncated, cached, spent, errors), a repeated command is all
-cached, the preflight refuses a dead or wrong endpoint before any run, a failed run exits non-zero."""
+cached, the preflight refuses a dead or wrong endpoint before any run, a failed run exits non-zero; --refresh
+supersedes a run's stale rows and asks their items again as the API's refresh does, and refuses naming the run."""
 import io
 import json
 import socket
@@ -10,8 +11,11 @@ import time
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db.models import F
 
-from evaluation.models import ModelEndpoint, Run, RunStatus
+from annotation.models import Item
+from annotation.services import item_update
+from evaluation.models import ModelEndpoint, Result, Run, RunStatus, SupersededResult
 from evaluation.services import runs as services
 from tests.evaluation.stand_in import StandIn
 from tests.support.items import import_items
@@ -211,3 +215,87 @@ def test_through_a_celery_worker_a_dead_endpoint_fails_the_run_and_evaluate_exit
     assert line["errors"] == 20 and line["error_classes"] == {"connection_refused": 20}
     assert time.monotonic() - started < 60
     assert "run_chunk" in celery_worker.log.read_text(errors="replace")  # computed by the worker, not in process
+
+
+def _edited(item_ids: list[int]) -> None:
+    """Curation changes the content of these items: their rows of every run are stale."""
+    for item in Item.objects.filter(pk__in=item_ids):
+        item_update(item_id=item.pk, base_version=item.version, changes={"question": item.question + " Who, really?"})
+
+
+def _history(run: Run) -> tuple[set, set]:
+    """What a run's superseded rows and current rows hold (without ids, which differ between runs)."""
+    superseded = {(s.item_id, s.sample_index, s.item_version, s.row["raw_output"], s.row["answer_index"])
+                  for s in SupersededResult.objects.filter(run=run)}
+    current = set(Result.objects.filter(run=run).values_list("item_id", "sample_index", "item_version", "raw_output",
+                                                              "answer_index"))
+    return superseded, current
+
+
+def test_refresh_supersedes_the_stale_rows_and_asks_their_items_again_as_the_api_does(items, api, researcher):
+    endpoint = services.endpoint_for_cli(builtin="lexical")
+    by_cli, by_api = (services.run_launch(endpoint=endpoint, method="naive", split="test", enqueue=False)
+                      for _ in range(2))
+    for run in (by_cli, by_api):
+        services.run_execute_in_process(run=run)
+    changed = sorted(Item.objects.values_list("pk", flat=True))[:2]
+    old = {r.pk: (r.item_id, r.raw_output) for r in Result.objects.filter(run=by_cli, item_id__in=changed)}
+    _edited(changed)
+
+    out, err = io.StringIO(), io.StringIO()
+    call_command("evaluate", "--refresh", str(by_cli.pk), "--wait", "--in-process", "--no-progress", stdout=out,
+                 stderr=err)
+    (line,) = [json.loads(text) for text in out.getvalue().splitlines()]
+    assert (line["run"], line["superseded"], line["asked_again"], line["status"]) == (by_cli.pk, 2, 2, "finished")
+    assert f"run {by_cli.pk} naive: 2 stale row(s) kept as superseded, 2 item(s) asked again, computing here" in (
+        err.getvalue())
+    kept = SupersededResult.objects.filter(run=by_cli)
+    assert {s.result_id: (s.item_id, s.row["raw_output"]) for s in kept} == old
+    assert {s.item_version for s in kept} == {1} and {s.superseded_by_id for s in kept} == {None}
+    assert Result.objects.filter(run=by_cli).count() == items  # one row per item, as before
+    assert not Result.objects.filter(run=by_cli).exclude(item_version=F("item__content_version")).exists()
+
+    # The API's refresh of an identical run, computed: the same rows superseded, the same rows now.
+    assert api.post(f"/api/evaluation/runs/{by_api.pk}/refresh/").status_code == 200
+    services.run_execute_in_process(run=by_api)
+    assert _history(by_cli) == _history(by_api) and len(_history(by_cli)[0]) == 2
+    assert set(SupersededResult.objects.filter(run=by_api).values_list("superseded_by", flat=True)) == {researcher.pk}
+
+    # Nothing stale any more: a refresh supersedes nothing, asks nothing, and the run stays finished.
+    out = io.StringIO()
+    call_command("evaluate", "--refresh", str(by_cli.pk), stdout=out, stderr=io.StringIO())
+    again = json.loads(out.getvalue())
+    assert (again["superseded"], again["asked_again"], again["status"]) == (0, 0, "finished")
+    assert SupersededResult.objects.filter(run=by_cli).count() == 2
+
+
+def test_refresh_without_wait_queues_the_run_and_a_running_run_is_refused_naming_it(items):
+    run = services.run_launch(endpoint=services.endpoint_for_cli(builtin="lexical"), method="naive", split="test",
+                              enqueue=False)
+    services.run_execute_in_process(run=run)
+    _edited(sorted(Item.objects.values_list("pk", flat=True))[:1])
+    out, err = io.StringIO(), io.StringIO()
+    call_command("evaluate", "--refresh", str(run.pk), stdout=out, stderr=err)
+    line = json.loads(out.getvalue())
+    assert (line["superseded"], line["asked_again"], line["status"]) == (1, 1, RunStatus.QUEUED)
+    assert "1 stale row(s) kept as superseded, 1 item(s) asked again, queued" in err.getvalue()
+    assert Run.objects.get(pk=run.pk).status == RunStatus.QUEUED
+    with pytest.raises(CommandError) as refused:  # the service's own refusal: the run is queued, not finished
+        call_command("evaluate", "--refresh", str(run.pk), stdout=io.StringIO(), stderr=io.StringIO())
+    assert f"run {run.pk} was not refreshed: Run {run.pk} is still running" in str(refused.value)
+    assert SupersededResult.objects.filter(run=run).count() == 1
+
+
+def test_refresh_refuses_a_missing_run_and_the_flags_of_a_launch(items):
+    with pytest.raises(CommandError, match="no run 999999: nothing was refreshed"):
+        call_command("evaluate", "--refresh", "999999", stdout=io.StringIO(), stderr=io.StringIO())
+    run = services.run_launch(endpoint=services.endpoint_for_cli(builtin="lexical"), method="naive", split="test",
+                              enqueue=False)
+    with pytest.raises(CommandError) as refused:
+        call_command("evaluate", "--refresh", str(run.pk), "--method", "self-cot", "--limit", "1",
+                     stdout=io.StringIO(), stderr=io.StringIO())
+    assert "--method, --limit: not with --refresh" in str(refused.value)
+    with pytest.raises(CommandError, match="not allowed with argument"):
+        call_command("evaluate", "--refresh", str(run.pk), "--builtin", "lexical", stdout=io.StringIO(),
+                     stderr=io.StringIO())
+    assert not SupersededResult.objects.exists() and Run.objects.get(pk=run.pk).status == RunStatus.QUEUED
