@@ -16,6 +16,7 @@ from annotation.selectors.belief_precision import precision
 from annotation.selectors.belief_trust import belief_trust
 from annotation.services.belief import belief_queue_policy_set
 from annotation.services.belief_review import belief_lease_next, belief_review_submit
+from annotation.services.belief_sightings import belief_sightings_record
 from foundation.roles import IsAnnotator, IsResearcher
 
 
@@ -201,6 +202,8 @@ class BeliefNextApi(generics.GenericAPIView):
         lease = belief_lease_next(queue_id=queue.pk, user=request.user)
         if lease is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
+        belief_sightings_record(user=request.user, shown=[shown_label(lease.label, user=request.user)],
+                                via="api_belief_next")
         return Response(BeliefLeaseSerializer(lease, context={"user": request.user}).data)
 
 

@@ -9,6 +9,7 @@ from annotation.models.belief import (
     BeliefLeaseStatus,
     BeliefQueue,
     BeliefReview,
+    BeliefSighting,
     HandoutStream,
     LabelSource,
     LabelStatus,
@@ -38,6 +39,7 @@ __all__ = [
     "Stage", "CRITERIA", "Adjudication", "AdjudicationStatus", "AnnotatorLease", "AnnotatorLeaseStatus",
     "Criterion", "Decision", "Draft", "ReviewAction", "ReviewDecision", "StageConfig",
     "VerificationDecision",
-    "BeliefLabel", "BeliefLease", "BeliefLeaseStatus", "BeliefQueue", "BeliefReview", "HandoutStream", "LabelSource",
+    "BeliefLabel", "BeliefLease", "BeliefLeaseStatus", "BeliefQueue", "BeliefReview", "BeliefSighting", "HandoutStream",
+    "LabelSource",
     "LabelStatus", "LabelTask", "ReviewOrder", "ReviewVia",
 ]

@@ -220,3 +220,21 @@ class BeliefReview(models.Model):
         if self.pk is not None and not kwargs.get("force_insert"):
             raise ValueError("BeliefReview is append-only; record a new review instead.")
         super().save(*args, **kwargs)
+
+
+class BeliefSighting(models.Model):
+    """A person was shown a label's judge (its label, belief, rationale) on an annotator page or API answer: a review
+    they give of that label later is not blind, whatever the queue's policy is by then (a queue turned blind, or
+    asking more reviewers, after they saw it). Written by `annotation.services.belief_sightings`; append-only."""
+
+    label = models.ForeignKey(BeliefLabel, on_delete=models.CASCADE, related_name="sightings")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="belief_sightings")
+    via = models.CharField(max_length=40, help_text="Where it was shown: the page or API that showed it first.")
+    at = models.DateTimeField(auto_now_add=True, help_text="When it was first shown to this person.")
+
+    class Meta:
+        ordering = ["label_id", "at", "id"]
+        constraints = [models.UniqueConstraint(fields=["label", "user"], name="belief_sighting_once")]
+
+    def __str__(self) -> str:
+        return f"{self.label} seen by {self.user} ({self.via})"

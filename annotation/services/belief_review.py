@@ -45,6 +45,7 @@ from annotation.selectors.belief import (
 )
 from annotation.selectors.belief_precision import precision_reached
 from annotation.services.belief import label_finalize
+from annotation.services.belief_sightings import judge_seen
 from annotation.services.editing import item_edit
 from foundation.errors import Conflict, Forbidden, Invalid, NotFound
 from foundation.roles import is_researcher
@@ -249,7 +250,7 @@ def belief_review_submit(*, lease_id: int, user, human_label: str, comment: str 
     once the holder can no longer answer it (`lease_closed`): reviewed by them on a workflow screen meanwhile, the
     label's k reviews given by others meanwhile (its judge is shown then: an answer would not be blind), or the
     label past blind review (its item's verification verdicts can be read). The review is blind when the judge
-    was hidden from the reviewer as they answered (`judge_hidden`).
+    was hidden from the reviewer as they answered and never shown to them before (`_blind`).
     """
     now = now or timezone.now()
     with transaction.atomic():
@@ -278,7 +279,7 @@ def _submit(lease_id: int, user, human_label: str, comment: str, now) -> tuple[B
     _check_choice(label, human_label)
     review = BeliefReview.objects.create(
         label=label, lease=lease, reviewer=user, human_label=human_label, agrees=_agrees(label, human_label),
-        blind=judge_hidden(label, user=user), via=ReviewVia.QUEUE, comment=comment,
+        blind=_blind(label, user), via=ReviewVia.QUEUE, comment=comment,
         seconds=max((now - lease.leased_at).total_seconds(), 0.0))
     lease.status, lease.submitted_at = BeliefLeaseStatus.SUBMITTED, now
     lease.save(update_fields=["status", "submitted_at"])
@@ -286,9 +287,15 @@ def _submit(lease_id: int, user, human_label: str, comment: str, now) -> tuple[B
     return review, None
 
 
+def _blind(label: BeliefLabel, user) -> bool:
+    """A review is blind when the judge is hidden from its reviewer as they answer and was never shown to them
+    (`belief_sightings`: a queue turned blind mid-way hides again what they saw)."""
+    return judge_hidden(label, user=user) and not judge_seen(label, user=user)
+
+
 def _review_in_screen(label: BeliefLabel, user, human_label: str, via: str, comment: str = "") -> None:
     """A review given in a workflow screen (the person's own decision), once per person and label; blind
-    when the screen did not show the label (it was in blind review, `judge_hidden`)."""
+    when the screen did not show the label (it was in blind review, `judge_hidden`) and no page had (`_blind`)."""
     label = BeliefLabel.objects.select_for_update().select_related("queue").get(pk=label.pk)
     if BeliefReview.objects.filter(label=label, reviewer=user).exists():
         return
@@ -296,7 +303,7 @@ def _review_in_screen(label: BeliefLabel, user, human_label: str, via: str, comm
     # the queue neither hands it to them again nor keeps it from the next reviewer.
     BeliefLease.objects.filter(label=label, reviewer=user, status=BeliefLeaseStatus.LEASED).update(
         status=BeliefLeaseStatus.RELEASED)
-    blind = judge_hidden(label, user=user)
+    blind = _blind(label, user)
     BeliefReview.objects.create(label=label, reviewer=user, human_label=human_label,
                                 agrees=_agrees(label, human_label), blind=blind, via=via, comment=comment)
     label_finalize(label, reviewers_required=label.queue.reviewers_per_label)

@@ -32,6 +32,7 @@ from annotation.services.belief_review import (
     belief_lease_release,
     belief_review_submit,
 )
+from annotation.services.belief_sightings import belief_sightings_record
 from annotation.trust_figure import coverage_svg, reliability_svg
 from annotation.views.common import item_options
 from foundation import csv_safety
@@ -123,6 +124,7 @@ def payload_rows(payload: dict, item) -> list[tuple[str, str]]:
 def _review_context(request, lease, form=None) -> dict:
     """The page's context holds the label only as `shown_label` gives it to this reviewer (never the row)."""
     label = shown_label(lease.label, user=request.user)
+    belief_sightings_record(user=request.user, shown=[label], via="belief_review")
     review = getattr(lease, "review", None) if lease.status == BeliefLeaseStatus.SUBMITTED else None
     # A lease its holder can no longer answer (reviewed on a workflow screen, the label's reviews given by others,
     # its item's verification verdicts public) offers no answer form: the reason and the next label instead.

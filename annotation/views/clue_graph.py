@@ -24,6 +24,7 @@ from annotation.highlight import segments
 from annotation.item_checks import clue_span_checks
 from annotation.models import Item, Stage
 from annotation.selectors.belief import clue_graph_draft
+from annotation.services.belief_sightings import belief_sightings_record
 from annotation.views.common import after_decision, attempt, stage_context
 from foundation.roles import annotator_required
 
@@ -116,10 +117,13 @@ def clue_graph_view(request, pk: int):
         conflict = selectors.item_conflict(item=item, base_version=int(conflict_from))
         base_version = item.version  # saving again, after seeing the diff, starts from the stored version
     context = stage_context(request, item, Stage.CLUE_GRAPH)
+    judge_draft = clue_graph_draft(item=item, user=request.user)
+    if context["in_stage"]:  # the page shows the draft only then
+        belief_sightings_record(user=request.user, shown=[judge_draft], via="clue_graph")
     context.update(graph_context(item, graph, base_version=base_version))
     context.update({"conflict": conflict, "error": None, "draft_page": services.page_stamp(),
                     "draft": draft if not conflict and "refused" not in request.GET else None,
-                    "judge_draft": clue_graph_draft(item=item, user=request.user)})
+                    "judge_draft": judge_draft})
     return render(request, "annotation/clue_graph.html", context)
 
 

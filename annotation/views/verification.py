@@ -11,6 +11,7 @@ from annotation import selectors, services
 from annotation.forms import CRITERIA_KEYS, AdjudicationForm, VerificationForm
 from annotation.models import Criterion, Decision, Item, Stage
 from annotation.selectors.belief import screening_view
+from annotation.services.belief_sightings import belief_sightings_record
 from annotation.views.common import after_decision, attempt, item_options, stage_context
 from foundation.roles import annotator_required
 
@@ -44,7 +45,9 @@ def verify_view(request, pk: int):
         form = VerificationForm(initial={"item_version": item.version})
     context = stage_context(request, item, Stage.VERIFICATION)
     chosen = mine.criteria if mine is not None else (form["criteria"].value() or [])
-    context.update({"form": form, "my_decision": mine, "judge": screening_view(item=item, user=request.user),
+    judge = screening_view(item=item, user=request.user)
+    belief_sightings_record(user=request.user, shown=judge["labels"] if judge else [], via="verify")
+    context.update({"form": form, "my_decision": mine, "judge": judge,
                     "criteria": [(c, label, CRITERIA_KEYS[c], c in chosen) for c, label in Criterion.choices]})
     return render(request, "annotation/verify.html", context, status=status)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.contrib.auth.models import Group, Permission, User
 
 from annotation.models import BeliefLabel, Item, Stage
+from annotation.selectors.belief import shown_label
 from annotation.services import (
     adjudication_resolve,
     belief_lease_next,
@@ -20,6 +21,7 @@ from annotation.services import (
     stage_submit,
     verification_submit,
 )
+from annotation.services.belief_sightings import belief_sightings_record
 from evaluation.services import judge as judge_services
 from evaluation.services import runs as evaluation_services
 from studies.errors import AnswerRefused
@@ -144,6 +146,8 @@ def _belief_reviews(ann1: User, ann2: User) -> None:
     queue_id = BeliefLabel.objects.order_by("pk").first().queue_id
     lease = belief_lease_next(queue_id=queue_id, user=ann1)
     belief_review_submit(lease_id=lease.pk, user=ann1, human_label=lease.label.choices[-1], comment="checked")
+    # Once answered, its judge is shown to ann1 (annotation.beliefsighting).
+    belief_sightings_record(user=ann1, shown=[shown_label(lease.label, user=ann1)], via="belief_review")
     belief_lease_next(queue_id=queue_id, user=ann2)  # handed out, not answered
 
 

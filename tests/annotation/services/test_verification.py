@@ -11,13 +11,14 @@ from annotation.models import (
     Adjudication,
     BeliefLabel,
     BeliefLease,
+    BeliefQueue,
     BeliefReview,
     ItemRevision,
     ItemStatus,
     Stage,
 )
 from annotation.selectors.belief import judge_hidden
-from annotation.services.belief import belief_labels_record, belief_queue_for
+from annotation.services.belief import belief_labels_record, belief_queue_for, belief_queue_policy_set
 from annotation.services.verification import verification_submit
 from tests.annotation.belief_support import DELETE_FOR_MATH, screening_rows
 from tests.annotation.workflow_support import make_items, set_k
@@ -59,16 +60,18 @@ def _sighted_now(labels, user, seen: set, items=None) -> None:
 @pytest.mark.parametrize("seed", range(8))
 def test_any_interleaving_of_queue_answers_and_verification_keeps_every_review_sound(
         seed, annotator, annotator2, django_user_model):
-    """Three annotators ask for labels of a blind screening queue, look at their lease pages, answer them (API or
-    page) and verify the items, in a random order, with random k of the queue and of verification. Whatever the
-    order: nothing is a 500; a review is recorded blind only when its reviewer had never been shown the judge's
-    label; no label gets a queue review once it has its k reviews; no screening label is reviewed in the queue once
-    its item's verification verdicts can be read (`past_blind_review`); nobody reviews a label twice."""
+    """Three annotators ask for labels of a screening queue, look at their lease pages, answer them (API or
+    page) and verify the items, in a random order, with random k of the queue and of verification, while a
+    researcher turns blind review on and off and changes k between their steps. Whatever the order: nothing is a
+    500; a review is recorded blind only when its reviewer had never been shown the judge's
+    label (whatever the queue's policy is by then); no label gets a queue review once it has its k reviews (k as it
+    was then); no screening label is reviewed blind in the queue once its item's verification verdicts can be read
+    (`past_blind_review`); nobody reviews a label twice."""
     rng = random.Random(seed)
     people = [annotator, annotator2, _make_user(django_user_model, "ann3", "annotators")]
     set_k(Stage.VERIFICATION, rng.choice([1, 2]))
     items = make_items(2, status=ItemStatus.VERIFICATION, source=f"mix{seed}")
-    queue = belief_queue_for(name=f"scr-mix{seed}", blind=True, reviewers_per_label=rng.choice([1, 2, 3]),
+    queue = belief_queue_for(name=f"scr-mix{seed}", blind=seed % 4 != 3, reviewers_per_label=rng.choice([1, 2, 3]),
                              order="audit")
     for item in items:
         belief_labels_record(queue=queue, rows=screening_rows(item, DELETE_FOR_MATH))
@@ -79,10 +82,15 @@ def test_any_interleaving_of_queue_answers_and_verification_keeps_every_review_s
         clients[user.pk].force_login(user)
     seen: set[tuple[int, int]] = set()  # (label, person): the judge's label was on a page of theirs
     last = 0
-    for _ in range(45):
+    for _ in range(60):
         user = rng.choice(people)
         client = clients[user.pk]
-        action = rng.choice(["next", "look", "answer", "answer", "verify"])
+        action = rng.choice(["next", "look", "answer", "answer", "verify", "policy"])
+        if action == "policy":  # a researcher, between the annotators' steps: blind on or off, or another k
+            change = rng.choice([{"blind": True}, {"blind": False}, {"reviewers_per_label": rng.choice([1, 2, 3])}])
+            belief_queue_policy_set(queue_id=queue.pk, **change)
+            for label in labels:
+                label.queue.refresh_from_db()
         held = BeliefLease.objects.filter(reviewer=user, label__queue=queue).order_by("-pk").first()
         if action == "next":
             response = client.post(reverse("annotation_api:belief_next", args=[queue.name]))
@@ -110,17 +118,19 @@ def test_any_interleaving_of_queue_answers_and_verification_keeps_every_review_s
                     **({"criteria": ["heavy_math"]} if decision == "delete" else {})}
             response = client.post(reverse("annotation:verify", args=[item.pk]), data)
             assert response.status_code < 500, response.content[:300]
+        k = BeliefQueue.objects.get(pk=queue.pk).reviewers_per_label  # as it was when this step's reviews came
         for review in BeliefReview.objects.filter(label__queue=queue, pk__gt=last).order_by("pk"):
             assert not (review.blind and (review.label_id, review.reviewer_id) in seen), \
                 f"review {review.pk} ({review.via}) recorded blind although its reviewer had been shown the judge"
+            before = BeliefReview.objects.filter(label_id=review.label_id, pk__lt=review.pk).count()
+            assert review.via != "queue" or before < k, "a queue review beyond k"
             last = review.pk
-    k = queue.reviewers_per_label
     for label in labels:
         reviews = list(BeliefReview.objects.filter(label=label).order_by("created_at", "pk"))
         assert len({r.reviewer_id for r in reviews}) == len(reviews)
-        assert all(r.via != "queue" for r in reviews[k:]), "a queue review beyond k"
         public_since = _verdicts_public_since(label.item)
-        assert all(r.via != "queue" or public_since is None or r.created_at < public_since for r in reviews), \
+        assert all(r.via != "queue" or not r.blind or public_since is None or r.created_at < public_since
+                   for r in reviews), \
             "a blind queue review after the item's verification verdicts could be read"
 
 

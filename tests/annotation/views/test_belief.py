@@ -162,7 +162,7 @@ def test_hot_pages_make_a_constant_number_of_queries(annotator_client, labelled,
         record_free_text(belief_queue_for(name=f"more-{n}"), items, [0.5] * 20, start=100)
     record_free_text(labelled, items, [0.5] * 50, start=200)
     assert (_queries(annotator_client, queues_url), _queries(annotator_client, lease_url)) == few
-    assert few[0] <= 8 and few[1] <= 8
+    assert few[0] <= 8 and few[1] <= 9  # the lease page: + the record that its judge was shown (belief_sightings)
 
 
 def test_the_target_is_named_by_its_item_and_question_and_the_payload_is_in_words(annotator_client, queue, items):
