@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from annotation.forms_belief import MAX_REVIEW_COMMENT
 from annotation.models import BeliefLabel, BeliefQueue, BeliefReview, LabelStatus, LabelTask, ReviewOrder
-from annotation.selectors.belief import belief_labels, belief_reviews, judge_hidden, provenance, shown_label
+from annotation.selectors.belief import belief_labels, belief_reviews, provenance, shown_label
 from annotation.selectors.belief_precision import precision
 from annotation.selectors.belief_trust import belief_trust
 from annotation.services.belief import belief_queue_policy_set
@@ -125,12 +125,20 @@ class BeliefLeaseSerializer(serializers.Serializer):
     blind = serializers.BooleanField(source="label.queue.blind")
     label = serializers.SerializerMethodField()
 
+    def _shown(self, lease):
+        """The label as `shown_label` gives it to the reader, once per lease (the view's, when it passes it): the
+        stream and the label are read from one answer, the one the view records as shown."""
+        shown = self.context.get("shown")
+        if shown is None or shown.pk != lease.label_id:
+            shown = self.context["shown"] = shown_label(lease.label, user=self.context["user"])
+        return shown
+
     def get_stream(self, lease) -> str | None:
-        return None if judge_hidden(lease.label, user=self.context["user"]) else lease.stream
+        return None if self._shown(lease).judge is None else lease.stream
 
     @extend_schema_field(HandedLabelSerializer)
     def get_label(self, lease) -> dict:
-        return HandedLabelSerializer(shown_label(lease.label, user=self.context["user"])).data
+        return HandedLabelSerializer(self._shown(lease)).data
 
 
 class BeliefReviewInSerializer(serializers.Serializer):
@@ -202,9 +210,9 @@ class BeliefNextApi(generics.GenericAPIView):
         lease = belief_lease_next(queue_id=queue.pk, user=request.user)
         if lease is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        belief_sightings_record(user=request.user, shown=[shown_label(lease.label, user=request.user)],
-                                via="api_belief_next")
-        return Response(BeliefLeaseSerializer(lease, context={"user": request.user}).data)
+        shown = shown_label(lease.label, user=request.user)  # what the answer shows, and what is recorded
+        belief_sightings_record(user=request.user, shown=[shown], via="api_belief_next")
+        return Response(BeliefLeaseSerializer(lease, context={"user": request.user, "shown": shown}).data)
 
 
 class BeliefReviewSubmitApi(generics.GenericAPIView):

@@ -315,10 +315,21 @@ def belief_queues(*, user) -> list[BeliefQueue]:
     bases = triage_bases(queues=result)
     for queue in result:
         queue.my_lease = live.get(queue.pk)
-        # The labels awaiting review of a blind queue are in blind review (`judge_hidden`): the annotators'
-        # page says nothing of their beliefs ("all have the judge's belief 0.70"); the trust page does.
-        queue.triage = {**bases[queue.pk], "note": ""} if queue.blind else bases[queue.pk]
+        queue.triage = {**bases[queue.pk], "note": _annotators_note(queue, bases[queue.pk])}
     return result
+
+
+def _annotators_note(queue: BeliefQueue, basis: dict) -> str:
+    """The triage note as the annotators' page says it: nothing while the queue is blind (its labels awaiting review
+    are in blind review, `judge_hidden`), and never the belief that every label awaiting review has: this page
+    records no sighting of them (`services.belief_sightings`), so it names no label's belief. The trust page says
+    it all."""
+    if queue.blind or not basis["note"]:
+        return ""
+    if basis["nothing_to_order_by"] and basis["distinct_beliefs"]:
+        return gettext("All %(n)s label(s) awaiting review have one and the same belief from the judge: triage has "
+                       "nothing to order by, so they come in random order.") % {"n": basis["pending"]}
+    return basis["note"]
 
 
 def belief_lease_for(*, lease_id: int) -> BeliefLease | None:

@@ -124,11 +124,12 @@ def payload_rows(payload: dict, item) -> list[tuple[str, str]]:
 def _review_context(request, lease, form=None) -> dict:
     """The page's context holds the label only as `shown_label` gives it to this reviewer (never the row)."""
     label = shown_label(lease.label, user=request.user)
-    belief_sightings_record(user=request.user, shown=[label], via="belief_review")
     review = getattr(lease, "review", None) if lease.status == BeliefLeaseStatus.SUBMITTED else None
     # A lease its holder can no longer answer (reviewed on a workflow screen, the label's reviews given by others,
     # its item's verification verdicts public) offers no answer form: the reason and the next label instead.
     closed = None if review else lease_closed(lease, user=request.user, now=timezone.now())
+    if review or not closed:  # the page shows the judge (unless hidden) only then
+        belief_sightings_record(user=request.user, shown=[label], via="belief_review")
     judge = label.judge
     item = lease.label.item
     return {

@@ -76,3 +76,26 @@ def test_the_verification_screen_records_the_suggestions_it_shows(annotator, ann
             "decision": "delete", "criteria": ["heavy_math"], "item_version": item.version, "comment": ""})
     blind = {(r.reviewer_id, r.blind) for r in BeliefReview.objects.all()}
     assert blind == {(annotator.pk, False), (annotator2.pk, True)}
+
+
+def test_a_closed_lease_page_shows_no_judge_and_records_none(annotator, annotator2, researcher):
+    """ann1's lease expired and ann2 reviewed the label (k = 1: its judge is no longer hidden); ann1's old lease page
+    shows only that the lease is closed. Asked for a second review later (k = 2), ann1 has never seen the judge:
+    their review is blind."""
+    from django.utils import timezone
+
+    from annotation.models import BeliefLease
+
+    queue = belief_queue_for(name="closed-page", order="audit", blind=True)
+    record_free_text(queue, make_items(1, status=ItemStatus.PUBLISHED), [0.4])
+    old = belief_lease_next(queue_id=queue.pk, user=annotator)
+    BeliefLease.objects.filter(pk=old.pk).update(expires_at=timezone.now())
+    taken = belief_lease_next(queue_id=queue.pk, user=annotator2)
+    belief_review_submit(lease_id=taken.pk, user=annotator2, human_label="correct")
+    page = _client(annotator).get(reverse("annotation:belief_review", args=[old.pk])).content
+    assert b'id="lease-closed"' in page and b'id="judge-belief"' not in page
+    assert _seen(annotator) == set()
+    belief_queue_policy_set(queue_id=queue.pk, reviewers_per_label=2)
+    again = belief_lease_next(queue_id=queue.pk, user=annotator)
+    assert b'id="blind-note"' in _client(annotator).get(reverse("annotation:belief_review", args=[again.pk])).content
+    assert belief_review_submit(lease_id=again.pk, user=annotator, human_label="incorrect").blind is True
