@@ -32,11 +32,16 @@ def _positive(task: str, aspect: str) -> str:
 
 
 def _latest(labels: list[BeliefLabel]) -> list[BeliefLabel]:
-    """One label per (target, aspect): its latest item version."""
+    """One label per (target, aspect): its latest item version, an error label only when it has no other (a
+    result's label at a version it was not asked at is one: evaluation migration 0014)."""
     latest: dict[tuple[str, str], BeliefLabel] = {}
+
+    def rank(label: BeliefLabel) -> tuple[bool, int]:
+        return label.status != LabelStatus.ERROR, label.item_version
+
     for label in labels:
         key = (label.target, label.aspect)
-        if key not in latest or label.item_version > latest[key].item_version:
+        if key not in latest or rank(label) > rank(latest[key]):
             latest[key] = label
     return list(latest.values())
 

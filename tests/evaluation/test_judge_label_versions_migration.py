@@ -1,0 +1,70 @@
+"""evaluation migration 0014: a judge label of a result at a content version the result was not asked at (recorded
+by the judge before it graded each result at its own version) becomes an error label with a note, so that the queue's
+trust figures, judge-powered shares and quality card no longer count it; labels at the asked version, of current and
+of superseded rows alike, are left as they are."""
+import importlib
+
+import pytest
+from django.apps import apps
+
+from annotation.models import BeliefLabel
+from annotation.selectors.belief_trust import belief_trust
+from annotation.services import item_update
+from annotation.services.belief import belief_queue_policy_set
+from annotation.services.belief_review import belief_lease_next, belief_review_submit
+from evaluation.models import Result
+from evaluation.selectors.judge_quality import judge_quality_card
+from evaluation.services import judge as services
+from evaluation.services.runs import run_refresh
+from tests.evaluation.judge_support import judge
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+migration = importlib.import_module("evaluation.migrations.0014_judge_labels_at_other_versions")
+
+
+def _old_judge_label(original: BeliefLabel) -> BeliefLabel:
+    """What the judge wrote before the fix when it judged a stale result: a label at the item's new version."""
+    flipped = "incorrect" if original.label == "correct" else "correct"
+    return BeliefLabel.objects.create(queue=original.queue, item=original.item, item_version=original.item_version + 1,
+                                      task=original.task, target=original.target, aspect=original.aspect,
+                                      label=flipped, choices=original.choices, belief=0.99,
+                                      belief_source=original.belief_source, audit_key=0.001, rationale="why")
+
+
+def test_labels_at_a_version_their_result_was_not_asked_at_stop_counting(free_text_run, annotator):
+    judge("--config", "builtin", "--run", str(free_text_run.pk), "--wait")
+    config = services.judge_config_builtin()
+    belief_queue_policy_set(queue_id=config.queue_id, order="audit")
+    for _ in range(14):
+        lease = belief_lease_next(queue_id=config.queue_id, user=annotator)
+        belief_review_submit(lease_id=lease.pk, user=annotator, human_label=lease.label.label or "incorrect")
+    before = belief_trust(queue=config.queue)
+    card_before = judge_quality_card(config=config)
+    reviewed = {int(t.split(":")[1]) for t in BeliefLabel.objects.filter(reviews__isnull=False)
+                .values_list("target", flat=True)}
+    stale, superseded = Result.objects.filter(run=free_text_run).exclude(pk__in=reviewed).order_by("pk")[:2]
+    # Both items curated; the old judge labelled both results at the new version; one of them is reviewed there.
+    for result in (stale, superseded):
+        item = result.item
+        item_update(item_id=item.pk, base_version=item.version, changes={"question": item.question + " (reworded)"})
+    wrong = [_old_judge_label(BeliefLabel.objects.get(target=f"result:{r.pk}")) for r in (stale, superseded)]
+    lease = belief_lease_next(queue_id=config.queue_id, user=annotator)
+    assert lease.label.pk == wrong[0].pk
+    belief_review_submit(lease_id=lease.pk, user=annotator, human_label=wrong[0].label)
+    run_refresh(run=free_text_run, enqueue=False)  # both rows superseded (kept with the version they were asked at)
+    assert belief_trust(queue=config.queue)["powered"] != before["powered"]  # what the old labels did
+
+    assert migration.flag_labels_at_other_versions(apps) == 2
+    assert migration.flag_labels_at_other_versions(apps) == 0  # once
+    for label in wrong:
+        label.refresh_from_db()
+        assert label.status == "error" and label.rationale.startswith("Not counted: this label judged the item's "
+                                                                      "content at version 2, but its result was "
+                                                                      "asked at version 1")
+    assert BeliefLabel.objects.filter(status="error").count() == 2
+    after = belief_trust(queue=config.queue)
+    assert after["powered"] == before["powered"]
+    card = judge_quality_card(config=config)
+    assert (card["n_labels"], card["n_scored"]) == (card_before["n_labels"], card_before["n_scored"])
+    assert card["spread"] == card_before["spread"]
