@@ -163,7 +163,8 @@ def lease_closed(lease: BeliefLease, *, user, now) -> tuple[str, str] | None:
     Closed: answered; the label reviewed by them on a workflow screen; an expired or given-back lease whose label
     someone else holds, or that has its k reviews; a live lease whose label has its k reviews from others meanwhile
     (its judge is no longer hidden: an answer now would not be blind); a label about an item version no longer
-    current (the page would show content the judge never saw); a label past blind review (`past_blind_review`)."""
+    current (the page would show content the judge never saw); an error label (not counted, e.g. one marked by
+    evaluation migration 0014); a label past blind review (`past_blind_review`)."""
     label = lease.label
     if lease.status == BeliefLeaseStatus.SUBMITTED:
         return "already_reviewed", gettext("You have already reviewed this label.")
@@ -180,6 +181,9 @@ def lease_closed(lease: BeliefLease, *, user, now) -> tuple[str, str] | None:
     elif done:
         return "label_reviewed", gettext("This label has received its reviews from others meanwhile: it needs no "
                                          "more.")
+    if label.status == LabelStatus.ERROR:
+        return "label_not_counted", gettext("This label is not counted (its judging failed, or it judged a version "
+                                            "its answer was not given at): it is not reviewed.")
     if BeliefLabel.objects.filter(pk=label.pk).exclude(item_version=F("item__content_version")).exists():
         return "label_stale", gettext("The item was changed after the judge labelled it: this label is about a "
                                       "version that is no longer shown, and is not reviewed.")
@@ -321,15 +325,13 @@ def belief_queues(*, user) -> list[BeliefQueue]:
 
 def _annotators_note(queue: BeliefQueue, basis: dict) -> str:
     """The triage note as the annotators' page says it: nothing while the queue is blind (its labels awaiting review
-    are in blind review, `judge_hidden`), and never the belief that every label awaiting review has: this page
-    records no sighting of them (`services.belief_sightings`), so it names no label's belief. The trust page says
-    it all."""
-    if queue.blind or not basis["note"]:
+    are in blind review, `judge_hidden`), and nothing of the judge's beliefs (the one belief every label has, which
+    have none): this page records no sighting of them (`services.belief_sightings`), so it tells no label's belief,
+    only that they come in random order. The trust page says it all."""
+    if queue.blind or queue.order != ReviewOrder.TRIAGE or not basis["nothing_to_order_by"]:
         return ""
-    if basis["nothing_to_order_by"] and basis["distinct_beliefs"]:
-        return gettext("All %(n)s label(s) awaiting review have one and the same belief from the judge: triage has "
-                       "nothing to order by, so they come in random order.") % {"n": basis["pending"]}
-    return basis["note"]
+    return gettext("Triage has nothing to order the %(n)s label(s) awaiting review by, so they come in random "
+                   "order.") % {"n": basis["pending"]}
 
 
 def belief_lease_for(*, lease_id: int) -> BeliefLease | None:

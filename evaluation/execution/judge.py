@@ -222,7 +222,7 @@ async def _stream_model(judge_run: JudgeRun, solver: JudgeSolver, pending: list[
 def judge_run_counts(judge_run: JudgeRun) -> dict:
     """n, scored, unscored, errors (targets), label counts and mean belief (scored labels), from the stored labels.
 
-    A target counts with its labels at the latest item version it was judged at."""
+    A target counts with its labels at the latest item version it was judged at, error labels only without others."""
     labels: dict[str, list[tuple[int, str, str, str, float | None]]] = {}
     stored = (probe_execution.probe_labels(judge_run) if judge_run.probe else BeliefLabel.objects.filter(
         queue_id=judge_run.config.queue_id, target__in=judge_run.targets, task=judge_run.task))
@@ -234,6 +234,9 @@ def judge_run_counts(judge_run: JudgeRun) -> dict:
     counts: Counter = Counter()
     beliefs: list[float] = []
     for rows in labels.values():
+        # An error label counts only when the target has no other (a label at a version its result was not asked
+        # at is one: evaluation migration 0014).
+        rows = [r for r in rows if r[3] != LabelStatus.ERROR] or rows
         latest = max(r[0] for r in rows)
         rows = [r for r in rows if r[0] == latest]
         if all(r[3] == LabelStatus.SCORED for r in rows):

@@ -22,7 +22,7 @@ def flag_labels_at_other_versions(apps, schema_editor=None) -> int:
     batch: list[tuple[int, int, int]] = []
     for pk, target, version in labels.iterator(chunk_size=2000):
         ident = target.partition(":")[2]
-        if ident.isdigit():
+        if ident.isascii() and ident.isdigit():
             batch.append((pk, int(ident), version))
         if len(batch) >= 2000:
             flagged += _flag(BeliefLabel, Result, Superseded, batch)
@@ -34,16 +34,15 @@ def _flag(BeliefLabel, Result, Superseded, batch) -> int:
     ids = {result_id for _, result_id, _ in batch}
     asked = dict(Superseded.objects.filter(result_id__in=ids).values_list("result_id", "item_version"))
     asked.update(Result.objects.filter(pk__in=ids).values_list("pk", "item_version"))
-    flagged = 0
-    for pk, result_id, version in batch:
-        if result_id in asked and asked[result_id] != version:
-            label = BeliefLabel.objects.get(pk=pk)
-            note = NOTE.format(label=version, asked=asked[result_id])
-            label.status = "error"
-            label.rationale = f"{note}\n\n{label.rationale}".strip()
-            label.save(update_fields=["status", "rationale"])
-            flagged += 1
-    return flagged
+    wrong = {pk: (version, asked[result_id]) for pk, result_id, version in batch
+             if result_id in asked and asked[result_id] != version}
+    labels = list(BeliefLabel.objects.filter(pk__in=list(wrong)).only("pk", "rationale"))
+    for label in labels:
+        note = NOTE.format(label=wrong[label.pk][0], asked=wrong[label.pk][1])
+        label.status = "error"
+        label.rationale = f"{note}\n\n{label.rationale}".strip()
+    BeliefLabel.objects.bulk_update(labels, ["status", "rationale"], batch_size=500)
+    return len(labels)
 
 
 class Migration(migrations.Migration):

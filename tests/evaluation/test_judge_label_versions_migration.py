@@ -12,10 +12,12 @@ from annotation.selectors.belief_trust import belief_trust
 from annotation.services import item_update
 from annotation.services.belief import belief_queue_policy_set
 from annotation.services.belief_review import belief_lease_next, belief_review_submit
-from evaluation.models import Result
+from evaluation.execution.judge import judge_run_counts
+from evaluation.models import JudgeRun, Result
 from evaluation.selectors.judge_quality import judge_quality_card
 from evaluation.services import judge as services
 from evaluation.services.runs import run_refresh
+from foundation.errors import Conflict
 from tests.evaluation.judge_support import judge
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -32,7 +34,7 @@ def _old_judge_label(original: BeliefLabel) -> BeliefLabel:
                                       belief_source=original.belief_source, audit_key=0.001, rationale="why")
 
 
-def test_labels_at_a_version_their_result_was_not_asked_at_stop_counting(free_text_run, annotator):
+def test_labels_at_a_version_their_result_was_not_asked_at_stop_counting(free_text_run, annotator, annotator2):
     judge("--config", "builtin", "--run", str(free_text_run.pk), "--wait")
     config = services.judge_config_builtin()
     belief_queue_policy_set(queue_id=config.queue_id, order="audit")
@@ -41,6 +43,8 @@ def test_labels_at_a_version_their_result_was_not_asked_at_stop_counting(free_te
         belief_review_submit(lease_id=lease.pk, user=annotator, human_label=lease.label.label or "incorrect")
     before = belief_trust(queue=config.queue)
     card_before = judge_quality_card(config=config)
+    [judge_run] = JudgeRun.objects.filter(config=config)
+    counts_before = judge_run_counts(judge_run)
     reviewed = {int(t.split(":")[1]) for t in BeliefLabel.objects.filter(reviews__isnull=False)
                 .values_list("target", flat=True)}
     stale, superseded = Result.objects.filter(run=free_text_run).exclude(pk__in=reviewed).order_by("pk")[:2]
@@ -52,11 +56,18 @@ def test_labels_at_a_version_their_result_was_not_asked_at_stop_counting(free_te
     lease = belief_lease_next(queue_id=config.queue_id, user=annotator)
     assert lease.label.pk == wrong[0].pk
     belief_review_submit(lease_id=lease.pk, user=annotator, human_label=wrong[0].label)
+    held = belief_lease_next(queue_id=config.queue_id, user=annotator2)  # leased before the migration
+    assert held.label.pk == wrong[1].pk
     run_refresh(run=free_text_run, enqueue=False)  # both rows superseded (kept with the version they were asked at)
+    odd = BeliefLabel.objects.create(queue=config.queue, item=stale.item, item_version=1, task="free-text",
+                                     target="result:²", aspect="verdict", status="unscored", belief_source="x")
     assert belief_trust(queue=config.queue)["powered"] != before["powered"]  # what the old labels did
 
     assert migration.flag_labels_at_other_versions(apps) == 2
     assert migration.flag_labels_at_other_versions(apps) == 0  # once
+    odd.refresh_from_db()
+    assert odd.status == "unscored"  # a target that names no result (a digit that is not 0-9) is left as it is
+    odd.delete()
     for label in wrong:
         label.refresh_from_db()
         assert label.status == "error" and label.rationale.startswith("Not counted: this label judged the item's "
@@ -68,3 +79,11 @@ def test_labels_at_a_version_their_result_was_not_asked_at_stop_counting(free_te
     card = judge_quality_card(config=config)
     assert (card["n_labels"], card["n_scored"]) == (card_before["n_labels"], card_before["n_scored"])
     assert card["spread"] == card_before["spread"]
+    # The judge run's counts take the label at the asked version, not the newer error label.
+    assert judge_run_counts(judge_run) == counts_before
+    # A lease held on such a label is refused and given back, not reviewed.
+    with pytest.raises(Conflict) as refused:
+        belief_review_submit(lease_id=held.pk, user=annotator2, human_label="correct")
+    assert refused.value.code == "label_not_counted"
+    assert belief_lease_next(queue_id=config.queue_id, user=annotator2) is None or \
+        belief_lease_next(queue_id=config.queue_id, user=annotator2).label.status != "error"
