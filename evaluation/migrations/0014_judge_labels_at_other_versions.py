@@ -6,6 +6,8 @@ judged content the model never saw: it is no verdict on the answer. It is kept, 
 (left out of the review hand-out, the trust figures, the judge-powered shares and the precision target, like every
 label whose judging failed), its rationale saying why. The judge writes no new ones (evaluation.execution.judge)."""
 from django.db import migrations
+from django.db.models import Case, F, TextField, Value, When
+from django.db.models.functions import Concat
 
 NOTE = ("Not counted: this label judged the item's content at version {label}, but its result was asked at version "
         "{asked} (recorded before the judge graded each result against the content its model was shown).")
@@ -34,15 +36,18 @@ def _flag(BeliefLabel, Result, Superseded, batch) -> int:
     ids = {result_id for _, result_id, _ in batch}
     asked = dict(Superseded.objects.filter(result_id__in=ids).values_list("result_id", "item_version"))
     asked.update(Result.objects.filter(pk__in=ids).values_list("pk", "item_version"))
-    wrong = {pk: (version, asked[result_id]) for pk, result_id, version in batch
-             if result_id in asked and asked[result_id] != version}
-    labels = list(BeliefLabel.objects.filter(pk__in=list(wrong)).only("pk", "rationale"))
-    for label in labels:
-        note = NOTE.format(label=wrong[label.pk][0], asked=wrong[label.pk][1])
-        label.status = "error"
-        label.rationale = f"{note}\n\n{label.rationale}".strip()
-    BeliefLabel.objects.bulk_update(labels, ["status", "rationale"], batch_size=500)
-    return len(labels)
+    # One UPDATE per (label version, asked version) of the batch: the note names both.
+    groups: dict[tuple[int, int], list[int]] = {}
+    for pk, result_id, version in batch:
+        if result_id in asked and asked[result_id] != version:
+            groups.setdefault((version, asked[result_id]), []).append(pk)
+    flagged = 0
+    for (version, asked_at), pks in groups.items():
+        note = NOTE.format(label=version, asked=asked_at)
+        flagged += BeliefLabel.objects.filter(pk__in=pks).update(status="error", rationale=Case(
+            When(rationale="", then=Value(note)), default=Concat(Value(note + "\n\n"), F("rationale")),
+            output_field=TextField()))
+    return flagged
 
 
 class Migration(migrations.Migration):
