@@ -10,49 +10,31 @@ from django.apps import apps
 from annotation.models import BeliefLabel
 from annotation.selectors.belief_trust import belief_trust
 from annotation.services import item_update
-from annotation.services.belief import belief_queue_policy_set
 from annotation.services.belief_review import belief_lease_next, belief_review_submit
 from evaluation.execution.judge import judge_run_counts
-from evaluation.models import JudgeRun, Result
+from evaluation.models import JudgeRun
 from evaluation.selectors.judge_quality import judge_quality_card
-from evaluation.services import judge as services
 from evaluation.services.runs import run_refresh
 from foundation.errors import Conflict
-from tests.evaluation.judge_support import judge
+from tests.evaluation.judge_support import judged_and_reviewed, old_judge_label, unreviewed_results
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 migration = importlib.import_module("evaluation.migrations.0014_judge_labels_at_other_versions")
 
 
-def _old_judge_label(original: BeliefLabel) -> BeliefLabel:
-    """What the judge wrote before the fix when it judged a stale result: a label at the item's new version."""
-    flipped = "incorrect" if original.label == "correct" else "correct"
-    return BeliefLabel.objects.create(queue=original.queue, item=original.item, item_version=original.item_version + 1,
-                                      task=original.task, target=original.target, aspect=original.aspect,
-                                      label=flipped, choices=original.choices, belief=0.99,
-                                      belief_source=original.belief_source, audit_key=0.001, rationale="why")
-
-
 def test_labels_at_a_version_their_result_was_not_asked_at_stop_counting(free_text_run, annotator, annotator2):
-    judge("--config", "builtin", "--run", str(free_text_run.pk), "--wait")
-    config = services.judge_config_builtin()
-    belief_queue_policy_set(queue_id=config.queue_id, order="audit")
-    for _ in range(14):
-        lease = belief_lease_next(queue_id=config.queue_id, user=annotator)
-        belief_review_submit(lease_id=lease.pk, user=annotator, human_label=lease.label.label or "incorrect")
+    config = judged_and_reviewed(free_text_run, annotator)
     before = belief_trust(queue=config.queue)
     card_before = judge_quality_card(config=config)
     [judge_run] = JudgeRun.objects.filter(config=config)
     counts_before = judge_run_counts(judge_run)
-    reviewed = {int(t.split(":")[1]) for t in BeliefLabel.objects.filter(reviews__isnull=False)
-                .values_list("target", flat=True)}
-    stale, superseded = Result.objects.filter(run=free_text_run).exclude(pk__in=reviewed).order_by("pk")[:2]
+    stale, superseded = unreviewed_results(free_text_run)[:2]
     # Both items curated; the old judge labelled both results at the new version; one of them is reviewed there.
     for result in (stale, superseded):
         item = result.item
         item_update(item_id=item.pk, base_version=item.version, changes={"question": item.question + " (reworded)"})
-    wrong = [_old_judge_label(BeliefLabel.objects.get(target=f"result:{r.pk}")) for r in (stale, superseded)]
+    wrong = [old_judge_label(BeliefLabel.objects.get(target=f"result:{r.pk}")) for r in (stale, superseded)]
     lease = belief_lease_next(queue_id=config.queue_id, user=annotator)
     assert lease.label.pk == wrong[0].pk
     belief_review_submit(lease_id=lease.pk, user=annotator, human_label=wrong[0].label)

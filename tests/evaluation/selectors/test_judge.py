@@ -7,7 +7,7 @@ from annotation.models import BeliefLabel
 from evaluation.models import Result
 from evaluation.selectors import judge as selectors
 from evaluation.services import judge as services
-from tests.evaluation.judge_support import judge
+from tests.evaluation.judge_support import judge, judged_and_reviewed, old_judge_label, unreviewed_results
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -115,29 +115,17 @@ def test_the_judge_powered_accuracy_counts_only_the_label_at_the_version_each_re
     against the item's new content) is not that result's verdict: the judged accuracy ignored it, and so must the
     judge-powered and people-only figures, even when it is the latest and reviewed."""
     from annotation.services import item_update
-    from annotation.services.belief import belief_queue_policy_set
     from annotation.services.belief_review import belief_lease_next, belief_review_submit
 
-    judge("--config", "builtin", "--run", str(free_text_run.pk), "--wait")
-    config = services.judge_config_builtin()
-    belief_queue_policy_set(queue_id=config.queue_id, order="audit")
-    for _ in range(14):
-        lease = belief_lease_next(queue_id=config.queue_id, user=annotator)
-        belief_review_submit(lease_id=lease.pk, user=annotator, human_label=lease.label.label or "incorrect")
+    config = judged_and_reviewed(free_text_run, annotator)
     [before] = selectors.free_text_accuracy(run=free_text_run)
     assert before.powered["value"] is not None, before.powered["reason"]
     # An unreviewed result's item is curated, and a label of that result at the new version is written, flipped.
-    result = (Result.objects.filter(run=free_text_run)
-              .exclude(pk__in=[int(t.split(":")[1]) for t in BeliefLabel.objects.filter(reviews__isnull=False)
-                               .values_list("target", flat=True)]).order_by("pk").first())
+    result = unreviewed_results(free_text_run).first()
     item = result.item
     item_update(item_id=item.pk, base_version=item.version, changes={"question": item.question + " (reworded)"})
     original = BeliefLabel.objects.get(target=f"result:{result.pk}")
-    flipped = "incorrect" if original.label == "correct" else "correct"
-    BeliefLabel.objects.create(queue=original.queue, item=item, item_version=original.item_version + 1,
-                               task=original.task, target=original.target, aspect=original.aspect, label=flipped,
-                               choices=original.choices, belief=0.99, belief_source=original.belief_source,
-                               audit_key=0.001)
+    flipped = old_judge_label(original).label
     lease = belief_lease_next(queue_id=config.queue_id, user=annotator)
     assert lease.label.target == original.target and lease.label.item_version == original.item_version + 1
     belief_review_submit(lease_id=lease.pk, user=annotator, human_label=flipped)
