@@ -12,6 +12,7 @@ configuration is asked (GET, and GET as htmx), its parameters filled with every 
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import json
 import re
@@ -333,6 +334,69 @@ def test_the_walk_finds_the_judge_when_review_is_not_blind(world, client):
         assert any(f"{name} label" in leak for leak in found), name
     assert any("/verify/" in leak and 'id="judge-' in leak for leak in found)
     assert any("/clue-graph/" in leak and "67%" in leak for leak in found)  # the verbal draft's anchored share
+
+
+def _shown_values(bodies: dict[str, str], labels: list[BeliefLabel]) -> dict[str, list[str]]:
+    """Each judge value that a response shows, with where: the labels carrying it are the ones it may be of (the
+    judges here word two items' labels alike, so a value need not name one label)."""
+    values = {value for label in labels for value in judge_values(label)}
+    shown: dict[str, list[str]] = collections.defaultdict(list)
+    for where, body in bodies.items():
+        for value in values:
+            if _appears(value, body):
+                shown[value].append(where)
+    return shown
+
+
+def _unrecorded(bodies: dict[str, str], labels: list[BeliefLabel], user) -> dict[str, tuple]:
+    """The judge values shown to `user` in `bodies` none of whose labels has a sighting of theirs."""
+    from annotation.models import BeliefSighting
+
+    recorded = set(BeliefSighting.objects.filter(user=user).values_list("label_id", flat=True))
+    missing = {}
+    for value, where in _shown_values(bodies, labels).items():
+        owners = {label.pk for label in labels if value in judge_values(label)}
+        if not owners & recorded:
+            missing[value[:50]] = (sorted(owners), where[:3])
+    return missing
+
+
+def test_every_response_that_shows_a_judge_records_that_its_reader_saw_it(world, client):
+    """The sighting record is complete: walking every route as an annotator over sighted queues, each judge value
+    that reached that annotator in any response belongs to a label with a BeliefSighting for them (else a later
+    review of it, the queue turned blind meanwhile, would be recorded blind). Discovered, not listed: whatever route
+    shows a judge tomorrow is walked too. The blind walk over the same world records none. The pages and the API
+    are walked by different people, so that neither's record hides a gap in the other's."""
+    from annotation.models import BeliefSighting
+
+    client.force_login(world.annotator)
+    take_leases(world, client, world.annotator)
+    fetch_everything(client, concrete_urls(world, list(BeliefLease.objects.filter(reviewer=world.annotator))))
+    assert not BeliefSighting.objects.filter(user=world.annotator).exists()  # blind: nothing shown, nothing recorded
+
+    for queue in world.queues.values():
+        belief_queue_policy_set(queue_id=queue.pk, blind=False)
+    # The pages: leases taken with the page's button, then every route.
+    client.force_login(world.annotator2)
+    for name in world.queues:
+        assert client.post(reverse("annotation:belief_next", args=[name]), follow=True).status_code == 200
+    leases = list(BeliefLease.objects.filter(reviewer=world.annotator2).select_related("label"))
+    bodies = fetch_everything(client, concrete_urls(world, leases))
+    assert not _unrecorded(bodies, world.labels, world.annotator2), _unrecorded(bodies, world.labels, world.annotator2)
+    places = {where for found in _shown_values(bodies, world.labels).values() for where in found}
+    for page in ("/belief/leases/", "/verify/", "/clue-graph/"):
+        assert any(page in where for where in places), page
+    assert len(leases) >= 7
+
+    # The API: the first annotator asks for the next label again (their own leases, now sighted).
+    client.force_login(world.annotator)
+    bodies = {}
+    for name in world.queues:
+        response = client.post(reverse("annotation_api:belief_next", args=[name]))
+        if response.status_code == 200:
+            bodies[f"POST next {name}"] = response.content.decode()
+    assert len(bodies) >= 7 and _shown_values(bodies, world.labels)
+    assert not _unrecorded(bodies, world.labels, world.annotator), _unrecorded(bodies, world.labels, world.annotator)
 
 
 def test_the_judge_shows_once_the_reviewer_answered_or_the_label_has_its_reviews(world, client):
