@@ -48,9 +48,10 @@ class Item(models.Model):
     status = models.CharField(max_length=20, choices=ItemStatus.choices, default=ItemStatus.IMPORTED, db_index=True)
     version = models.PositiveIntegerField(default=1, help_text="Optimistic-locking counter, +1 on every edit.")
     content_version = models.PositiveIntegerField(
-        default=1, help_text="+1 only when the content changes (context, question, options, answer, clue graph, "
-                             "translations); never with a status, a stage or a review. Results, responses and judge "
-                             "labels record it.")
+        default=1, help_text="Names the content (context, question, options, answer, clue graph, translations): "
+                             "changes only with it, never with a status, a stage or a review; a content the item had "
+                             "before takes its version again, a new one a version above all. Results, responses and "
+                             "judge labels record it.")
 
     # Derived, for analysis (recomputed by services whenever content changes).
     question_type = models.CharField(max_length=10, choices=QuestionType.choices, db_index=True)

@@ -16,6 +16,7 @@ from annotation.dataformat import Limits, ParsedRecord, RecordError, parse_jsonl
 from annotation.errors import CuratedConflicts, ImportRejected, ItemNotFound, StaleVersion
 from annotation.item_facts import question_type, token_count, word_count
 from annotation.models import CONTENT_FIELDS, Item, ItemRevision
+from annotation.services.content_versions import content_versions_for
 from foundation import csv_safety
 from foundation.error_mapping import as_service_error
 from foundation.errors import Invalid, NotFound
@@ -76,20 +77,23 @@ class ImportReport:
 
 
 def curated_since_import(items: list[Item]) -> dict[int, ItemRevision]:
-    """The items whose content was changed in the app after their last import: item id -> the latest such
-    revision (its number and author name it in a conflict)."""
+    """The items whose content was changed in the app after their last import and is not that import's content
+    now: item id -> the latest such revision (its number and author name it in a conflict). An edit undone (a
+    revert to the imported content, which takes the import's content version again) leaves nothing curated."""
     if not items:
         return {}
-    ids = [item.pk for item in items if item.content_version > 1]
+    now = {item.pk: item.content_version for item in items if item.version > 1}
     last_import: dict[int, int] = {}
     latest_edit: dict[int, ItemRevision] = {}
-    for revision in (ItemRevision.objects.filter(item_id__in=ids).select_related("author").order_by("item_id", "number")):
+    for revision in (ItemRevision.objects.filter(item_id__in=list(now)).select_related("author")
+                     .order_by("item_id", "number")):
         if revision.note.startswith(IMPORT_NOTES):
             last_import[revision.item_id] = revision.content_version
             latest_edit.pop(revision.item_id, None)
-        elif revision.content_version > last_import.get(revision.item_id, 1):
+        elif revision.content_version != last_import.get(revision.item_id, 1):
             latest_edit[revision.item_id] = revision
-    return latest_edit
+    return {item_id: revision for item_id, revision in latest_edit.items()
+            if now[item_id] != last_import.get(item_id, 1)}
 
 
 def derived_facts(*, context: str, question: str, evidence: str, reasoning: str) -> dict:
@@ -212,12 +216,16 @@ def item_import(
             setattr(item, name, value)
         item.split = split
         item.version += 1
-        if set(changed) & set(CONTENT_FIELDS):
-            item.content_version += 1
         to_update.append((item, changed))
 
     if report.conflicts:
         raise CuratedConflicts(report.conflicts)
+    # A changed content takes its own version: one the item had with that content (the file's content an edit was
+    # made over, say), else a new one (services.content_versions).
+    new_content = [item for item, changed in to_update if set(changed) & set(CONTENT_FIELDS)]
+    versions = content_versions_for({item.pk: (item.content_version, item.content()) for item in new_content})
+    for item in new_content:
+        item.content_version = versions[item.pk]
     report.created = len(to_create)
     report.updated = len(to_update)
     if dry_run:
@@ -293,8 +301,8 @@ def item_update(
         if status is not None:
             item.status = status
         item.version = F("version") + 1
-        if changed:
-            item.content_version = F("content_version") + 1
+        if changed:  # a content the item had before (a revert) takes its version again: services.content_versions
+            item.content_version = content_versions_for({item.pk: (item.content_version, item.content())})[item.pk]
         item.save()
         item.refresh_from_db()
         ItemRevision.objects.create(
@@ -328,7 +336,8 @@ def item_create(*, source: str, external_id: str, split: str, content: dict, use
 
 
 def item_revert(*, item_id: int, revision_number: int, base_version: int, user=None) -> Item:
-    """Restore the content of an earlier revision; the revert is itself a new revision."""
+    """Restore the content of an earlier revision; the revert is itself a new revision, at that revision's content
+    version (the rows recorded at it are current again)."""
     revision = ItemRevision.objects.filter(item_id=item_id, number=revision_number).first()
     if revision is None:
         raise NotFound(gettext("Item %(id)s has no revision %(n)s.", id=item_id, n=revision_number), code="revision_not_found")

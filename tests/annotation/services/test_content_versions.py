@@ -1,0 +1,135 @@
+"""Content versions name contents: a revert, a re-import over an edit, an edit undone by hand give the item its
+earlier content's version back; a new content gets a version above every one the item had. Checked as properties
+over random histories of edits, reverts, status moves and re-imports, then case by case."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from annotation.models import CONTENT_FIELDS, Item, ItemRevision
+from annotation.selectors import content_changes_since
+from annotation.selectors.versions import item_contents_at
+from annotation.services import item_revert, item_update
+from annotation.services.content_versions import content_key
+from annotation.services.items import curated_since_import
+from tests.support.items import import_text
+
+pytestmark = pytest.mark.django_db
+
+QUESTIONS = ("Who took the key?", "Who really took the key?", "Which guest took the key?")
+
+
+def _record(question: str = QUESTIONS[0], answer: int = 1) -> str:
+    return json.dumps({"id": 7, "context": "The maid, the cook and the butler were in the house. " * 3,
+                       "question": question, "options": ["The maid", "The cook", "The butler", "Nobody"],
+                       "answer": answer, "clue_graph": {"evidence": "the cook had the key -> the cook",
+                                                        "multi_hop_reasoning": "the cook -> The cook."}})
+
+
+def _item() -> Item:
+    import_text(_record(), source="cv")
+    return Item.objects.get(source="cv")
+
+
+def _check_invariants(item: Item) -> None:
+    item.refresh_from_db()
+    revisions = list(ItemRevision.objects.filter(item=item).order_by("number"))
+    by_key: dict[str, set[int]] = {}
+    by_version: dict[int, set[str]] = {}
+    for revision in revisions:
+        key = content_key(revision.snapshot)
+        by_key.setdefault(key, set()).add(revision.content_version)
+        by_version.setdefault(revision.content_version, set()).add(key)
+    # One version is one content, and one content is one version.
+    assert all(len(keys) == 1 for keys in by_version.values()), by_version
+    assert all(len(versions) == 1 for versions in by_key.values()), by_key
+    assert item.content_version <= item.version and revisions[-1].content_version == item.content_version
+    assert by_key[content_key(item.content())] == {item.content_version}
+    # Every version reads back as its own content.
+    contents = item_contents_at([(item.pk, version) for version in by_version])
+    for version, (key,) in by_version.items():
+        assert content_key(contents[(item.pk, version)]) == key
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_histories_keep_one_version_per_content(seed):
+    rng = random.Random(seed)
+    item = _item()
+    for _ in range(25):
+        item.refresh_from_db()
+        step = rng.choice(["edit", "edit", "revert", "status", "import"])
+        if step == "edit":
+            changes = {"question": rng.choice(QUESTIONS), "answer_index": rng.choice([1, 2])}
+            item_update(item_id=item.pk, base_version=item.version, changes=changes, note="edit")
+        elif step == "revert":
+            number = rng.randint(1, item.version)
+            item_revert(item_id=item.pk, revision_number=number, base_version=item.version)
+        elif step == "status":
+            item_update(item_id=item.pk, base_version=item.version, changes={},
+                        status=rng.choice(["verification", "clue_graph", "imported"]), note="moved")
+        else:
+            import_text(_record(rng.choice(QUESTIONS), rng.choice([1, 2])), source="cv", curated="overwrite")
+        _check_invariants(item)
+    assert Item.objects.get(pk=item.pk).version > 10
+
+
+def test_a_revert_takes_the_earlier_version_back_and_a_new_content_a_new_one():
+    item = _item()
+    assert item.content_version == 1
+    edited = item_update(item_id=item.pk, base_version=item.version, changes={"question": QUESTIONS[1]})
+    assert edited.content_version == 2 and len(content_changes_since(item=edited, content_version=1)) == 1
+    reverted = item_revert(item_id=item.pk, revision_number=1, base_version=edited.version)
+    assert (reverted.version, reverted.content_version) == (3, 1)
+    assert content_changes_since(item=reverted, content_version=1) == []
+    # The rows of version 2 name what changed since their content: the revert.
+    [change] = content_changes_since(item=reverted, content_version=2)
+    assert (change["revision"], change["content_version"], change["note"]) == (3, 1, "reverted to revision 1")
+    # A content the item never had: above every version (not 2 again, which names another content).
+    third = item_update(item_id=item.pk, base_version=reverted.version, changes={"question": QUESTIONS[2]})
+    assert third.content_version == 3
+    # Undone by hand, not by a revert: the same.
+    again = item_update(item_id=item.pk, base_version=third.version, changes={"question": QUESTIONS[1]})
+    assert again.content_version == 2
+    # A status move keeps the content version.
+    moved = item_update(item_id=item.pk, base_version=again.version, changes={}, status="verification")
+    assert (moved.version, moved.content_version) == (again.version + 1, 2)
+
+
+def test_an_edit_undone_is_not_curated_and_a_re_import_over_it_changes_nothing():
+    item = _item()
+    edited = item_update(item_id=item.pk, base_version=item.version, changes={"question": QUESTIONS[1]})
+    assert curated_since_import([edited]).keys() == {item.pk}
+    reverted = item_revert(item_id=item.pk, revision_number=1, base_version=edited.version)
+    assert curated_since_import([reverted]) == {}
+    report = import_text(_record(), source="cv")  # the default policy refuses to overwrite curated items
+    assert (report.unchanged, report.updated, report.conflicts) == (1, 0, [])
+    # Curated again, then the file's own new content overwrites it: a new version (the file's content is new).
+    item.refresh_from_db()
+    item_update(item_id=item.pk, base_version=item.version, changes={"question": QUESTIONS[1]})
+    import_text(_record(QUESTIONS[2]), source="cv", curated="overwrite")
+    item.refresh_from_db()
+    assert (item.question, item.content_version) == (QUESTIONS[2], 3)
+    # Re-importing the first file's content over it: version 1 again, and not curated (it is an import).
+    import_text(_record(), source="cv", curated="overwrite")
+    item.refresh_from_db()
+    assert item.content_version == 1 and curated_since_import([item]) == {}
+
+
+def test_a_content_before_this_rule_keeps_its_separate_version():
+    """An item reverted before (two versions with one content): a later return to that content takes the
+    highest of them; nothing is renumbered."""
+    item = _item()
+    item_update(item_id=item.pk, base_version=item.version, changes={"question": QUESTIONS[1]})
+    item.refresh_from_db()
+    # As the old rule left it: the revert at a version of its own (3, the content of 1).
+    Item.objects.filter(pk=item.pk).update(question=QUESTIONS[0], version=3, content_version=3)
+    item.refresh_from_db()
+    ItemRevision.objects.create(item=item, number=3, content_version=3, snapshot=item.content(), stage=item.status,
+                                changed_fields=["question"], note="reverted to revision 1")
+    edited = item_update(item_id=item.pk, base_version=3, changes={"question": QUESTIONS[2]})
+    assert edited.content_version == 4
+    back = item_update(item_id=item.pk, base_version=edited.version, changes={"question": QUESTIONS[0]})
+    assert back.content_version == 3
+    assert set(CONTENT_FIELDS) >= {"question", "answer_index"}
