@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Exists, F, Min, OuterRef, Q, QuerySet
+from django.db.models import Case, Count, Exists, F, Min, OuterRef, Q, QuerySet, Value, When
 from django.utils.translation import gettext, pgettext_lazy
 
 from annotation.models import (
@@ -340,6 +340,11 @@ def belief_lease_for(*, lease_id: int) -> BeliefLease | None:
             .filter(pk=lease_id).first())
 
 
+def _current_first(item) -> tuple:
+    """Labels judged on the item's content now first (a revert makes an older content version current again)."""
+    return Case(When(item_version=item.content_version, then=Value(0)), default=Value(1)), "-created_at", "-pk"
+
+
 def _latest_per_aspect(labels) -> list[BeliefLabel]:
     chosen: dict[str, BeliefLabel] = {}
     for label in labels:
@@ -348,11 +353,11 @@ def _latest_per_aspect(labels) -> list[BeliefLabel]:
 
 
 def screening_suggestions(*, item) -> list[BeliefLabel]:
-    """The judge's screening labels of the item (the latest per aspect, up to its current version),
-    keep/delete first, then 1.1-1.5."""
-    labels = (BeliefLabel.objects.filter(item=item, task=LabelTask.SCREENING, item_version__lte=item.content_version)
-              .exclude(status=LabelStatus.ERROR).select_related("queue").order_by("-item_version", "-created_at", "-pk"))
-    chosen = _latest_per_aspect(labels)
+    """The judge's screening labels of the item at one content version (the item's now if judged, else the latest
+    judged), the latest per aspect, keep/delete first, then 1.1-1.5."""
+    labels = list(BeliefLabel.objects.filter(item=item, task=LabelTask.SCREENING).exclude(status=LabelStatus.ERROR)
+                  .select_related("queue").order_by(*_current_first(item)))
+    chosen = _latest_per_aspect([label for label in labels if label.item_version == labels[0].item_version])
     order = [KEEP_ASPECT, *SCREENING_CRITERIA]
     return sorted(chosen, key=lambda label: order.index(label.aspect) if label.aspect in order else len(order))
 
@@ -377,16 +382,15 @@ def screening_view(*, item, user) -> dict | None:
     rows = [{"criterion": value, "text": text, "suggestion": by_criterion.get(value)} for value, text in Criterion.choices]
     return {"keep": keep, "by_criterion": by_criterion, "rows": rows, "labels": suggestions, "decision": decision,
             "criteria": suggested, "consistent": consistent,
-            "judged_version": max(s.item_version for s in suggestions)}
+            "judged_version": suggestions[0].item_version}
 
 
 def clue_graph_draft(*, item, user) -> ShownLabel | None:
     """The judge's latest clue-graph draft of the item that this user has not decided on yet and may see
     (a draft in blind review is no suggestion: `shown_label`)."""
-    drafts = (BeliefLabel.objects.filter(item=item, task=LabelTask.CLUE_GRAPH, item_version__lte=item.content_version,
-                                         status=LabelStatus.SCORED)
+    drafts = (BeliefLabel.objects.filter(item=item, task=LabelTask.CLUE_GRAPH, status=LabelStatus.SCORED)
               .exclude(Exists(BeliefReview.objects.filter(label=OuterRef("pk"), reviewer=user)))
-              .select_related("queue").order_by("-item_version", "-created_at", "-pk"))
+              .select_related("queue").order_by(*_current_first(item)))
     for label in drafts[:20]:
         shown = shown_label(label, user=user)
         if shown.judge is not None:

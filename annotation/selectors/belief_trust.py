@@ -263,10 +263,10 @@ def powered_share(*, queue: BeliefQueue, task: str, targets: list[str] | None = 
         labels = [label for label in labels if label.target in wanted]
     if asked is not None:
         labels = [label for label in labels if asked.get(label.target) == label.item_version]
-    # One label per target: its latest content version.
+    # One label per target: the latest judged (content version numbers name contents, not their order).
     latest: dict[str, BeliefLabel] = {}
     for label in labels:
-        if label.target not in latest or label.item_version > latest[label.target].item_version:
+        if label.target not in latest or label.pk > latest[label.target].pk:
             latest[label.target] = label
     labels = list(latest.values())
     if not labels and not known_zeros:

@@ -122,17 +122,19 @@ def item_changes_since_stage(*, item: Item, stage: str) -> list:
 
 
 def content_changes_since(*, item, content_version: int) -> list[dict]:
-    """What changed in an item's content after ``content_version``: one entry per content change (its revision,
-    the new content version, the fields, when and by whom), oldest first. Empty when the version is current."""
-    if content_version >= item.content_version:
+    """What changed in an item's content after it last had ``content_version``: one entry per content change (its
+    revision, the new content version, the fields, when and by whom), oldest first. Empty when the version is
+    current (also after a revert to that content: the item has it again)."""
+    if content_version == item.content_version:
         return []
-    revisions = (ItemRevision.objects.filter(item=item, content_version__gt=content_version)
-                 .select_related("author").order_by("number"))
-    changes, seen = [], set()
-    for revision in revisions:
-        if revision.content_version in seen:
+    revisions = list(ItemRevision.objects.filter(item=item).select_related("author").order_by("number"))
+    last_at = max((i for i, revision in enumerate(revisions) if revision.content_version == content_version),
+                  default=-1)
+    changes, previous = [], content_version
+    for revision in revisions[last_at + 1:]:
+        if revision.content_version == previous:
             continue  # a status-only revision after a content change
-        seen.add(revision.content_version)
+        previous = revision.content_version
         fields = [f for f in revision.changed_fields if f in CONTENT_FIELDS] or list(revision.changed_fields)
         changes.append({"revision": revision.number, "content_version": revision.content_version, "fields": fields,
                         "at": revision.created_at, "by": revision.author.get_username() if revision.author else "",

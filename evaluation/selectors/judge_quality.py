@@ -32,12 +32,13 @@ def _positive(task: str, aspect: str) -> str:
 
 
 def _latest(labels: list[BeliefLabel]) -> list[BeliefLabel]:
-    """One label per (target, aspect): its latest item version, an error label only when it has no other (a
-    result's label at a version it was not asked at is one: evaluation migration 0014)."""
+    """One label per (target, aspect): the latest judged (content version numbers name contents, not their order),
+    an error label only when it has no other (a result's label at a version it was not asked at is one: evaluation
+    migration 0014)."""
     latest: dict[tuple[str, str], BeliefLabel] = {}
 
     def rank(label: BeliefLabel) -> tuple[bool, int]:
-        return label.status != LabelStatus.ERROR, label.item_version
+        return label.status != LabelStatus.ERROR, label.pk
 
     for label in labels:
         key = (label.target, label.aspect)

@@ -123,3 +123,31 @@ def test_rejected_items_are_never_asked_by_a_launch_or_a_resume(sample_items):
     asked = services.run_launch(endpoint=services.endpoint_for_cli(builtin="lexical"), method="naive", split="test",
                                 item_status="rejected", enqueue=False)
     assert asked.item_ids == [first, second] and asked.left_out_ids == []  # asked for by name: taken
+
+
+def test_a_revert_makes_the_rows_asked_at_that_content_current_again(free_text_run):
+    """An edit makes a run's row stale; reverting it gives the item its earlier content version back: the row is
+    current again, the leaderboard counts it, a refresh has nothing to ask and the judge nothing to judge again."""
+    from annotation.services import item_revert
+    from evaluation.selectors.runs import result_detail
+
+    items = list(Item.objects.filter(split="test").order_by("pk").values_list("pk", flat=True))
+    naive = _run()
+    _judge(free_text_run)
+    labels_before = BeliefLabel.objects.count()
+    edited = _edit(items[0], question=Item.objects.get(pk=items[0]).question + " Who, really?")
+    assert edited.content_version == 2
+    cell = next(c for c in leaderboard(split="test").cells if c.run.pk == naive.pk)
+    assert (cell.metrics.n, cell.counts.stale) == (len(items) - 1, 1)
+    reverted = item_revert(item_id=items[0], revision_number=1, base_version=edited.version)
+    assert (reverted.version, reverted.content_version) == (3, 1)
+    cell = next(c for c in leaderboard(split="test").cells if c.run.pk == naive.pk)
+    assert (cell.metrics.n, cell.counts.stale) == (len(items), 0)
+    row = Result.objects.get(run=naive, item_id=items[0])
+    detail = result_detail(run=naive, pk=row.pk)
+    assert detail["stale"] is False and detail["content_changes"] == []
+    naive, superseded = services.run_refresh(run=naive, enqueue=False)
+    assert superseded == 0 and not SupersededResult.objects.exists()
+    _judge(free_text_run)
+    assert BeliefLabel.objects.count() == labels_before
+    _labels_match_their_results(free_text_run)

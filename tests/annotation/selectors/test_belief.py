@@ -72,3 +72,28 @@ def test_a_keep_delete_label_in_blind_review_is_not_made_up_from_the_criteria(an
     page = client.get(reverse("annotation:verify", args=[item.pk])).content.decode()
     assert 'id="judge-suggestion"' in page and 'id="judge-heavy_math"' in page
     assert 'id="judge-decision"' not in page and 'id="accept-suggestion"' not in page
+
+
+def test_the_suggestions_are_the_judges_of_the_content_now_also_after_a_revert(researcher):
+    """Labels of the content version the item has now come first, else the latest judged (named with its version):
+    a revert gives the item its first content's version back, and the first judgement is current again although
+    another was made later."""
+    from annotation.services import item_revert, item_update
+
+    (item,) = make_items(1, status=ItemStatus.VERIFICATION, source="rv")
+    queue = belief_queue_for(name="scr-rv", blind=False)
+    keep = {"keep": ("keep", 0.81), "1.2": ("no", 0.7)}
+    belief_labels_record(queue=queue, rows=screening_rows(item, keep, version=1))
+    edited = item_update(item_id=item.pk, base_version=item.version, changes={"question": item.question + " Really?"})
+    assert screening_view(item=edited, user=researcher)["judged_version"] == 1  # the latest judged, named
+    belief_labels_record(queue=queue, rows=screening_rows(item, DELETE_FOR_MATH, version=2))
+    view = screening_view(item=edited, user=researcher)
+    assert (view["decision"], view["judged_version"]) == ("delete", 2)
+    reverted = item_revert(item_id=item.pk, revision_number=1, base_version=edited.version)
+    assert reverted.content_version == 1
+    view = screening_view(item=reverted, user=researcher)
+    assert (view["decision"], view["judged_version"], view["keep"].belief) == ("keep", 1, 0.81)
+    client = Client()
+    client.force_login(researcher)
+    page = client.get(reverse("annotation:verify", args=[item.pk])).content.decode()
+    assert 'id="judge-decision">keep<' in page and "judged version" not in page
