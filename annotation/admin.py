@@ -52,7 +52,7 @@ class ItemAdmin(admin.ModelAdmin):
     list_display = ("external_id", "source", "split", "question_type", "status", "version", "context_words", "evidence_count")
     list_filter = ("source", "split", "status", "question_type")
     search_fields = ("external_id", "question", "context")
-    readonly_fields = ("version", "content_version", "question_type", "context_words", "context_tokens", "evidence_count",
+    readonly_fields = ("version", "content_version", "highest_content_version", "question_type", "context_words", "context_tokens", "evidence_count",
                        "reasoning_steps", "created_at", "updated_at")
     inlines = [ItemRevisionInline]
 

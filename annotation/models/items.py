@@ -52,6 +52,9 @@ class Item(models.Model):
                              "changes only with it, never with a status, a stage or a review; a content the item had "
                              "before takes its version again, a new one a version above all. Results, responses and "
                              "judge labels record it.")
+    highest_content_version = models.PositiveIntegerField(
+        default=1, help_text="The highest content version the item has had: above 1, its rows may be at a version "
+                             "other than its content's now (also when a revert took it back to 1).")
 
     # Derived, for analysis (recomputed by services whenever content changes).
     question_type = models.CharField(max_length=10, choices=QuestionType.choices, db_index=True)

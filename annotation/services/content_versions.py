@@ -27,9 +27,10 @@ def content_key(content: Mapping) -> str:
 
 
 def content_versions_for(changes: Mapping[int, tuple[int, Mapping]]) -> dict[int, int]:
-    """{item id: (its content version now, its new content)} -> {item id: the content version of the new content}:
-    the version of the item's revision with that very content (the highest, if two have it), else one above every
-    content version the item has had. One query, for any number of items (the caller holds their rows' locks)."""
+    """{item id: (the highest content version it has had, its new content)} -> {item id: the content version of the
+    new content}: the version of the item's revision with that very content (the highest, if two have it), else one
+    above every content version the item has had. One query, for any number of items (the caller holds their rows'
+    locks)."""
     seen: dict[int, dict[str, int]] = {item_id: {} for item_id in changes}
     highest = {item_id: current for item_id, (current, _) in changes.items()}
     revisions = (ItemRevision.objects.filter(item_id__in=list(changes))

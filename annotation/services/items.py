@@ -223,9 +223,10 @@ def item_import(
     # A changed content takes its own version: one the item had with that content (the file's content an edit was
     # made over, say), else a new one (services.content_versions).
     new_content = [item for item, changed in to_update if set(changed) & set(CONTENT_FIELDS)]
-    versions = content_versions_for({item.pk: (item.content_version, item.content()) for item in new_content})
+    versions = content_versions_for({item.pk: (item.highest_content_version, item.content()) for item in new_content})
     for item in new_content:
         item.content_version = versions[item.pk]
+        item.highest_content_version = max(item.highest_content_version, item.content_version)
     report.created = len(to_create)
     report.updated = len(to_update)
     if dry_run:
@@ -236,7 +237,7 @@ def item_import(
     if to_update:
         Item.objects.bulk_update(
             [item for item, _ in to_update],
-            fields=[*CONTENT_FIELDS, "split", "version", "content_version", "question_type", "context_words", "context_tokens",
+            fields=[*CONTENT_FIELDS, "split", "version", "content_version", "highest_content_version", "question_type", "context_words", "context_tokens",
                     "evidence_count", "reasoning_steps", "updated_at"],
             batch_size=500,
         )
@@ -302,7 +303,9 @@ def item_update(
             item.status = status
         item.version = F("version") + 1
         if changed:  # a content the item had before (a revert) takes its version again: services.content_versions
-            item.content_version = content_versions_for({item.pk: (item.content_version, item.content())})[item.pk]
+            item.content_version = content_versions_for({item.pk: (item.highest_content_version,
+                                                                   item.content())})[item.pk]
+            item.highest_content_version = max(item.highest_content_version, item.content_version)
         item.save()
         item.refresh_from_db()
         ItemRevision.objects.create(

@@ -81,7 +81,9 @@ def id_list(ids: Sequence[int]) -> tuple[str, list[int]]:
     return ", ".join(["%s"] * len(ids)), list(ids)
 
 
-CHANGED_ITEMS = "(SELECT id, content_version AS version FROM {item} WHERE content_version > 1)"
+#: The items whose rows may be stale: their content changed at some time (a revert may have taken them back to 1).
+CHANGED_ITEMS = ("(SELECT id, content_version AS version FROM {item} "
+                 "WHERE highest_content_version > 1 OR content_version > 1)")
 
 
 def tables() -> tuple[str, str]:
@@ -116,9 +118,9 @@ def row_counts(*, run_ids: Sequence[int], item_ids: Sequence[int] | None = None,
     parse status, correct, shown first) and sums within each group: a handful of groups per run,
     added up here. Every column it reads from the result table is in the ``result_run_scores``
     covering index, so PostgreSQL answers from the index without reading the wide rows (messages,
-    outputs). Items join only when they are *exceptional*: changed since import (version > 1, so a
-    row may be stale) or with another number of options than most (the random-guess expectation);
-    every other row is fresh and has the common number of options.
+    outputs). Items join only when they are *exceptional*: their content changed at some time (so a
+    row may be stale, also after a revert to the first content) or with another number of options than
+    most (the random-guess expectation); every other row is fresh and has the common number of options.
 
     With a ``reference`` run, the same pass crosses each first-sample row with the reference's outcome
     on the same (item, version) (``RowCounts.outcomes`` / ``crossed``; meaningful for runs with one
@@ -147,7 +149,7 @@ def row_counts(*, run_ids: Sequence[int], item_ids: Sequence[int] | None = None,
                SUM(COALESCE(x.inverse, 1.0 / {common}))
         FROM {result} r LEFT JOIN (
             SELECT id, content_version AS version, 1.0 / {length}(options) AS inverse FROM {item}
-            WHERE content_version > 1 OR {length}(options) <> {common}
+            WHERE highest_content_version > 1 OR content_version > 1 OR {length}(options) <> {common}
         ) x ON x.id = r.item_id {ref_join}
         WHERE r.run_id IN ({runs_in}) {only}
         GROUP BY 1, 2, 3, 4, 5, 6, 7, 8"""

@@ -151,3 +151,23 @@ def test_a_revert_makes_the_rows_asked_at_that_content_current_again(free_text_r
     _judge(free_text_run)
     assert BeliefLabel.objects.count() == labels_before
     _labels_match_their_results(free_text_run)
+
+
+def test_rows_asked_at_a_content_a_revert_left_are_stale_in_every_figure(sample_items):
+    """The other way round: a row asked at version 2, the item then reverted to version 1. Every reader counts it
+    stale: the row counts and the leaderboard (SQL), the outcomes of paired tests and the common items."""
+    from annotation.services import item_revert
+    from evaluation.selectors.aggregates import FRESH, row_counts
+    from evaluation.selectors.outcomes import common_item_ids, run_outcomes
+
+    first = sample_items[0]
+    edited = _edit(first.pk, question=first.question + " Really?")
+    run = _run()
+    reverted = item_revert(item_id=first.pk, revision_number=1, base_version=edited.version)
+    assert (reverted.content_version, reverted.highest_content_version) == (1, 2)
+    assert Result.objects.filter(run=run).exclude(FRESH).count() == 1
+    assert row_counts(run_ids=[run.pk])[run.pk].stale == 1
+    cell = next(c for c in leaderboard(split="test").cells if c.run.pk == run.pk)
+    assert (cell.counts.stale, cell.metrics.n) == (1, len(sample_items) - 1)
+    assert not [key for key in run_outcomes([run])[run.pk] if key[0] == first.pk]
+    assert first.pk not in common_item_ids([run])

@@ -22,6 +22,8 @@ ALLOWED: dict[str, str] = {
     # Behaviours across several modules.
     "annotation/test_content_version_migration.py":
         "the data migrations of three apps (annotation 0008, evaluation 0009, studies 0006) on one database",
+    "annotation/test_highest_content_version_migration.py":
+        "the data migration annotation 0015 (Item.highest_content_version from the revisions)",
     "evaluation/test_judge_label_versions_migration.py":
         "the data migration evaluation 0014 on judge labels (annotation) of current and superseded results, and the "
         "trust figures and quality card that read them",

@@ -46,6 +46,7 @@ def _check_invariants(item: Item) -> None:
     assert all(len(keys) == 1 for keys in by_version.values()), by_version
     assert all(len(versions) == 1 for versions in by_key.values()), by_key
     assert item.content_version <= item.version and revisions[-1].content_version == item.content_version
+    assert item.highest_content_version == max(by_version)  # rows may be stale whenever it is above 1
     assert by_key[content_key(item.content())] == {item.content_version}
     # Every version reads back as its own content.
     contents = item_contents_at([(item.pk, version) for version in by_version])
@@ -133,3 +134,12 @@ def test_a_content_before_this_rule_keeps_its_separate_version():
     back = item_update(item_id=item.pk, base_version=edited.version, changes={"question": QUESTIONS[0]})
     assert back.content_version == 3
     assert set(CONTENT_FIELDS) >= {"question", "answer_index"}
+
+
+def test_the_changes_since_a_version_no_revision_records_are_those_above_it():
+    item = _item()
+    first = item_update(item_id=item.pk, base_version=item.version, changes={"question": QUESTIONS[1]})
+    second = item_update(item_id=item.pk, base_version=first.version, changes={"question": QUESTIONS[2]})
+    ItemRevision.objects.filter(item=item, content_version=2).update(content_version=9)  # a history without 2
+    changes = content_changes_since(item=second, content_version=2)
+    assert [(c["revision"], c["content_version"]) for c in changes] == [(2, 9), (3, 3)]
