@@ -31,12 +31,14 @@ from annotation.models import (
     BeliefLease,
     BeliefQueue,
     BeliefReview,
+    Item,
     LabelSource,
     LabelStatus,
     LabelTask,
     ReviewVia,
 )
 from annotation.selectors.belief import PENDING, provenance
+from annotation.selectors.versions import judged_now_first
 
 EXPORT_COLUMNS = ("review_id", "label_id", "target", "aspect", "item_id", "item_version", "judge_label", "belief",
                   "belief_source", "human_label", "agrees", "reviewer", "blind", "first_stream", "audit_key",
@@ -263,10 +265,15 @@ def powered_share(*, queue: BeliefQueue, task: str, targets: list[str] | None = 
         labels = [label for label in labels if label.target in wanted]
     if asked is not None:
         labels = [label for label in labels if asked.get(label.target) == label.item_version]
-    # One label per target: the latest judged (content version numbers name contents, not their order).
+    # One label per target: of its item's content now if judged, else the latest judged.
+    now = dict(Item.objects.filter(pk__in={label.item_id for label in labels}).values_list("pk", "content_version"))
+
+    def rank(label: BeliefLabel) -> tuple[bool, int]:
+        return judged_now_first(label.item_version, now.get(label.item_id), label.pk)
+
     latest: dict[str, BeliefLabel] = {}
     for label in labels:
-        if label.target not in latest or label.pk > latest[label.target].pk:
+        if label.target not in latest or rank(label) > rank(latest[label.target]):
             latest[label.target] = label
     labels = list(latest.values())
     if not labels and not known_zeros:

@@ -129,7 +129,9 @@ def content_changes_since(*, item, content_version: int) -> list[dict]:
         return []
     revisions = list(ItemRevision.objects.filter(item=item).select_related("author").order_by("number"))
     last_at = max((i for i, revision in enumerate(revisions) if revision.content_version == content_version),
-                  default=-1)
+                  default=None)
+    if last_at is None:  # a version no revision records: the changes to the versions above it, as before
+        revisions, last_at = [r for r in revisions if r.content_version > content_version], -1
     changes, previous = [], content_version
     for revision in revisions[last_at + 1:]:
         if revision.content_version == previous:

@@ -42,3 +42,10 @@ def item_contents_at(pairs: Iterable[tuple[int, int | None]], *, fields: Sequenc
             if (item_id, version) in older and (item_id, version) not in found:  # the first is the latest
                 found[(item_id, version)] = {name: (snapshot or {}).get(name) for name in fields}
     return found
+
+
+def judged_now_first(label_version: int, version_now: int | None, order: int) -> tuple[bool, int]:
+    """The rank of one of a target's labels, the highest first: a label of the content its item has now
+    (``version_now``) before any other, then the latest judged (``order``: its id). Content version numbers name
+    contents, not their order: after a revert, a higher one is an older content."""
+    return label_version == version_now, order

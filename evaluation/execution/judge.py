@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from annotation.models import BeliefLabel, Item, LabelStatus
 from annotation.models.belief import DRAFT_ACCEPTED, DRAFT_DISCARDED, DRAFT_EDITED
+from annotation.selectors.versions import judged_now_first
 from annotation.services.belief import belief_labels_record
 from evaluation.execution import probe as probe_execution
 from evaluation.execution.chunks import endpoint_refusal, make_breaker, make_client, run_event_loop
@@ -222,23 +223,26 @@ async def _stream_model(judge_run: JudgeRun, solver: JudgeSolver, pending: list[
 def judge_run_counts(judge_run: JudgeRun) -> dict:
     """n, scored, unscored, errors (targets), label counts and mean belief (scored labels), from the stored labels.
 
-    A target counts with its labels at the latest item version it was judged at, error labels only without others."""
+    A target counts with its labels at one content version: its item's now if judged, else the latest judged
+    (`judged_now_first`); error labels only without others."""
     labels: dict[str, list[tuple[int, str, str, str, float | None]]] = {}
+    rank: dict[tuple[str, int], tuple[bool, int]] = {}
     stored = (probe_execution.probe_labels(judge_run) if judge_run.probe else BeliefLabel.objects.filter(
         queue_id=judge_run.config.queue_id, target__in=judge_run.targets, task=judge_run.task))
-    for target, version, aspect, label, status, belief in stored.values_list(
-            "target", "item_version", "aspect", "label", "status", "belief"):
+    for pk, target, version, now, aspect, label, status, belief in stored.values_list(
+            "pk", "target", "item_version", "item__content_version", "aspect", "label", "status", "belief"):
         labels.setdefault(target, []).append((version, aspect, label, status, belief))
+        rank[(target, version)] = max(rank.get((target, version), (False, 0)), judged_now_first(version, now, pk))
     multi = len(specs.get_task(judge_run.task).aspects) > 1
     scored = unscored = 0
     counts: Counter = Counter()
     beliefs: list[float] = []
-    for rows in labels.values():
+    for target, rows in labels.items():
         # An error label counts only when the target has no other (a label at a version its result was not asked
         # at is one: evaluation migration 0014).
         rows = [r for r in rows if r[3] != LabelStatus.ERROR] or rows
-        latest = max(r[0] for r in rows)
-        rows = [r for r in rows if r[0] == latest]
+        chosen = max((r[0] for r in rows), key=lambda version: rank[(target, version)])
+        rows = [r for r in rows if r[0] == chosen]
         if all(r[3] == LabelStatus.SCORED for r in rows):
             scored += 1
         else:

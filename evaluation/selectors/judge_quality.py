@@ -15,11 +15,13 @@ its n.
 """
 from __future__ import annotations
 
+from django.db.models import F
 from django.utils.translation import gettext
 
 from annotation import ppi
 from annotation.models import BeliefLabel, LabelStatus
 from annotation.selectors.belief_trust import belief_trust
+from annotation.selectors.versions import judged_now_first
 from evaluation.judge import probe, quality, specs
 from evaluation.models.judge import JudgeConfig, JudgeProbeLabel, JudgeRun
 
@@ -32,13 +34,13 @@ def _positive(task: str, aspect: str) -> str:
 
 
 def _latest(labels: list[BeliefLabel]) -> list[BeliefLabel]:
-    """One label per (target, aspect): the latest judged (content version numbers name contents, not their order),
-    an error label only when it has no other (a result's label at a version it was not asked at is one: evaluation
-    migration 0014)."""
+    """One label per (target, aspect): of its item's content now if judged, else the latest judged
+    (`judged_now_first`), an error label only when it has no other (a result's label at a version it was not asked
+    at is one: evaluation migration 0014). The labels carry ``version_now``, their item's content version."""
     latest: dict[tuple[str, str], BeliefLabel] = {}
 
-    def rank(label: BeliefLabel) -> tuple[bool, int]:
-        return label.status != LabelStatus.ERROR, label.pk
+    def rank(label: BeliefLabel) -> tuple[bool, bool, int]:
+        return (label.status != LabelStatus.ERROR, *judged_now_first(label.item_version, label.version_now, label.pk))
 
     for label in labels:
         key = (label.target, label.aspect)
@@ -157,7 +159,8 @@ def judge_quality_card(*, config: JudgeConfig) -> dict:
     CSV read it)."""
     trust = belief_trust(queue=config.queue)
     labels = _latest(list(BeliefLabel.objects.filter(queue_id=config.queue_id).only(
-        "id", "target", "aspect", "item_version", "task", "label", "belief", "status", "choices", "payload")))
+        "id", "target", "aspect", "item_version", "task", "label", "belief", "status", "choices", "payload")
+        .annotate(version_now=F("item__content_version"))))
     return {
         "config": config.name, "task": config.task, "belief_source": config.belief_source,
         "n_labels": len(labels), "n_scored": sum(label.status == LabelStatus.SCORED for label in labels),

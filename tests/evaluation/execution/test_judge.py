@@ -259,3 +259,35 @@ def test_a_cancelled_judge_run_computes_nothing(free_text_run):
     judge_run = services.judge_run_execute_in_process(judge_run=judge_run)
     assert judge_run.status == RunStatus.CANCELLED and not BeliefLabel.objects.exists()
 
+
+
+def test_after_a_revert_the_judge_figures_take_the_labels_of_the_content_now(researcher):
+    """Labels at version 1 (keep), the item edited and judged again at version 2 (delete), then reverted to version
+    1: the judge run's counts, the trust page's judge share and the quality card take the version 1 labels, which
+    judged the content the item has, though the others are newer."""
+    from annotation.models import ItemStatus
+    from annotation.selectors.belief_trust import powered_share
+    from annotation.services import item_revert, item_update
+    from annotation.services.belief import belief_labels_record
+    from evaluation.execution.judge import judge_run_counts, missing_inputs
+    from evaluation.models import JudgeRun
+    from evaluation.selectors.judge_quality import judge_quality_card
+    from evaluation.services import judge as judge_services
+    from tests.annotation.belief_support import DELETE_FOR_MATH, screening_rows
+    from tests.annotation.workflow_support import make_items
+
+    (item,) = make_items(1, status=ItemStatus.VERIFICATION, source="rv")
+    config = judge_services.judge_config_builtin()
+    keep = {"keep": ("keep", 0.81), **{aspect: ("no", 0.9) for aspect in ("1.1", "1.2", "1.3", "1.4", "1.5")}}
+    belief_labels_record(queue=config.queue, rows=screening_rows(item, keep, version=1))
+    edited = item_update(item_id=item.pk, base_version=item.version, changes={"question": item.question + " Really?"})
+    belief_labels_record(queue=config.queue, rows=screening_rows(item, DELETE_FOR_MATH, version=2))
+    item_revert(item_id=item.pk, revision_number=1, base_version=edited.version)
+    judge_run = JudgeRun.objects.create(config=config, task="screening", split="test", targets=[f"item:{item.pk}"],
+                                        n=1)
+    assert missing_inputs(judge_run) == []  # nothing to judge again: the content now was judged
+    assert judge_run_counts(judge_run)["label_counts"] == {"keep:keep": 1, **{f"{a}:no": 1 for a in
+                                                                              ("1.1", "1.2", "1.3", "1.4", "1.5")}}
+    assert powered_share(queue=config.queue, task="screening")["judge"]["value"] == 1.0
+    keep_spread = judge_quality_card(config=config)["spread"]["by_aspect"][-1]
+    assert keep_spread["aspect"] == "keep" and keep_spread["n"] == 1 and keep_spread["mean"] == 0.81
