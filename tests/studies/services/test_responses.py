@@ -292,6 +292,25 @@ def test_the_version_a_page_was_rendered_with_wins_over_a_newer_showing_in_anoth
     assert (response.response.item_version, response.response.is_correct) == (2, True)
 
 
+def test_an_edit_reverted_while_the_question_was_open_refuses_nothing(make_study):
+    """Version 1 shown; the options swapped (version 2) and swapped back by a revert: the content is version 1's
+    again, so is the version. The answer given on what the participant read is taken and scored on it; one given
+    on a page of the version in between is refused."""
+    from annotation.services import item_revert
+    from studies.services import response_submit
+
+    study = make_study(n_items=6, per_participant=3, raters=1)
+    attempt = started_attempt(study)
+    lease = question_open(attempt=attempt).lease
+    old, _ = _swap_key(lease.item_id)
+    item = Item.objects.get(pk=lease.item_id)
+    assert item_revert(item_id=item.pk, revision_number=1, base_version=item.version).content_version == 1
+    with pytest.raises(errors.AnswerRefused):
+        response_submit(token=attempt.token, position=lease.position, chosen_option=old, shown_version="2")
+    response = response_submit(token=attempt.token, position=lease.position, chosen_option=old).response
+    assert (response.item_version, response.is_correct) == (1, True)
+
+
 @pytest.mark.parametrize("sent", [None, ""])
 def test_the_language_recorded_is_the_one_the_question_was_shown_in_not_the_attempts_now(make_study, items, sent):
     """The participant switches language in another tab (no page of this question shown in it): the answer given on
