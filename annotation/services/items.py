@@ -223,7 +223,8 @@ def item_import(
     # A changed content takes its own version: one the item had with that content (the file's content an edit was
     # made over, say), else a new one (services.content_versions).
     new_content = [item for item, changed in to_update if set(changed) & set(CONTENT_FIELDS)]
-    versions = content_versions_for({item.pk: (item.highest_content_version, item.content()) for item in new_content})
+    versions = content_versions_for({item.pk: (max(item.highest_content_version, item.content_version), item.content())
+                                     for item in new_content})
     for item in new_content:
         item.content_version = versions[item.pk]
         item.highest_content_version = max(item.highest_content_version, item.content_version)
@@ -303,8 +304,8 @@ def item_update(
             item.status = status
         item.version = F("version") + 1
         if changed:  # a content the item had before (a revert) takes its version again: services.content_versions
-            item.content_version = content_versions_for({item.pk: (item.highest_content_version,
-                                                                   item.content())})[item.pk]
+            highest = max(item.highest_content_version, item.content_version)  # whatever wrote the row
+            item.content_version = content_versions_for({item.pk: (highest, item.content())})[item.pk]
             item.highest_content_version = max(item.highest_content_version, item.content_version)
         item.save()
         item.refresh_from_db()

@@ -3,9 +3,9 @@ table against a reference run.
 
 An item's outcome in a run is its first sample (with circular order: right only if every
 rotation of the first sample is). Only fresh rows count: the row's item version is the item's
-current one. Most items never change (version 1: every row of them is fresh), so items join
-only when they have changed since import, and the queries read the result table through its
-covering index (``result_run_scores``).
+current one. Most items never change content (their highest content version is 1: every row of
+them is fresh), so items join only when their content has changed at some time, and the queries
+read the result table through its covering index (``result_run_scores``).
 """
 from __future__ import annotations
 

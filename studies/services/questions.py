@@ -116,7 +116,7 @@ def question_from(attempt: Attempt, leases: list[ParticipantLease], now: datetim
 def _question(attempt: Attempt, lease: ParticipantLease, *, total: int, answered: int, now: datetime) -> Question:
     """`lease` as the current question; records when it is first shown, and the content version and language it is
     shown at (those of the item read here, which the page shows: an answer is scored on them, or refused when the
-    item changed since; a question shown again in another language or at a newer version records that)."""
+    item changed since; a question shown again in another language or at another version records that)."""
     first_shown = lease.shown_at is None or lease.shown_at == now
     version = shown_item_of(lease).content_version
     language = attempt.study.language_of(attempt.language)

@@ -143,3 +143,12 @@ def test_the_changes_since_a_version_no_revision_records_are_those_above_it():
     ItemRevision.objects.filter(item=item, content_version=2).update(content_version=9)  # a history without 2
     changes = content_changes_since(item=second, content_version=2)
     assert [(c["revision"], c["content_version"]) for c in changes] == [(2, 9), (3, 3)]
+
+
+def test_a_version_written_outside_the_services_is_never_given_to_another_content():
+    """The row says content version 3 (changed outside the services: no revision at 3, highest left at 1): a new
+    content is 4, not 3 again, so rows at 3 stay stale."""
+    item = _item()
+    Item.objects.filter(pk=item.pk).update(version=3, content_version=3, question=QUESTIONS[1])
+    edited = item_update(item_id=item.pk, base_version=3, changes={"question": QUESTIONS[2]})
+    assert (edited.content_version, edited.highest_content_version) == (4, 4)
