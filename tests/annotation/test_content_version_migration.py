@@ -2,8 +2,8 @@
 migrations before them: an item queued, published, rewritten and queued again; results and judge labels recorded at
 its old item versions are re-pinned to the content version they saw, and no unique key breaks."""
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.support.migrations import migrate_to, migrate_to_latest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -13,15 +13,8 @@ AFTER = [("annotation", "0009_alter_belieflabel_item_version"), ("evaluation", "
          ("studies", "0007_alter_response_item_version")]
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 def test_rows_at_old_item_versions_are_re_pinned_to_the_content_they_saw():
-    apps = _migrate(BEFORE)
+    apps = migrate_to(BEFORE)
     try:
         Item, Revision = apps.get_model("annotation", "Item"), apps.get_model("annotation", "ItemRevision")
         a, b = {"context": "A"}, {"context": "B"}
@@ -46,7 +39,7 @@ def test_rows_at_old_item_versions_are_re_pinned_to_the_content_they_saw():
                                  aspect="verdict", label="correct", belief=0.9, belief_source="builtin",
                                  status="scored")
 
-        apps = _migrate(AFTER)
+        apps = migrate_to(AFTER)
         Item, Result = apps.get_model("annotation", "Item"), apps.get_model("evaluation", "Result")
         Label = apps.get_model("annotation", "BeliefLabel")
         item = Item.objects.get(pk=item.pk)
@@ -55,5 +48,5 @@ def test_rows_at_old_item_versions_are_re_pinned_to_the_content_they_saw():
         # The two labels cannot both be content 1 (unique key): the first moves, the other keeps its number.
         assert sorted(Label.objects.values_list("item_version", flat=True)) == [1, 3]
     finally:
-        _migrate(AFTER)
-        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        migrate_to(AFTER)
+        migrate_to_latest()

@@ -2,8 +2,8 @@
 one changed has its content version, and one whose history holds a higher version than it has now (taken back to
 an earlier content) has that one, so that its rows at the other versions count as stale."""
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.support.migrations import migrate_to, migrate_to_latest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -11,15 +11,8 @@ BEFORE = [("annotation", "0014_content_version_names_content")]
 AFTER = [("annotation", "0015_highest_content_version")]
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 def test_the_highest_content_version_comes_from_the_item_and_its_history():
-    apps = _migrate(BEFORE)
+    apps = migrate_to(BEFORE)
     try:
         Item, Revision = apps.get_model("annotation", "Item"), apps.get_model("annotation", "ItemRevision")
 
@@ -33,8 +26,8 @@ def test_the_highest_content_version_comes_from_the_item_and_its_history():
             return made.pk
 
         untouched, changed, back = item(1, 1, [1]), item(2, 2, [1, 2]), item(3, 1, [1, 2, 3, 1])
-        apps = _migrate(AFTER)
+        apps = migrate_to(AFTER)
         Item = apps.get_model("annotation", "Item")
         assert dict(Item.objects.values_list("pk", "highest_content_version")) == {untouched: 1, changed: 2, back: 3}
     finally:
-        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        migrate_to_latest()
