@@ -13,11 +13,11 @@ version stay stale, which is conservative (never a row counted current on conten
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from django.core.serializers.json import DjangoJSONEncoder
 
-from annotation.models import CONTENT_FIELDS, ItemRevision
+from annotation.models import CONTENT_FIELDS, Item, ItemRevision
 
 
 def content_key(content: Mapping) -> str:
@@ -26,18 +26,19 @@ def content_key(content: Mapping) -> str:
                       cls=DjangoJSONEncoder)
 
 
-def content_versions_for(changes: Mapping[int, tuple[int, Mapping]]) -> dict[int, int]:
-    """{item id: (the highest content version it has had, its new content)} -> {item id: the content version of the
-    new content}: the version of the item's revision with that very content (the highest, if two have it), else one
-    above every content version the item has had. One query, for any number of items (the caller holds their rows'
-    locks)."""
-    seen: dict[int, dict[str, int]] = {item_id: {} for item_id in changes}
-    highest = {item_id: current for item_id, (current, _) in changes.items()}
-    revisions = (ItemRevision.objects.filter(item_id__in=list(changes))
+def assign_content_versions(items: Sequence[Item]) -> None:
+    """Give each of `items` (its new content set, not yet saved) the content version of that content: the version of
+    the item's revision with that very content (the highest, if two have it), else one above every content version
+    the item has had (its revisions, `highest_content_version` and the version its row holds, whatever wrote it);
+    `highest_content_version` follows. One query, for any number of items (the caller holds their rows' locks)."""
+    seen: dict[int, dict[str, int]] = {item.pk: {} for item in items}
+    highest = {item.pk: max(item.highest_content_version, item.content_version) for item in items}
+    revisions = (ItemRevision.objects.filter(item_id__in=list(seen))
                  .values_list("item_id", "content_version", "snapshot").iterator(chunk_size=500))
     for item_id, version, snapshot in revisions:
         key = content_key(snapshot or {})
         seen[item_id][key] = max(version, seen[item_id].get(key, 0))
         highest[item_id] = max(highest[item_id], version)
-    return {item_id: seen[item_id].get(content_key(content), highest[item_id] + 1)
-            for item_id, (_, content) in changes.items()}
+    for item in items:
+        item.content_version = seen[item.pk].get(content_key(item.content()), highest[item.pk] + 1)
+        item.highest_content_version = max(highest[item.pk], item.content_version)

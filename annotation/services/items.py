@@ -16,7 +16,7 @@ from annotation.dataformat import Limits, ParsedRecord, RecordError, parse_jsonl
 from annotation.errors import CuratedConflicts, ImportRejected, ItemNotFound, StaleVersion
 from annotation.item_facts import question_type, token_count, word_count
 from annotation.models import CONTENT_FIELDS, Item, ItemRevision
-from annotation.services.content_versions import content_versions_for
+from annotation.services.content_versions import assign_content_versions
 from foundation import csv_safety
 from foundation.error_mapping import as_service_error
 from foundation.errors import Invalid, NotFound
@@ -222,12 +222,7 @@ def item_import(
         raise CuratedConflicts(report.conflicts)
     # A changed content takes its own version: one the item had with that content (the file's content an edit was
     # made over, say), else a new one (services.content_versions).
-    new_content = [item for item, changed in to_update if set(changed) & set(CONTENT_FIELDS)]
-    versions = content_versions_for({item.pk: (max(item.highest_content_version, item.content_version), item.content())
-                                     for item in new_content})
-    for item in new_content:
-        item.content_version = versions[item.pk]
-        item.highest_content_version = max(item.highest_content_version, item.content_version)
+    assign_content_versions([item for item, changed in to_update if set(changed) & set(CONTENT_FIELDS)])
     report.created = len(to_create)
     report.updated = len(to_update)
     if dry_run:
@@ -304,9 +299,7 @@ def item_update(
             item.status = status
         item.version = F("version") + 1
         if changed:  # a content the item had before (a revert) takes its version again: services.content_versions
-            highest = max(item.highest_content_version, item.content_version)  # whatever wrote the row
-            item.content_version = content_versions_for({item.pk: (highest, item.content())})[item.pk]
-            item.highest_content_version = max(item.highest_content_version, item.content_version)
+            assign_content_versions([item])
         item.save()
         item.refresh_from_db()
         ItemRevision.objects.create(
