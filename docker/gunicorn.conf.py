@@ -4,7 +4,8 @@ Sync workers, about two per core, with the database connection pool: the fastest
 tests/perf/test_study_load.py. The app, every app's views and the Celery task modules a launch sends
 to are imported once, in the master, before the workers fork: a worker is ready at once (and shares
 that memory) instead of importing the URLconf (seconds of CPU) inside its first request, where
-gunicorn's timeout can kill it, or the task modules inside its first launch of a run.
+gunicorn's timeout can kill it, or the task modules inside its first launch of a run. Then all of it is
+frozen out of the garbage collector's walks (foundation.process_start).
 
 A sync worker waits for the client's own close after each response (gunicorn's graceful close): one network round
 trip per request. Facing participants' browsers over a real network, put a buffering proxy in front (README, "The
@@ -30,3 +31,6 @@ def when_ready(server):
         connection.close()
         if hasattr(connection, "close_pool"):
             connection.close_pool()
+    from foundation.process_start import freeze_startup_objects
+
+    freeze_startup_objects()  # last: what the master loaded is never walked by the workers' garbage collections

@@ -59,15 +59,19 @@ def sockets():
     return found
 opened = sockets()  # before anything of Celery's runs (reading current_app.tasks finalizes the app)
 before = {name: name in current_app.tasks for name in names}
+import gc
+frozen_before = gc.get_freeze_count()
 runpy.run_path(sys.argv[1])["when_ready"](None)
 print(json.dumps({"before": before, "after": {name: name in current_app.tasks for name in names},
-                  "new_sockets": sockets() - opened}))
+                  "new_sockets": sockets() - opened, "frozen_before": frozen_before,
+                  "frozen_after": gc.get_freeze_count()}))
 """
 
 
 def test_the_web_server_loads_every_task_before_it_forks_without_opening_a_connection():
     """docker/gunicorn.conf.py's ``when_ready`` (run in gunicorn's master, before the workers fork) leaves every task
-    that queueing sends registered (a worker's first launch imports nothing), and no socket open to be shared."""
+    that queueing sends registered (a worker's first launch imports nothing), no socket open to be shared, and what
+    the master loaded frozen out of the workers' garbage collections (foundation.process_start)."""
     done = subprocess.run([sys.executable, "-c", _GUNICORN_MASTER, str(REPO_DIR / "docker" / "gunicorn.conf.py")],
                           cwd=REPO_DIR, env=subprocess_env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -75,6 +79,8 @@ def test_the_web_server_loads_every_task_before_it_forks_without_opening_a_conne
     assert len(report["before"]) >= 2 and not any(report["before"].values()), report
     assert all(report["after"].values()), report
     assert report["new_sockets"] <= 0, report
+    # The apps' ready() froze what Django loaded; the hook freezes the URLconf, the views and the task modules too.
+    assert report["frozen_after"] > report["frozen_before"] + 20_000, report
     assert set(queueing.load_tasks()) == set(report["after"])
 
 
