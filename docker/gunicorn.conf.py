@@ -34,3 +34,9 @@ def when_ready(server):
     from foundation.process_start import freeze_startup_objects
 
     freeze_startup_objects()  # last: what the master loaded is never walked by the workers' garbage collections
+
+
+def post_fork(server, worker):
+    from foundation.process_start import collect_young_less_often
+
+    collect_young_less_often()  # a request makes many short-lived objects: fewer collections of the youngest

@@ -19,8 +19,11 @@ import gc
 import threading
 from collections.abc import Iterator
 
-#: Allocations (less deallocations) of container objects between two collections of the youngest generation.
-RUN_THRESHOLD = 20_000
+from foundation.process_start import YOUNG_GENERATION_THRESHOLD
+
+#: Allocations (less deallocations) of container objects between two collections of the youngest generation: the
+#: web workers' (foundation.process_start).
+RUN_THRESHOLD = YOUNG_GENERATION_THRESHOLD
 
 _lock = threading.Lock()
 _state: dict = {"runs": 0, "threshold": None}

@@ -62,3 +62,26 @@ def test_a_celery_worker_freezes_what_it_loaded_with_the_sdk_before_its_pool_for
     assert report["before"] > 0  # what Django loaded (the apps' ready())
     assert report["after"] > report["before"] + 50_000  # and the task modules and the SDK
     assert report["sdk_frozen"]
+
+
+_YOUNG = """
+import gc, json
+from foundation.process_start import YOUNG_GENERATION_THRESHOLD, collect_young_less_often
+gc.collect()
+before = gc.get_threshold()
+collect_young_less_often()
+after = gc.get_threshold()
+counts = []
+for _ in range(3):                           # 3,000 young containers: no collection of the youngest meanwhile
+    made = [[] for _ in range(1000)]
+    counts.append(gc.get_count()[0])
+    del made
+print(json.dumps({"before": before, "after": after, "young": counts}))
+"""
+
+
+def test_a_web_worker_collects_its_youngest_generation_less_often():
+    report = _run(_YOUNG)
+    assert report["after"] == [20_000, *report["before"][1:]]
+    assert report["before"][0] < 20_000
+    assert report["young"][-1] >= 1000  # with the default threshold (700) the count would have been reset
