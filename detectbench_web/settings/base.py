@@ -87,9 +87,7 @@ ASGI_APPLICATION = "detectbench_web.asgi.application"
 
 TEMPLATES = [
     {
-        "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
-        "APP_DIRS": True,
+        "BACKEND": "django.template.backends.django.DjangoTemplates", "DIRS": [BASE_DIR / "templates"], "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
@@ -99,7 +97,10 @@ TEMPLATES = [
                 "detectbench_web.navigation.navigation_context",
             ],
         },
-    }
+    },
+    # The participant's question (studies/jinja2/, studies/page_templates.py), included by Django templates.
+    {"BACKEND": "django.template.backends.jinja2.Jinja2", "DIRS": [], "APP_DIRS": True,
+     "OPTIONS": {"environment": "studies.page_templates.environment"}},
 ]
 
 # --- Database -------------------------------------------------------------

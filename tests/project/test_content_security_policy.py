@@ -35,7 +35,7 @@ STYLE_PATTERNS = {
 
 
 def _template_files():
-    for folder in [REPO_DIR / "templates", *REPO_DIR.glob("*/templates")]:
+    for folder in [REPO_DIR / "templates", *REPO_DIR.glob("*/templates"), *REPO_DIR.glob("*/jinja2")]:
         if ".venv" not in folder.parts:
             yield from folder.rglob("*.html")
 

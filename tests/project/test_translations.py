@@ -16,9 +16,18 @@ import pytest
 from tests.conftest import REPO_DIR
 
 LOCALE = REPO_DIR / "locale"
-TEMPLATE_DIRS = [REPO_DIR / "templates", *sorted(REPO_DIR.glob("*/templates"))]
 PLACEHOLDER = re.compile(r"%\(\w+\)[sd]|%%|%[sd]")
 TRANSLATE_TAG = re.compile(r"""\{%\s*(?:translate|trans)\s+"([^"]+)"(?:\s+context\s+"([^"]+)")?\s*(?:noop\s*)?%\}""")
+#: `{{ _("literal") }}`: how the Jinja2 templates (studies/page_templates.py) translate; Django's templates read it too.
+UNDERSCORE_CALL = re.compile(r"""\b_\(\s*(?:"([^"\\]+)"|'([^'\\]+)')\s*\)""")
+
+
+def _template_dirs() -> list[Path]:
+    """Every folder of ours that a template engine of the settings reads (Django's and Jinja2's)."""
+    from django.template import engines
+
+    return sorted({Path(folder) for engine in engines.all() for folder in engine.template_dirs
+                   if Path(folder).is_relative_to(REPO_DIR) and ".venv" not in Path(folder).parts})
 
 
 def _entries(po: Path) -> list[dict]:
@@ -85,16 +94,22 @@ def test_every_chinese_string_is_translated_with_the_same_placeholders():
 def test_every_translate_tag_of_the_templates_is_in_the_catalog():
     """A string added to a template after the last makemessages would stay English in every language."""
     catalog = {(e["ctx"], e["id"]) for e in _entries(LOCALE / "zh_Hans" / "LC_MESSAGES" / "django.po")}
-    missing, percent = [], []
-    for directory in TEMPLATE_DIRS:
+    missing, percent, jinja_strings = [], [], 0
+    directories = _template_dirs()
+    assert REPO_DIR / "templates" in directories and REPO_DIR / "studies" / "jinja2" in directories, directories
+    for directory in directories:
         for path in directory.rglob("*.html"):
-            for match in TRANSLATE_TAG.finditer(path.read_text(encoding="utf-8")):
-                text, context = match.group(1), match.group(2)
+            source = path.read_text(encoding="utf-8")
+            found = [(m.group(1), m.group(2)) for m in TRANSLATE_TAG.finditer(source)]
+            found += [(m.group(1) or m.group(2), None) for m in UNDERSCORE_CALL.finditer(source)]
+            jinja_strings += len(found) if "jinja2" in path.parts else 0
+            for text, context in found:
                 if re.search(r"%(?!\()", text):
                     # {% translate %} looks such a string up with one % but the catalog has %%: use blocktranslate.
                     percent.append((path.relative_to(REPO_DIR), text))
                 elif (context, text) not in catalog:
                     missing.append((str(path.relative_to(REPO_DIR)), text))
+    assert jinja_strings > 20, "the Jinja2 templates' {{ _(...) }} strings were not found"
     assert not percent, f"use blocktranslate for strings with a percent sign: {percent}"
     assert not missing, f"run makemessages and translate: {missing[:10]}"
 

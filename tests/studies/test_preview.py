@@ -9,6 +9,7 @@ what each returns before and after a full preview; and it counts the rows of eve
 from __future__ import annotations
 
 import dataclasses
+import html
 import importlib
 import inspect
 import json
@@ -172,7 +173,6 @@ def _walk_the_preview(client: Client, study) -> list[str]:
         assert f"Question {number} of {study.per_participant}" in page, page[:2000]
         position = _position(page)
         context = re.search(r'data-context[^>]*>([^<]*)</div>', page).group(1)
-        import html
 
         context = html.unescape(context)
         word = re.search(r"[A-Za-z]{6,}", context)
@@ -187,7 +187,7 @@ def _walk_the_preview(client: Client, study) -> list[str]:
                                   {"position": position, "highlights": json.dumps(spans)}, **HX)
             assert refused.status_code == 400 and b"Choose one of the options." in refused.content
             reloaded = client.get(preview).content.decode()  # the draft is on the page again
-            assert json.dumps(spans).replace('"', "&quot;") in reloaded
+            assert json.dumps(spans) in html.unescape(reloaded)
         response = client.post(reverse("studies:study_preview_answer", args=[study.slug]),
                                {"position": position, "chosen_option": number % 2, "confidence": 3,
                                 "highlights": json.dumps(spans)}, **HX)

@@ -15,7 +15,9 @@ from studies.views.participants import _question_context
 from tests.studies.conftest import started_attempt
 
 FIXED_TAGS = re.compile(r"{% (?:end)?fixed %}|{% localize off %}|{% endlocalize %}")  # both change no output
-PARTICIPANT_TEMPLATES = ("studies/public/base.html", "studies/public/question.html", "studies/public/item_form.html")
+#: The Django templates of the question page that use it (the question itself is a Jinja2 template:
+#: studies/page_templates.py).
+PARTICIPANT_TEMPLATES = ("studies/public/base.html",)
 
 
 def _source(name: str) -> str:

@@ -5,6 +5,7 @@ by an older save arriving late: each save names the revision it replaces (the pa
 researcher's preview alike, every draft address the URL configuration has)."""
 from __future__ import annotations
 
+import html
 import json
 import re
 from datetime import timedelta
@@ -63,8 +64,7 @@ def _save(client, attempt, position, highlights, revision=None, **extra):
 
 def _draft_attr(page: str) -> list[dict]:
     raw = re.search(r'data-draft="([^"]*)"', page).group(1)
-    return json.loads(raw.replace("&quot;", '"').replace("&amp;", "&").replace("&#x27;", "'")
-                      .replace("&lt;", "<").replace("&gt;", ">"))
+    return json.loads(html.unescape(raw))
 
 
 def test_a_draft_is_saved_and_shown_in_another_tab_and_another_browser_that_resumes(client, make_study):

@@ -1,0 +1,47 @@
+"""studies.page_templates: `_` translates through Django's catalogs once per language, escaped, and forgets what it
+kept when the languages change; the environment renders the question's templates as Django's did (undefined values
+chain to nothing)."""
+from __future__ import annotations
+
+import pytest
+from django.template import engines
+from django.test import override_settings
+from django.utils import translation
+from markupsafe import Markup
+
+from studies import page_templates
+
+
+def test_words_are_the_catalogs_in_each_language_escaped_and_looked_up_once(monkeypatch):
+    english, chinese = page_templates.words("en"), page_templates.words("zh-hans")
+    assert english("Time left") == "Time left" and chinese("Time left") not in ("", "Time left")
+    assert isinstance(english("Time left"), Markup)
+    assert english("a <b> & 'c'") == "a &lt;b&gt; &amp; &#39;c&#39;"  # an untranslated literal, escaped
+    looked_up = []
+    monkeypatch.setattr(translation, "gettext", lambda message: looked_up.append(message) or message)
+    for _ in range(3):
+        chinese("Time left")
+        english("Time left")
+    assert looked_up == []  # kept from the first time
+    with translation.override("zh-hans"):
+        assert page_templates.translate("Time left") == chinese("Time left")
+
+
+def test_kept_words_are_forgotten_when_the_languages_change():
+    kept = page_templates.words("en").__self__
+    kept["Time left"]  # noqa: B018 - looked up and kept
+    assert page_templates.words("en").__self__ is kept
+    with override_settings(LANGUAGES=[("en", "English")]):
+        assert page_templates.words("en").__self__ is not kept
+
+
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+def test_the_environment_translates_escapes_and_chains_undefined_values(language):
+    env = engines["jinja2"].env
+    template = env.from_string('{{ _("Time left") }}|{{ text }}|{{ errors.chosen_option }}|{{ 65|duration_hms }}'
+                               '|{{ _("Question %(k)s of %(n)s")|format(k=1, n="<2>") }}')
+    with translation.override(language):
+        html = template.render(text="<x>")
+        expected = f"{translation.gettext('Time left')}|&lt;x&gt;||1:05|"
+        assert html.startswith(expected)
+        assert html.endswith(translation.gettext("Question %(k)s of %(n)s") % {"k": 1, "n": "&lt;2&gt;"})
