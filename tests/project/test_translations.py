@@ -141,3 +141,21 @@ def test_researcher_and_annotator_pages_read_in_chinese(client, researcher, anno
     client.force_login(annotator)
     queue = client.get("/annotation/queue/", **headers).content.decode()
     assert "工作队列" in queue and "暂时没有工作" in queue
+
+
+def test_every_string_the_jinja2_templates_translate_is_one_makemessages_reads():
+    """makemessages reads `_("literal")` only as the first thing of a `{{ }}` (Django's templatize): one inside a
+    `{% %}` tag (`{% set x = _("...") %}`) or after a filter would be left out of the catalog at the next run."""
+    hidden = []
+    for directory in _template_dirs():
+        for path in directory.rglob("*.html"):
+            if "jinja2" not in path.parts:
+                continue
+            source = re.sub(r"\{#.*?#\}", "", path.read_text(encoding="utf-8"), flags=re.S)
+            for match in UNDERSCORE_CALL.finditer(source):
+                before = source[:match.start()]
+                opened = max(before.rfind("{{"), before.rfind("{%"))
+                if opened < 0 or not before.startswith("{{", opened) or before[opened + 2:].strip() \
+                        or "}}" in before[opened:] or "%}" in before[opened:]:
+                    hidden.append((str(path.relative_to(REPO_DIR)), match.group(0)))
+    assert not hidden, f"write each as {{{{ _(\"...\") }}}} of its own: {hidden}"
