@@ -22,6 +22,7 @@ from collections.abc import Callable
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.utils import translation
+from django.utils.autoreload import file_changed
 from jinja2 import ChainableUndefined, Environment
 from markupsafe import Markup, escape
 
@@ -59,8 +60,27 @@ def translate(message: str) -> Markup:
 
 @receiver(setting_changed)
 def _forget_words(*, setting: str, **_) -> None:
-    if setting in ("LANGUAGES", "LANGUAGE_CODE", "LOCALE_PATHS", "INSTALLED_APPS"):
+    if setting in ("LANGUAGES", "LANGUAGE_CODE", "LOCALE_PATHS", "INSTALLED_APPS", "USE_I18N"):
         _languages.clear()
+
+
+@receiver(file_changed)
+def _forget_words_of_a_new_catalog(*, file_path, **_) -> None:
+    """runserver reloads a changed .mo in place (Django's own receiver), without a restart: so do these words."""
+    if file_path.suffix == ".mo":
+        _languages.clear()
+
+
+def load_templates() -> None:
+    """Compile the question's templates now (gunicorn's master, before the workers fork and the objects are frozen):
+    no worker compiles them in a participant's first request."""
+    from django.template import engines
+    from django.template.loader import get_template
+
+    for name in ("studies/public/question_card.html", "studies/public/item_form.html"):
+        engines["jinja2"].get_template(name)
+    for name in ("studies/public/question.html", "studies/public/instructions.html"):
+        get_template(name)
 
 
 def environment(**options) -> Environment:

@@ -23,7 +23,9 @@ class JinjaIncludeNode(template.Node):
         values.update({key: value.resolve(context) for key, value in self.extra.items()})
         values["_"] = words(get_language())  # the render's language, looked up once here
         # Jinja2 autoescapes what it renders (a value Django marked safe stays as it is): the text is safe as a whole.
-        return mark_safe(engines["jinja2"].env.get_template(self.name).render(values))
+        # The engine's get_template: a missing template or a syntax error is Django's TemplateDoesNotExist or
+        # TemplateSyntaxError (with its debug information); its compiled template is then rendered directly.
+        return mark_safe(engines["jinja2"].get_template(self.name).template.render(values))
 
 
 @register.tag("jinja_include")

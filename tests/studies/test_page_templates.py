@@ -3,10 +3,13 @@ kept when the languages change; the environment renders the question's templates
 chain to nothing)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from django.template import engines
 from django.test import override_settings
 from django.utils import translation
+from django.utils.autoreload import file_changed
 from markupsafe import Markup
 
 from studies import page_templates
@@ -33,6 +36,11 @@ def test_kept_words_are_forgotten_when_the_languages_change():
     assert page_templates.words("en").__self__ is kept
     with override_settings(LANGUAGES=[("en", "English")]):
         assert page_templates.words("en").__self__ is not kept
+    kept = page_templates.words("en").__self__
+    file_changed.send(sender=None, file_path=Path("locale/zh_Hans/LC_MESSAGES/django.py"))
+    assert page_templates.words("en").__self__ is kept  # not a catalog
+    file_changed.send(sender=None, file_path=Path("locale/zh_Hans/LC_MESSAGES/django.mo"))  # runserver's reload
+    assert page_templates.words("en").__self__ is not kept
 
 
 @pytest.mark.parametrize("language", ["en", "zh-hans"])

@@ -3,7 +3,7 @@ values included) and the given values on top; escaped as Django would; bad uses 
 from __future__ import annotations
 
 import pytest
-from django.template import Context, RequestContext, TemplateSyntaxError, engines
+from django.template import Context, RequestContext, TemplateDoesNotExist, TemplateSyntaxError, engines
 from django.test import RequestFactory, override_settings
 
 DJANGO = engines["django"].engine
@@ -46,9 +46,13 @@ def test_bad_uses_are_refused_when_the_template_loads(source):
         DJANGO.from_string("{% load jinja_include %}" + source)
 
 
-def test_an_unknown_jinja2_template_is_an_error_naming_it():
-    from jinja2 import TemplateNotFound
-
+def test_an_unknown_jinja2_template_is_djangos_error_naming_it():
     template = DJANGO.from_string('{% load jinja_include %}{% jinja_include "no/such.html" %}')
-    with pytest.raises(TemplateNotFound, match="no/such.html"):
+    with pytest.raises(TemplateDoesNotExist, match="no/such.html"):
         template.render(Context({}))
+
+
+def test_a_given_value_wins_over_the_context_value_of_the_same_name(card):
+    template = DJANGO.from_string('{% load jinja_include %}{% jinja_include "t/card.html" with text=other x="" %}')
+    html = template.render(Context({"text": "from the page", "other": "given", "x": "page x"}))
+    assert html.startswith('<p data-x="">given|')
