@@ -1,8 +1,8 @@
 """Django's `i18n` template library with `{% translate "literal" %}` remembered per language.
 
-A participant's question page holds about thirty `{% translate %}` tags; each one looks up the active language
-(a context-local), builds a lazy string, looks it up in the catalog and escapes it: about a sixth of the CPU of
-an answer on two cores. The translation of a literal in a language never changes while the process runs, so
+Each `{% translate %}` tag looks up the active language (a context-local), builds a lazy string, looks it up in the
+catalog and escapes it: when a participant's question was a Django template (about thirty such tags; it is a Jinja2
+template now, studies/page_templates.py), about a sixth of the CPU of an answer on two cores. The translation of a literal in a language never changes while the process runs, so
 `install()` (called when the apps are ready, detectbench_web.apps) makes the `translate` and `trans` tags of
 Django's own library, the one every `{% load i18n %}` loads, build a node that keeps each rendered literal by
 (language, autoescape, literal). (Registering a second library named "i18n" instead would draw Django's

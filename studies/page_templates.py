@@ -79,7 +79,8 @@ def load_templates() -> None:
 
     for name in ("studies/public/question_card.html", "studies/public/item_form.html"):
         engines["jinja2"].get_template(name)
-    for name in ("studies/public/question.html", "studies/public/instructions.html"):
+    for name in ("studies/public/question.html", "studies/public/instructions.html", "studies/public/base.html",
+                 "base.html"):  # the pages and the layouts they extend (loaded by name when a page renders)
         get_template(name)
 
 

@@ -1,9 +1,9 @@
 """`{% fixed %}...{% endfixed %}`: a run of a template that is the same on every page in a language, rendered once.
 
-A participant's question page is mostly fixed words: labels, help and messages for the page's script, about thirty
-`{% translate "literal" %}` tags among plain text, and the addresses of its style sheet and script. Rendering them
-node by node on every page (each tag looks up the active language, a context-local; each static address is built
-again by the storage) was a large part of the page's CPU. Between `{% fixed %}` and `{% endfixed %}` only plain
+A participant page's layout (studies/public/base.html) holds fixed words and the addresses of its style sheet and
+script. Rendering them node by node on every page (each tag looks up the active language, a context-local; each
+static address is built again by the storage) was a part of the page's CPU. (The question itself, with most of the
+page's words, is a Jinja2 template since: studies/page_templates.py.) Between `{% fixed %}` and `{% endfixed %}` only plain
 text, `{% translate "literal" %}` and `{% static "literal" %}` are allowed (anything else is a TemplateSyntaxError
 when the template is loaded, so nothing that varies can be kept): the run is rendered as Django renders it the
 first time in each (language, autoescape) and that text is used from then on. The remembered texts are forgotten

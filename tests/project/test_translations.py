@@ -144,18 +144,19 @@ def test_researcher_and_annotator_pages_read_in_chinese(client, researcher, anno
 
 
 def test_every_string_the_jinja2_templates_translate_is_one_makemessages_reads():
-    """makemessages reads `_("literal")` only as the first thing of a `{{ }}` (Django's templatize): one inside a
-    `{% %}` tag (`{% set x = _("...") %}`) or after a filter would be left out of the catalog at the next run."""
-    hidden = []
+    """makemessages reads templates with Django's templatize: a `_("literal")` of a Jinja2 template that it does not
+    see (spaces inside the parentheses, a form of Jinja2's own) would be left out of the catalog at its next run."""
+    from django.utils.translation.template import templatize
+
+    unseen, seen_any = [], 0
     for directory in _template_dirs():
         for path in directory.rglob("*.html"):
             if "jinja2" not in path.parts:
                 continue
-            source = re.sub(r"\{#.*?#\}", "", path.read_text(encoding="utf-8"), flags=re.S)
-            for match in UNDERSCORE_CALL.finditer(source):
-                before = source[:match.start()]
-                opened = max(before.rfind("{{"), before.rfind("{%"))
-                if opened < 0 or not before.startswith("{{", opened) or before[opened + 2:].strip() \
-                        or "}}" in before[opened:] or "%}" in before[opened:]:
-                    hidden.append((str(path.relative_to(REPO_DIR)), match.group(0)))
-    assert not hidden, f"write each as {{{{ _(\"...\") }}}} of its own: {hidden}"
+            source = path.read_text(encoding="utf-8")
+            wanted = {m.group(1) or m.group(2) for m in UNDERSCORE_CALL.finditer(source)}
+            read = {m.group(1) or m.group(2) for m in UNDERSCORE_CALL.finditer(templatize(source, origin=str(path)))}
+            seen_any += len(read)
+            unseen += [(str(path.relative_to(REPO_DIR)), text) for text in sorted(wanted - read)]
+    assert seen_any > 20
+    assert not unseen, f'write each as {{{{ _("...") }}}}, as makemessages reads it: {unseen}'

@@ -65,12 +65,17 @@ hooks = runpy.run_path(sys.argv[1])
 hooks["when_ready"](None)
 from django.template import engines
 compiled = sorted(name for _, name in engines["jinja2"].env.cache.keys())
+card = engines["jinja2"].env.get_template("studies/public/question_card.html")
+layout = engines["django"].engine.get_template("studies/public/base.html")
+unfrozen = {id(o) for o in gc.get_objects()}  # every object the collector still walks
+compiled_frozen = id(card) not in unfrozen and id(layout) not in unfrozen
 after = {name: name in current_app.tasks for name in names}
 threshold_before = gc.get_threshold()[0]
 hooks["post_fork"](None, None)  # what each worker runs after the fork
 print(json.dumps({"before": before, "after": after, "new_sockets": sockets() - opened, "frozen_before": frozen_before,
                   "frozen_after": gc.get_freeze_count(), "threshold_before": threshold_before,
-                  "worker_threshold": gc.get_threshold()[0], "compiled": compiled}))
+                  "worker_threshold": gc.get_threshold()[0], "compiled": compiled,
+                  "compiled_frozen": compiled_frozen}))
 """
 
 
@@ -92,6 +97,7 @@ def test_the_web_server_loads_every_task_before_it_forks_without_opening_a_conne
     assert report["threshold_before"] == 700 and report["worker_threshold"] == 20_000, report
     # The participant's question is compiled in the master (and frozen with the rest), not in a worker's first start.
     assert report["compiled"] == ["studies/public/item_form.html", "studies/public/question_card.html"], report
+    assert report["compiled_frozen"], report  # compiled before the freeze, with the page's layout
     assert set(queueing.load_tasks()) == set(report["after"])
 
 
