@@ -12,10 +12,12 @@ languages or the catalogs' settings change (tests).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.core.signals import setting_changed
-from django.dispatch import receiver
 from django.template.base import Variable, render_value_in_context
 from django.templatetags import i18n as django_i18n
+from django.utils.autoreload import file_changed
 from django.utils.safestring import SafeData, mark_safe
 from django.utils.translation import get_language
 
@@ -56,7 +58,24 @@ def install() -> None:
     django_i18n.register.tags["trans"] = do_translate
 
 
-@receiver(setting_changed)
-def _forget(*, setting, **kwargs):
-    if setting in {"LANGUAGES", "LANGUAGE_CODE", "LOCALE_PATHS", "INSTALLED_APPS", "USE_I18N"}:
-        _rendered.clear()
+#: The settings that change what a literal translates to.
+CATALOG_SETTINGS = frozenset({"LANGUAGES", "LANGUAGE_CODE", "LOCALE_PATHS", "INSTALLED_APPS", "USE_I18N"})
+
+
+def when_catalogs_change(forget: Callable[[], None], *, settings: frozenset[str] = CATALOG_SETTINGS) -> None:
+    """Call `forget` whenever a translation kept by a cache may be stale: a catalog setting changes (tests), or
+    runserver reloads a changed .mo in place, without a restart (Django's own receiver does, for its catalogs)."""
+
+    def on_setting(*, setting, **_):
+        if setting in settings:
+            forget()
+
+    def on_file(*, file_path, **_):
+        if file_path.suffix == ".mo":
+            forget()
+
+    setting_changed.connect(on_setting, weak=False)
+    file_changed.connect(on_file, weak=False)
+
+
+when_catalogs_change(_rendered.clear)

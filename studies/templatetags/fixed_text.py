@@ -12,12 +12,12 @@ when the languages, the catalogs' or the static files' settings change (tests).
 from __future__ import annotations
 
 from django import template
-from django.core.signals import setting_changed
-from django.dispatch import receiver
 from django.template.base import Node, TextNode, Variable
 from django.templatetags.i18n import TranslateNode
 from django.templatetags.static import StaticNode
 from django.utils.translation import get_language
+
+from foundation.cached_i18n import CATALOG_SETTINGS, when_catalogs_change
 
 register = template.Library()
 
@@ -66,8 +66,8 @@ def do_fixed(parser, token):
     return FixedNode(nodelist)
 
 
-@receiver(setting_changed)
-def _forget(*, setting, **kwargs):
-    if setting in {"LANGUAGES", "LANGUAGE_CODE", "LOCALE_PATHS", "INSTALLED_APPS", "USE_I18N", "STATIC_URL", "STORAGES",
-                   "STATIC_ROOT"}:
-        _generation[0] += 1
+def _forget() -> None:
+    _generation[0] += 1
+
+
+when_catalogs_change(_forget, settings=CATALOG_SETTINGS | {"STATIC_URL", "STORAGES", "STATIC_ROOT"})

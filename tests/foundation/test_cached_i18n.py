@@ -95,3 +95,34 @@ def test_the_other_forms_render_as_django_renders_them(source, context):
             for autoescape in (True, False):
                 ours, djangos = _both(source, context, autoescape)
                 assert ours == djangos
+
+
+def test_every_kept_translation_is_forgotten_when_a_catalog_is_reloaded_or_a_catalog_setting_changes():
+    """The three caches of translated words (this module's tags, `{% fixed %}`, the Jinja2 question's `_`) all
+    register with when_catalogs_change: a reloaded .mo (runserver, no restart) or a catalog setting empties each."""
+    from pathlib import Path
+
+    from django.test import override_settings
+    from django.utils.autoreload import file_changed
+
+    from foundation import cached_i18n
+    from studies import page_templates
+    from studies.templatetags import fixed_text
+
+    def fill():
+        cached_i18n._rendered[("en", True, "x")] = "x"
+        page_templates.words("en")("Time left")
+        return fixed_text._generation[0]
+
+    def forgotten(generation: int) -> bool:
+        return not cached_i18n._rendered and not page_templates._languages and fixed_text._generation[0] > generation
+
+    generation = fill()
+    file_changed.send(sender=None, file_path=Path("locale/en/LC_MESSAGES/django.mo"))  # runserver's reload
+    assert forgotten(generation)
+    generation = fill()
+    with override_settings(LOCALE_PATHS=[]):
+        assert forgotten(generation)
+    generation = fill()
+    file_changed.send(sender=None, file_path=Path("studies/views/participants.py"))  # not a catalog
+    assert cached_i18n._rendered and page_templates._languages and fixed_text._generation[0] == generation
