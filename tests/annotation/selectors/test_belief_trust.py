@@ -243,10 +243,11 @@ def test_the_trust_page_shows_the_judge_powered_share_beside_judge_and_people(qu
     assert share["people"]["value"] == pytest.approx(people.value, abs=1e-12)
     assert share["judge"] == {"value": pytest.approx(labels.count("correct") / 120), "n": 120, "unscored": 0}
     assert share["powered"]["n_reviewed"] == 80 and share["powered"]["n_uniform"] >= 10
-    # The tuned power is not the exact minimiser of this interval's width (its regression reads the spread of f
-    # off the unreviewed targets), and the uniform share is drawn at random: the judge-powered interval is about
-    # as narrow as the people-only one or narrower, never much wider (about 1 run in 5 draws it 1-2% wider).
-    assert expected.value is not None and expected.high - expected.low < 1.1 * (people.high - people.low)
+    # One queue's uniform share is drawn at random (each label's audit key), so its interval's width is a draw too:
+    # that the judge makes the interval narrower on average is a property of many draws, measured in
+    # tests/annotation/test_ppi.py (300 simulated queues). Here: a judge-powered estimate, inside its interval.
+    assert expected.value is not None and expected.lam is not None and expected.lam > 0
+    assert expected.low <= expected.value <= expected.high
     client = Client()
     client.force_login(researcher)
     page = client.get(reverse("annotation:belief_trust", args=[queue.name])).content.decode()
