@@ -197,6 +197,18 @@ def _site_language():
     translation.activate(settings.LANGUAGE_CODE)
 
 
+@pytest.fixture(autouse=True)
+def _collector_as_found():
+    """A run computed in this process (`evaluate --in-process`) freezes what the process has loaded, as a worker does at
+    its start (evaluation.tasks.import_model_sdk): the next test gets every object back under the collector."""
+    import gc
+
+    frozen = gc.get_freeze_count()
+    yield
+    if gc.get_freeze_count() > frozen:
+        gc.unfreeze()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _clean_test_broker():
     """Start every session with an empty broker database so stale messages are never consumed."""

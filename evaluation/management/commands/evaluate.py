@@ -30,6 +30,7 @@ from evaluation.selectors import analysis
 from evaluation.selectors import runs as selectors
 from evaluation.selectors.run_record import run_record_counts, run_record_text
 from evaluation.services import runs as services
+from evaluation.tasks import import_model_sdk
 from foundation.error_mapping import REFUSED, error_text
 
 GENERATION_FLAGS = ("max_tokens", "temperature", "top_p", "timeout", "table9")
@@ -184,6 +185,10 @@ class Command(BaseCommand):
         its JSON line (with ``shown`` first); returns why the command fails ("" if it does not)."""
         progress = o["wait"] and not o["no_progress"]
         if in_process and run.is_active:
+            # As a worker at its start: the model SDK imported and everything loaded so far frozen out of the garbage
+            # collector's walks before the run's clock holds them (a full collection stopped a run's event loop for up
+            # to 63 ms; evaluation.tasks, foundation.process_start). This process ends with the command.
+            import_model_sdk()
             stop = self._progress_thread(run) if progress else None
             try:
                 services.run_execute_in_process(run=run)

@@ -3,6 +3,7 @@ run's params equal them), generation flags and --table9 reach the request body, 
 method, the JSON line says what happened (truncated, cached, spent, errors), a repeated command is all
 cached, the preflight refuses a dead or wrong endpoint before any run, a failed run exits non-zero; --refresh
 supersedes a run's stale rows and asks their items again as the API's refresh does, and refuses naming the run."""
+import gc
 import io
 import json
 import socket
@@ -62,6 +63,27 @@ def test_endpoint_by_name_uses_its_settings_and_the_runs_params_equal_them(items
     assert line["endpoint"] == "paper table 9"
     assert (body["temperature"], body["top_p"], body["max_tokens"], body["seed"], body["top_k"]) == (
         0.95, 0.95, 2000, 42, 5)
+
+
+def test_a_run_computed_here_first_freezes_what_the_process_loaded_as_a_worker_does(items):
+    """`--in-process`: the SDK imported and everything loaded frozen out of the collector's walks before the first
+    model request, as a Celery worker does at its start (evaluation.tasks.import_model_sdk)."""
+    gc.unfreeze()  # what the apps' ready() froze: only the command's own freeze counts here
+    frozen_at_request = []
+
+    class Watching(StandIn):
+        async def _route(self, method, path, body, headers=None):
+            if path == "/v1/chat/completions":
+                frozen_at_request.append(gc.get_freeze_count())
+            return await super()._route(method, path, body, headers)
+
+    with Watching(reply=REPLY) as server:
+        (line,), _ = evaluate("--base-url", server.base_url, "--model", "stand-in", "--limit", "2", "--no-preflight")
+    assert line["status"] == "finished" and len(frozen_at_request) == 2
+    assert min(frozen_at_request) > 50_000  # Django, the command's modules and the SDK, before the first request
+    import openai
+
+    assert all(o is not openai.OpenAI for o in gc.get_objects())  # frozen objects are not among the collector's
 
 
 def test_endpoint_by_name_refuses_generation_flags_and_names_the_known_endpoints(items):
