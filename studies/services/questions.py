@@ -39,11 +39,6 @@ class Question:
     first_shown: bool = False  # shown for the first time now (so it has no highlight draft yet)
 
 
-def attempt_leases(attempt: Attempt) -> list[ParticipantLease]:
-    """The attempt's leases in presentation order, with only what the question flow needs."""
-    return _LEASES.run(attempt.pk)
-
-
 def shown_item_of(lease: ParticipantLease) -> Item:
     """The item of a lease with only the fields a participant may see (already loaded after an answer)."""
     if ParticipantLease.item.is_cached(lease):
@@ -107,10 +102,16 @@ def attempt_question(*, attempt: Attempt, now: datetime | None = None) -> Questi
 
 
 def question_from(attempt: Attempt, leases: list[ParticipantLease], now: datetime) -> Question:
-    """The first active lease of `leases` (model instances, as an answer read them) as the current question."""
+    """The first active lease of `leases` (model instances, as Start handed them out) as the current question."""
     lease = next(l for l in leases if l.status == ParticipantLeaseStatus.ACTIVE)
     answered = sum(1 for l in leases if l.status == ParticipantLeaseStatus.ANSWERED)
     return _question(attempt, lease, total=len(leases), answered=answered, now=now)
+
+
+def question_next(attempt: Attempt, lease: ParticipantLease, *, total: int, answered: int, now: datetime) -> Question:
+    """`lease` as the current question of an attempt of `total` questions, `answered` of them answered (after an
+    answer: the next active lease, which the answer's statement already marked shown)."""
+    return _question(attempt, lease, total=total, answered=answered, now=now)
 
 
 def _question(attempt: Attempt, lease: ParticipantLease, *, total: int, answered: int, now: datetime) -> Question:
@@ -135,19 +136,21 @@ def _question(attempt: Attempt, lease: ParticipantLease, *, total: int, answered
 
 
 class _LeaseRows:
-    """`_LEASES`'s rows kept as they are read: a page needs the statuses and shown times of all the leases but only
-    the current one as a model instance (made as `_LEASES.run` makes it, converters included)."""
+    """`_LEASES`'s rows kept as they are read: a page or an answer needs the statuses, shown times and positions of
+    all the leases but only one or two of them as model instances (made as `_LEASES.run` makes them, converters
+    included): not fifteen instances, each with its draft's JSON decoded."""
 
-    ID, STATUS, SHOWN_AT = 0, 1, 2  # a row of `read`: (id, status, shown_at, the row as the statement gives it)
+    ID, STATUS, SHOWN_AT, POSITION = 0, 1, 2, 3  # a row of `read`: these, then the row as the statement gives it
 
     @staticmethod
     def read(attempt_id: int) -> list[tuple]:
         rows = _LEASES.rows(attempt_id)
-        return [(*values, row) for values, row in zip(_LEASES.fields(rows, "id", "status", "shown_at"), rows)]
+        return [(*values, row) for values, row in zip(_LEASES.fields(rows, "id", "status", "shown_at", "position"),
+                                                      rows)]
 
     @staticmethod
     def instance(row: tuple) -> ParticipantLease:
-        return _LEASES.instances([row[3]])[0]
+        return _LEASES.instances([row[-1]])[0]
 
 
 #: When a question is first shown: `filter(pk=lease_id, shown_at__isnull=True).update(shown_at=now, ...)` with the

@@ -29,9 +29,9 @@ from studies.services.questions import (  # noqa: F401  (re-exported: studies.se
     _LEASES,
     SHOWN_ITEM_FIELDS,
     Question,
-    attempt_leases,
+    _LeaseRows,
     attempt_question,
-    question_from,
+    question_next,
     question_open,
     shown_item_of,
 )
@@ -114,11 +114,14 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
     if attempt.status != AttemptStatus.STARTED:
         raise AnswerRefused(RefusedAnswer.Reason.CLOSED, gettext(CLOSED_MESSAGE), 410)
     study = attempt.study
-    leases = attempt_leases(attempt)
+    # The leases as rows: only the answered one and the next one become model instances.
+    rows = _LeaseRows.read(attempt.pk)
+    ID, STATUS, POSITION = _LeaseRows.ID, _LeaseRows.STATUS, _LeaseRows.POSITION
     at = _as_position(position)
-    lease = next((l for l in leases if l.position == at), None)
-    if lease is None:
+    answered_row = next((row for row in rows if row[POSITION] == at), None)
+    if answered_row is None:
         raise AnswerRefused(AnswerRefused.UNKNOWN, gettext("This question is not part of your attempt."), 404)
+    lease = _LeaseRows.instance(answered_row)
     grace = timedelta(seconds=study.grace_seconds)
     if now > attempt.deadline + grace:
         raise AnswerRefused(RefusedAnswer.Reason.LATE, gettext("Time is up: answers after the deadline are not accepted."), 409)
@@ -134,7 +137,9 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
         question_deadline = min(question_deadline, shown_at + timedelta(seconds=study.question_time_limit_seconds))
         if now > question_deadline + grace:
             raise AnswerRefused(RefusedAnswer.Reason.QUESTION_TIMEOUT, gettext("The time for this question is up."), 409)
-    following = next((l for l in leases if l.status == ParticipantLeaseStatus.ACTIVE and l.pk != lease.pk), None)
+    following_row = next((row for row in rows if row[STATUS] == ParticipantLeaseStatus.ACTIVE and row[ID] != lease.pk),
+                         None)
+    following = None if following_row is None else _LeaseRows.instance(following_row)
     items = {item.pk: item for item in _ANSWERED_AND_NEXT_ITEMS.run(
         lease.item_id, following.item_id if following else lease.item_id)}
     item = items[lease.item_id]
@@ -185,7 +190,9 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
         following.shown_at = now
     following.shown_content_version, following.shown_language = next_item.content_version, next_language
     following.item = next_item  # rendered next: no second query for it
-    return Submitted(response=response, attempt=attempt, next_question=question_from(attempt, leases, now))
+    answered = 1 + sum(1 for row in rows if row[STATUS] == ParticipantLeaseStatus.ANSWERED)  # this one, and before
+    return Submitted(response=response, attempt=attempt,
+                     next_question=question_next(attempt, following, total=len(rows), answered=answered, now=now))
 
 
 CLOSED_MESSAGE = gettext_noop("This attempt is no longer running: time is up or it was closed.")
@@ -293,7 +300,9 @@ def _open_lease(attempt: Attempt, position: int, now: datetime) -> ParticipantLe
     grace = timedelta(seconds=study.grace_seconds)
     if attempt.status != AttemptStatus.STARTED or now > attempt.deadline + grace:
         raise DraftRefused(DraftRefused.CLOSED, gettext(CLOSED_MESSAGE), 410)
-    current = next((l for l in attempt_leases(attempt) if l.status == ParticipantLeaseStatus.ACTIVE), None)
+    rows = _LeaseRows.read(attempt.pk)
+    current = next((_LeaseRows.instance(row) for row in rows if row[_LeaseRows.STATUS] == ParticipantLeaseStatus.ACTIVE),
+                   None)
     if current is None or current.position != position or current.shown_at is None:
         raise DraftRefused(DraftRefused.NOT_OPEN, gettext("This question is not open: your attempt is on another one."))
     limit = study.question_time_limit_seconds
