@@ -1,5 +1,6 @@
 """Researcher pages and API: role checks, pages render with metrics and figures, launch / cancel / resume."""
 import asyncio
+import re
 
 import pytest
 from django.conf import settings
@@ -62,7 +63,8 @@ def test_researcher_pages_show_metrics_breakdown_and_svg_figures(researcher_clie
     assert page.status_code == 200
     assert f"{correct}/30" in html and "always-first-option baseline" in html and "KeyInfo" in html
     assert "<svg" in html and "always first option" in html and "By question type" in html
-    assert "cdn" not in html.lower()
+    # No CDN: read without the page's random 64-character CSRF tokens, which spell "cdn" about once in 480 pages.
+    assert "cdn" not in re.sub(r"[A-Za-z0-9]{64}", "", html).lower()
     partial = researcher_client.get(reverse("evaluation:run_detail", args=[finished_run.pk]) + "?part=results&status=wrong",
                                     HTTP_HX_REQUEST="true")
     assert partial.status_code == 200 and "<html" not in partial.content.decode()

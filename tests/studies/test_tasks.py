@@ -23,6 +23,8 @@ def test_deadline_passes_with_the_browser_closed_and_the_worker_sweeps(celery_wo
                          grace_seconds=1, status=StudyStatus.OPEN)
     gone = started_attempt(study, "closed-browser")
     running = started_attempt(study, "still-here")
+    # Well before its deadline whenever the worker sweeps (its 10 s would pass on a slow machine).
+    Attempt.objects.filter(pk=running.pk).update(deadline=timezone.now() + timedelta(hours=1))
     Attempt.objects.filter(pk=gone.pk).update(deadline=timezone.now() - timedelta(seconds=5))
     sweep_expired_attempts.delay()
     deadline = time.monotonic() + 30

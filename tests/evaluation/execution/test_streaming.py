@@ -138,7 +138,9 @@ def test_answers_that_come_fast_are_written_in_spaced_batches():
     _, writes = _stream(delay_s=0.002, jobs=8000, concurrency=32)
     starts = [at for at, _ in writes[:-1]]  # the last write, of what is left at the end, is not held back
     gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
-    assert len(gaps) >= 4 and min(gaps) >= streaming.WRITE_SPACING_S * 0.8, gaps  # less: when the thread took one up late
+    # Timed where the writer thread runs each write: one taken up late shortens a gap by that much. Unspaced writes of
+    # answers coming every few milliseconds would be milliseconds apart; half the spacing leaves room for the thread.
+    assert len(gaps) >= 4 and min(gaps) >= streaming.WRITE_SPACING_S / 2, gaps
     assert max(len(batch) for _, batch in writes) > 100  # batched, not a few rows a write
 
 
@@ -150,7 +152,8 @@ def test_an_answer_that_comes_alone_is_written_at_once(delay_s):
     model, writes = _stream(delay_s=delay_s, jobs=4, concurrency=1)
     for at, batch in writes:
         for n in batch:
-            assert at - model.answered[str(n)] < 0.025, (n, at - model.answered[str(n)])
+            # Held back would be the writer's spacing or its sleep (0.05, 0.25 s); at once is a few milliseconds.
+            assert at - model.answered[str(n)] < streaming.WRITE_SPACING_S, (n, at - model.answered[str(n)])
     assert len(writes) == 4
 
 

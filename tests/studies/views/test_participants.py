@@ -287,7 +287,7 @@ def test_no_participant_response_reveals_answers_evidence_reasoning_or_others(cl
     # Clues are spans of the story by design: only what is not part of any shown text can leak.
     public = "\n".join(f"{i.context}\n{i.question}\n" + "\n".join(i.options) for i in Item.objects.all())
     leaks = [s for s in secrets if s and s in everything and s not in public]
-    assert "C0DE" not in everything
+    assert "C0DE-XY" not in everything  # the whole code: four letters occur in random tokens once in 15,000 runs
     assert not leaks, leaks[:5]
 
 
