@@ -216,13 +216,16 @@ def _random_seeded_per_test(request):
 @pytest.fixture(autouse=True)
 def _collector_as_found():
     """A run computed in this process (`evaluate --in-process`) freezes what the process has loaded, as a worker does at
-    its start (evaluation.tasks.import_model_sdk): the next test gets every object back under the collector."""
+    its start (evaluation.tasks.import_model_sdk), the test's own objects among them: after the test those are given
+    back to the collector and what is alive then is frozen again, as the apps' ready() left the process."""
     import gc
 
     frozen = gc.get_freeze_count()
     yield
     if gc.get_freeze_count() > frozen:
         gc.unfreeze()
+        gc.collect()
+        gc.freeze()
 
 
 @pytest.fixture(scope="session", autouse=True)
