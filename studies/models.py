@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from datetime import timedelta
 from decimal import Decimal
 
@@ -263,9 +264,10 @@ class Attempt(models.Model):
         ]
         indexes = [models.Index(fields=["status", "deadline"], name="attempt_status_deadline")]
 
-    #: Not a field: the leases (ParticipantLease instances, in presentation order) that this instance's Start just
-    #: handed out (studies.services.attempt_start sets it), so the first question's page needs no read of them.
-    handed_out: list | None = None
+    #: Not a field: the leases (ParticipantLease instances, in presentation order, each made when first read) that
+    #: this instance's Start just handed out (studies.services.attempt_start sets it), so the first question's page
+    #: needs no read of them.
+    handed_out: Sequence | None = None
 
     def __str__(self) -> str:
         return f"{self.study_id}/{self.pk} {self.status}"

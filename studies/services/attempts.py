@@ -111,13 +111,37 @@ def attempt_start(*, attempt_id: int, now: datetime | None = None, attempt: Atte
     attempt.status, attempt.started_at, attempt.deadline = done.status, done.started_at, done.deadline
     if done.leases:  # the leases as the statement wrote them (a field not written here is left deferred)
         first_version = done.first_item.content_version
-        attempt.handed_out = [ParticipantLease.from_db(connection.alias, _HANDED_OUT_FIELDS, [
-            lease_id, attempt.pk, study_item_id, item_id, position, ParticipantLeaseStatus.ACTIVE, done.deadline,
-            now if position == 0 else None, first_version if position == 0 else None, language if position == 0 else "",
-            now, None, [], None, 0,
-        ]) for position, (lease_id, study_item_id, item_id) in enumerate(done.leases)]
+
+        def lease(position: int, written: tuple) -> ParticipantLease:
+            lease_id, study_item_id, item_id = written
+            return ParticipantLease.from_db(connection.alias, _HANDED_OUT_FIELDS, [
+                lease_id, attempt.pk, study_item_id, item_id, position, ParticipantLeaseStatus.ACTIVE, done.deadline,
+                now if position == 0 else None, first_version if position == 0 else None,
+                language if position == 0 else "", now, None, [], None, 0,
+            ])
+
+        attempt.handed_out = HandedOut(done.leases, lease)
         attempt.handed_out[0].item = done.first_item  # the first question's page reads no item either
     return attempt
+
+
+class HandedOut(Sequence):
+    """The leases a Start wrote, in presentation order, each made a model instance when it is first read: the first
+    question's page reads only the first (ParticipantLease.from_db for all fifteen was a few per cent of a start)."""
+
+    def __init__(self, written: tuple, make):
+        self._written, self._make, self._made = written, make, {}
+
+    def __len__(self) -> int:
+        return len(self._written)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        position = range(len(self._written))[index]  # a negative index counts from the end; IndexError past it
+        if position not in self._made:
+            self._made[position] = self._make(position, self._written[position])
+        return self._made[position]
 
 
 _HANDED_OUT_FIELDS = ["id", "attempt_id", "study_item_id", "item_id", "position", "status", "expires_at", "shown_at",

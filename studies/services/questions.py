@@ -89,7 +89,8 @@ def attempt_question(*, attempt: Attempt, now: datetime | None = None) -> Questi
     now = now or timezone.now()
     if attempt.handed_out:  # this instance's Start handed them out just now (once: later pages read them)
         leases, attempt.handed_out = attempt.handed_out, None
-        question = question_from(attempt, leases, now)
+        # All just handed out, none answered: the first is the question (the others stay rows, not instances).
+        question = question_next(attempt, leases[0], total=len(leases), answered=0, now=now)
         question.first_shown = True  # shown from the start: no highlight draft yet
         return question
 
@@ -99,13 +100,6 @@ def attempt_question(*, attempt: Attempt, now: datetime | None = None) -> Questi
         if attempt.status != AttemptStatus.STARTED:
             return None
     return question_open(attempt=attempt, now=now)
-
-
-def question_from(attempt: Attempt, leases: list[ParticipantLease], now: datetime) -> Question:
-    """The first active lease of `leases` (model instances, as Start handed them out) as the current question."""
-    lease = next(l for l in leases if l.status == ParticipantLeaseStatus.ACTIVE)
-    answered = sum(1 for l in leases if l.status == ParticipantLeaseStatus.ANSWERED)
-    return _question(attempt, lease, total=len(leases), answered=answered, now=now)
 
 
 def question_next(attempt: Attempt, lease: ParticipantLease, *, total: int, answered: int, now: datetime) -> Question:

@@ -10,11 +10,12 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.db.models.signals import post_init
 from django.test import Client
 from django.urls import reverse
 
 from annotation.models import Item
-from studies.models import Attempt, AttemptStatus, ParticipantLeaseStatus, ProlificReport
+from studies.models import Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, ProlificReport
 from studies.prolific import services as prolific
 from studies.prolific.models import BonusBatch, BonusPayment
 from studies.services import (
@@ -22,9 +23,11 @@ from studies.services import (
     attempt_question,
     attempt_return,
     attempt_screen_out,
+    attempt_start,
     attempts_sweep,
     question_open,
     response_submit,
+    study_join,
 )
 
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -161,3 +164,32 @@ def test_a_screen_out_takes_the_participant_out_of_every_batch_not_sent_yet(make
     assert batch.total == Decimal("0.50")
     attempt_screen_out(attempt_id=attempts[1].pk, reason="failed check", report=False)
     assert not BonusBatch.objects.filter(pk=batch.pk).exists() and not BonusPayment.objects.exists()
+
+
+
+def test_a_start_makes_a_model_instance_of_the_first_lease_only_and_the_others_when_read(make_study):
+    """Start's page needs the first question's lease; the others stay the rows the hand-out wrote until read."""
+    study = make_study(n_items=10, per_participant=4, raters=1)
+    joined = study_join(study=study, participant_id="lazy-1")
+    made = []
+
+    def count(sender, instance, **_):
+        made.append(instance)
+
+    post_init.connect(count, sender=ParticipantLease)
+    try:
+        attempt = attempt_start(attempt_id=joined.pk)
+        handed_out = attempt.handed_out
+        first = attempt_question(attempt=attempt)
+        assert len(made) == 1 and first.lease is made[0] is handed_out[0]
+        assert (first.number, first.total, first.answered) == (1, 4, 0)
+        last = handed_out[-1]  # read later: made then, once
+        assert len(made) == 2 and last is handed_out[3] and [lease.position for lease in handed_out[1:3]] == [1, 2]
+        assert len(made) == 4 and len(handed_out) == 4
+    finally:
+        post_init.disconnect(count, sender=ParticipantLease)
+    with pytest.raises(IndexError):
+        handed_out[4]
+    written = ParticipantLease.objects.filter(attempt_id=joined.pk).order_by("position")
+    assert [(lease.pk, lease.item_id, lease.study_item_id) for lease in handed_out] == [
+        (lease.pk, lease.item_id, lease.study_item_id) for lease in written]
