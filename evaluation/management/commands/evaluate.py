@@ -18,9 +18,10 @@ import json
 import sys
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db import transaction
 
+from evaluation.management.computing import ComputingCommand
 from evaluation.model_calls import preflight
 from evaluation.model_calls.builtin_models import BUILTIN_MODELS
 from evaluation.models import TABLE9_EXTRA, TABLE9_PRESET, OptionOrder, Run, RunStatus
@@ -30,7 +31,6 @@ from evaluation.selectors import analysis
 from evaluation.selectors import runs as selectors
 from evaluation.selectors.run_record import run_record_counts, run_record_text
 from evaluation.services import runs as services
-from evaluation.tasks import import_model_sdk
 from foundation.error_mapping import REFUSED, error_text
 
 GENERATION_FLAGS = ("max_tokens", "temperature", "top_p", "timeout", "table9")
@@ -82,7 +82,7 @@ def bounded_float(low: float, high: float, *, low_open: bool = False):
     return parse
 
 
-class Command(BaseCommand):
+class Command(ComputingCommand):
     help = ("Evaluate a model (OpenAI-compatible endpoint or built-in) with one or more prompting methods; "
             "prints one JSON line per run.")
 
@@ -185,10 +185,7 @@ class Command(BaseCommand):
         its JSON line (with ``shown`` first); returns why the command fails ("" if it does not)."""
         progress = o["wait"] and not o["no_progress"]
         if in_process and run.is_active:
-            # As a worker at its start: the model SDK imported and everything loaded so far frozen out of the garbage
-            # collector's walks before the run's clock holds them (a full collection stopped a run's event loop for up
-            # to 63 ms; evaluation.tasks, foundation.process_start). This process ends with the command.
-            import_model_sdk()
+            self.prepare_to_compute(needs_sdk=not run.endpoint.is_builtin)  # as a worker at its start
             stop = self._progress_thread(run) if progress else None
             try:
                 services.run_execute_in_process(run=run)

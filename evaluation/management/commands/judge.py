@@ -4,17 +4,18 @@ from __future__ import annotations
 import json
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from evaluation.judge.specs import CLUE_GRAPH, SCREENING
 from evaluation.management.commands.evaluate import positive_int, workers_available
+from evaluation.management.computing import ComputingCommand
 from evaluation.models import Run
 from evaluation.selectors import judge as selectors
 from evaluation.services import judge as services
 from foundation.errors import ServiceError
 
 
-class Command(BaseCommand):
+class Command(ComputingCommand):
     help = ("Judge the answers of free-text runs (--run) or screen / draft clue graphs for the items of a split "
             "(--split --task); prints one JSON line per judge run.")
 
@@ -43,6 +44,7 @@ class Command(BaseCommand):
                 judge_run = services.judge_run_launch(config=config, limit=o["limit"], enqueue=not in_process,
                                                       note="judge command", **launch)
                 if in_process:
+                    self.prepare_to_compute(needs_sdk=not config.is_builtin)  # as a worker at its start
                     judge_run = services.judge_run_execute_in_process(judge_run=judge_run)
                 elif o["wait"]:
                     judge_run = self._wait(judge_run)

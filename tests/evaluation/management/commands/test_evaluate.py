@@ -16,6 +16,7 @@ from django.db.models import F
 
 from annotation.models import Item
 from annotation.services import item_update
+from evaluation.management.commands.evaluate import Command as EvaluateCommand
 from evaluation.models import ModelEndpoint, Result, Run, RunStatus, SupersededResult
 from evaluation.services import runs as services
 from tests.evaluation.stand_in import StandIn
@@ -65,25 +66,43 @@ def test_endpoint_by_name_uses_its_settings_and_the_runs_params_equal_them(items
         0.95, 0.95, 2000, 42, 5)
 
 
-def test_a_run_computed_here_first_freezes_what_the_process_loaded_as_a_worker_does(items):
-    """`--in-process`: the SDK imported and everything loaded frozen out of the collector's walks before the first
-    model request, as a Celery worker does at its start (evaluation.tasks.import_model_sdk)."""
-    gc.unfreeze()  # what the apps' ready() froze: only the command's own freeze counts here
+def _freeze_at_each_request(server_class=StandIn):
     frozen_at_request = []
 
-    class Watching(StandIn):
+    class Watching(server_class):
         async def _route(self, method, path, body, headers=None):
             if path == "/v1/chat/completions":
                 frozen_at_request.append(gc.get_freeze_count())
             return await super()._route(method, path, body, headers)
 
+    return Watching, frozen_at_request
+
+
+def test_manage_py_computing_a_run_first_freezes_what_its_process_loaded_as_a_worker_does(items, capsys):
+    """`manage.py evaluate --wait` computing in its own process: the SDK imported and everything loaded frozen out of
+    the collector's walks before the first model request, as a Celery worker does at its start."""
+    gc.unfreeze()  # what the apps' ready() froze: only the command's own freeze counts here
+    Watching, frozen_at_request = _freeze_at_each_request()
     with Watching(reply=REPLY) as server:
-        (line,), _ = evaluate("--base-url", server.base_url, "--model", "stand-in", "--limit", "2", "--no-preflight")
+        EvaluateCommand().run_from_argv(["manage.py", "evaluate", "--base-url", server.base_url, "--model", "stand-in",
+                                         "--split", "test", "--limit", "2", "--no-preflight", "--wait", "--in-process",
+                                         "--no-progress"])
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert line["status"] == "finished" and len(frozen_at_request) == 2
     assert min(frozen_at_request) > 50_000  # Django, the command's modules and the SDK, before the first request
     import openai
 
     assert all(o is not openai.OpenAI for o in gc.get_objects())  # frozen objects are not among the collector's
+
+
+def test_the_command_called_inside_a_process_that_lives_on_freezes_nothing(items):
+    """make run's demo runs call the command inside a Celery worker (which froze at its own start): objects of the
+    task in progress are not frozen, which would keep their cycles from ever being collected."""
+    gc.unfreeze()
+    Watching, frozen_at_request = _freeze_at_each_request()
+    with Watching(reply=REPLY) as server:
+        (line,), _ = evaluate("--base-url", server.base_url, "--model", "stand-in", "--limit", "2", "--no-preflight")
+    assert line["status"] == "finished" and frozen_at_request == [0, 0] and gc.get_freeze_count() == 0
 
 
 def test_endpoint_by_name_refuses_generation_flags_and_names_the_known_endpoints(items):
