@@ -222,7 +222,7 @@ def _collector_as_found():
 
     frozen = gc.get_freeze_count()
     yield
-    if gc.get_freeze_count() > frozen:
+    if gc.get_freeze_count() != frozen:
         gc.unfreeze()
         gc.collect()
         gc.freeze()

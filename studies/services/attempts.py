@@ -110,27 +110,35 @@ def attempt_start(*, attempt_id: int, now: datetime | None = None, attempt: Atte
         return attempt
     attempt.status, attempt.started_at, attempt.deadline = done.status, done.started_at, done.deadline
     if done.leases:  # the leases as the statement wrote them (a field not written here is left deferred)
-        first_version = done.first_item.content_version
-
-        def lease(position: int, written: tuple) -> ParticipantLease:
-            lease_id, study_item_id, item_id = written
-            return ParticipantLease.from_db(connection.alias, _HANDED_OUT_FIELDS, [
-                lease_id, attempt.pk, study_item_id, item_id, position, ParticipantLeaseStatus.ACTIVE, done.deadline,
-                now if position == 0 else None, first_version if position == 0 else None,
-                language if position == 0 else "", now, None, [], None, 0,
-            ])
-
-        attempt.handed_out = HandedOut(done.leases, lease)
+        attempt.handed_out = HandedOut(done.leases, attempt_id=attempt.pk, deadline=done.deadline, now=now,
+                                       first_version=done.first_item.content_version, language=language)
         attempt.handed_out[0].item = done.first_item  # the first question's page reads no item either
     return attempt
 
 
 class HandedOut(Sequence):
     """The leases a Start wrote, in presentation order, each made a model instance when it is first read: the first
-    question's page reads only the first (ParticipantLease.from_db for all fifteen was a few per cent of a start)."""
+    question's page reads only the first (ParticipantLease.from_db for all fifteen was a few per cent of a start).
+    `written`: (id, study_item_id, item_id) per position, as the hand-out statement returns them."""
 
-    def __init__(self, written: tuple, make):
-        self._written, self._make, self._made = written, make, {}
+    def __init__(self, written: tuple, *, attempt_id: int, deadline: datetime, now: datetime, first_version: int,
+                 language: str):
+        self._written, self._made = written, {}
+        self._attempt_id, self._deadline, self._now = attempt_id, deadline, now
+        self._first_version, self._language = first_version, language
+
+    def _make(self, position: int, written: tuple) -> ParticipantLease:
+        """The lease as the statement wrote it (a field not written there is left deferred); the first is shown now."""
+        lease_id, study_item_id, item_id = written
+        first = position == 0
+        return ParticipantLease.from_db(connection.alias, _HANDED_OUT_FIELDS, [
+            lease_id, self._attempt_id, study_item_id, item_id, position, ParticipantLeaseStatus.ACTIVE,
+            self._deadline, self._now if first else None, self._first_version if first else None,
+            self._language if first else "", self._now, None, [], None, 0,
+        ])
+
+    def __repr__(self) -> str:
+        return f"<HandedOut {len(self)} leases of attempt {self._attempt_id}>"
 
     def __len__(self) -> int:
         return len(self._written)

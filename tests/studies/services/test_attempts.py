@@ -6,6 +6,7 @@ An attempt that answered nothing, all of whose questions timed out, ends expired
 """
 from __future__ import annotations
 
+import pickle
 from datetime import timedelta
 from decimal import Decimal
 
@@ -190,6 +191,8 @@ def test_a_start_makes_a_model_instance_of_the_first_lease_only_and_the_others_w
         post_init.disconnect(count, sender=ParticipantLease)
     with pytest.raises(IndexError):
         handed_out[4]
-    written = ParticipantLease.objects.filter(attempt_id=joined.pk).order_by("position")
-    assert [(lease.pk, lease.item_id, lease.study_item_id) for lease in handed_out] == [
-        (lease.pk, lease.item_id, lease.study_item_id) for lease in written]
+    written = [(lease.pk, lease.item_id, lease.study_item_id)
+               for lease in ParticipantLease.objects.filter(attempt_id=joined.pk).order_by("position")]
+    assert [(lease.pk, lease.item_id, lease.study_item_id) for lease in handed_out] == written
+    copied = pickle.loads(pickle.dumps(handed_out))  # as a cached Attempt would be: plain values, no closure
+    assert [(lease.pk, lease.item_id, lease.study_item_id) for lease in copied] == written

@@ -261,6 +261,7 @@ def test_no_participant_response_reveals_answers_evidence_reasoning_or_others(cl
     page = _start(client, attempt).content.decode()
     bodies.append(page)
     for i in range(3):
+        before_the_end = len(bodies)  # the last answer's page is the end page, with the completion code
         bodies.append(client.get(reverse("studies_public:attempt", args=[attempt.token]), **HX).content.decode())
         bodies.append(_submit(client, attempt, page, option=9).content.decode())  # 400 with the form again
         response = _submit(client, attempt, page, option=i % 2)
@@ -287,7 +288,8 @@ def test_no_participant_response_reveals_answers_evidence_reasoning_or_others(cl
     # Clues are spans of the story by design: only what is not part of any shown text can leak.
     public = "\n".join(f"{i.context}\n{i.question}\n" + "\n".join(i.options) for i in Item.objects.all())
     leaks = [s for s in secrets if s and s in everything and s not in public]
-    assert "C0DE-XY" not in everything  # the whole code: four letters occur in random tokens once in 15,000 runs
+    assert study.completion_code not in "\n".join(bodies[:before_the_end + 2])  # before the last answer: nowhere
+    assert study.completion_code in everything  # on the end page, so the line above can fail
     assert not leaks, leaks[:5]
 
 
