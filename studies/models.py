@@ -264,9 +264,8 @@ class Attempt(models.Model):
         ]
         indexes = [models.Index(fields=["status", "deadline"], name="attempt_status_deadline")]
 
-    #: Not a field: the leases (ParticipantLease instances, in presentation order, each made when first read) that
-    #: this instance's Start just handed out (studies.services.attempt_start sets it), so the first question's page
-    #: needs no read of them.
+    #: Not a field: the leases (ParticipantLease instances in presentation order, each made when first read) this
+    #: instance's Start just handed out (studies.services.attempt_start), so the first question's page reads none.
     handed_out: Sequence | None = None
 
     def __str__(self) -> str:

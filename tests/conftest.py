@@ -215,14 +215,14 @@ def _random_seeded_per_test(request):
 
 @pytest.fixture(autouse=True)
 def _collector_as_found():
-    """A run computed in this process (`evaluate --in-process`) freezes what the process has loaded, as a worker does at
-    its start (evaluation.tasks.import_model_sdk), the test's own objects among them: after the test those are given
-    back to the collector and what is alive then is frozen again, as the apps' ready() left the process."""
+    """A test that freezes objects (a worker's start, `manage.py evaluate` computing in its own process) freezes the
+    test's own objects too: after it they are given back to the collector and what is alive then is frozen again, as
+    the apps' ready() left the process. (A test that unfreezes restores the freeze itself.)"""
     import gc
 
     frozen = gc.get_freeze_count()
     yield
-    if gc.get_freeze_count() != frozen:
+    if gc.get_freeze_count() > frozen:  # not on a decrease: a frozen object freed during a test leaves the count
         gc.unfreeze()
         gc.collect()
         gc.freeze()

@@ -66,6 +66,12 @@ def test_endpoint_by_name_uses_its_settings_and_the_runs_params_equal_them(items
         0.95, 0.95, 2000, 42, 5)
 
 
+def _frozen_again() -> None:
+    """As the apps' ready() left the process: the rest of the suite's collections do not walk Django's objects."""
+    gc.collect()
+    gc.freeze()
+
+
 def _freeze_at_each_request(server_class=StandIn):
     frozen_at_request = []
 
@@ -81,12 +87,15 @@ def _freeze_at_each_request(server_class=StandIn):
 def test_manage_py_computing_a_run_first_freezes_what_its_process_loaded_as_a_worker_does(items, capsys):
     """`manage.py evaluate --wait` computing in its own process: the SDK imported and everything loaded frozen out of
     the collector's walks before the first model request, as a Celery worker does at its start."""
-    gc.unfreeze()  # what the apps' ready() froze: only the command's own freeze counts here
     Watching, frozen_at_request = _freeze_at_each_request()
-    with Watching(reply=REPLY) as server:
-        EvaluateCommand().run_from_argv(["manage.py", "evaluate", "--base-url", server.base_url, "--model", "stand-in",
-                                         "--split", "test", "--limit", "2", "--no-preflight", "--wait", "--in-process",
-                                         "--no-progress"])
+    gc.unfreeze()  # what the apps' ready() froze: only the command's own freeze counts here
+    try:
+        with Watching(reply=REPLY) as server:
+            EvaluateCommand().run_from_argv(["manage.py", "evaluate", "--base-url", server.base_url, "--model",
+                                             "stand-in", "--split", "test", "--limit", "2", "--no-preflight", "--wait",
+                                             "--in-process", "--no-progress"])
+    finally:
+        _frozen_again()
     line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert line["status"] == "finished" and len(frozen_at_request) == 2
     assert min(frozen_at_request) > 50_000  # Django, the command's modules and the SDK, before the first request
@@ -98,11 +107,14 @@ def test_manage_py_computing_a_run_first_freezes_what_its_process_loaded_as_a_wo
 def test_the_command_called_inside_a_process_that_lives_on_freezes_nothing(items):
     """make run's demo runs call the command inside a Celery worker (which froze at its own start): objects of the
     task in progress are not frozen, which would keep their cycles from ever being collected."""
-    gc.unfreeze()
     Watching, frozen_at_request = _freeze_at_each_request()
-    with Watching(reply=REPLY) as server:
-        (line,), _ = evaluate("--base-url", server.base_url, "--model", "stand-in", "--limit", "2", "--no-preflight")
-    assert line["status"] == "finished" and frozen_at_request == [0, 0] and gc.get_freeze_count() == 0
+    gc.unfreeze()
+    try:
+        with Watching(reply=REPLY) as server:
+            (line,), _ = evaluate("--base-url", server.base_url, "--model", "stand-in", "--limit", "2", "--no-preflight")
+        assert line["status"] == "finished" and frozen_at_request == [0, 0] and gc.get_freeze_count() == 0
+    finally:
+        _frozen_again()
 
 
 def test_endpoint_by_name_refuses_generation_flags_and_names_the_known_endpoints(items):
