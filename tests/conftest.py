@@ -220,12 +220,13 @@ def _collector_as_found():
     the apps' ready() left the process. (A test that unfreezes restores the freeze itself.)"""
     import gc
 
+    from foundation.process_start import freeze_startup_objects
+
     frozen = gc.get_freeze_count()
     yield
     if gc.get_freeze_count() > frozen:  # not on a decrease: a frozen object freed during a test leaves the count
         gc.unfreeze()
-        gc.collect()
-        gc.freeze()
+        freeze_startup_objects()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -28,7 +28,8 @@ class ComputingCommand(BaseCommand):
         if not self.own_process:
             return
         if needs_sdk:
-            from evaluation.model_calls.clients import import_sdk
+            from evaluation.tasks import import_model_sdk
 
-            import_sdk()
-        freeze_startup_objects()
+            import_model_sdk()  # the worker's own start: the SDK, then the freeze
+        else:
+            freeze_startup_objects()

@@ -74,7 +74,7 @@ def question_open(*, attempt: Attempt, now: datetime | None = None) -> Question 
         attempt.refresh_from_db(fields=["status", "ended_at"])
         return None
     lease = _LeaseRows.instance(rows[statuses.index(ParticipantLeaseStatus.ACTIVE)])
-    return _question(attempt, lease, total=len(rows), answered=statuses.count(ParticipantLeaseStatus.ANSWERED),
+    return question_next(attempt, lease, total=len(rows), answered=statuses.count(ParticipantLeaseStatus.ANSWERED),
                      now=now)
 
 
@@ -103,15 +103,10 @@ def attempt_question(*, attempt: Attempt, now: datetime | None = None) -> Questi
 
 
 def question_next(attempt: Attempt, lease: ParticipantLease, *, total: int, answered: int, now: datetime) -> Question:
-    """`lease` as the current question of an attempt of `total` questions, `answered` of them answered (after an
-    answer: the next active lease, which the answer's statement already marked shown)."""
-    return _question(attempt, lease, total=total, answered=answered, now=now)
-
-
-def _question(attempt: Attempt, lease: ParticipantLease, *, total: int, answered: int, now: datetime) -> Question:
-    """`lease` as the current question; records when it is first shown, and the content version and language it is
-    shown at (those of the item read here, which the page shows: an answer is scored on them, or refused when the
-    item changed since; a question shown again in another language or at another version records that)."""
+    """`lease` as the current question of an attempt of `total` questions, `answered` of them answered; records when
+    it is first shown, and the content version and language it is shown at (those of the item read here, which the
+    page shows: an answer is scored on them, or refused when the item changed since; a question shown again in
+    another language or at another version records that)."""
     first_shown = lease.shown_at is None or lease.shown_at == now
     version = shown_item_of(lease).content_version
     language = attempt.study.language_of(attempt.language)

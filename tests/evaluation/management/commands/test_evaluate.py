@@ -19,6 +19,7 @@ from annotation.services import item_update
 from evaluation.management.commands.evaluate import Command as EvaluateCommand
 from evaluation.models import ModelEndpoint, Result, Run, RunStatus, SupersededResult
 from evaluation.services import runs as services
+from foundation.process_start import freeze_startup_objects
 from tests.evaluation.stand_in import StandIn
 from tests.support.items import import_items
 
@@ -66,12 +67,6 @@ def test_endpoint_by_name_uses_its_settings_and_the_runs_params_equal_them(items
         0.95, 0.95, 2000, 42, 5)
 
 
-def _frozen_again() -> None:
-    """As the apps' ready() left the process: the rest of the suite's collections do not walk Django's objects."""
-    gc.collect()
-    gc.freeze()
-
-
 def _freeze_at_each_request(server_class=StandIn):
     frozen_at_request = []
 
@@ -95,7 +90,7 @@ def test_manage_py_computing_a_run_first_freezes_what_its_process_loaded_as_a_wo
                                              "stand-in", "--split", "test", "--limit", "2", "--no-preflight", "--wait",
                                              "--in-process", "--no-progress"])
     finally:
-        _frozen_again()
+        freeze_startup_objects()  # as the apps' ready() left the process, for the rest of the suite
     line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert line["status"] == "finished" and len(frozen_at_request) == 2
     assert min(frozen_at_request) > 50_000  # Django, the command's modules and the SDK, before the first request
@@ -114,7 +109,7 @@ def test_the_command_called_inside_a_process_that_lives_on_freezes_nothing(items
             (line,), _ = evaluate("--base-url", server.base_url, "--model", "stand-in", "--limit", "2", "--no-preflight")
         assert line["status"] == "finished" and frozen_at_request == [0, 0] and gc.get_freeze_count() == 0
     finally:
-        _frozen_again()
+        freeze_startup_objects()  # as the apps' ready() left the process, for the rest of the suite
 
 
 def test_endpoint_by_name_refuses_generation_flags_and_names_the_known_endpoints(items):
