@@ -8,6 +8,7 @@ import json
 import pytest
 from django.db import transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from evaluation.execution import chunks as execution
 from evaluation.execution import rows
@@ -55,10 +56,10 @@ def test_every_writer_writes_the_rows_the_orm_writes(sample_items):
         for run in runs:
             batch = results if first else [dataclasses.replace(r, attempts=r.attempts + 7) for r in results]
             with transaction.atomic():
-                if writers[run.pk] is rows._upsert_rows_postgresql:  # it takes the values as write_results gives them
-                    writers[run.pk]([rows.result_values(run, r) for r in batch])
-                else:
+                if writers[run.pk] is _orm_upsert:
                     writers[run.pk]([rows.result_row(run, r) for r in batch])
+                else:  # they take the values as write_results gives them
+                    writers[run.pk]([rows.result_values(run, r) for r in batch])
         written = [_written(run) for run in runs]
         assert len(written[0]) == 24
         assert written[1] == written[0] and written[2] == written[0]
@@ -66,6 +67,81 @@ def test_every_writer_writes_the_rows_the_orm_writes(sample_items):
         assert created in ({}, now)  # an update keeps when the row was first written
         created = now
     assert {r["attempts"] for r in written[0].values()} >= {8}  # the second writes updated the rows
+
+
+def _sqlite_connection():
+    """A SQLite connection of the embedded mode's kind (not opened: preparing values needs only its operations)."""
+    from django.db.utils import ConnectionHandler
+
+    return ConnectionHandler({"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}})["default"]
+
+
+def _orm_prepared(row: dict, conn) -> tuple:
+    """What Django's insert sends for a Result made from ``row``: pre_save, then get_db_prep_save, field by field."""
+    instance = Result(**row)
+    return tuple(f.get_db_prep_save(f.pre_save(instance, True), conn) for f in rows._COPY_FIELDS)
+
+
+def _comparable(field, value):
+    if field.get_internal_type() == "JSONField":  # SQLite: text; PostgreSQL: psycopg's Jsonb wrapper
+        return json.loads(value) if isinstance(value, str) else value.obj
+    return value
+
+
+def _as_other_types(field, value):
+    """Values of other Python types that the field takes for ``value`` (an int for a float, a bool for an int...)."""
+    kind = (field.target_field if field.is_relation else field).get_internal_type()
+    if isinstance(value, bool) and kind == "BooleanField":
+        return [int(value)]
+    if isinstance(value, int) and not isinstance(value, bool) and kind.endswith(("IntegerField", "AutoField")):
+        return [float(value), str(value), *([bool(value)] if value in (0, 1) else [])]
+    if isinstance(value, float) and kind == "FloatField":
+        return [int(value), str(value)] if value == int(value) else [str(value)]
+    if isinstance(value, str) and kind in ("CharField", "TextField"):
+        return [StrSubclass(value)]
+    return []
+
+
+class StrSubclass(str):
+    pass
+
+
+def test_the_embedded_writer_prepares_every_column_as_the_orm_does(sample_items):
+    """rows.prepared_values, which the embedded mode's writer sends to SQLite instead of making a Result and asking
+    each field, gives what the ORM's insert gives, for every concrete field of Result (found from the model), on
+    SQLite and on PostgreSQL: a row's own values; for each field in turn, the value left out (the field's default)
+    and each value of another Python type the field takes; and the insert times (the write's own, as pre_save sets
+    them)."""
+    from django.db import connection
+
+    run = services.run_launch(endpoint=services.endpoint_for_cli(builtin="lexical"), method="naive-key-info",
+                              ids=[i.pk for i in sample_items][:3], samples=2, enqueue=False)
+    results = _results(run)
+    results[1] = dataclasses.replace(results[1], outcome=None, error="HTTP 500 (attempt 3)", error_class="http_500")
+    base = [rows.result_values(run, result) for result in results]
+    values = list(base)
+    for field in rows._COPY_FIELDS:
+        name = field.attname
+        for row in base:
+            if name not in ("run_id", "item_id", "item_version"):  # required: the rest have defaults
+                values.append({k: v for k, v in row.items() if k != name})
+            if name in row:
+                values += [{**row, name: other} for other in _as_other_types(field, row[name])]
+    stamped = [f for f in rows._COPY_FIELDS if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)]
+    assert {f.attname for f in stamped} == {"created_at", "updated_at"}
+    assert len(values) > 6 * len(rows._COPY_FIELDS)
+    for conn in (connection, _sqlite_connection()):
+        before = stamped[0].get_db_prep_save(timezone.now(), conn)
+        fast = rows.prepared_values(values, conn)
+        after = stamped[0].get_db_prep_save(timezone.now(), conn)
+        for row, got in zip(values, fast, strict=True):
+            expected = _orm_prepared(row, conn)
+            for field, mine, orm in zip(rows._COPY_FIELDS, got, expected, strict=True):
+                if field in stamped:  # the write's time (the ORM's is its own moment): the type and the moment
+                    assert type(mine) is type(orm) and before <= mine <= after, (conn.vendor, field.attname)
+                else:
+                    assert _comparable(field, mine) == _comparable(field, orm), (conn.vendor, field.attname, mine, orm)
+                    assert type(mine) is type(orm) or field.get_internal_type() == "JSONField", (field.attname, mine)
 
 
 def test_new_rows_are_copied_straight_in_and_a_row_there_already_falls_back_to_the_upsert(sample_items):
