@@ -151,7 +151,7 @@ else:
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
         "control_folder": str(_broker_dir / "control"),  # kombu's default is ./control, in whatever the cwd is
-        "store_processed": False, "polling_interval": 0.1,  # a worker looks for tasks every 0.1 s (default: 1 s)
+        "store_processed": False, "polling_interval": 0.02,  # a worker looks for tasks every 20 ms (default: 1 s)
     }
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
