@@ -41,7 +41,8 @@ from evaluation.model_calls.clients import (
 from evaluation.model_calls.credentials import url_credentials
 from evaluation.model_calls.destinations import UNREACHABLE, DestinationRefused, check_url
 from evaluation.model_calls.engine import Engine, Job, JobResult
-from evaluation.model_calls.limiter import FileLimiter, Limiter, LocalLimiter, RedisLimiter
+from evaluation.model_calls.file_limiter import FileLimiter
+from evaluation.model_calls.limiter import Limiter, LocalLimiter, RedisLimiter
 from evaluation.models import ModelEndpoint, OptionOrder, Result, Run, RunStatus
 from evaluation.models.endpoints import destination_policy, key_variable_error
 from evaluation.prompting.methods import Completion, get_method

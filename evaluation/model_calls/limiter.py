@@ -5,8 +5,8 @@
   Redis' clock), renewed while the request runs; acquiring first drops expired
   leases, so slots held by a worker killed with SIGKILL come back after ``lease_s``. An optional requests-per-minute
   window lives in a second sorted set. Both checks run in one Lua script (atomic).
-- :class:`FileLimiter` (embedded mode, no Redis): N slot files locked with
-  ``flock``; the kernel releases a dead process's locks at once. Requests-per-minute
+- ``FileLimiter`` (embedded mode, no Redis; ``evaluation.model_calls.file_limiter``): N slot files locked
+  with ``flock``; the kernel releases a dead process's locks at once. Requests-per-minute
   is enforced per process in this mode.
 
 Each process also holds an ``asyncio.Semaphore(limit)`` in front, so that at most
@@ -17,12 +17,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import fcntl
 import logging
 import os
 import random
 import time
-from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -294,97 +292,6 @@ class RedisLimiter(Limiter):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._renewer
         await self._redis.aclose()
-
-
-class FileLimiter(Limiter):
-    """The coroutines of a process that wait for a slot are served together by one task: one pass over the slot
-    files this process does not hold gives each waiter a free one (a pass per waiter, each opening every file, was
-    two fifths of a 12k-request run's CPU). The files stay open; a slot given back wakes the task at once."""
-
-    def __init__(self, *, directory: Path, limit: int, requests_per_minute: int | None = None):
-        super().__init__(limit=limit, requests_per_minute=requests_per_minute)
-        self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._starts: collections.deque[float] = collections.deque()
-        self._fds: dict[int, int] = {}  # slot -> its file, opened once
-        self._held: set[int] = set()  # slots this process holds
-        self._next = random.randrange(self.limit)  # where the next pass starts (processes start apart)
-        self._freed: asyncio.Event | None = None
-
-    def _lock_free(self, wanted: int) -> list[int]:
-        """Up to ``wanted`` slots locked now, in one pass over the slots this process does not hold."""
-        got: list[int] = []
-        for step in range(self.limit):
-            if len(got) >= wanted or len(self._held) >= self.limit:
-                break
-            slot = (self._next + step) % self.limit
-            if slot in self._held:
-                continue
-            if (fd := self._fds.get(slot)) is None:
-                fd = self._fds[slot] = os.open(self.directory / f"slot-{slot}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue
-            self._held.add(slot)
-            got.append(slot)
-            self._next = (slot + 1) % self.limit
-        return got
-
-    def _try_lock(self) -> int | None:
-        """One free slot locked now, or None."""
-        got = self._lock_free(1)
-        return got[0] if got else None
-
-    async def _acquire(self) -> str:
-        return await self._granted()
-
-    async def _acquire_for_waiters(self) -> None:
-        waited = 0
-        self._freed = self._freed or asyncio.Event()
-        await asyncio.sleep(0)  # let the coroutines of this loop turn queue up too
-        while wanted := sum(1 for f in self._waiters if not f.done()):
-            if self.rpm:
-                now = time.monotonic()
-                while self._starts and self._starts[0] < now - 60:
-                    self._starts.popleft()
-                if len(self._starts) >= self.rpm:
-                    await asyncio.sleep(max(0.05, self._starts[0] + 60 - now))
-                    continue
-                wanted = min(wanted, self.rpm - len(self._starts))
-            self._freed.clear()
-            for slot in self._lock_free(wanted):
-                waiter = self._next_waiter()
-                if waiter is None:
-                    self._unlock(slot)
-                    continue
-                if self.rpm:
-                    self._starts.append(time.monotonic())
-                waiter.set_result(str(slot))
-            if any(not f.done() for f in self._waiters):  # the others' slots: poll, or woken by one given back
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._freed.wait(), min(0.05, 0.002 * (1.5 ** min(waited, 10))))
-                waited += 1
-            else:
-                waited = 0
-
-    def _unlock(self, slot: int) -> None:
-        if slot in self._held:
-            fcntl.flock(self._fds[slot], fcntl.LOCK_UN)
-            self._held.discard(slot)
-
-    async def _release(self, token: str) -> None:
-        self._unlock(int(token))
-        if self._freed is not None:
-            self._freed.set()
-
-    async def close(self) -> None:
-        await super().close()
-        for slot in list(self._held):
-            self._unlock(slot)
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
 
 
 class LocalLimiter(Limiter):

@@ -271,7 +271,8 @@ def test_demonstrations_come_only_from_usable_train_items(items):
 def test_the_limiter_is_configured_from_settings_only(tmp_path, settings):
     """Redis with the settings' lease when REDIS_URL is set, else slot files under EVALUATION_LIMITER_DIR."""
     from evaluation.execution.chunks import make_limiter
-    from evaluation.model_calls.limiter import FileLimiter, LocalLimiter, RedisLimiter
+    from evaluation.model_calls.file_limiter import FileLimiter
+    from evaluation.model_calls.limiter import LocalLimiter, RedisLimiter
 
     endpoint = services.endpoint_create(name="limited", base_url="http://127.0.0.1:9/v1", model="m",
                                         max_concurrency=3, requests_per_minute=60)

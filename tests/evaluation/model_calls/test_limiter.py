@@ -1,18 +1,15 @@
-"""The shared limiters of the model calls, against real Redis and real processes: the Redis limiter is shared
-between instances (worker processes), a dead worker's lease expires, a live one is renewed, requests per minute
-are capped; the file limiter of the embedded mode, whose slots a killed process gives back at once."""
+"""The shared limiters of the model calls, against real Redis: the Redis limiter is shared between instances (worker
+processes), a dead worker's lease expires, a live one is renewed, requests per minute are capped (the embedded mode's
+file limiter: test_file_limiter)."""
 import asyncio
 import os
-import signal
-import subprocess
-import sys
 import time
 
 import pytest
 import redis
 from django.conf import settings
 
-from evaluation.model_calls.limiter import FileLimiter, RedisLimiter
+from evaluation.model_calls.limiter import RedisLimiter
 
 
 async def _hold(limiter, gauge, hold_s):
@@ -72,33 +69,6 @@ def test_redis_limiter_requests_per_minute():
     asyncio.run(go())
 
 
-def test_file_limiter_for_the_embedded_mode(tmp_path):
-    async def go():
-        a = FileLimiter(directory=tmp_path, limit=2)
-        b = FileLimiter(directory=tmp_path, limit=2)
-        gauge = {"now": 0, "peak": 0}
-        await asyncio.gather(*(_hold(a if i % 2 else b, gauge, 0.02) for i in range(12)))
-        await a.close(), await b.close()  # gives back the slots kept for reuse
-        return gauge["peak"]
-
-    assert asyncio.run(go()) == 2
-    # A process killed while holding every slot gives them back at once (the kernel drops flock locks).
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, os, sys, time\n"
-        f"fds = [os.open('{tmp_path}/slot-%d.lock' % i, os.O_RDWR | os.O_CREAT) for i in range(2)]\n"
-        "[fcntl.flock(fd, fcntl.LOCK_EX) for fd in fds]\nprint('held', flush=True)\ntime.sleep(60)\n")],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-    except BaseException:
-        holder.kill()
-        raise
-    assert FileLimiter(directory=tmp_path, limit=2)._try_lock() is None
-    holder.send_signal(signal.SIGKILL)
-    holder.wait()
-    assert FileLimiter(directory=tmp_path, limit=2)._try_lock() is not None
-
-
 def test_redis_lease_is_renewed_while_a_long_request_holds_it():
     key = f"test-renew-{time.time_ns()}"
 
@@ -147,38 +117,6 @@ def test_slots_given_back_together_take_one_round_trip_and_all_come_back():
     assert peak == 8
     assert left_after_requests == 0 and left_after_close == 0
     assert removed == [b"zrem"], f"{len(removed)} ZREM commands for 8 slots ended together"
-
-
-def test_file_limiter_requests_per_minute_and_a_waiter_given_up_leaks_no_slot(tmp_path):
-    """The embedded limiter's per-minute cap, and a coroutine cancelled while it waits for a slot: the slot it may
-    have been granted as it gave up goes back, so the other process gets all of them afterwards."""
-    async def go():
-        capped = FileLimiter(directory=tmp_path / "rpm", limit=10, requests_per_minute=5)
-        for _ in range(5):
-            async with capped.slot():
-                pass
-        with pytest.raises(asyncio.TimeoutError):
-            await asyncio.wait_for(capped._acquire(), 0.5)
-        await capped.close()
-
-        a = FileLimiter(directory=tmp_path / "slots", limit=2)
-        b = FileLimiter(directory=tmp_path / "slots", limit=2)
-        held = [await a._acquire(), await a._acquire()]  # a holds both
-        waiting = [asyncio.ensure_future(b._acquire()) for _ in range(3)]
-        await asyncio.sleep(0.05)
-        assert not any(w.done() for w in waiting)
-        waiting[0].cancel()
-        for token in held:
-            await a._release(token)
-        granted = await asyncio.wait_for(asyncio.gather(*waiting[1:]), 2.0)
-        assert sorted(granted) == ["0", "1"]  # the two left waiting got the two slots
-        assert waiting[0].cancelled()
-        for token in granted:
-            await b._release(token)
-        assert sorted([await a._acquire(), await a._acquire()]) == ["0", "1"]  # nothing held by b any more
-        await a.close(), await b.close()
-
-    asyncio.run(go())
 
 
 def test_waiters_ask_for_at_most_ask_most_slots_a_call_and_take_many_freed_slots_at_once():

@@ -1,0 +1,101 @@
+"""The embedded mode's file limiter, against real files and real processes: two limiters (two processes: flock locks
+belong to each open file) share the slots, a killed process gives its slots back at once, the per-minute cap, a waiter
+given up leaks no slot, and slots freed by a process for nobody of its own reach the other process at once."""
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from evaluation.model_calls.file_limiter import FileLimiter
+from tests.evaluation.model_calls.test_limiter import _hold
+
+
+def test_file_limiter_for_the_embedded_mode(tmp_path):
+    async def go():
+        a = FileLimiter(directory=tmp_path, limit=2)
+        b = FileLimiter(directory=tmp_path, limit=2)
+        gauge = {"now": 0, "peak": 0}
+        await asyncio.gather(*(_hold(a if i % 2 else b, gauge, 0.02) for i in range(12)))
+        await a.close(), await b.close()  # gives back the slots kept for reuse
+        return gauge["peak"]
+
+    assert asyncio.run(go()) == 2
+    # A process killed while holding every slot gives them back at once (the kernel drops flock locks).
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys, time\n"
+        f"fds = [os.open('{tmp_path}/slot-%d.lock' % i, os.O_RDWR | os.O_CREAT) for i in range(2)]\n"
+        "[fcntl.flock(fd, fcntl.LOCK_EX) for fd in fds]\nprint('held', flush=True)\ntime.sleep(60)\n")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+    except BaseException:
+        holder.kill()
+        raise
+    assert FileLimiter(directory=tmp_path, limit=2)._try_lock() is None
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    assert FileLimiter(directory=tmp_path, limit=2)._try_lock() is not None
+
+
+def test_file_limiter_requests_per_minute_and_a_waiter_given_up_leaks_no_slot(tmp_path):
+    """The embedded limiter's per-minute cap, and a coroutine cancelled while it waits for a slot: the slot it may
+    have been granted as it gave up goes back, so the other process gets all of them afterwards."""
+    async def go():
+        capped = FileLimiter(directory=tmp_path / "rpm", limit=10, requests_per_minute=5)
+        for _ in range(5):
+            async with capped.slot():
+                pass
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(capped._acquire(), 0.5)
+        await capped.close()
+
+        a = FileLimiter(directory=tmp_path / "slots", limit=2)
+        b = FileLimiter(directory=tmp_path / "slots", limit=2)
+        held = [await a._acquire(), await a._acquire()]  # a holds both
+        waiting = [asyncio.ensure_future(b._acquire()) for _ in range(3)]
+        await asyncio.sleep(0.05)
+        assert not any(w.done() for w in waiting)
+        waiting[0].cancel()
+        for token in held:
+            await a._release(token)
+        granted = await asyncio.wait_for(asyncio.gather(*waiting[1:]), 2.0)
+        assert sorted(granted) == ["0", "1"]  # the two left waiting got the two slots
+        assert waiting[0].cancelled()
+        for token in granted:
+            await b._release(token)
+        assert sorted([await a._acquire(), await a._acquire()]) == ["0", "1"]  # nothing held by b any more
+        await a.close(), await b.close()
+
+    asyncio.run(go())
+
+
+def test_slots_another_process_frees_for_nobody_of_its_own_reach_the_waiting_process_at_once(tmp_path):
+    """Embedded mode: when a process gives back slots none of its coroutines waits for (its chunk is ending), it
+    leaves a mark that the other process's waiters see within a few ms, instead of finding the slots at their next
+    poll (here set to 5 s: without the mark they would wait that long). Slots given back while the same process has
+    waiters go to them, and leave no mark."""
+    async def go():
+        a = FileLimiter(directory=tmp_path, limit=2)
+        b = FileLimiter(directory=tmp_path, limit=2)
+        b.poll_first_s = b.poll_max_s = 5.0
+        held = [await a._acquire(), await a._acquire()]  # a holds both
+        mark = os.pread(a._mark_fd, 16, 0)
+        own = asyncio.ensure_future(a._acquire())  # a coroutine of a's own waits too
+        await asyncio.sleep(0.01)
+        await a._release(held.pop())
+        assert await asyncio.wait_for(own, 1.0) in ("0", "1")  # a's own waiter took it ...
+        assert os.pread(a._mark_fd, 16, 0) == mark  # ... and nothing was marked for the others
+        waiting = asyncio.ensure_future(b._acquire())
+        await asyncio.sleep(0.05)  # b's first pass found nothing: it waits for a mark or its 5 s poll
+        assert not waiting.done()
+        released = time.monotonic()
+        await a._release(held.pop())  # nobody of a's waits: marked
+        token = await asyncio.wait_for(waiting, 1.0)
+        assert time.monotonic() - released < 1.0 and token in ("0", "1")
+        await a.close(), await b.close()
+
+    asyncio.run(go())
