@@ -13,7 +13,7 @@ import functools
 from collections.abc import Container, Iterable
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
 from evaluation.model_calls.clients import MAX_TOKENS
@@ -160,46 +160,55 @@ def _insert_rows_postgresql(rows: list[dict[str, Any]]) -> None:
         _upsert_rows_postgresql(rows)
 
 
-#: The Python type a field's ``get_db_prep_save`` returns unchanged, by its internal type (a relation's: its target's).
-_OWN_TYPES = {**dict.fromkeys(("AutoField", "BigAutoField", "SmallAutoField", "IntegerField", "BigIntegerField",
-                               "SmallIntegerField", "PositiveIntegerField", "PositiveSmallIntegerField",
-                               "PositiveBigIntegerField"), int),
-              "FloatField": float, "CharField": str, "TextField": str, "BooleanField": bool}
+#: The Python type that Django's own field classes return unchanged from ``get_db_prep_save`` (exact classes: a
+#: subclass may prepare its values otherwise; a relation by its target's class).
+_OWN_TYPES = {**dict.fromkeys((models.AutoField, models.BigAutoField, models.SmallAutoField, models.IntegerField,
+                               models.BigIntegerField, models.SmallIntegerField, models.PositiveIntegerField,
+                               models.PositiveSmallIntegerField, models.PositiveBigIntegerField), int),
+              models.FloatField: float, models.CharField: str, models.TextField: str, models.BooleanField: bool}
 _PROBES = {int: 7, float: 0.5, str: "x", bool: True}
+
+
+def _plan(conn) -> list[tuple[str, Any, str, Any]]:
+    """(attname, field, how, value) for each column: "stamp" (the write's time, set on insert: ``value``), "json"
+    (encoded by fast_json), else "plain" (``value``: the type passed as it is, or None: every value through the
+    field)."""
+    stamps = Result()  # pre_save sets each auto_now(_add) field of it as an insert would, once for the batch
+    plan = []
+    for f in _COPY_FIELDS:
+        if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
+            plan.append((f.attname, f, "stamp", f.get_db_prep_save(f.pre_save(stamps, True), conn)))
+            continue
+        if type(f) is models.JSONField and f.encoder is None:
+            plan.append((f.attname, f, "json", None))
+            continue
+        own = _OWN_TYPES.get(type(f.target_field if f.is_relation else f))
+        if own is not None and type(f.get_db_prep_save(_PROBES[own], conn)) is not own:
+            own = None  # this database's own adaptation (PostgreSQL wraps integers in psycopg's Int2, Int4...)
+        plan.append((f.attname, f, "plain", own))
+    return plan
 
 
 def prepared_values(rows: list[dict[str, Any]], conn) -> list[tuple]:
     """The rows' values (``result_values``) in ``_COPY_FIELDS`` order as the ORM's insert prepares them for ``conn``
-    (``pre_save``, then ``get_db_prep_save`` of a Result made from the row), without making the Result or calling a
-    field for each value: a value left out takes the field's default, a time set on insert (``auto_now``,
-    ``auto_now_add``) is the write's, JSON is encoded by ``fast_json``, and a value already of the type its field
-    returns unchanged (or None) is passed as it is; any other value goes through its field. The Result and the
-    fields' calls were over half of the embedded mode's writing thread, which holds the interpreter lock the event
-    loop needs."""
-    stamp = None
+    (``pre_save``, then ``get_db_prep_save`` of a Result made from the row), without making a Result for each row or
+    calling a field for each value: a value left out takes the field's default, a time set on insert (``auto_now``,
+    ``auto_now_add``) is the write's, JSON is encoded by ``fast_json`` (compact, as the PostgreSQL COPY writes it),
+    and a value already of the type its field returns unchanged (or None) is passed as it is; any other value goes
+    through its field. The Results and the fields' calls were over half of the embedded mode's writing thread,
+    which holds the interpreter lock the event loop needs."""
     fixed, per_row = _defaults()
-    plan = []
-    for f in _COPY_FIELDS:
-        if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
-            if stamp is None:
-                stamp = f.get_db_prep_save(timezone.now(), conn)
-            plan.append((f.attname, f, "stamp", None))
-            continue
-        kind = (f.target_field if f.is_relation else f).get_internal_type()
-        own = _OWN_TYPES.get(kind)
-        if own is not None and type(f.get_db_prep_save(_PROBES[own], conn)) is not own:
-            own = None  # this database's own adaptation (PostgreSQL wraps integers in psycopg's Int2, Int4...)
-        plan.append((f.attname, f, "json" if kind == "JSONField" else "plain", own))
+    plan = _plan(conn)
     prepared = []
     for row in rows:
         values = []
         for name, f, how, own in plan:
             if how == "stamp":
-                values.append(stamp)
+                values.append(own)
                 continue
             value = row[name] if name in row else fixed[name] if name in fixed else per_row[name].get_default()
             if how == "json":
-                values.append(fast_json.dumps_text(value))
+                values.append(None if value is None else fast_json.dumps_text(value))  # None: SQL NULL, as the ORM
             elif value is None or type(value) is own:
                 values.append(value)
             else:

@@ -6,13 +6,19 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import ctypes
 import fcntl
+import logging
 import os
 import random
 import time
 from pathlib import Path
 
 from evaluation.model_calls.limiter import Limiter
+
+log = logging.getLogger(__name__)
+
+_IN_MODIFY = 0x00000002  # inotify(7)
 
 
 class FileLimiter(Limiter):
@@ -21,13 +27,11 @@ class FileLimiter(Limiter):
     two fifths of a 12k-request run's CPU). The files stay open; a slot given back wakes the task at once.
 
     Slots another process gives back are found by the next pass: at once when that process leaves a mark (it does
-    when none of its own coroutines waits for them, e.g. its chunk is ending), which a waiting process reads every
-    ``look_s``; else after the pass's backoff (``poll_first_s``, growing to ``poll_max_s``: a process killed leaves no
-    mark).
-    Without the mark, the slots of a chunk ending in one process stayed idle for up to 50 ms while the other's
-    requests waited for them."""
+    when it gives back more than its own coroutines wait for, e.g. its chunk is ending), which the kernel reports to
+    the waiting processes (inotify, read by the event loop: nothing is polled for it); else after the pass's backoff
+    (``poll_first_s``, growing to ``poll_max_s``: a process killed leaves no mark). Without the mark, the slots of a
+    chunk ending in one process stayed idle for up to 50 ms while the other's requests waited for them."""
 
-    look_s = 0.004
     poll_first_s = 0.002
     poll_max_s = 0.05
 
@@ -40,8 +44,8 @@ class FileLimiter(Limiter):
         self._held: set[int] = set()  # slots this process holds
         self._next = random.randrange(self.limit)  # where the next pass starts (processes start apart)
         self._freed: asyncio.Event | None = None
-        self._mark_fd = os.open(self.directory / "freed.mark", os.O_RDWR | os.O_CREAT, 0o644)
-        self._mark_seen = b""
+        self._mark_fd: int | None = None  # the mark file, opened at its first use (again after close())
+        self._watch: _MarkWatch | bool | None = None  # False: inotify could not be had (then the backoff alone)
 
     def _lock_free(self, wanted: int) -> list[int]:
         """Up to ``wanted`` slots locked now, in one pass over the slots this process does not hold."""
@@ -85,7 +89,6 @@ class FileLimiter(Limiter):
                     continue
                 wanted = min(wanted, self.rpm - len(self._starts))
             self._freed.clear()
-            self._mark_seen = os.pread(self._mark_fd, 16, 0)  # read before the pass: a mark after it is seen
             for slot in self._lock_free(wanted):
                 waiter = self._next_waiter()
                 if waiter is None:
@@ -105,20 +108,23 @@ class FileLimiter(Limiter):
             fcntl.flock(self._fds[slot], fcntl.LOCK_UN)
             self._held.discard(slot)
 
-    async def _wait_for_slots(self, backoff_s: float) -> None:
-        """Until a slot of this process is given back, another process marks slots given back, or ``backoff_s``."""
-        deadline = time.monotonic() + backoff_s
-        while (left := deadline - time.monotonic()) > 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._freed.wait(), min(left, self.look_s))
-                return
-            if os.pread(self._mark_fd, 16, 0) != self._mark_seen:
-                return
+    def _mark(self) -> int:
+        if self._mark_fd is None:
+            self._mark_fd = os.open(self.directory / "freed.mark", os.O_RDWR | os.O_CREAT, 0o644)
+        return self._mark_fd
 
     def _mark_freed(self) -> None:
         """Tell the waiting processes that slots were given back: a new value in the mark file (this process's id
         and its clock, never written twice)."""
-        os.pwrite(self._mark_fd, os.getpid().to_bytes(8, "little") + time.monotonic_ns().to_bytes(8, "little"), 0)
+        os.pwrite(self._mark(), os.getpid().to_bytes(8, "little") + time.monotonic_ns().to_bytes(8, "little"), 0)
+
+    async def _wait_for_slots(self, backoff_s: float) -> None:
+        """Until a slot of this process is given back, another process marks slots given back (the kernel says so:
+        inotify), or ``backoff_s``."""
+        if self._watch is None:
+            self._watch = _MarkWatch.start(self.directory / "freed.mark", self._freed)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._freed.wait(), backoff_s)
 
     async def _release(self, token: str) -> None:
         await self._release_many([token])
@@ -128,19 +134,73 @@ class FileLimiter(Limiter):
             self._unlock(int(token))
         if self._freed is not None:
             self._freed.set()
-        if tokens and not any(not f.done() for f in self._waiters):  # none of this process's: the others'
+        if tokens and self._waiting(up_to=len(tokens)) < len(tokens):  # more than this process waits for: marked
             self._mark_freed()
 
+    def _waiting(self, *, up_to: int) -> int:
+        """How many coroutines of this process wait for a slot, counted up to ``up_to``."""
+        count = 0
+        for future in self._waiters:
+            if not future.done():
+                count += 1
+                if count >= up_to:
+                    break
+        return count
+
     async def close(self) -> None:
+        """Give back every slot (marked for the other processes, whoever waited here) and close the files; a use
+        after this opens them again."""
         await super().close()
-        held = list(self._held)
-        for slot in held:
+        for slot in list(self._held):
             self._unlock(slot)
-        if held:
+        if isinstance(self._watch, _MarkWatch):
+            self._watch.close()
+        self._watch = None
+        if self._mark_fd is not None:  # used: slots may have been given back (the spare ones, kept for reuse)
             self._mark_freed()
+            os.close(self._mark_fd)
+            self._mark_fd = None
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
-        if self._mark_fd >= 0:
-            os.close(self._mark_fd)
-            self._mark_fd = -1
+
+
+class _MarkWatch:
+    """An inotify watch of the mark file, read by the event loop: each write to it (another process's slots given
+    back) sets the limiter's event. Linux only; elsewhere, or without a free inotify instance, the waiting process
+    finds the slots at its next poll."""
+
+    _libc = None
+
+    def __init__(self, fd: int, event: asyncio.Event):
+        self.fd, self.event, self.loop = fd, event, asyncio.get_running_loop()
+        self.loop.add_reader(fd, self._read)
+
+    @classmethod
+    def start(cls, path: Path, event: asyncio.Event) -> _MarkWatch | bool:
+        try:
+            if cls._libc is None:
+                cls._libc = ctypes.CDLL(None, use_errno=True)
+            fd = cls._libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        except (OSError, AttributeError):  # no inotify here (not Linux)
+            return False
+        if fd < 0:
+            log.warning("no inotify for the limiter (%s): other processes' slots are found by polling",
+                        os.strerror(ctypes.get_errno()))
+            return False
+        path.touch(exist_ok=True)
+        if cls._libc.inotify_add_watch(fd, os.fsencode(path), _IN_MODIFY) < 0:
+            os.close(fd)
+            return False
+        return cls(fd, event)
+
+    def _read(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self.fd, 4096):
+                pass
+        self.event.set()
+
+    def close(self) -> None:
+        if not self.loop.is_closed():
+            self.loop.remove_reader(self.fd)
+        os.close(self.fd)

@@ -2,7 +2,6 @@
 belong to each open file) share the slots, a killed process gives its slots back at once, the per-minute cap, a waiter
 given up leaks no slot, and slots freed by a process for nobody of its own reach the other process at once."""
 import asyncio
-import os
 import signal
 import subprocess
 import sys
@@ -73,29 +72,51 @@ def test_file_limiter_requests_per_minute_and_a_waiter_given_up_leaks_no_slot(tm
     asyncio.run(go())
 
 
+def _mark(directory) -> bytes:
+    path = directory / "freed.mark"
+    return path.read_bytes() if path.exists() else b""
+
+
 def test_slots_another_process_frees_for_nobody_of_its_own_reach_the_waiting_process_at_once(tmp_path):
-    """Embedded mode: when a process gives back slots none of its coroutines waits for (its chunk is ending), it
-    leaves a mark that the other process's waiters see within a few ms, instead of finding the slots at their next
-    poll (here set to 5 s: without the mark they would wait that long). Slots given back while the same process has
-    waiters go to them, and leave no mark."""
+    """Embedded mode: when a process gives back more slots than its own coroutines wait for (its chunk is ending),
+    it leaves a mark that wakes the other process's waiters at once (inotify), instead of their finding the slots
+    at their next poll (here set to 5 s: without the mark they would wait that long). Slots given back while the
+    same process has as many waiters go to them and leave no mark; of two given back with one waiter, the second is
+    marked; closing a limiter marks what it gave back; a limiter closed and used again works."""
     async def go():
-        a = FileLimiter(directory=tmp_path, limit=2)
-        b = FileLimiter(directory=tmp_path, limit=2)
+        a = FileLimiter(directory=tmp_path, limit=3)
+        b = FileLimiter(directory=tmp_path, limit=3)
         b.poll_first_s = b.poll_max_s = 5.0
-        held = [await a._acquire(), await a._acquire()]  # a holds both
-        mark = os.pread(a._mark_fd, 16, 0)
+        held = [await a._acquire() for _ in range(3)]  # a holds all three
+        mark = _mark(tmp_path)
         own = asyncio.ensure_future(a._acquire())  # a coroutine of a's own waits too
         await asyncio.sleep(0.01)
         await a._release(held.pop())
-        assert await asyncio.wait_for(own, 1.0) in ("0", "1")  # a's own waiter took it ...
-        assert os.pread(a._mark_fd, 16, 0) == mark  # ... and nothing was marked for the others
+        held.append(await asyncio.wait_for(own, 1.0))  # a's own waiter took it ...
+        assert _mark(tmp_path) == mark  # ... and nothing was marked for the others
         waiting = asyncio.ensure_future(b._acquire())
         await asyncio.sleep(0.05)  # b's first pass found nothing: it waits for a mark or its 5 s poll
         assert not waiting.done()
         released = time.monotonic()
         await a._release(held.pop())  # nobody of a's waits: marked
         token = await asyncio.wait_for(waiting, 1.0)
-        assert time.monotonic() - released < 1.0 and token in ("0", "1")
+        assert time.monotonic() - released < 1.0 and token in ("0", "1", "2")
+        # Two given back with one waiter of a's own: one goes to it, the other is marked for b.
+        own = asyncio.ensure_future(a._acquire())
+        second = asyncio.ensure_future(b._acquire())
+        await asyncio.sleep(0.05)
+        assert not own.done() and not second.done()
+        await b._release(token)  # b gives its slot back while its own `second` waits: it takes it, no mark
+        assert await asyncio.wait_for(second, 1.0) == token
+        mark = _mark(tmp_path)
+        await a._release_many(held)  # two back, one waiter of a's own: marked
+        assert _mark(tmp_path) != mark
+        await asyncio.wait_for(own, 1.0)
+        # Closing gives back and marks; the limiter works again after it (its files opened again).
+        mark = _mark(tmp_path)
+        await a.close()
+        assert _mark(tmp_path) != mark
+        assert await asyncio.wait_for(a._acquire(), 1.0) in ("0", "1", "2")
         await a.close(), await b.close()
 
     asyncio.run(go())
