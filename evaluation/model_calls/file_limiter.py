@@ -115,8 +115,11 @@ class FileLimiter(Limiter):
 
     def _mark_freed(self) -> None:
         """Tell the waiting processes that slots were given back: a new value in the mark file (this process's id
-        and its clock, never written twice)."""
-        os.pwrite(self._mark(), os.getpid().to_bytes(8, "little") + time.monotonic_ns().to_bytes(8, "little"), 0)
+        and its clock, never written twice). Should it fail, the others find the slots at their next poll."""
+        try:
+            os.pwrite(self._mark(), os.getpid().to_bytes(8, "little") + time.monotonic_ns().to_bytes(8, "little"), 0)
+        except OSError as exc:
+            log.warning("could not mark slots given back in %s: %s", self.directory, exc)
 
     async def _wait_for_slots(self, backoff_s: float) -> None:
         """Until a slot of this process is given back, another process marks slots given back (the kernel says so:
@@ -188,7 +191,11 @@ class _MarkWatch:
             log.warning("no inotify for the limiter (%s): other processes' slots are found by polling",
                         os.strerror(ctypes.get_errno()))
             return False
-        path.touch(exist_ok=True)
+        try:
+            path.touch(exist_ok=True)
+        except OSError:
+            os.close(fd)
+            return False
         if cls._libc.inotify_add_watch(fd, os.fsencode(path), _IN_MODIFY) < 0:
             os.close(fd)
             return False

@@ -120,3 +120,22 @@ def test_slots_another_process_frees_for_nobody_of_its_own_reach_the_waiting_pro
         await a.close(), await b.close()
 
     asyncio.run(go())
+
+
+def test_a_mark_that_cannot_be_written_leaves_the_slots_to_the_poll(tmp_path, caplog):
+    """The mark is a help, not a need: where it cannot be written (here its name is taken by a directory) a release
+    logs a warning and goes on, and the other process finds the slots at its next poll."""
+    (tmp_path / "freed.mark").mkdir()
+
+    async def go():
+        a = FileLimiter(directory=tmp_path, limit=1)
+        b = FileLimiter(directory=tmp_path, limit=1)
+        held = await a._acquire()
+        waiting = asyncio.ensure_future(b._acquire())
+        await asyncio.sleep(0.05)
+        await a._release(held)
+        assert await asyncio.wait_for(waiting, 1.0) == "0"
+        await a.close(), await b.close()
+
+    asyncio.run(go())
+    assert "could not mark slots given back" in caplog.text
