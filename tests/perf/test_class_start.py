@@ -8,6 +8,10 @@ answer is the first question) p50/p95/p99/max, starts per second over the burst,
 workers, PostgreSQL and the client (the bots run on the same 2 cores) and the load average (other work shares the
 machine). BENCH_REPEAT (default 2) repeats every measurement on a fresh study.
 
+Then the same class with nothing done before: each participant opens the study's link, consents (joins), gets the
+attempt's page and presses Start, all of them at once or spread over one second; the latency printed is from
+opening the link to the first question, the CPU is per participant (four requests). The goals are the start's.
+
 Run: `pytest tests/perf/test_class_start.py -m perf -s` (make bench). Asserts the exact quotas (never timings): every
 participant started with 15 distinct items, loads equal leases, and the loads stay level (water filling: no item
 more than one rater ahead of another, none above its 3 raters). Study: 15 questions, 3 raters, over the test and
@@ -50,7 +54,24 @@ class SpreadBot(StudyBot):
         return super()._post(kind, url, data, htmx)
 
 
-def _class_start(server, slug: str, n: int, spread: float, item_ids: list[int]) -> dict:
+class JoiningBot(StudyBot):
+    """A bot that opens the study's link `delay` seconds after the gate opens and then joins and starts: its `total`
+    is from opening the link to the first question (landing, consent, the attempt's page, Start)."""
+
+    def __init__(self, *args, gate: threading.Barrier, opened: dict, delay: float, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.gate, self.opened, self.delay, self.total = gate, opened, delay, None
+
+    def run(self):
+        self.gate.wait(timeout=120)
+        time.sleep(max(0.0, self.opened["at"] + self.delay - time.perf_counter()))
+        began = time.perf_counter()
+        result = super().run()
+        self.total = time.perf_counter() - began
+        return result
+
+
+def _class_start(server, slug: str, n: int, spread: float, item_ids: list[int], joining: bool = False) -> dict:
     study = study_create(slug=slug, item_ids=item_ids, status=StudyStatus.OPEN, per_participant=PER_PARTICIPANT,
                          raters=RATERS, time_limit_seconds=3600, completion_code="CLASS")
     postgres = postgres_pids()
@@ -61,9 +82,12 @@ def _class_start(server, slug: str, n: int, spread: float, item_ids: list[int]) 
         opened["at"] = opened["mark"].at
 
     barrier = threading.Barrier(n, action=at_barrier)
-    # Each bot joins (landing, consent), waits at the barrier for the whole class, then starts.
-    bots = [SpreadBot(server.url, slug, f"{slug}-{i:04d}", barrier=barrier, stop_after=0, opened=opened,
-                      delay=spread * i / n) for i in range(n)]
+    if joining:  # each bot waits at the gate for the whole class, then opens the link, joins and starts
+        bots = [JoiningBot(server.url, slug, f"{slug}-{i:04d}", gate=barrier, stop_after=0, opened=opened,
+                           delay=spread * i / n) for i in range(n)]
+    else:  # each bot joins (landing, consent), waits at the barrier for the whole class, then starts
+        bots = [SpreadBot(server.url, slug, f"{slug}-{i:04d}", barrier=barrier, stop_after=0, opened=opened,
+                          delay=spread * i / n) for i in range(n)]
     threads = [threading.Thread(target=bot.run) for bot in bots]
     for thread in threads:
         thread.start()
@@ -71,8 +95,8 @@ def _class_start(server, slug: str, n: int, spread: float, item_ids: list[int]) 
         thread.join(timeout=300)
     after = CpuMark.take(server, postgres + [p for p in postgres_pids() if p not in postgres])
     used = after.used_since(opened["mark"])
-    starts = [t for bot in bots for t in bot.result.timings["start"]]
-    figures = {"n": n, "spread": spread, "load_before": opened["mark"].load, "load_after": after.load,
+    starts = [bot.total for bot in bots] if joining else [t for bot in bots for t in bot.result.timings["start"]]
+    figures = {"n": n, "spread": spread, "joining": joining, "load_before": opened["mark"].load, "load_after": after.load,
                "burst_s": after.at - opened["at"], **percentiles(starts),
                **{f"cpu_{k}_ms": v / n * 1000 for k, v in used.items()}}
     # Exact quotas: all n started with 15 distinct items, loads equal leases, water filling keeps the loads level.
@@ -93,7 +117,8 @@ def _class_start(server, slug: str, n: int, spread: float, item_ids: list[int]) 
 def _print(figures: dict) -> None:
     arrival = "at once" if not figures["spread"] else f"within {figures['spread']:g} s"
     goal = GOALS_MS[figures["n"]]
-    print(f"  {figures['n']} starting {arrival}: p50 {figures['p50']:.0f} ms, p95 {figures['p95']:.0f} ms, "
+    what = "opening the link, joining and starting" if figures["joining"] else "starting"
+    print(f"  {figures['n']} {what} {arrival}: p50 {figures['p50']:.0f} ms, p95 {figures['p95']:.0f} ms, "
           f"p99 {figures['p99']:.0f} ms, max {figures['max']:.0f} ms; {figures['n'] / figures['burst_s']:.0f} starts/s "
           f"(burst {figures['burst_s']:.2f} s); CPU per start: gunicorn {figures['cpu_gunicorn_ms']:.1f} ms, "
           f"PostgreSQL {figures['cpu_postgres_ms']:.1f} ms, client {figures['cpu_client_ms']:.1f} ms; "
@@ -114,10 +139,11 @@ def test_a_class_of_100_then_300_starting_at_once(detectbench_dir, tmp_path):
         run_bots(server.url, warm.slug, 40, concurrency=8, stop_after=1, id_prefix="warm")
         print(f"\nA class starting ({len(item_ids)} items, {PER_PARTICIPANT} each, {RATERS} raters) against "
               f"{server.describe()} + PostgreSQL, {os.cpu_count()} cores; start = POST Start, answered with the first question")
-        runs = [(n, spread) for n in (100, 300) for spread in (0.0, 1.0)]
+        runs = [(n, spread, joining) for joining in (False, True) for n in (100, 300) for spread in (0.0, 1.0)]
         for repeat in range(REPEAT):
             print(f" run {repeat + 1} of {REPEAT}:")
-            for n, spread in runs:
-                _print(_class_start(server, f"class-{n}-{int(spread * 10)}-{repeat}", n, spread, item_ids))
+            for n, spread, joining in runs:
+                slug = f"class-{n}-{int(spread * 10)}-{'j' if joining else 's'}-{repeat}"
+                _print(_class_start(server, slug, n, spread, item_ids, joining=joining))
     finally:
         stop(server)
