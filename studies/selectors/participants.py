@@ -17,17 +17,30 @@ _ATTEMPT_BY_TOKEN = PreparedQuery(lambda token: Attempt.objects.select_related("
                                   "prepared:token")
 
 
+#: The reads of a study's public link and of joining (every participant of a class makes them at once), compiled
+#: once per process as `_ATTEMPT_BY_TOKEN`; each is its queryset's `.first()` (the models are ordered: `[:1]`).
+_STUDY_BY_SLUG = PreparedQuery(lambda slug: Study.objects.filter(slug=slug)[:1], "prepared:slug")
+_OWN_ATTEMPT = PreparedQuery(lambda study_id, token: Attempt.objects.filter(study_id=study_id, token=token)[:1],
+                             -730_101, "prepared:own-token")
+_ATTEMPT_OF_PARTICIPANT = PreparedQuery(
+    lambda study_id, participant_id: Attempt.objects.filter(study_id=study_id,
+                                                            external_participant_id=participant_id)[:1],
+    -730_102, "prepared:participant")
+
+
 def attempt_by_token(token: str) -> Attempt | None:
     return _ATTEMPT_BY_TOKEN.first(token)
 
 
 def study_public(slug: str) -> Study | None:
-    return Study.objects.filter(slug=slug).first()
+    return _STUDY_BY_SLUG.first(slug)
 
 
 def study_has_room(study: Study) -> bool:
-    """Whether a new attempt could still be filled (enough distinct items with spare quota)."""
-    return StudyItem.objects.filter(study=study, load__lt=F("quota")).count() >= study.per_participant
+    """Whether a new attempt could still be filled (enough distinct items with spare quota): PostgreSQL stops at
+    the first `per_participant` such items instead of counting all of them (a class opening the link at once)."""
+    needed = study.per_participant
+    return len(StudyItem.objects.filter(study=study, load__lt=F("quota")).values_list("pk", flat=True)[:needed]) >= needed
 
 
 def attempt_resumable(*, study: Study, participant_id: str = "", session_id: str = "",
@@ -40,13 +53,13 @@ def attempt_resumable(*, study: Study, participant_id: str = "", session_id: str
     shown). An attempt joined without a session id resumes only in its own browser.
     """
     if cookie_token:
-        own = Attempt.objects.filter(study=study, token=cookie_token).first()
+        own = _OWN_ATTEMPT.first(study.pk, cookie_token)
         if own is not None:
             return own
     participant_id = participant_id.strip()[:100]
     if not participant_id:
         return None
-    existing = Attempt.objects.filter(study=study, external_participant_id=participant_id).first()
+    existing = _ATTEMPT_OF_PARTICIPANT.first(study.pk, participant_id)
     if existing is None:
         return None
     session_id = session_id[:100]

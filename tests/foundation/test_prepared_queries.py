@@ -64,7 +64,9 @@ def _values_for(name: str, attempt: Attempt) -> list[tuple]:
     """Real values for each prepared query's markers (a query with an unknown shape fails here: add it)."""
     lease_items = list(ParticipantLease.objects.filter(attempt=attempt).values_list("item_id", flat=True))
     by_marker_type = {
-        "str": [(attempt.token,), ("no-such-token",)],
+        "str": [(attempt.token,), (attempt.study.slug,), ("no-such-token",)],
+        "int,str": [(attempt.study_id, attempt.token), (attempt.study_id, attempt.external_participant_id),
+                    (attempt.study_id, "no-such"), (-1, attempt.token)],
         "int": [(attempt.pk,), (lease_items[0],), (-1,)],
         "int,int": [(lease_items[0], lease_items[1]), (lease_items[0], lease_items[0]), (-1, -2)],
     }
@@ -73,7 +75,9 @@ def _values_for(name: str, attempt: Attempt) -> list[tuple]:
 
 def test_the_project_has_prepared_queries_to_check():
     assert {"studies.services.responses._LOCKED_ATTEMPT", "studies.selectors.participants._ATTEMPT_BY_TOKEN",
-            "studies.services.responses._LEASES"} <= set(_prepared_queries())
+            "studies.services.responses._LEASES", "studies.selectors.participants._STUDY_BY_SLUG",
+            "studies.selectors.participants._OWN_ATTEMPT",
+            "studies.selectors.participants._ATTEMPT_OF_PARTICIPANT"} <= set(_prepared_queries())
 
 
 @pytest.mark.parametrize("name", sorted(_prepared_queries()))
