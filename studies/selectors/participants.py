@@ -38,9 +38,11 @@ def study_public(slug: str) -> Study | None:
 
 def study_has_room(study: Study) -> bool:
     """Whether a new attempt could still be filled (enough distinct items with spare quota): PostgreSQL stops at
-    the first `per_participant` such items instead of counting all of them (a class opening the link at once)."""
+    the first `per_participant` such items (no order: the pool's ordering sorted all of them) instead of counting
+    all of them, as a class opening the link at once made it do for each participant."""
     needed = study.per_participant
-    return len(StudyItem.objects.filter(study=study, load__lt=F("quota")).values_list("pk", flat=True)[:needed]) >= needed
+    spare = StudyItem.objects.filter(study=study, load__lt=F("quota")).order_by().values_list("pk", flat=True)
+    return len(spare[:needed]) >= needed
 
 
 def attempt_resumable(*, study: Study, participant_id: str = "", session_id: str = "",
