@@ -117,10 +117,10 @@ def _class_start(server, slug: str, n: int, spread: float, item_ids: list[int], 
 def _print(figures: dict) -> None:
     arrival = "at once" if not figures["spread"] else f"within {figures['spread']:g} s"
     goal = GOALS_MS[figures["n"]]
-    what = "opening the link, joining and starting" if figures["joining"] else "starting"
+    what, each = ("opening the link, joining and starting", "participant") if figures["joining"] else ("starting", "start")
     print(f"  {figures['n']} {what} {arrival}: p50 {figures['p50']:.0f} ms, p95 {figures['p95']:.0f} ms, "
-          f"p99 {figures['p99']:.0f} ms, max {figures['max']:.0f} ms; {figures['n'] / figures['burst_s']:.0f} starts/s "
-          f"(burst {figures['burst_s']:.2f} s); CPU per start: gunicorn {figures['cpu_gunicorn_ms']:.1f} ms, "
+          f"p99 {figures['p99']:.0f} ms, max {figures['max']:.0f} ms; {figures['n'] / figures['burst_s']:.0f} {each}s/s "
+          f"(burst {figures['burst_s']:.2f} s); CPU per {each}: gunicorn {figures['cpu_gunicorn_ms']:.1f} ms, "
           f"PostgreSQL {figures['cpu_postgres_ms']:.1f} ms, client {figures['cpu_client_ms']:.1f} ms; "
           f"load average {figures['load_before']:.1f} -> {figures['load_after']:.1f}; "
           f"goal p95 <= {goal} ms {'met' if figures['p95'] <= goal else 'NOT met'}")
