@@ -303,7 +303,7 @@ REST_FRAMEWORK.update({
 })
 # Throttle counters must be shared by all web processes: Redis when there is one.
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+    CACHES = {"default": {"BACKEND": "foundation.redis_cache.RedisCache", "LOCATION": REDIS_URL,
                           "KEY_PREFIX": "detectbench"}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
@@ -319,7 +319,7 @@ STUDY_JOIN_RATE_PER_ADDRESS = os.environ.get("STUDY_JOIN_RATE_PER_ADDRESS", "300
 CSP_INLINE_SCRIPTS_TODAY = env_bool("CSP_INLINE_SCRIPTS_TODAY", False)
 CSP_INLINE_STYLES_TODAY = env_bool("CSP_INLINE_STYLES_TODAY", True)
 MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
-                  "csp.middleware.CSPMiddleware")  # outermost: error and lockout pages get the header too
+                  "foundation.content_security.ContentSecurityPolicyMiddleware")  # outermost: error and lockout pages get it too
 INSTALLED_APPS += ["csp", "drf_spectacular_sidecar"]  # sidecar: Swagger UI from static files, not a CDN
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
