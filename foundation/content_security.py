@@ -9,7 +9,6 @@ tests/foundation/test_content_security.py compares this middleware's headers wit
 """
 from __future__ import annotations
 
-from functools import cache
 from http import HTTPStatus
 
 from csp.constants import HEADER, HEADER_REPORT_ONLY
@@ -25,22 +24,33 @@ PER_RESPONSE_POLICY = ("_csp_config", "_csp_update", "_csp_replace", "_csp_confi
 SETTINGS = ("CONTENT_SECURITY_POLICY", "CONTENT_SECURITY_POLICY_REPORT_ONLY")
 
 
-@cache
+#: Moved on when a CSP setting changes; the policies built are kept with the generation they were built in.
+_generation = [0]
+_built: list = [None]  # (generation, policies)
+
+
 def settings_policies() -> tuple[tuple[str, str, str, tuple[str, ...]], ...]:
     """(header, value, exemption attribute, excluded path prefixes) of the enforced and the report-only policy, as
-    django-csp builds them from the settings alone."""
+    django-csp builds them from the settings alone. Built once per settings generation: a change during a build
+    (a test's override in another thread) leaves the result under the old generation, so it is built again."""
+    generation = _generation[0]
+    built = _built[0]
+    if built is not None and built[0] == generation:
+        return built[1]
     policies = []
     for header, setting, exempt, report_only in ((HEADER, SETTINGS[0], "_csp_exempt", False),
                                                  (HEADER_REPORT_ONLY, SETTINGS[1], "_csp_exempt_ro", True)):
         prefixes = tuple((getattr(settings, setting, None) or {}).get("EXCLUDE_URL_PREFIXES", None) or ())
         policies.append((header, build_policy(report_only=report_only), exempt, prefixes))
-    return tuple(policies)
+    built = (generation, tuple(policies))
+    _built[0] = built
+    return built[1]
 
 
 @receiver(setting_changed)
 def _forget_policies(*, setting, **kwargs) -> None:
     if setting in SETTINGS:
-        settings_policies.cache_clear()
+        _generation[0] += 1
 
 
 class ContentSecurityPolicyMiddleware(CSPMiddleware):

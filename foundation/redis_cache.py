@@ -16,10 +16,12 @@ class RedisCacheClient(django_redis.RedisCacheClient):
         self._clients = {}
 
     def get_client(self, key=None, *, write=False):
-        index = self._get_connection_pool_index(write)
-        client = self._clients.get(index)
+        # The pool is chosen as Django chooses it (a read picks a replica at random), once, and the client kept is
+        # that pool's: Django keeps each pool for the life of the backend, so its id names it.
+        pool = self._get_connection_pool(write)
+        client = self._clients.get(id(pool))
         if client is None:
-            client = self._clients[index] = self._client(connection_pool=self._get_connection_pool(write))
+            client = self._clients[id(pool)] = self._client(connection_pool=pool)
         return client
 
 

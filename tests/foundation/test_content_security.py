@@ -11,9 +11,12 @@ import pytest
 from csp.constants import HEADER, HEADER_REPORT_ONLY, NONCE
 from csp.exceptions import CSPNonceError
 from csp.middleware import CSPMiddleware
+from csp.utils import build_policy as csp_build_policy
+from django.core.signals import setting_changed
 from django.http import HttpResponse
 from django.test import RequestFactory, override_settings
 
+from foundation import content_security
 from foundation.content_security import PER_RESPONSE_POLICY, ContentSecurityPolicyMiddleware
 
 NONCE_VALUE = re.compile(r"'nonce-[^']+'")
@@ -35,7 +38,8 @@ def _headers(middleware_class, *, path="/page/", status=200, attribute=None, non
     if nonce:
         str(request.csp_nonce)
     middleware.process_response(request, response)
-    # A nonce is random: the same header with another nonce is the same header.
+    request.csp_header = response.get(HEADER)
+    # A nonce is random: the same header with another nonce is the same header (the nonce's own test checks it).
     return {name: NONCE_VALUE.sub("'nonce-N'", response[name]) if name in response else None
             for name in (HEADER, HEADER_REPORT_ONLY)}, request
 
@@ -67,7 +71,7 @@ def test_a_nonce_reaches_the_header():
     with override_settings(CONTENT_SECURITY_POLICY={"DIRECTIVES": {"script-src": ["'self'", NONCE]}}):
         headers, request = _headers(ContentSecurityPolicyMiddleware, nonce=True)
         without, _ = _headers(ContentSecurityPolicyMiddleware)
-    assert "'nonce-N'" in headers[HEADER] and "nonce" not in without[HEADER]
+    assert f"'nonce-{request.csp_nonce}'" in request.csp_header and "nonce" not in without[HEADER]
 
 
 def test_the_header_is_built_again_after_a_settings_change():
@@ -76,3 +80,24 @@ def test_the_header_is_built_again_after_a_settings_change():
         during, _ = _headers(ContentSecurityPolicyMiddleware)
     after, _ = _headers(ContentSecurityPolicyMiddleware)
     assert during[HEADER] == "default-src 'none'" and before == after != during
+
+
+def test_a_settings_change_during_a_build_is_not_kept(monkeypatch):
+    """A test's override in another thread, entered while the header is being built: the header built from the old
+    settings is not kept for the new ones."""
+    built = []
+
+    def build_during_a_change(**kwargs):
+        built.append(kwargs)
+        if len(built) == 1:  # the settings change while the first header is being built
+            setting_changed.send(sender=None, setting="CONTENT_SECURITY_POLICY", value=None, enter=True)
+        return csp_build_policy(**kwargs)
+
+    setting_changed.send(sender=None, setting="CONTENT_SECURITY_POLICY", value=None, enter=False)
+    monkeypatch.setattr(content_security, "build_policy", build_during_a_change)
+    content_security.settings_policies()
+    assert len(built) == 2  # the enforced and the report-only policy
+    content_security.settings_policies()
+    assert len(built) == 4  # built again: the first was built across a change
+    content_security.settings_policies()
+    assert len(built) == 4  # and then kept

@@ -4,7 +4,8 @@ be compared exactly (run it in each checkout; `git worktree add` gives an older 
 
 Each measured participant opens the study's link, consents, gets the attempt's page and presses Start (answered with
 the first question), through the WSGI application in one process set up as a gunicorn worker of the image
-(tests/perf/request_instructions_client.py). Counted: the Python process's own instructions, not PostgreSQL's, not
+(tests/perf/request_instructions_client.py), under the test settings as the gunicorn benchmarks (static files
+without the manifest's lookup). Counted: the Python process's own instructions, not PostgreSQL's, not
 the kernel's, not gunicorn's HTTP parsing. It prints the instructions per participant and per request.
 
 Needs valgrind and its headers (Debian: valgrind) and a C compiler: it fails and says so when they are missing.
