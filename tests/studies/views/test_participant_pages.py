@@ -10,9 +10,10 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
+from django.template.loader import render_to_string
 from django.test import Client
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from annotation.models import Item
 from studies.models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, Response, Study, StudyStatus
@@ -365,3 +366,45 @@ def test_the_attempt_addresses_equal_reverse_for_every_route_and_any_url_safe_to
             assert attempt_url("draft", token) == reverse("studies_public:draft", args=[token])
     finally:
         clear_script_prefix()
+
+
+# --------------------------------------------------------------------------- rendering
+TOKEN = re.compile(r'(csrfmiddlewaretoken" value="|"X-CSRFToken": ")[A-Za-z0-9]{64}')
+
+
+def _as_django_renders_it(response) -> str:
+    """The page rendered by Django with the request (every context processor), from the view's own template and values
+    (without the two render_participant_template gives), in the page's language."""
+    context = response.context[0] if isinstance(response.context, list) else response.context
+    values = {key: value for key, value in context.flatten().items()
+              if key not in ("csrf_token", "LANGUAGE_CODE", "True", "False", "None")}
+    language = response.headers.get("Content-Language") or response.wsgi_request.LANGUAGE_CODE
+    with translation.override(language):
+        return render_to_string(response.templates[0].name, values, request=response.wsgi_request)
+
+
+def test_every_participant_page_is_the_one_django_renders_with_all_context_processors(client, bilingual, make_study):
+    """Pages met on the way through two studies (two languages, the practice question, the question page, an htmx
+    answer, a language switch, the end pages, a closed and a full study), each compared with Django's own render."""
+    pages = [_landing(client, bilingual, PROLIFIC_PID="R1"), _landing(client, bilingual, PROLIFIC_PID="R1", lang="en")]
+    _join(client, bilingual, "R1")
+    attempt = Attempt.objects.get(study=bilingual)
+    pages += [_hub(client, attempt), client.post(reverse("studies_public:start", args=[attempt.token]))]
+    answer = client.post(reverse("studies_public:answer", args=[attempt.token]),
+                         {"position": 0, "chosen_option": 1, "highlights": "[]"}, **HX)
+    assert answer.status_code == 200 and not answer.templates  # a partial (the card of the question page below)
+    pages += [client.post(reverse("studies_public:language", args=[attempt.token]), {"language": "en"}, follow=True),
+              _hub(client, attempt)]
+    pages.append(client.post(reverse("studies_public:answer", args=[attempt.token]),
+                             {"position": 1, "chosen_option": 1, "highlights": "[]"}, follow=True))  # complete
+    pages += [_landing(client, make_study(status=StudyStatus.CLOSED)), _landing(client, make_study(n_items=2))]
+    ended = started_attempt(make_study(), "R2")
+    attempt_return(attempt_id=ended.pk)
+    pages.append(_hub(client, ended))
+    names = set()
+    for page in pages:
+        assert page.templates and page.templates[0].name.startswith("studies/public/"), page
+        names.add(page.templates[0].name)
+        assert TOKEN.sub(r"\1T", page.content.decode()) == TOKEN.sub(r"\1T", _as_django_renders_it(page))
+    assert {f"studies/public/{name}.html" for name in ("consent", "instructions", "question", "complete", "closed",
+                                                       "full", "ended")} <= names, names
