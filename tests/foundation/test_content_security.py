@@ -4,10 +4,12 @@ response, a header already set, an excluded path, Django's debug pages, a report
 after the header was first built."""
 from __future__ import annotations
 
+import inspect
 import itertools
 import re
 
 import pytest
+from csp import decorators as csp_decorators
 from csp.constants import HEADER, HEADER_REPORT_ONLY, NONCE
 from csp.exceptions import CSPNonceError
 from csp.middleware import CSPMiddleware
@@ -101,3 +103,32 @@ def test_a_settings_change_during_a_build_is_not_kept(monkeypatch):
     assert len(built) == 4  # built again: the first was built across a change
     content_security.settings_policies()
     assert len(built) == 4  # and then kept
+
+
+def _decorated_views():
+    """Every view decorator django-csp has (found in csp.decorators), enforced and report-only, on a plain view."""
+    for name, decorator in inspect.getmembers(csp_decorators, inspect.isfunction):
+        if name.startswith("csp") and decorator.__module__ == csp_decorators.__name__:
+            for report_only in (False, True):
+                arguments = {} if name == "csp_exempt" else {"config": {"img-src": ["https://images.example"]}}
+                yield f"{name}(REPORT_ONLY={report_only})", decorator(REPORT_ONLY=report_only, **arguments)(
+                    lambda request: HttpResponse("x"))
+
+
+@pytest.mark.parametrize("changed", SETTINGS)
+def test_every_decorator_of_django_csp_gives_django_csps_headers(changed):
+    """Each decorator's attributes are ones this middleware hands to django-csp (or an exemption), and the headers of
+    its response are django-csp's own."""
+    found = set()
+    with override_settings(**changed):
+        for name, view in _decorated_views():
+            headers = []
+            for middleware_class in (ContentSecurityPolicyMiddleware, CSPMiddleware):
+                request = RequestFactory().get("/page/")
+                middleware = middleware_class(view)
+                middleware.process_request(request)
+                response = middleware.process_response(request, view(request))
+                found |= {attribute for attribute in vars(response) if attribute.startswith("_csp")}
+                headers.append({header: response.get(header) for header in (HEADER, HEADER_REPORT_ONLY)})
+            assert headers[0] == headers[1], name
+    assert found - {"_csp_exempt", "_csp_exempt_ro"} <= set(PER_RESPONSE_POLICY) and len(found) >= 8, found
