@@ -1,31 +1,47 @@
-"""The compiled templates of a participant's question: the story, its highlighting and the answer form (Jinja2).
+"""The participant pages' templates: compiled Jinja2 (studies/jinja2/studies/public/), rendered with few values.
 
-A question is the page a participant meets fifteen times: Start answers with it (a whole page) and every answer with
-the next one (the htmx partial). Rendered by Django's template language, node by node, it was the largest part of a
-start's and an answer's CPU in the web workers. Jinja2 compiles a template to Python code once per process, so the
-same markup renders in about 0.24 ms where Django's took 0.60 ms as the partial (`tests/perf/test_question_render.py`
-prints the page's, the partial's and the Jinja2 part's CPU). The page's layout and
-the partial that names it stay Django templates (`studies/public/question.html` and its `#question` partial,
-`instructions.html`): they include these with the `{% jinja_include %}` tag (studies.templatetags.jinja_include),
-which hands over the Django context as it is.
+A participant meets these pages in a burst: a class opens the study's link, consents, reads the instructions and
+presses Start at once, then answers fifteen questions (each answer gets the next question as an htmx card). Django's
+template language renders node by node and walks the layout's blocks again on every page: rendered that way, the
+layout alone took more instructions than a whole `/healthz` request. Jinja2 compiles each template to Python code once
+per process (`load_templates` does it in gunicorn's master), so a page costs little more than its text
+(`tests/perf/test_question_render.py` prints the CPU of a page, of the htmx card and of the card's template alone;
+`tests/perf/test_request_instructions.py` counts a participant's requests in instructions).
 
-The environment is the project's Jinja2 template engine (settings TEMPLATES, `studies/jinja2/`): autoescaping on,
-an undefined name or attribute renders as nothing and chains (`errors.chosen_option` without errors), as in Django's
-templates. Strings to translate are written `{{ _("literal") }}`, a form `makemessages` reads too;
-`tests/project/test_translations.py` checks that every one of them is in the catalog. `_` looks a string up in
-Django's catalog once per language and keeps it, escaped (about thirty per question: looking each up every time was
-most of what was left of the render); the kept words are forgotten when the languages or the catalogs change.
+The environment is the project's Jinja2 template engine (settings TEMPLATES): autoescaping on, an undefined name or
+attribute renders as nothing and chains (`errors.chosen_option` without errors), as in Django's templates.
+`studies.views.participant_pages.render_participant_template` renders a page with the values it needs:
+`csrf_token` and `csrf_input` (the hidden field), `LANGUAGE_CODE` and `_` of the page's language.
+
+Words: a string to translate is written `{{ _("literal") }}`, the one form `makemessages` reads in these files too
+(`tests/project/test_translations.py` checks that every one is in the catalog and is read); one with values is
+`{{ _("... %(name)s ...")|format(name=value) }}` (or `% {"value": ...}`: `format` takes no argument named
+`value`); the values are escaped. The two
+sentences that change with a number are functions here (`questions_to_answer`, `answers_kept`), where
+`makemessages` reads their plural forms. `_` looks a literal up in Django's catalog once per language and keeps it,
+escaped (looking each up on every render was most of what was left of a question's render); the kept words and
+static addresses are forgotten when the languages, the catalogs or the static files' settings change.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.template.defaultfilters import linebreaks_filter, linebreaksbr
+from django.templatetags.static import static as django_static
+from django.urls import reverse
 from django.utils import translation
+from django.utils.translation import ngettext
 from jinja2 import ChainableUndefined, Environment
 from markupsafe import Markup, escape
 
-from foundation.cached_i18n import when_catalogs_change
-from studies.templatetags.studies_extras import duration_hms
+from foundation.cached_i18n import CATALOG_SETTINGS, when_catalogs_change
+from studies.templatetags.studies_extras import duration_hms, duration_words
+
+#: Every participant page: the first page each kind of request renders is compiled before the workers fork.
+PAGES = ("base.html", "question.html", "question_card.html", "item_form.html", "consent.html", "instructions.html",
+         "_researcher_note.html", "error.html", "error_card.html", "refused.html", "refused_card.html",
+         "complete.html", "ended.html", "screened_out.html", "_completion_code.html", "placeholder.html", "taken.html",
+         "closed.html", "full.html", "practice_result.html")
 
 
 class _Words(dict):
@@ -57,25 +73,54 @@ def translate(message: str) -> Markup:
     return words(translation.get_language())(message)
 
 
+def questions_to_answer(n: int) -> Markup:
+    return escape(ngettext("You will answer %(n)s question.", "You will answer %(n)s questions.", n)) % {"n": n}
+
+
+def answers_kept(k: int) -> Markup:
+    return escape(ngettext("Your answer has been saved and is kept for the study.",
+                           "Your %(k)s answers have been saved and are kept for the study.", k)) % {"k": k}
+
+
+_static_urls: dict[str, str] = {}
+
+
+def static(path: str) -> str:
+    """The static file's address (the storage's, hashed in production), built once per path."""
+    address = _static_urls.get(path)
+    if address is None:
+        address = _static_urls[path] = django_static(path)
+    return address
+
+
+def url(name: str, *args) -> str:
+    return reverse(name, args=args)
+
+
 when_catalogs_change(_languages.clear)
+when_catalogs_change(_static_urls.clear, settings=CATALOG_SETTINGS | {"STATIC_URL", "STORAGES", "STATIC_ROOT"})
 
 
 def load_templates() -> None:
-    """Compile the question's templates now (gunicorn's master, before the workers fork and the objects are frozen):
-    no worker compiles them in a participant's first request."""
+    """Compile every participant page now (gunicorn's master, before the workers fork and the objects are frozen):
+    no worker compiles one in a participant's request."""
     from django.template import engines
-    from django.template.loader import get_template
 
-    for name in ("studies/public/question_card.html", "studies/public/item_form.html"):
-        engines["jinja2"].get_template(name)
-    for name in ("studies/public/question.html", "studies/public/instructions.html", "studies/public/base.html",
-                 "base.html"):  # the pages and the layouts they extend (loaded by name when a page renders)
-        get_template(name)
+    for name in PAGES:
+        engines["jinja2"].get_template(f"studies/public/{name}")
+
+
+def _is_safe(value) -> bool:
+    """Django's filters keep a value Django marked safe as it is; so do these, for Jinja2's Markup too."""
+    return hasattr(value, "__html__")
 
 
 def environment(**options) -> Environment:
     options["undefined"] = ChainableUndefined
     env = Environment(**options)
-    env.globals["_"] = translate
-    env.filters["duration_hms"] = duration_hms
+    env.globals.update({"_": translate, "static": static, "url": url, "questions_to_answer": questions_to_answer,
+                        "answers_kept": answers_kept})
+    env.filters.update({"duration_hms": duration_hms, "duration_words": duration_words,
+                        "linebreaks": lambda value: linebreaks_filter(value, autoescape=not _is_safe(value)),
+                        "linebreaksbr": lambda value: linebreaksbr(value, autoescape=not _is_safe(value))})
     return env

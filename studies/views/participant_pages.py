@@ -17,16 +17,18 @@ from django.core.exceptions import PermissionDenied, SuspiciousOperation
 from django.http import Http404, HttpResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import redirect
-from django.template.loader import render_to_string
+from django.template import engines
 from django.urls import Resolver404, get_script_prefix, resolve, reverse
 from django.utils import translation
 from django.utils.cache import patch_cache_control
+from markupsafe import Markup, escape
 
 from foundation.database_faults import TRANSIENT_DATABASE_ERRORS
 from foundation.database_faults import pool_exhausted as _pool_exhausted
 from foundation.database_faults import reconnect as _reconnect
 from foundation.error_mapping import REFUSED, as_service_error
 from studies.models import LANGUAGE_NAMES, Attempt, AttemptStatus, RefusedAnswer, Study
+from studies.page_templates import words
 
 logger = logging.getLogger("studies.participants")
 
@@ -144,25 +146,28 @@ def render_page(request, study: Study, template: str, context: dict, *, status: 
 
 
 def render_participant_template(request, template: str, context: dict) -> str:
-    """`render_to_string(template, context, request)` with only what a participant page takes from the context
-    processors: the CSRF token and the language's code.
+    """A participant page (a Jinja2 template of studies/page_templates.py) in the active language, with the view's
+    values and what the pages take from the request: the CSRF token (the layout's htmx headers and the forms) and the
+    language's code. `request` None: a page with no form to send (an error page; the database may be what failed)."""
+    token = get_token(request) if request is not None else ""
+    language = translation.get_language()
+    values = {"csrf_token": token, "LANGUAGE_CODE": language, "_": words(language),
+              "csrf_input": Markup(f'<input type="hidden" name="csrfmiddlewaretoken" value="{escape(token)}">'),
+              **context}
+    return _jinja_template(template).render(values)
 
-    Django runs every configured context processor for each page rendered with its request, and hands the token
-    over as a lazy object that every use goes through; a participant page needs the two values, and every one of
-    them uses the token (the layout's htmx headers). Rendered from a plain context of the two and the view's values
-    (the view's win, as with the request): 9% fewer instructions for a Start (tests/perf/
-    test_request_instructions.py). tests/studies/views/test_participant_pages.py renders every participant template
-    both ways and compares the pages, so a template that starts using another processor's value fails there.
-    """
-    values = {"csrf_token": get_token(request), "LANGUAGE_CODE": translation.get_language(), **context}
-    return render_to_string(template, values)
+
+def _jinja_template(name: str):
+    """The compiled template (the engine's own, cached by Jinja2; TemplateDoesNotExist and TemplateSyntaxError as
+    Django raises them)."""
+    return engines["jinja2"].get_template(name).template
 
 
 def error_page(request, status: int, *, study: Study | None = None, attempt: Attempt | None = None,
                what: str = "page", message: str = "", back_url: str = "") -> HttpResponse:
     """A participant's error page: what happened, that answers already given are kept, what to do next.
 
-    Rendered without the request's context processors or any query (the database may be what failed).
+    Rendered without the request or any query (the database may be what failed).
     """
     if attempt is not None and study is None:
         study = attempt.study
@@ -170,12 +175,12 @@ def error_page(request, status: int, *, study: Study | None = None, attempt: Att
         request)
     with translation.override(language):
         context = {"status": status, "study": study, "attempt": attempt, "what": what, "message": message,
-                   "back_url": back_url, "LANGUAGE_CODE": translation.get_language()}
+                   "back_url": back_url}
         # An htmx request (an answer) gets the card in place of the question; the layout is already on screen.
-        template = "studies/public/error.html#card" if status == 503 and getattr(request, "htmx", False) else \
+        template = "studies/public/error_card.html" if status == 503 and getattr(request, "htmx", False) else \
             "studies/public/error.html"
         try:
-            html = render_to_string(template, context)
+            html = render_participant_template(None, template, context)
         except Exception:  # the error page must never fail itself
             logger.exception("the participant error page could not be rendered")
             html = ("<!doctype html><html><head><meta charset=\"utf-8\"><title>Error</title></head><body>"

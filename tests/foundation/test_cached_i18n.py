@@ -98,8 +98,9 @@ def test_the_other_forms_render_as_django_renders_them(source, context):
 
 
 def test_every_kept_translation_is_forgotten_when_a_catalog_is_reloaded_or_a_catalog_setting_changes():
-    """The three caches of translated words (this module's tags, `{% fixed %}`, the Jinja2 question's `_`) all
-    register with when_catalogs_change: a reloaded .mo (runserver, no restart) or a catalog setting empties each."""
+    """The caches of translated words (this module's tags, the participant pages' `_`) and the pages' static
+    addresses register with when_catalogs_change: a reloaded .mo (runserver, no restart) or a catalog setting empties
+    the words; a static files' setting empties the addresses."""
     from pathlib import Path
 
     from django.test import override_settings
@@ -107,22 +108,26 @@ def test_every_kept_translation_is_forgotten_when_a_catalog_is_reloaded_or_a_cat
 
     from foundation import cached_i18n
     from studies import page_templates
-    from studies.templatetags import fixed_text
 
     def fill():
         cached_i18n._rendered[("en", True, "x")] = "x"
         page_templates.words("en")("Time left")
-        return fixed_text._generation[0]
+        page_templates.static("css/app.css")
 
-    def forgotten(generation: int) -> bool:
-        return not cached_i18n._rendered and not page_templates._languages and fixed_text._generation[0] > generation
+    def forgotten() -> bool:
+        return not cached_i18n._rendered and not page_templates._languages
 
-    generation = fill()
+    fill()
     file_changed.send(sender=None, file_path=Path("locale/en/LC_MESSAGES/django.mo"))  # runserver's reload
-    assert forgotten(generation)
-    generation = fill()
+    assert forgotten()
+    fill()
     with override_settings(LOCALE_PATHS=[]):
-        assert forgotten(generation)
-    generation = fill()
+        assert forgotten() and not page_templates._static_urls
+    fill()
+    with override_settings(STATIC_URL="/elsewhere/"):
+        assert not page_templates._static_urls
+        assert page_templates.static("css/app.css") == "/elsewhere/css/app.css"
+    assert page_templates.static("css/app.css") == "/static/css/app.css"
+    fill()
     file_changed.send(sender=None, file_path=Path("studies/views/participants.py"))  # not a catalog
-    assert cached_i18n._rendered and page_templates._languages and fixed_text._generation[0] == generation
+    assert cached_i18n._rendered and page_templates._languages and page_templates._static_urls

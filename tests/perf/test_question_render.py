@@ -1,8 +1,9 @@
 """Benchmark: the CPU of rendering a participant's question (issue 23), in one process, without the server.
 
 Prints, per language, the CPU per render (`time.process_time`, the median of 5 rounds of 300 renders) of the whole
-question page (Start's answer: the Django layout with the question included), of its `#question` partial (an
-answer's htmx swap) and of the question's Jinja2 template alone (studies/page_templates.py). Rendered as the views
+question page (Start's answer: the layout with the question included), of the question's card as an answer's htmx
+swap gets it (`render_page`: the page's values, the token, the language) and of the card's template alone
+(studies/page_templates.py). Rendered as the views
 render them (`render_page` with the attempt's own context), on a started attempt of a study over real items, with a
 draft and a question time limit so that every branch of the form is drawn. Asserts only that the pages hold the
 question (never timings).
@@ -65,15 +66,15 @@ def test_the_cpu_of_rendering_a_question(detectbench_dir):
         translation.activate(language)
         card_ms = _cpu_ms(lambda: card.render(values))
         page = render_page(request, attempt.study, "studies/public/question.html", context, attempt=attempt)
-        partial = render_page(request, attempt.study, "studies/public/question.html#question", context,
+        partial = render_page(request, attempt.study, "studies/public/question_card.html", context,
                               attempt=attempt)
         assert b'id="question"' in page.content and b"<html" in page.content
         assert partial.content.lstrip().startswith(b'<div id="question"')
         full_ms = _cpu_ms(lambda: render_page(request, attempt.study, "studies/public/question.html", context,
                                               attempt=attempt))
-        partial_ms = _cpu_ms(lambda: render_page(request, attempt.study, "studies/public/question.html#question",
+        partial_ms = _cpu_ms(lambda: render_page(request, attempt.study, "studies/public/question_card.html",
                                                  context, attempt=attempt))
-        print(f"  {language}: whole page (Start) {full_ms:.3f} ms, #question partial (an "
+        print(f"  {language}: whole page (Start) {full_ms:.3f} ms, htmx card (an "
               f"answer) {partial_ms:.3f} ms, the Jinja2 question alone {card_ms:.3f} ms "
               f"({len(page.content):,} and {len(partial.content):,} bytes)")
     translation.deactivate()

@@ -53,3 +53,43 @@ def test_the_environment_translates_escapes_and_chains_undefined_values(language
         expected = f"{translation.gettext('Time left')}|&lt;x&gt;||1:05|"
         assert html.startswith(expected)
         assert html.endswith(translation.gettext("Question %(k)s of %(n)s") % {"k": 1, "n": "&lt;2&gt;"})
+
+
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+def test_the_sentences_with_a_number_take_the_catalogs_plural_forms(language):
+    with translation.override(language):
+        for n in (1, 2, 15):
+            assert page_templates.questions_to_answer(n) == translation.ngettext(
+                "You will answer %(n)s question.", "You will answer %(n)s questions.", n) % {"n": n}
+            assert page_templates.answers_kept(n) == translation.ngettext(
+                "Your answer has been saved and is kept for the study.",
+                "Your %(k)s answers have been saved and are kept for the study.", n) % {"k": n}
+    if language == "en":
+        assert page_templates.questions_to_answer(1) == "You will answer 1 question."
+        assert page_templates.answers_kept(3) == "Your 3 answers have been saved and are kept for the study."
+
+
+def test_the_line_filters_escape_as_djangos_do_and_keep_what_is_marked_safe():
+    """`linebreaks` and `linebreaksbr` give Django's filters' output under autoescaping, for plain text, for a value
+    Django marked safe and for Jinja2's Markup (neither escaped twice)."""
+    from django.template import Context, Template
+    from django.utils.safestring import mark_safe
+
+    env = engines["jinja2"].env
+    for name in ("linebreaks", "linebreaksbr"):
+        jinja = env.from_string(f"{{{{ value|{name} }}}}")
+        django = Template(f"{{{{ value|{name} }}}}")
+        for value in ("a <b> & 'c'\n\nd\ne", mark_safe("<em>x</em>\ny"), Markup("<em>x</em>\ny"), ""):
+            expected = django.render(Context({"value": mark_safe(str(value)) if isinstance(value, Markup) else value}))
+            assert jinja.render(value=value) == expected, (name, value)
+    assert env.from_string("{{ value|linebreaks }}").render(value="<b>") == "<p>&lt;b&gt;</p>"
+
+
+def test_static_and_url_are_djangos():
+    from django.templatetags.static import static
+    from django.urls import reverse
+
+    env = engines["jinja2"].env
+    assert env.from_string("{{ static('css/app.css') }}").render() == static("css/app.css")
+    assert env.from_string("{{ url('studies_public:landing', 'a-b') }}").render() == reverse(
+        "studies_public:landing", args=["a-b"])

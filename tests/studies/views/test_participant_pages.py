@@ -10,10 +10,9 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
-from django.template.loader import render_to_string
 from django.test import Client
 from django.urls import reverse
-from django.utils import timezone, translation
+from django.utils import timezone
 
 from annotation.models import Item
 from studies.models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, Response, Study, StudyStatus
@@ -369,42 +368,107 @@ def test_the_attempt_addresses_equal_reverse_for_every_route_and_any_url_safe_to
 
 
 # --------------------------------------------------------------------------- rendering
-TOKEN = re.compile(r'(csrfmiddlewaretoken" value="|"X-CSRFToken": ")[A-Za-z0-9]{64}')
+FORM_TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+HEADER_TOKEN = re.compile(r'hx-headers=\'\{"X-CSRFToken": "([^"]+)"\}\'')
 
 
-def _as_django_renders_it(response) -> str:
-    """The page rendered by Django with the request (every context processor), from the view's own template and values
-    (without the two render_participant_template gives), in the page's language."""
-    context = response.context[0] if isinstance(response.context, list) else response.context
-    values = {key: value for key, value in context.flatten().items()
-              if key not in ("csrf_token", "LANGUAGE_CODE", "True", "False", "None")}
-    language = response.headers.get("Content-Language") or response.wsgi_request.LANGUAGE_CODE
-    with translation.override(language):
-        return render_to_string(response.templates[0].name, values, request=response.wsgi_request)
+def _texts_a_researcher_writes() -> list[str]:
+    """Every free text field of a study (found from the model: text and char fields without choices, not the slug)."""
+    from django.db import models
+
+    return [field.name for field in Study._meta.get_fields()
+            if isinstance(field, (models.CharField, models.TextField)) and not isinstance(field, models.SlugField)
+            and not field.choices and field.editable]
 
 
-def test_every_participant_page_is_the_one_django_renders_with_all_context_processors(client, bilingual, make_study):
-    """Pages met on the way through two studies (two languages, the practice question, the question page, an htmx
-    answer, a language switch, the end pages, a closed and a full study), each compared with Django's own render."""
-    pages = [_landing(client, bilingual, PROLIFIC_PID="R1"), _landing(client, bilingual, PROLIFIC_PID="R1", lang="en")]
-    _join(client, bilingual, "R1")
-    attempt = Attempt.objects.get(study=bilingual)
-    pages += [_hub(client, attempt), client.post(reverse("studies_public:start", args=[attempt.token]))]
-    answer = client.post(reverse("studies_public:answer", args=[attempt.token]),
-                         {"position": 0, "chosen_option": 1, "highlights": "[]"}, **HX)
-    assert answer.status_code == 200 and not answer.templates  # a partial (the card of the question page below)
-    pages += [client.post(reverse("studies_public:language", args=[attempt.token]), {"language": "en"}, follow=True),
-              _hub(client, attempt)]
+def test_every_text_a_researcher_or_a_link_gives_is_escaped_on_every_participant_page(client, make_study, items):
+    """Each free text of the study (found from the model), the screening options, the item's story, question and
+    options and the link's participant id hold markup; the walk meets every page that shows them (consent,
+    instructions with the practice question and screening, the question page and its htmx card, the end pages after
+    finishing, timing out and stopping). Not one page holds the markup as markup; each shown text is
+    there, escaped."""
+    fields = _texts_a_researcher_writes()
+    for wanted in ("title", "consent_text", "instructions", "screening_question", "completion_code", "bonus_currency",
+                   "timeout_instruction"):
+        assert wanted in fields, fields
+    ids = items(6)
+    marked = {name: f"<i>{index}{name[:3]}</i>"[:Study._meta.get_field(name).max_length or 99]
+              for index, name in enumerate(fields)}
+    Item.objects.filter(pk__in=ids).update(context="Story <i>st</i>.", question="Who <i>qu</i>?",
+                                           options=["<i>o1</i>", "b", "c", "d"])
+    study = make_study(n_items=4, per_participant=2, bonus_per_correct="0.10",
+                       practice_item=Item.objects.get(pk=ids[-1]), screening_question="q", screening_options=["a", "b"],
+                       screening_pass=[0, 1])
+    Study.objects.filter(pk=study.pk).update(**marked, screening_options=["<i>sc0</i>", "<i>sc1</i>"])
+    study.refresh_from_db()
+    pages = [_landing(client, study, PROLIFIC_PID="<i>pid</i>")]
+    pages.append(client.post(reverse("studies_public:join", args=[study.slug]),
+                             {"consent": "yes", "PROLIFIC_PID": "<i>pid</i>"}, follow=True))
+    attempt = Attempt.objects.get(study=study)
+    pages.append(client.post(reverse("studies_public:start", args=[attempt.token]), {"screening_answer": 0}))
     pages.append(client.post(reverse("studies_public:answer", args=[attempt.token]),
-                             {"position": 1, "chosen_option": 1, "highlights": "[]"}, follow=True))  # complete
-    pages += [_landing(client, make_study(status=StudyStatus.CLOSED)), _landing(client, make_study(n_items=2))]
-    ended = started_attempt(make_study(), "R2")
-    attempt_return(attempt_id=ended.pk)
-    pages.append(_hub(client, ended))
-    names = set()
-    for page in pages:
-        assert page.templates and page.templates[0].name.startswith("studies/public/"), page
-        names.add(page.templates[0].name)
-        assert TOKEN.sub(r"\1T", page.content.decode()) == TOKEN.sub(r"\1T", _as_django_renders_it(page))
-    assert {f"studies/public/{name}.html" for name in ("consent", "instructions", "question", "complete", "closed",
-                                                       "full", "ended")} <= names, names
+                             {"position": 0, "chosen_option": 1, "highlights": "[]"}, **HX))
+    pages.append(client.post(reverse("studies_public:answer", args=[attempt.token]),
+                             {"position": 1, "chosen_option": 1, "highlights": "[]"}, follow=True))
+    timed_out = started_attempt(study, "late")
+    Attempt.objects.filter(pk=timed_out.pk).update(deadline=timezone.now() - timedelta(hours=1))
+    attempt_expire(attempt_id=timed_out.pk)
+    pages.append(_hub(client, timed_out))
+    left = started_attempt(study, "left")
+    attempt_return(attempt_id=left.pk)
+    pages.append(_hub(client, left))
+    bodies = [page.content.decode() for page in pages]
+    assert [page.status_code for page in pages] == [200] * 7, [
+        (page.status_code, page.request["PATH_INFO"]) for page in pages]
+    everything = "\n".join(bodies)
+    assert "<i>" not in everything, re.findall(r".{60}<i>.{20}", everything)[:5]
+    shown = ["<i>st</i>", "<i>qu</i>", "<i>o1</i>", "<i>sc0</i>", "<i>sc1</i>"] + [
+        marked[name] for name in ("title", "consent_text", "instructions", "screening_question", "completion_code",
+                                  "bonus_currency", "timeout_instruction")]
+    for text in shown:
+        assert text.replace("<", "&lt;").replace(">", "&gt;") in everything, text
+
+
+def test_every_participant_form_and_htmx_request_carries_a_token_the_csrf_check_accepts(make_study, bilingual):
+    """A browser that is checked for CSRF as a real one is (the test client skips the check unless asked) takes the
+    token from each page (the forms' hidden field, the layout's htmx header) and goes through every form: consent,
+    the language switch, Start, an htmx answer, the last answer, then a full study's Try again."""
+    browser = Client(enforce_csrf_checks=True)
+
+    def token(page) -> str:
+        html = page.content.decode()
+        header = HEADER_TOKEN.search(html)
+        fields = set(FORM_TOKEN.findall(html))
+        assert header and header.group(1), html[:400]
+        assert fields == {header.group(1)}, (fields, header.group(1))  # every form carries the page's token
+        return header.group(1)
+
+    landing = browser.get(reverse("studies_public:landing", args=[bilingual.slug]), {"PROLIFIC_PID": "C1"})
+    hub = browser.post(reverse("studies_public:join", args=[bilingual.slug]),
+                       {"consent": "yes", "PROLIFIC_PID": "C1", "csrfmiddlewaretoken": token(landing)}, follow=True)
+    assert hub.status_code == 200 and b'id="start"' in hub.content
+    attempt = Attempt.objects.get(study=bilingual)
+    switched = browser.post(reverse("studies_public:language", args=[attempt.token]),
+                            {"language": "en", "csrfmiddlewaretoken": token(hub)}, follow=True)
+    assert switched.status_code == 200 and b'lang="en"' in switched.content
+    question = browser.post(reverse("studies_public:start", args=[attempt.token]),
+                            {"csrfmiddlewaretoken": token(switched)})
+    assert question.status_code == 200 and b'id="question"' in question.content
+    card = browser.post(reverse("studies_public:answer", args=[attempt.token]),
+                        {"position": 0, "chosen_option": 1, "highlights": "[]"}, HTTP_X_CSRFTOKEN=token(question), **HX)
+    assert card.status_code == 200 and b'data-position="1"' in card.content
+    done = browser.post(reverse("studies_public:answer", args=[attempt.token]),
+                        {"position": 1, "chosen_option": 1, "highlights": "[]", "csrfmiddlewaretoken": token(question)},
+                        follow=True)
+    assert done.status_code == 200 and b'id="complete"' in done.content
+    full = make_study(n_items=2, per_participant=2, raters=1)
+    started_attempt(full, "first")
+    hub = browser.post(reverse("studies_public:join", args=[full.slug]), {"consent": "yes", "PROLIFIC_PID": "C2",
+                       "csrfmiddlewaretoken": token(done)}, follow=True)
+    second = Attempt.objects.get(study=full, external_participant_id="C2")
+    page = browser.post(reverse("studies_public:start", args=[second.token]), {"csrfmiddlewaretoken": token(hub)})
+    assert page.status_code == 200 and b'id="study-full"' in page.content
+    again = browser.post(reverse("studies_public:start", args=[second.token]), {"csrfmiddlewaretoken": token(page)})
+    assert again.status_code == 200 and b'id="study-full"' in again.content
+    refused = browser.post(reverse("studies_public:start", args=[attempt.token]), {"csrfmiddlewaretoken": "x" * 64})
+    assert refused.status_code == 403  # a wrong token is refused: the check is on
