@@ -10,7 +10,9 @@ per process (`load_templates` does it in gunicorn's master), so a page costs lit
 
 The environment is the project's Jinja2 template engine (settings TEMPLATES): autoescaping on, an undefined name or
 attribute renders as nothing and chains (`errors.chosen_option` without errors), as in Django's templates.
-`studies.views.participant_pages.render_participant_template` renders a page with the values it needs:
+A page's htmx partial is a block of it, rendered alone by `render("page.html#block", values)` (the project's
+`page.html#partial` convention). `studies.views.participant_pages.render_participant_template` renders a page with
+the values it needs:
 `csrf_token` and `csrf_input` (the hidden field), `LANGUAGE_CODE` and `_` of the page's language.
 
 Words: a string to translate is written `{{ _("literal") }}`, the one form `makemessages` reads in these files too
@@ -38,10 +40,9 @@ from foundation.cached_i18n import CATALOG_SETTINGS, when_catalogs_change
 from studies.templatetags.studies_extras import duration_hms, duration_words
 
 #: Every participant page: the first page each kind of request renders is compiled before the workers fork.
-PAGES = ("base.html", "question.html", "question_card.html", "item_form.html", "consent.html", "instructions.html",
-         "_researcher_note.html", "error.html", "error_card.html", "refused.html", "refused_card.html",
-         "complete.html", "ended.html", "screened_out.html", "_completion_code.html", "placeholder.html", "taken.html",
-         "closed.html", "full.html", "practice_result.html")
+PAGES = ("base.html", "question.html", "item_form.html", "consent.html", "instructions.html", "_researcher_note.html",
+         "error.html", "refused.html", "complete.html", "ended.html", "screened_out.html", "_completion_code.html",
+         "placeholder.html", "taken.html", "closed.html", "full.html", "practice_result.html")
 
 
 class _Words(dict):
@@ -99,6 +100,25 @@ def url(name: str, *args) -> str:
 
 when_catalogs_change(_languages.clear)
 when_catalogs_change(_static_urls.clear, settings=CATALOG_SETTINGS | {"STATIC_URL", "STORAGES", "STATIC_ROOT"})
+
+
+def render(name: str, values: dict) -> str:
+    """The page `name` rendered with `values`; `"page.html#block"` is that block of the page alone, as an htmx swap
+    takes it (the project's `page.html#partial` convention, with a Jinja2 block as the partial). A missing page or
+    block is Django's TemplateDoesNotExist, a syntax error Django's TemplateSyntaxError."""
+    from django.template import TemplateDoesNotExist, engines
+
+    page, _, block = name.partition("#")
+    template = engines["jinja2"].get_template(page).template
+    if not block:
+        return template.render(values)
+    render_block = template.blocks.get(block)
+    if render_block is None:
+        raise TemplateDoesNotExist(name)
+    try:
+        return template.environment.concat(render_block(template.new_context(values)))
+    except Exception:
+        return template.environment.handle_exception()  # raised again, its traceback pointing into the template
 
 
 def load_templates() -> None:

@@ -17,7 +17,6 @@ from django.core.exceptions import PermissionDenied, SuspiciousOperation
 from django.http import Http404, HttpResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import redirect
-from django.template import engines
 from django.urls import Resolver404, get_script_prefix, resolve, reverse
 from django.utils import translation
 from django.utils.cache import patch_cache_control
@@ -27,8 +26,8 @@ from foundation.database_faults import TRANSIENT_DATABASE_ERRORS
 from foundation.database_faults import pool_exhausted as _pool_exhausted
 from foundation.database_faults import reconnect as _reconnect
 from foundation.error_mapping import REFUSED, as_service_error
+from studies import page_templates
 from studies.models import LANGUAGE_NAMES, Attempt, AttemptStatus, RefusedAnswer, Study
-from studies.page_templates import words
 
 logger = logging.getLogger("studies.participants")
 
@@ -151,16 +150,10 @@ def render_participant_template(request, template: str, context: dict) -> str:
     language's code. `request` None: a page with no form to send (an error page; the database may be what failed)."""
     token = get_token(request) if request is not None else ""
     language = translation.get_language()
-    values = {"csrf_token": token, "LANGUAGE_CODE": language, "_": words(language),
+    values = {"csrf_token": token, "LANGUAGE_CODE": language, "_": page_templates.words(language),
               "csrf_input": Markup(f'<input type="hidden" name="csrfmiddlewaretoken" value="{escape(token)}">'),
               **context}
-    return _jinja_template(template).render(values)
-
-
-def _jinja_template(name: str):
-    """The compiled template (the engine's own, cached by Jinja2; TemplateDoesNotExist and TemplateSyntaxError as
-    Django raises them)."""
-    return engines["jinja2"].get_template(name).template
+    return page_templates.render(template, values)
 
 
 def error_page(request, status: int, *, study: Study | None = None, attempt: Attempt | None = None,
@@ -177,7 +170,7 @@ def error_page(request, status: int, *, study: Study | None = None, attempt: Att
         context = {"status": status, "study": study, "attempt": attempt, "what": what, "message": message,
                    "back_url": back_url}
         # An htmx request (an answer) gets the card in place of the question; the layout is already on screen.
-        template = "studies/public/error_card.html" if status == 503 and getattr(request, "htmx", False) else \
+        template = "studies/public/error.html#card" if status == 503 and getattr(request, "htmx", False) else \
             "studies/public/error.html"
         try:
             html = render_participant_template(None, template, context)

@@ -173,7 +173,7 @@ def _attempt_page(request, attempt: Attempt) -> HttpResponse:
         return _instructions(request, attempt)
     question = services.attempt_question(attempt=attempt)  # closes an attempt past its deadline
     if question is not None:
-        template = "studies/public/question_card.html" if request.htmx else "studies/public/question.html"
+        template = "studies/public/question.html#question" if request.htmx else "studies/public/question.html"
         return render_page(request, attempt.study, template, _question_context(attempt, question), attempt=attempt)
     return _end_page(request, attempt)
 
@@ -304,7 +304,7 @@ def answer_view(request, token: str):
             return error_page(request, 404, attempt=attempt, what="question" if attempt else "attempt")
         if refusal.reason == RefusedAnswer.Reason.CONTENT_CHANGED:  # the question again, as it is now
             return _question_again(request, attempt, refusal.http_status, notice=refusal.message)
-        template = "studies/public/refused_card.html" if request.htmx else "studies/public/refused.html"
+        template = "studies/public/refused.html#refused" if request.htmx else "studies/public/refused.html"
         return render_page(request, attempt.study, template, {"message": refusal.message, "reason": refusal.reason},
                            status=refusal.http_status, attempt=attempt)
     except AnswerInvalid as invalid:
@@ -314,7 +314,7 @@ def answer_view(request, token: str):
         return _question_again(request, attempt, invalid.http_status, errors=invalid.messages)
     attempt = response.attempt  # finished in the same transaction if that was the last answer
     if request.htmx and response.next_question is not None:
-        return render_page(request, attempt.study, "studies/public/question_card.html",
+        return render_page(request, attempt.study, "studies/public/question.html#question",
                            _question_context(attempt, response.next_question), attempt=attempt)
     return _after_answer(request, attempt)
 
@@ -324,7 +324,7 @@ def _question_again(request, attempt: Attempt, status: int, **extra) -> HttpResp
     question = services.attempt_question(attempt=attempt)
     if question is None:
         return _to_hub(attempt)
-    template = "studies/public/question_card.html" if request.htmx else "studies/public/question.html"
+    template = "studies/public/question.html#question" if request.htmx else "studies/public/question.html"
     return render_page(request, attempt.study, template, _question_context(attempt, question, **extra), status=status,
                        attempt=attempt)
 

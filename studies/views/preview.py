@@ -138,7 +138,7 @@ def _question_page(request, study: Study, walk: Walk, now: float, *, partial: bo
                                total=len(walk.items), answered=len(walk.answers),
                                seconds_left=walk.seconds_left(study, now))
     draft = matching_highlights(context=shown.context, highlights=walk.drafts.get(str(walk.position)) or [])
-    template = "studies/public/question_card.html" if partial else "studies/public/question.html"
+    template = "studies/public/question.html#question" if partial else "studies/public/question.html"
     return _page(request, study, template, walk, {
         "question": question, "shown": shown, "draft_json": json.dumps(draft, ensure_ascii=False),
         "draft_revision": walk.revisions.get(str(walk.position), 0), "draft_recheck": True,

@@ -1,9 +1,9 @@
 """Benchmark: the CPU of rendering a participant's question (issue 23), in one process, without the server.
 
 Prints, per language, the CPU per render (`time.process_time`, the median of 5 rounds of 300 renders) of the whole
-question page (Start's answer: the layout with the question included), of the question's card as an answer's htmx
-swap gets it (`render_page`: the page's values, the token, the language) and of the card's template alone
-(studies/page_templates.py). Rendered as the views
+question page (Start's answer: the layout with the question included), of its `#question` partial as an answer's
+htmx swap gets it (`render_page`: the page's values, the token, the language) and of the partial's block alone
+(studies/page_templates.py `render`). Rendered as the views
 render them (`render_page` with the attempt's own context), on a started attempt of a study over real items, with a
 draft and a question time limit so that every branch of the form is drawn. Asserts only that the pages hold the
 question (never timings).
@@ -16,7 +16,6 @@ import statistics
 import time
 
 import pytest
-from django.template import engines
 from django.test import RequestFactory
 from django.utils import translation
 
@@ -58,23 +57,23 @@ def test_the_cpu_of_rendering_a_question(detectbench_dir):
     from django.contrib.auth.models import AnonymousUser
 
     request.user = AnonymousUser()
-    card = engines["jinja2"].env.get_template("studies/public/question_card.html")
+    from studies.page_templates import render
     print(f"\nRendering a question (item {question.lease.item_id}), CPU per render, median of {ROUNDS} x {RENDERS}:")
     context = _question_context(attempt, question)
     values = {**context, "study": attempt.study, "attempt": attempt, "urls": {}, "csrf_token": "t"}
     for language in ("en", "zh-hans"):  # the page's own words (a study in the original follows the browser)
         translation.activate(language)
-        card_ms = _cpu_ms(lambda: card.render(values))
+        card_ms = _cpu_ms(lambda: render("studies/public/question.html#question", values))
         page = render_page(request, attempt.study, "studies/public/question.html", context, attempt=attempt)
-        partial = render_page(request, attempt.study, "studies/public/question_card.html", context,
+        partial = render_page(request, attempt.study, "studies/public/question.html#question", context,
                               attempt=attempt)
         assert b'id="question"' in page.content and b"<html" in page.content
         assert partial.content.lstrip().startswith(b'<div id="question"')
         full_ms = _cpu_ms(lambda: render_page(request, attempt.study, "studies/public/question.html", context,
                                               attempt=attempt))
-        partial_ms = _cpu_ms(lambda: render_page(request, attempt.study, "studies/public/question_card.html",
+        partial_ms = _cpu_ms(lambda: render_page(request, attempt.study, "studies/public/question.html#question",
                                                  context, attempt=attempt))
-        print(f"  {language}: whole page (Start) {full_ms:.3f} ms, htmx card (an "
+        print(f"  {language}: whole page (Start) {full_ms:.3f} ms, #question partial (an "
               f"answer) {partial_ms:.3f} ms, the Jinja2 question alone {card_ms:.3f} ms "
               f"({len(page.content):,} and {len(partial.content):,} bytes)")
     translation.deactivate()

@@ -93,3 +93,32 @@ def test_static_and_url_are_djangos():
     assert env.from_string("{{ static('css/app.css') }}").render() == static("css/app.css")
     assert env.from_string("{{ url('studies_public:landing', 'a-b') }}").render() == reverse(
         "studies_public:landing", args=["a-b"])
+
+
+def test_every_block_of_every_participant_page_rendered_alone_is_the_part_of_the_page_it_renders():
+    """`render("page.html#block")` (an htmx swap's partial) is what the whole page holds for that block, for every
+    block of every page (found from the compiled templates), with values that draw their branches; an unknown page
+    or block is Django's TemplateDoesNotExist."""
+    from django.template import TemplateDoesNotExist
+
+    from studies.models import AttemptStatus, RefusedAnswer
+
+    values = {"study": {"title": "T", "slug": "s", "per_participant": 3, "time_limit_seconds": 60}, "attempt": {"token": "tok", "status": "returned"},
+              "AttemptStatus": AttemptStatus, "Reason": RefusedAnswer.Reason, "reason": "late", "status": 503,
+              "question": {"number": 1, "total": 2, "seconds_left": 30, "lease": {"position": 0}},
+              "shown": {"context": "A story.", "options": ["a", "b"]}, "urls": {"answer": "/a/"}, "csrf_token": "t",
+              "counts": {"answered": 2}, "code": "C", "fields": [{"name": "STUDY_ID", "value": "x"}]}
+    seen = set()
+    for page in page_templates.PAGES:
+        name = f"studies/public/{page}"
+        template = engines["jinja2"].get_template(name).template
+        whole = page_templates.render(name, values)
+        for block in template.blocks:
+            alone = page_templates.render(f"{name}#{block}", values)
+            assert alone.strip() in whole and "<html" not in alone, (name, block)
+            seen.add((page, block))
+    assert {("question.html", "question"), ("refused.html", "refused"), ("error.html", "card")} <= seen, seen
+    with pytest.raises(TemplateDoesNotExist):
+        page_templates.render("studies/public/question.html#nothing", values)
+    with pytest.raises(TemplateDoesNotExist):
+        page_templates.render("studies/public/nothing.html", values)
