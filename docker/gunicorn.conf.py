@@ -33,7 +33,7 @@ def when_ready(server):
             connection.close_pool()
     from studies.page_templates import load_templates
 
-    load_templates()  # the participant's question compiled once, here, not in each worker's first start
+    load_templates()  # every participant page compiled once, here, not in each worker's first request
     from foundation.process_start import freeze_startup_objects
 
     freeze_startup_objects()  # last: what the master loaded is never walked by the workers' garbage collections

@@ -99,20 +99,23 @@ def url(name: str, *args) -> str:
 
 
 when_catalogs_change(_languages.clear)
-when_catalogs_change(_static_urls.clear, settings=CATALOG_SETTINGS | {"STATIC_URL", "STORAGES", "STATIC_ROOT"})
+when_catalogs_change(_static_urls.clear,
+                     settings=CATALOG_SETTINGS | {"STATIC_URL", "STORAGES", "STATIC_ROOT", "DEBUG"})  # DEBUG: unhashed
 
 
 def render(name: str, values: dict) -> str:
     """The page `name` rendered with `values`; `"page.html#block"` is that block of the page alone, as an htmx swap
-    takes it (the project's `page.html#partial` convention, with a Jinja2 block as the partial). A missing page or
-    block is Django's TemplateDoesNotExist, a syntax error Django's TemplateSyntaxError."""
+    takes it (the project's `page.html#partial` convention, with a Jinja2 block as the partial). A block rendered
+    alone runs only its own code: what it uses (a macro, a `set`) is defined inside it, never at the page's top level.
+    A missing page or block is Django's TemplateDoesNotExist and a syntax error Django's TemplateSyntaxError (the
+    engine's); an `{% include %}` of a missing template raises Jinja2's TemplateNotFound when the page renders."""
     from django.template import TemplateDoesNotExist, engines
 
-    page, _, block = name.partition("#")
+    page, partial, block = name.partition("#")
     template = engines["jinja2"].get_template(page).template
-    if not block:
+    if not partial:
         return template.render(values)
-    render_block = template.blocks.get(block)
+    render_block = template.blocks.get(block) if block else None
     if render_block is None:
         raise TemplateDoesNotExist(name)
     try:

@@ -121,4 +121,6 @@ def test_every_block_of_every_participant_page_rendered_alone_is_the_part_of_the
     with pytest.raises(TemplateDoesNotExist):
         page_templates.render("studies/public/question.html#nothing", values)
     with pytest.raises(TemplateDoesNotExist):
+        page_templates.render("studies/public/question.html#", values)  # no block named: not the whole page
+    with pytest.raises(TemplateDoesNotExist):
         page_templates.render("studies/public/nothing.html", values)

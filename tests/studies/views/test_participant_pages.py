@@ -13,6 +13,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import escape as django_escape
+from markupsafe import escape
 
 from annotation.models import Item
 from studies.models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, Response, Study, StudyStatus
@@ -383,7 +385,7 @@ def _texts_a_researcher_writes() -> list[str]:
 
 def test_every_text_a_researcher_or_a_link_gives_is_escaped_on_every_participant_page(client, make_study, items):
     """Each free text of the study (found from the model), the screening options, the item's story, question and
-    options and the link's participant id hold markup; the walk meets every page that shows them (consent,
+    options and the link's participant id hold markup (and quotes, where the text may land in an attribute); the walk meets every page that shows them (consent,
     instructions with the practice question and screening, the question page and its htmx card, the end pages after
     finishing, timing out and stopping). Not one page holds the markup as markup; each shown text is
     there, escaped."""
@@ -392,7 +394,7 @@ def test_every_text_a_researcher_or_a_link_gives_is_escaped_on_every_participant
                    "timeout_instruction"):
         assert wanted in fields, fields
     ids = items(6)
-    marked = {name: f"<i>{index}{name[:3]}</i>"[:Study._meta.get_field(name).max_length or 99]
+    marked = {name: f"\"'><i>{index}{name[:3]}</i>"[:Study._meta.get_field(name).max_length or 99]
               for index, name in enumerate(fields)}
     Item.objects.filter(pk__in=ids).update(context="Story <i>st</i>.", question="Who <i>qu</i>?",
                                            options=["<i>o1</i>", "b", "c", "d"])
@@ -401,9 +403,9 @@ def test_every_text_a_researcher_or_a_link_gives_is_escaped_on_every_participant
                        screening_pass=[0, 1])
     Study.objects.filter(pk=study.pk).update(**marked, screening_options=["<i>sc0</i>", "<i>sc1</i>"])
     study.refresh_from_db()
-    pages = [_landing(client, study, PROLIFIC_PID="<i>pid</i>")]
+    pages = [_landing(client, study, PROLIFIC_PID="\"'><i>pid</i>")]
     pages.append(client.post(reverse("studies_public:join", args=[study.slug]),
-                             {"consent": "yes", "PROLIFIC_PID": "<i>pid</i>"}, follow=True))
+                             {"consent": "yes", "PROLIFIC_PID": "\"'><i>pid</i>"}, follow=True))
     attempt = Attempt.objects.get(study=study)
     pages.append(client.post(reverse("studies_public:start", args=[attempt.token]), {"screening_answer": 0}))
     pages.append(client.post(reverse("studies_public:answer", args=[attempt.token]),
@@ -422,11 +424,11 @@ def test_every_text_a_researcher_or_a_link_gives_is_escaped_on_every_participant
         (page.status_code, page.request["PATH_INFO"]) for page in pages]
     everything = "\n".join(bodies)
     assert "<i>" not in everything, re.findall(r".{60}<i>.{20}", everything)[:5]
-    shown = ["<i>st</i>", "<i>qu</i>", "<i>o1</i>", "<i>sc0</i>", "<i>sc1</i>"] + [
+    shown = ["<i>st</i>", "<i>qu</i>", "<i>o1</i>", "<i>sc0</i>", "<i>sc1</i>", "\"'><i>pid</i>"] + [
         marked[name] for name in ("title", "consent_text", "instructions", "screening_question", "completion_code",
                                   "bonus_currency", "timeout_instruction")]
-    for text in shown:
-        assert text.replace("<", "&lt;").replace(">", "&gt;") in everything, text
+    for text in shown:  # in text and in attributes (the participant id's hidden field), quotes too; Jinja2's escape
+        assert str(escape(text)) in everything or django_escape(text) in everything, text  # or Django's (linebreaks)
 
 
 def test_every_participant_form_and_htmx_request_carries_a_token_the_csrf_check_accepts(make_study, bilingual):
