@@ -3,7 +3,8 @@ application, in this one process, as a gunicorn worker of the image serves them 
 templates loaded first, the start-up objects frozen, the young generation collected less often), with callgrind
 counting only the measured participants' requests.
 
-Usage: request_instructions_client.py STUDY_SLUG PARTICIPANTS TOGGLE_LIBRARY
+Usage: request_instructions_client.py STUDY_SLUG PARTICIPANTS TOGGLE_LIBRARY [answer]
+("answer": each participant also answers the first question, as htmx does: the difference is an answer's count)
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from studies.page_templates import load_templates
 WARM_UP = 10
 
 
-def _call(method: str, path: str, cookies: dict, query: str = "", form: dict | None = None) -> tuple[str, dict, bytes]:
+def _call(method: str, path: str, cookies: dict, query: str = "", form: dict | None = None,
+          htmx: bool = False) -> tuple[str, dict, bytes]:
     body = urlencode(form).encode() if form else b""
     environ = {
         "REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query, "SCRIPT_NAME": "", "SERVER_NAME": "127.0.0.1",
@@ -34,6 +36,8 @@ def _call(method: str, path: str, cookies: dict, query: str = "", form: dict | N
     }
     if form:
         environ.update(CONTENT_TYPE="application/x-www-form-urlencoded", HTTP_X_CSRFTOKEN=cookies["csrftoken"])
+    if htmx:
+        environ["HTTP_HX_REQUEST"] = "true"
     if cookies:
         environ["HTTP_COOKIE"] = "; ".join(f"{name}={value}" for name, value in cookies.items())
     answer: dict = {}
@@ -48,8 +52,9 @@ def _call(method: str, path: str, cookies: dict, query: str = "", form: dict | N
     return answer["status"], dict(answer["headers"]), content
 
 
-def participant(slug: str, pid: str) -> None:
-    """The link, consent (joining), the attempt's page and Start, which answers with the first question."""
+def participant(slug: str, pid: str, answer: bool = False) -> None:
+    """The link, consent (joining), the attempt's page and Start, which answers with the first question; with
+    `answer`, that question's answer too (htmx: the next question's card comes back)."""
     cookies: dict = {}
     external = {"PROLIFIC_PID": pid, "STUDY_ID": "instructions", "SESSION_ID": f"s-{pid}"}
     status, _, _ = _call("GET", f"/s/{slug}/", cookies, query=urlencode(external))
@@ -62,20 +67,26 @@ def participant(slug: str, pid: str) -> None:
     token = re.search(r"/s/a/([^/]+)/", headers["Location"]).group(1)
     status, _, page = _call("POST", f"/s/a/{token}/start/", cookies, form={"csrfmiddlewaretoken": cookies["csrftoken"]})
     assert status.startswith("200") and b'name="chosen_option"' in page, status
+    if answer:
+        status, _, card = _call("POST", f"/s/a/{token}/answer/", cookies, htmx=True,
+                                form={"position": 0, "chosen_option": 1, "highlights": "[]",
+                                      "csrfmiddlewaretoken": cookies["csrftoken"]})
+        assert status.startswith("200") and b'data-position="1"' in card, status
 
 
 def main() -> None:
     slug, participants, library = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    answer = sys.argv[4:] == ["answer"]
     assert get_resolver().url_patterns  # as the image's gunicorn: views imported, templates compiled, then frozen
     load_templates()
     freeze_startup_objects()
     collect_young_less_often()
     for i in range(WARM_UP):
-        participant(slug, f"warm-{i}")
+        participant(slug, f"{'answering' if answer else 'joining'}-warm-{i}", answer)
     callgrind = ctypes.CDLL(library)
     callgrind.measure_start()
     for i in range(participants):
-        participant(slug, f"measured-{i}")
+        participant(slug, f"{'answering' if answer else 'joining'}-measured-{i}", answer)
     callgrind.measure_stop()
 
 
