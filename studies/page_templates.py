@@ -5,7 +5,7 @@ presses Start at once, then answers fifteen questions (each answer gets the next
 template language renders node by node and walks the layout's blocks again on every page: rendered that way, the
 layout alone took more instructions than a whole `/healthz` request. Jinja2 compiles each template to Python code once
 per process (`load_templates` does it in gunicorn's master), so a page costs little more than its text
-(`tests/perf/test_question_render.py` prints the CPU of a page, of the htmx card and of the card's template alone;
+(`tests/perf/test_question_render.py` prints the CPU of a page, of its htmx partial and of the partial's block alone;
 `tests/perf/test_request_instructions.py` counts a participant's requests in instructions).
 
 The environment is the project's Jinja2 template engine (settings TEMPLATES): autoescaping on, an undefined name or
@@ -18,9 +18,8 @@ the values it needs:
 Words: a string to translate is written `{{ _("literal") }}`, the one form `makemessages` reads in these files too
 (`tests/project/test_translations.py` checks that every one is in the catalog and is read); one with values is
 `{{ _("... %(name)s ...")|format(name=value) }}` (or `% {"value": ...}`: `format` takes no argument named
-`value`); the values are escaped. The two
-sentences that change with a number are functions here (`questions_to_answer`, `answers_kept`), where
-`makemessages` reads their plural forms. `_` looks a literal up in Django's catalog once per language and keeps it,
+`value`); the values are escaped. The two sentences that change with a number are functions here
+(`questions_to_answer`, `answers_kept`), where `makemessages` reads their plural forms. `_` looks a literal up in Django's catalog once per language and keeps it,
 escaped (looking each up on every render was most of what was left of a question's render); the kept words and
 static addresses are forgotten when the languages, the catalogs or the static files' settings change.
 """
@@ -38,11 +37,6 @@ from markupsafe import Markup, escape
 
 from foundation.cached_i18n import CATALOG_SETTINGS, when_catalogs_change
 from studies.templatetags.studies_extras import duration_hms, duration_words
-
-#: Every participant page: the first page each kind of request renders is compiled before the workers fork.
-PAGES = ("base.html", "question.html", "item_form.html", "consent.html", "instructions.html", "_researcher_note.html",
-         "error.html", "refused.html", "complete.html", "ended.html", "screened_out.html", "_completion_code.html",
-         "placeholder.html", "taken.html", "closed.html", "full.html", "practice_result.html")
 
 
 class _Words(dict):
@@ -129,8 +123,15 @@ def load_templates() -> None:
     no worker compiles one in a participant's request."""
     from django.template import engines
 
-    for name in PAGES:
-        engines["jinja2"].get_template(f"studies/public/{name}")
+    for name in pages():
+        engines["jinja2"].get_template(name)
+
+
+def pages() -> list[str]:
+    """Every participant page's name (each file of studies/jinja2/studies/public/), as the engine's loader finds it."""
+    from django.template import engines
+
+    return engines["jinja2"].env.list_templates(filter_func=lambda name: name.startswith("studies/public/"))
 
 
 def _is_safe(value) -> bool:

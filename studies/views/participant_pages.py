@@ -20,7 +20,7 @@ from django.shortcuts import redirect
 from django.urls import Resolver404, get_script_prefix, resolve, reverse
 from django.utils import translation
 from django.utils.cache import patch_cache_control
-from markupsafe import Markup, escape
+from django.utils.html import format_html
 
 from foundation.database_faults import TRANSIENT_DATABASE_ERRORS
 from foundation.database_faults import pool_exhausted as _pool_exhausted
@@ -151,7 +151,7 @@ def render_participant_template(request, template: str, context: dict) -> str:
     token = get_token(request) if request is not None else ""
     language = translation.get_language()
     values = {"csrf_token": token, "LANGUAGE_CODE": language, "_": page_templates.words(language),
-              "csrf_input": Markup(f'<input type="hidden" name="csrfmiddlewaretoken" value="{escape(token)}">'),
+              "csrf_input": format_html('<input type="hidden" name="csrfmiddlewaretoken" value="{}">', token),
               **context}
     return page_templates.render(template, values)
 

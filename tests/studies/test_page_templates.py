@@ -109,8 +109,8 @@ def test_every_block_of_every_participant_page_rendered_alone_is_the_part_of_the
               "shown": {"context": "A story.", "options": ["a", "b"]}, "urls": {"answer": "/a/"}, "csrf_token": "t",
               "counts": {"answered": 2}, "code": "C", "fields": [{"name": "STUDY_ID", "value": "x"}]}
     seen = set()
-    for page in page_templates.PAGES:
-        name = f"studies/public/{page}"
+    for name in page_templates.pages():
+        page = name.rsplit("/", 1)[1]
         template = engines["jinja2"].get_template(name).template
         whole = page_templates.render(name, values)
         for block in template.blocks:
