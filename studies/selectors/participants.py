@@ -6,7 +6,8 @@ import hmac
 from dataclasses import dataclass
 from enum import Enum
 
-from django.db.models import Count, F, Q
+from django.db import connection
+from django.db.models import Count, F, Q, QuerySet
 
 from foundation.prepared_queries import PreparedQuery
 from studies.errors import ParticipantIdTaken
@@ -36,13 +37,39 @@ def study_public(slug: str) -> Study | None:
     return _STUDY_BY_SLUG.first(slug)
 
 
+def _spare_items(study_id: int) -> QuerySet:
+    """The study's items with spare quota, unordered (the pool's ordering would sort all of them)."""
+    return StudyItem.objects.filter(study_id=study_id, load__lt=F("quota")).order_by().values_list("pk", flat=True)
+
+
+_ROOM_MARKER = -730_103
+_room_sql: dict[str, tuple[str, list, int]] = {}  # per database vendor: the SQL, its parameters, the marker's slot
+
+
+def _room_statement() -> tuple[str, list, int]:
+    """`_spare_items` compiled once per process (every participant opening the link reads it): its SQL counted up to
+    a limit given as a parameter."""
+    vendor = connection.vendor
+    if vendor not in _room_sql:
+        sql, params = _spare_items(_ROOM_MARKER).query.sql_with_params()
+        slots = [i for i, param in enumerate(params) if param == _ROOM_MARKER]
+        assert len(slots) == 1, (sql, params)
+        _room_sql[vendor] = (f"SELECT COUNT(*) FROM ({sql} LIMIT %s) spare", list(params), slots[0])
+    return _room_sql[vendor]
+
+
 def study_has_room(study: Study) -> bool:
-    """Whether a new attempt could still be filled (enough distinct items with spare quota): PostgreSQL stops at
-    the first `per_participant` such items (no order: the pool's ordering sorted all of them) instead of counting
-    all of them, as a class opening the link at once made it do for each participant."""
+    """Whether a new attempt could still be filled (enough distinct items with spare quota): the database stops at
+    the first `per_participant` such items instead of counting all of them, as a class opening the link at once
+    made it do for each participant. The same rows as `len(_spare_items(study.pk)[:needed])`, without compiling
+    that queryset at every request (tests/studies/test_study_has_room.py compares them)."""
     needed = study.per_participant
-    spare = StudyItem.objects.filter(study=study, load__lt=F("quota")).order_by().values_list("pk", flat=True)
-    return len(spare[:needed]) >= needed
+    sql, params, slot = _room_statement()
+    params = [*params, needed]
+    params[slot] = study.pk
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()[0] >= needed
 
 
 def attempt_resumable(*, study: Study, participant_id: str = "", session_id: str = "",

@@ -19,6 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotation.models import Item
+from foundation.prepared_queries import PreparedInsert
 from studies.allocation import Slot, choose_items, presentation_order
 from studies.errors import AttemptNotRunning, PlaceholderId, StudyNotOpen
 from studies.links import unfilled_fields
@@ -37,6 +38,9 @@ from studies.selectors import attempt_resumable
 from studies.services.hand_out import hand_out
 
 log = logging.getLogger(__name__)
+
+#: Joining inserts the attempt with the SQL built once per process (a class joins at once): the row `create` makes.
+_ATTEMPT_INSERT = PreparedInsert(Attempt)
 
 
 def study_join(*, study: Study, participant_id: str = "", external_study_id: str = "", session_id: str = "",
@@ -64,11 +68,11 @@ def study_join(*, study: Study, participant_id: str = "", external_study_id: str
         raise StudyNotOpen()
     try:
         with transaction.atomic():
-            return Attempt.objects.create(
+            return _ATTEMPT_INSERT.save(Attempt(
                 study=study, external_participant_id=participant_id, external_study_id=external_study_id[:100],
                 external_session_id=session_id[:100], user_agent=user_agent[:300],
                 language=study.language_of(language),
-            )
+            ))
     except IntegrityError:  # the same participant joined twice at once: the same rule as above
         existing = attempt_resumable(study=study, participant_id=participant_id, session_id=session_id)
         if existing is None:

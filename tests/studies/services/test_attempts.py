@@ -196,3 +196,19 @@ def test_a_start_makes_a_model_instance_of_the_first_lease_only_and_the_others_w
     assert [(lease.pk, lease.item_id, lease.study_item_id) for lease in handed_out] == written
     copied = pickle.loads(pickle.dumps(handed_out))  # as a cached Attempt would be: plain values, no closure
     assert [(lease.pk, lease.item_id, lease.study_item_id) for lease in copied] == written
+
+
+def test_joining_inserts_the_row_the_orms_create_inserts(make_study):
+    """study_join inserts the attempt with SQL built once per process: field for field the row `create` makes."""
+    study = make_study(n_items=6, per_participant=3, raters=2)
+    joined = study_join(study=study, participant_id="prepared-1", external_study_id="S" * 120, session_id="x" * 120,
+                        user_agent="Agent " * 80, language="fr")  # not offered: the study's own
+    made = Attempt.objects.create(study=study, external_participant_id="prepared-2", external_study_id="S" * 100,
+                                  external_session_id="x" * 100, user_agent=("Agent " * 80)[:300], language="")
+    stored = {a.external_participant_id: a for a in Attempt.objects.filter(study=study)}
+    assert joined.pk and not joined._state.adding and joined.token == stored["prepared-1"].token
+    differ = {"id", "token", "joined_at", "external_participant_id"}
+    fields = [f.attname for f in Attempt._meta.concrete_fields if f.attname not in differ]
+    assert {f: getattr(stored["prepared-1"], f) for f in fields} == {f: getattr(stored["prepared-2"], f) for f in fields}
+    assert abs(stored["prepared-1"].joined_at - made.joined_at).total_seconds() < 5
+    assert study_join(study=study, participant_id="prepared-1", session_id="x" * 120).pk == joined.pk  # resumes
