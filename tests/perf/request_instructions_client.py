@@ -1,10 +1,11 @@
 """Run by tests/perf/test_request_instructions.py under valgrind's callgrind: participants' requests through the WSGI
 application, in this one process, as a gunicorn worker of the image serves them (the app, the views and the question's
 templates loaded first, the start-up objects frozen, the young generation collected less often), with callgrind
-counting only the measured participants' requests.
+counting only the measured participants' requests, step by step.
 
-Usage: request_instructions_client.py STUDY_SLUG PARTICIPANTS TOGGLE_LIBRARY [answer]
-("answer": each participant also answers the first question, as htmx does: the difference is an answer's count)
+Usage: request_instructions_client.py STUDY_SLUG PARTICIPANTS TOGGLE_LIBRARY
+Each step (the link, joining, the attempt's page, Start, the first answer) is counted on its own, over all the
+measured participants: callgrind writes one dump per step, in the order of STEPS.
 """
 from __future__ import annotations
 
@@ -52,42 +53,61 @@ def _call(method: str, path: str, cookies: dict, query: str = "", form: dict | N
     return answer["status"], dict(answer["headers"]), content
 
 
-def participant(slug: str, pid: str, answer: bool = False) -> None:
-    """The link, consent (joining), the attempt's page and Start, which answers with the first question; with
-    `answer`, that question's answer too (htmx: the next question's card comes back)."""
-    cookies: dict = {}
-    external = {"PROLIFIC_PID": pid, "STUDY_ID": "instructions", "SESSION_ID": f"s-{pid}"}
-    status, _, _ = _call("GET", f"/s/{slug}/", cookies, query=urlencode(external))
-    assert status.startswith("200"), status
-    status, headers, _ = _call("POST", f"/s/{slug}/join/", cookies,
-                               form={"consent": "yes", **external, "csrfmiddlewaretoken": cookies["csrftoken"]})
-    assert status.startswith("302"), status
-    status, _, _ = _call("GET", headers["Location"], cookies)
-    assert status.startswith("200"), status
-    token = re.search(r"/s/a/([^/]+)/", headers["Location"]).group(1)
-    status, _, page = _call("POST", f"/s/a/{token}/start/", cookies, form={"csrfmiddlewaretoken": cookies["csrftoken"]})
-    assert status.startswith("200") and b'name="chosen_option"' in page, status
-    if answer:
-        status, _, card = _call("POST", f"/s/a/{token}/answer/", cookies, htmx=True,
+STEPS = ("landing", "join", "page", "start", "answer")
+
+
+class Participant:
+    """One participant's requests, a step at a time: the link, consent (joining), the attempt's page, Start (answered
+    with the first question) and that question's answer, as htmx sends it (the next question's card back)."""
+
+    def __init__(self, slug: str, pid: str):
+        self.slug, self.cookies, self.location, self.token = slug, {}, "", ""
+        self.external = {"PROLIFIC_PID": pid, "STUDY_ID": "instructions", "SESSION_ID": f"s-{pid}"}
+
+    def landing(self) -> None:
+        status, _, _ = _call("GET", f"/s/{self.slug}/", self.cookies, query=urlencode(self.external))
+        assert status.startswith("200"), status
+
+    def join(self) -> None:
+        status, headers, _ = _call("POST", f"/s/{self.slug}/join/", self.cookies, form={
+            "consent": "yes", **self.external, "csrfmiddlewaretoken": self.cookies["csrftoken"]})
+        assert status.startswith("302"), status
+        self.location = headers["Location"]
+        self.token = re.search(r"/s/a/([^/]+)/", self.location).group(1)
+
+    def page(self) -> None:
+        status, _, _ = _call("GET", self.location, self.cookies)
+        assert status.startswith("200"), status
+
+    def start(self) -> None:
+        status, _, page = _call("POST", f"/s/a/{self.token}/start/", self.cookies,
+                                form={"csrfmiddlewaretoken": self.cookies["csrftoken"]})
+        assert status.startswith("200") and b'name="chosen_option"' in page, status
+
+    def answer(self) -> None:
+        status, _, card = _call("POST", f"/s/a/{self.token}/answer/", self.cookies, htmx=True,
                                 form={"position": 0, "chosen_option": 1, "highlights": "[]",
-                                      "csrfmiddlewaretoken": cookies["csrftoken"]})
+                                      "csrfmiddlewaretoken": self.cookies["csrftoken"]})
         assert status.startswith("200") and b'data-position="1"' in card, status
 
 
 def main() -> None:
     slug, participants, library = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    answer = sys.argv[4:] == ["answer"]
     assert get_resolver().url_patterns  # as the image's gunicorn: views imported, templates compiled, then frozen
     load_templates()
     freeze_startup_objects()
     collect_young_less_often()
-    for i in range(WARM_UP):
-        participant(slug, f"{'answering' if answer else 'joining'}-warm-{i}", answer)
+    for i in range(WARM_UP):  # every step of every warm-up participant, one participant after another
+        warm = Participant(slug, f"warm-{i}")
+        for step in STEPS:
+            getattr(warm, step)()
     callgrind = ctypes.CDLL(library)
-    callgrind.measure_start()
-    for i in range(participants):
-        participant(slug, f"{'answering' if answer else 'joining'}-measured-{i}", answer)
-    callgrind.measure_stop()
+    measured = [Participant(slug, f"measured-{i}") for i in range(participants)]
+    for step in STEPS:  # one count (callgrind dump) per step, over all the measured participants
+        callgrind.measure_start()
+        for participant in measured:
+            getattr(participant, step)()
+        callgrind.measure_stop()
 
 
 if __name__ == "__main__":

@@ -6,11 +6,12 @@ Each measured participant opens the study's link, consents, gets the attempt's p
 the first question), through the WSGI application in one process set up as a gunicorn worker of the image
 (tests/perf/request_instructions_client.py), under the test settings as the gunicorn benchmarks (static files
 without the manifest's lookup). Counted: the Python process's own instructions, not PostgreSQL's, not
-the kernel's, not gunicorn's HTTP parsing. It prints the instructions per participant and per request, then those of
-an answer (the same walk again with the first question answered, as htmx sends it, less the walk).
+the kernel's, not gunicorn's HTTP parsing. Each step is counted on its own over all the measured participants (one
+callgrind dump a step): it prints the instructions per participant and of each of its four requests, then those of
+the first question's answer, as htmx sends it (the next question's card back).
 
 Needs valgrind and its headers (Debian: valgrind) and a C compiler: it fails and says so when they are missing.
-Run: `pytest tests/perf/test_request_instructions.py -m perf -s` (about a minute and a half).
+Run: `pytest tests/perf/test_request_instructions.py -m perf -s` (about a minute).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from annotation.models import Item
 from studies.models import StudyStatus
 from studies.services import study_create
 from tests.conftest import REPO_DIR, subprocess_env
+from tests.perf.request_instructions_client import STEPS
 from tests.support.items import import_items
 
 pytestmark = [pytest.mark.perf, pytest.mark.django_db(transaction=True)]
@@ -57,27 +59,31 @@ def test_instructions_of_a_participant_joining_and_starting(detectbench_dir, tmp
                          time_limit_seconds=36000, completion_code="I")
     env = subprocess_env(ALLOWED_HOSTS="127.0.0.1,localhost", DATABASE_POOL="1", DATABASE_POOL_MAX="1", DEBUG="0",
                          LOG_LEVEL="ERROR")
-    joining = _count(tmp_path / "joining", library, study.slug, env) / PARTICIPANTS
+    steps = _count(tmp_path / "counts", library, study.slug, env)
+    per = {step: count / PARTICIPANTS for step, count in steps.items()}
+    joining = sum(per[step] for step in ("landing", "join", "page", "start"))
     print(f"\nA participant opening the link, joining, reading the instructions and starting (4 requests, "
           f"{PARTICIPANTS} measured, study of {len(item_ids)} items): {joining / 1e6:.2f} M instructions of "
           f"the web process ({joining / 4e6:.2f} M per request); PostgreSQL's are not counted")
-    answering = _count(tmp_path / "answering", library, study.slug, env, "answer") / PARTICIPANTS
-    assert answering > joining
-    print(f"An answer (htmx, the next question's card back), counted as the same walk with the first question "
-          f"answered, less the walk: {(answering - joining) / 1e6:.2f} M instructions")
+    print(f"  by request: the link (consent page) {per['landing'] / 1e6:.2f} M, joining (consent sent) "
+          f"{per['join'] / 1e6:.2f} M, the attempt's page (instructions) {per['page'] / 1e6:.2f} M, Start (the first "
+          f"question) {per['start'] / 1e6:.2f} M")
+    print(f"An answer (htmx, the next question's card back): {per['answer'] / 1e6:.2f} M instructions")
+    assert all(count > 0 for count in per.values()), per
 
 
-def _count(folder: Path, library: Path, slug: str, env: dict, *mode: str) -> int:
-    """The instructions callgrind counted in the client's measured part (its participants' requests)."""
+def _count(folder: Path, library: Path, slug: str, env: dict) -> dict[str, int]:
+    """The instructions callgrind counted in each step of the client's measured participants (one dump a step)."""
     folder.mkdir()
     counts = folder / "callgrind.out"
     command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={counts}", sys.executable,
                str(REPO_DIR / "tests" / "perf" / "request_instructions_client.py"), slug, str(PARTICIPANTS),
-               str(library), *mode]
+               str(library)]
     done = subprocess.run(command, cwd=REPO_DIR, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    dumps = [path for path in folder.glob("callgrind.out*") if path.name != "callgrind.out"] or [counts]
-    totals = [int(line.split()[1]) for path in dumps for line in path.read_text().splitlines()
-              if line.startswith("totals:")]
-    assert totals and max(totals) > 0, f"callgrind counted nothing: {[p.name for p in dumps]}"
-    return max(totals)
+    dumps = sorted((path for path in folder.glob("callgrind.out.*") if path.suffix[1:].isdigit()),
+                   key=lambda path: int(path.suffix[1:]))
+    assert len(dumps) == len(STEPS), f"callgrind wrote {[p.name for p in dumps]}, one dump per step expected: {STEPS}"
+    totals = [next(int(line.split()[1]) for line in path.read_text().splitlines() if line.startswith("totals:"))
+              for path in dumps]
+    return dict(zip(STEPS, totals))
