@@ -148,3 +148,43 @@ def test_concurrent_starts_and_dropouts_still_end_with_every_item_exactly_its_ra
     assert set(Counter(active.values_list("item_id", flat=True)).values()) == {3}
     for attempt in running:
         assert attempt.leases.filter(status=ParticipantLeaseStatus.ACTIVE).values("item_id").distinct().count() == 6
+
+
+def test_one_participant_joining_from_eight_browsers_at_once_gets_one_attempt(detectbench_dir):
+    """Eight threads (each its own database connection) join with the same participant and session ids at the same
+    instant, twenty times: the losers of the insert's race (the unique participant id) get the winner's attempt, no
+    error escapes and each participant has exactly one attempt."""
+    import threading
+
+    from django.db import connection
+
+    from studies.services import study_join
+
+    study = _study(detectbench_dir, 12, per_participant=3, raters=3, time_limit_seconds=3600, slug="same-id")
+    rounds, threads = 20, 8
+    joined: dict[int, list[int]] = {r: [] for r in range(rounds)}
+    errors, lock, go = [], threading.Lock(), threading.Barrier(threads)
+
+    def worker() -> None:
+        try:
+            for r in range(rounds):
+                go.wait(timeout=30)
+                attempt = study_join(study=study, participant_id=f"same-{r}", session_id=f"session-{r}")
+                with lock:
+                    joined[r].append(attempt.pk)
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(repr(error))
+            go.abort()
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=worker) for _ in range(threads)]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join(timeout=120)
+    assert not errors, errors[:3]
+    stored = Counter(Attempt.objects.filter(study=study).values_list("external_participant_id", flat=True))
+    assert stored == {f"same-{r}": 1 for r in range(rounds)}
+    for r in range(rounds):
+        assert len(joined[r]) == threads and len(set(joined[r])) == 1, joined[r]
