@@ -66,13 +66,14 @@ def study_join(*, study: Study, participant_id: str = "", external_study_id: str
         return existing
     if study.status != StudyStatus.OPEN:
         raise StudyNotOpen()
+    attempt = Attempt(study=study, external_participant_id=participant_id, external_study_id=external_study_id[:100],
+                      external_session_id=session_id[:100], user_agent=user_agent[:300],
+                      language=study.language_of(language))
     try:
-        with transaction.atomic():
-            return _ATTEMPT_INSERT.save(Attempt(
-                study=study, external_participant_id=participant_id, external_study_id=external_study_id[:100],
-                external_session_id=session_id[:100], user_agent=user_agent[:300],
-                language=study.language_of(language),
-            ))
+        if not connection.in_atomic_block:  # one INSERT in autocommit: atomic by itself, no BEGIN and COMMIT round trips
+            return _ATTEMPT_INSERT.save(attempt)
+        with transaction.atomic():  # in a caller's transaction: a savepoint, so that a lost race leaves it usable
+            return _ATTEMPT_INSERT.save(attempt)
     except IntegrityError:  # the same participant joined twice at once: the same rule as above
         existing = attempt_resumable(study=study, participant_id=participant_id, session_id=session_id)
         if existing is None:

@@ -188,3 +188,50 @@ def test_one_participant_joining_from_eight_browsers_at_once_gets_one_attempt(de
     assert stored == {f"same-{r}": 1 for r in range(rounds)}
     for r in range(rounds):
         assert len(joined[r]) == threads and len(set(joined[r])) == 1, joined[r]
+
+
+def test_a_join_that_loses_the_race_inside_a_callers_transaction_leaves_that_transaction_usable(detectbench_dir):
+    """Another connection has inserted the participant's attempt but not committed; a join inside a caller's
+    transaction waits on the unique participant id, the other commits, the join's insert fails: it is rolled back to
+    its savepoint, the join returns the other's attempt, and the caller's transaction goes on (a query, its commit)."""
+    import threading
+    import time
+
+    from django.db import connection, transaction
+
+    from studies.services import study_join
+
+    study = _study(detectbench_dir, 6, per_participant=3, raters=3, time_limit_seconds=3600, slug="race-in-tx")
+    inserted, done, outcome = threading.Event(), threading.Event(), {}
+
+    def other_browser() -> None:
+        try:
+            with transaction.atomic():
+                outcome["other"] = Attempt.objects.create(study=study, external_participant_id="racer",
+                                                          external_session_id="s-racer").pk
+                inserted.set()
+                deadline = time.monotonic() + 20
+                with connection.cursor() as cursor:  # commit once the join is waiting on the unique index
+                    while time.monotonic() < deadline and not done.is_set():
+                        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                       "AND datname = current_database()")
+                        if cursor.fetchone()[0]:
+                            break
+                        time.sleep(0.01)
+                    outcome["waited"] = time.monotonic() < deadline
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=other_browser)
+    thread.start()
+    assert inserted.wait(20)
+    try:
+        with transaction.atomic():
+            joined = study_join(study=study, participant_id="racer", session_id="s-racer")
+            assert Attempt.objects.filter(study=study).count() == 1  # the caller's transaction still runs queries
+    finally:
+        done.set()
+        thread.join(timeout=30)
+    assert outcome["waited"], "the join never waited on the other connection's insert"
+    assert joined.pk == outcome["other"]
+    assert list(Attempt.objects.filter(study=study).values_list("pk", flat=True)) == [outcome["other"]]
