@@ -12,6 +12,9 @@
   trying 10 a minute.
 - `JoinThrottle`: participants joining a study, per client address (STUDY_JOIN_RATE_PER_ADDRESS,
   generous enough for a class behind one NAT).
+- `AnonRateThrottle`, `UserRateThrottle` (the API's rates, REST_FRAMEWORK's DEFAULT_THROTTLE_CLASSES) and the two
+  above count in a `foundation.rate_log.SlidingLog`: read and changed in one atomic step, so that requests sent at
+  once cannot drop each other's counts (DRF's own get-change-set can).
 - `client_address`: REMOTE_ADDR, or the proxies' X-Forwarded-For entry only when settings say the
   app is behind them (BEHIND_PROXY, NUM_PROXIES); axes, the token throttle and the join throttle use it.
 """
@@ -19,9 +22,12 @@ from __future__ import annotations
 
 from axes.backends import AxesStandaloneBackend
 from django.utils.translation import gettext
+from rest_framework import throttling
 from rest_framework.authentication import TokenAuthentication, get_authorization_header
 from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.throttling import SimpleRateThrottle
+
+from foundation.rate_log import SlidingLog
 
 
 def client_address(request) -> str:
@@ -52,7 +58,36 @@ class LoginLockoutBackend(AxesStandaloneBackend):
         return super().authenticate(request, username=username, password=password, **kwargs)
 
 
-class TokenFailureThrottle(SimpleRateThrottle):
+class AtomicRateThrottle(SimpleRateThrottle):
+    """DRF's rate throttle counted in a `SlidingLog`: the same rate and window, the count atomic."""
+
+    def allow_request(self, request, view):
+        self._wait = None
+        if self.rate is None:
+            return True
+        self.key = self.get_cache_key(request, view)
+        if self.key is None:
+            return True
+        allowed, self._wait = self.log().try_add(self.timer())
+        return allowed
+
+    def wait(self):
+        """Seconds until the oldest request that counts leaves the window (for Retry-After)."""
+        return self._wait
+
+    def log(self) -> SlidingLog:
+        return SlidingLog(self.cache, self.key, self.duration, self.num_requests)
+
+
+class AnonRateThrottle(AtomicRateThrottle, throttling.AnonRateThrottle):
+    """DRF's anonymous rate (scope "anon"), counted atomically."""
+
+
+class UserRateThrottle(AtomicRateThrottle, throttling.UserRateThrottle):
+    """DRF's per-user rate (scope "user"), counted atomically."""
+
+
+class TokenFailureThrottle(AtomicRateThrottle):
     """Wrong API tokens per client address; only failures are recorded."""
 
     scope = "token_failure"
@@ -63,28 +98,17 @@ class TokenFailureThrottle(SimpleRateThrottle):
     def get_cache_key(self, request, view=None):
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
-    def _load(self, request) -> None:
-        self.key = self.get_cache_key(request)
-        self.history = self.cache.get(self.key, [])
-        self.now = self.timer()
-        while self.history and self.history[-1] <= self.now - self.duration:
-            self.history.pop()
-
     def wait_if_blocked(self, request) -> float | None:
-        """Seconds until this address may try a token again, or None when it may now."""
-        self._load(request)
-        if len(self.history) >= self.num_requests:
-            # until the oldest failure that counts leaves the window (at least a second)
-            return max(1.0, self.history[self.num_requests - 1] + self.duration - self.now)
-        return None
+        """Seconds until this address may try a token again (at least a second), or None when it may now."""
+        self.key = self.get_cache_key(request)
+        wait = self.log().wait(self.timer())
+        return None if wait is None else max(1.0, wait)
 
     def record_failure(self, request) -> None:
         """Count a wrong token (the newest ``num_requests`` failures are kept: enough to know the address is
         over its rate, and a guesser who goes on stays blocked)."""
-        self._load(request)
-        self.history.insert(0, self.now)
-        del self.history[self.num_requests:]
-        self.cache.set(self.key, self.history, self.duration)
+        self.key = self.get_cache_key(request)
+        self.log().add(self.timer())
 
 
 class ThrottledTokenAuthentication(TokenAuthentication):
@@ -107,7 +131,7 @@ class ThrottledTokenAuthentication(TokenAuthentication):
             raise
 
 
-class JoinThrottle(SimpleRateThrottle):
+class JoinThrottle(AtomicRateThrottle):
     """Joins of a study per client address (settings.STUDY_JOIN_RATE_PER_ADDRESS, e.g. "300/hour"; empty: none).
 
     Counted in the shared cache (Redis when there is one), so every web process counts the same joins."""

@@ -291,8 +291,8 @@ if not BEHIND_PROXY and int(os.environ.get("NUM_PROXIES") or "0") > 0:
 AXES_CLIENT_IP_CALLABLE = "foundation.throttling.client_address"  # DRF's rule, for both
 REST_FRAMEWORK.update({
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
+        "foundation.throttling.AnonRateThrottle",  # DRF's, counted atomically (foundation/rate_log.py)
+        "foundation.throttling.UserRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "anon": os.environ.get("API_THROTTLE_ANON", "60/minute"),

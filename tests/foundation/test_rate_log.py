@@ -1,0 +1,151 @@
+"""Throttle counts under concurrency (foundation/rate_log.py): every throttle the project uses, found from the
+settings, the API's views and the throttling module, is hammered by threads sending at once, on the shared Redis
+cache and on the local-memory cache of `make run`; exactly the rate gets through. With DRF's own get-change-set
+counting, requests sent at once drop each other's counts and more get through."""
+from __future__ import annotations
+
+import inspect
+import threading
+import time
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AnonymousUser
+from django.core.cache import cache, caches
+from django.core.cache.backends.redis import RedisCache
+from django.test import RequestFactory, override_settings
+from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils.module_loading import import_string
+from rest_framework.throttling import SimpleRateThrottle
+
+from foundation import throttling
+from foundation.rate_log import SlidingLog
+
+pytestmark = pytest.mark.django_db
+
+LOCAL = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "rate-log-test"}}
+THREADS, EACH, LIMIT = 16, 3, 7
+
+
+def _views(patterns) -> list:
+    found = []
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            found += _views(pattern.url_patterns)
+        elif isinstance(pattern, URLPattern):
+            found.append(getattr(pattern.callback, "cls", None) or getattr(pattern.callback, "view_class", None))
+    return [view for view in found if view is not None]
+
+
+def _throttles_in_use() -> set[type]:
+    """DRF's default classes, every view's own, and every rate throttle the throttling module defines."""
+    classes = {import_string(path) for path in settings.REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"]}
+    for view in _views(get_resolver().url_patterns):
+        classes |= set(getattr(view, "throttle_classes", ()) or ())
+    classes |= {value for value in vars(throttling).values()
+                if inspect.isclass(value) and issubclass(value, SimpleRateThrottle)
+                and value.__module__ == throttling.__name__}
+    return {cls for cls in classes if getattr(cls, "scope", None)}  # a base without a scope counts nothing itself
+
+
+def test_the_discovery_finds_the_throttles_it_guards():
+    found = _throttles_in_use()
+    assert {throttling.AnonRateThrottle, throttling.UserRateThrottle, throttling.TokenFailureThrottle,
+            throttling.JoinThrottle} <= found
+    assert all(issubclass(cls, throttling.AtomicRateThrottle) for cls in found), found
+    assert throttling.AtomicRateThrottle not in found
+
+
+def _throttle(cls: type, limit: int):
+    throttle = cls()
+    throttle.rate = f"{limit}/minute"
+    throttle.num_requests, throttle.duration = throttle.parse_rate(throttle.rate)
+    return throttle
+
+
+def _hammer(call, threads: int = THREADS) -> list:
+    """`call()` from `threads` threads released at the same instant, EACH times each; the results."""
+    results, lock, go = [], threading.Lock(), threading.Barrier(threads)
+
+    def worker() -> None:
+        go.wait(timeout=30)
+        for _ in range(EACH):
+            outcome = call()
+            with lock:
+                results.append(outcome)
+
+    workers = [threading.Thread(target=worker) for _ in range(threads)]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join(timeout=60)
+    return results
+
+
+@pytest.fixture(params=["redis", "local-memory"])
+def backend(request):
+    if request.param == "local-memory":
+        with override_settings(CACHES=LOCAL):
+            yield request.param
+        return
+    assert isinstance(caches["default"], RedisCache), "the suite runs with Redis as the shared cache (REDIS_URL)"
+    yield request.param
+
+
+@pytest.mark.parametrize("cls", sorted(_throttles_in_use(), key=lambda c: c.__name__), ids=lambda c: c.__name__)
+def test_every_throttle_lets_exactly_its_rate_through_requests_sent_at_once(cls, backend, django_user_model):
+    user = django_user_model.objects.create_user(f"hammer-{cls.__name__}-{backend}"[:150], password="x")
+    request = RequestFactory().get("/", REMOTE_ADDR=f"192.0.2.{len(cls.__name__)}")
+    request.user = user
+    if _throttle(cls, LIMIT).get_cache_key(request, None) is None:  # counts anonymous requests only
+        request.user = AnonymousUser()
+    cache.delete(_throttle(cls, LIMIT).get_cache_key(request, None))
+    if cls is throttling.TokenFailureThrottle:  # only failures count: each a record, then whether it is blocked
+        limit = THREADS * EACH + 2
+        _hammer(lambda: _throttle(cls, limit).record_failure(request))
+        assert _throttle(cls, limit).wait_if_blocked(request) is None  # 48 of 50: every failure counted ...
+        _throttle(cls, limit).record_failure(request)
+        assert _throttle(cls, limit).wait_if_blocked(request) is None
+        _throttle(cls, limit).record_failure(request)
+        assert _throttle(cls, limit).wait_if_blocked(request) >= 1  # ... so the 50th blocks
+        return
+    allowed = _hammer(lambda: _throttle(cls, LIMIT).allow_request(request, None))
+    assert allowed.count(True) == LIMIT, f"{allowed.count(True)} of {len(allowed)} allowed, the rate is {LIMIT}"
+    refused = _throttle(cls, LIMIT)
+    assert not refused.allow_request(request, None) and 0 < refused.wait() <= 60
+
+
+def test_a_log_forgets_what_left_its_window_and_says_how_long_to_wait(backend):
+    log = SlidingLog(cache, f"window-{backend}", window=10, limit=3)
+    cache.delete(log.key)
+    start = time.time()
+    assert [log.try_add(start + t)[0] for t in (0, 1, 2, 3)] == [True, True, True, False]
+    assert log.try_add(start + 3)[1] == pytest.approx(7, abs=1e-3)  # the oldest (t=0) leaves at 10
+    assert log.wait(start + 9.5) == pytest.approx(0.5, abs=1e-3)
+    assert log.try_add(start + 10.5) == (True, None)  # t=0 left the window
+    assert log.wait(start + 10.6) == pytest.approx(0.4, abs=1e-3)  # now t=1, 2, 10.5: t=1 leaves at 11
+    log.add(start + 10.7)  # counted whatever the count: the newest 3 are kept (2, 10.5, 10.7)
+    assert log.wait(start + 10.8) == pytest.approx(1.2, abs=1e-3)
+    assert log.wait(start + 30) is None
+
+
+def test_a_list_left_by_drfs_own_throttle_at_the_key_is_never_an_error(backend):
+    """On Redis the log is a sorted set: DRF's pickled list there is dropped. In a local cache the log is DRF's own
+    list of times, newest first: it goes on counting."""
+    key = f"throttle_user_legacy-{backend}"
+    cache.set(key, [time.time()] * 5, 60)  # what DRF's SimpleRateThrottle kept
+    log = SlidingLog(cache, key, window=60, limit=3)
+    allowed, wait = log.try_add(time.time())
+    assert (allowed, wait is None) == ((True, True) if backend == "redis" else (False, False))
+    cache.set(key, "not a log", 60)
+    assert SlidingLog(cache, key, window=60, limit=3).wait(time.time()) is None
+
+
+def test_a_rate_of_nothing_refuses_everything(backend):
+    log = SlidingLog(cache, f"nothing-{backend}", window=60, limit=0)
+    assert log.try_add(time.time()) == (False, 60.0)
+
+
+def test_the_user_model_is_the_one_the_user_throttle_counts():
+    assert get_user_model()._meta.pk.name == "id"  # UserRateThrottle keys by request.user.pk
