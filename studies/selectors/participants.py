@@ -62,7 +62,7 @@ def study_has_room(study: Study) -> bool:
     """Whether a new attempt could still be filled (enough distinct items with spare quota): the database stops at
     the first `per_participant` such items instead of counting all of them, as a class opening the link at once
     made it do for each participant. The same rows as `len(_spare_items(study.pk)[:needed])`, without compiling
-    that queryset at every request (tests/studies/test_study_has_room.py compares them)."""
+    that queryset at every request (tests/studies/selectors/test_participants.py compares them)."""
     needed = study.per_participant
     sql, params, slot = _room_statement()
     params = [*params, needed]

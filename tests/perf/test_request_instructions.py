@@ -84,6 +84,7 @@ def _count(folder: Path, library: Path, slug: str, env: dict) -> dict[str, int]:
     dumps = sorted((path for path in folder.glob("callgrind.out.*") if path.suffix[1:].isdigit()),
                    key=lambda path: int(path.suffix[1:]))
     assert len(dumps) == len(STEPS), f"callgrind wrote {[p.name for p in dumps]}, one dump per step expected: {STEPS}"
-    totals = [next(int(line.split()[1]) for line in path.read_text().splitlines() if line.startswith("totals:"))
+    totals = [[int(line.split()[1]) for line in path.read_text().splitlines() if line.startswith("totals:")]
               for path in dumps]
-    return dict(zip(STEPS, totals))
+    assert all(len(total) == 1 for total in totals), f"a dump without its one totals line: {dumps}"
+    return dict(zip(STEPS, (total[0] for total in totals)))

@@ -153,8 +153,10 @@ def test_concurrent_starts_and_dropouts_still_end_with_every_item_exactly_its_ra
 def test_one_participant_joining_from_eight_browsers_at_once_gets_one_attempt(detectbench_dir):
     """Eight threads (each its own database connection) join with the same participant and session ids at the same
     instant, twenty times: the losers of the insert's race (the unique participant id) get the winner's attempt, no
-    error escapes and each participant has exactly one attempt."""
+    error escapes and each participant has exactly one attempt. The race is seen to happen: PostgreSQL counts the
+    failed inserts as rolled back transactions."""
     import threading
+    import time
 
     from django.db import connection
 
@@ -178,12 +180,26 @@ def test_one_participant_joining_from_eight_browsers_at_once_gets_one_attempt(de
         finally:
             connection.close()
 
+    def rolled_back() -> int:  # statements that failed in autocommit: each insert that lost the race is one
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute("SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()")
+            return cursor.fetchone()[0]
+
+    before = rolled_back()
     workers = [threading.Thread(target=worker) for _ in range(threads)]
     for thread in workers:
         thread.start()
     for thread in workers:
         thread.join(timeout=120)
     assert not errors, errors[:3]
+    lost = 0
+    for _ in range(100):  # the backends report their statistics as they end
+        lost = rolled_back() - before
+        if lost:
+            break
+        time.sleep(0.05)
+    assert lost >= 1, "no insert lost the race: the path under test never ran"
     stored = Counter(Attempt.objects.filter(study=study).values_list("external_participant_id", flat=True))
     assert stored == {f"same-{r}": 1 for r in range(rounds)}
     for r in range(rounds):
@@ -212,13 +228,14 @@ def test_a_join_that_loses_the_race_inside_a_callers_transaction_leaves_that_tra
                 inserted.set()
                 deadline = time.monotonic() + 20
                 with connection.cursor() as cursor:  # commit once the join is waiting on the unique index
+                    outcome["waited"] = False
                     while time.monotonic() < deadline and not done.is_set():
                         cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
                                        "AND datname = current_database()")
                         if cursor.fetchone()[0]:
+                            outcome["waited"] = True
                             break
                         time.sleep(0.01)
-                    outcome["waited"] = time.monotonic() < deadline
         finally:
             connection.close()
 
