@@ -48,7 +48,7 @@ return {0, tostring(tonumber(nth[2]) + window - now)}
 """
 
 _local_lock = threading.Lock()
-_scripts: dict[int, object] = {}  # per redis-py client: its registered script (EVALSHA, loaded again if flushed)
+_script = None  # redis-py's Script, run with each call's client (EVALSHA; loaded again when Redis lost it)
 
 
 class SlidingLog:
@@ -79,11 +79,12 @@ class SlidingLog:
 
     def _on_redis(self, now: float, mode: str) -> tuple[bool, float | None]:
         key = self.cache.make_and_validate_key(self.key)
+        global _script
         client = self.cache._cache.get_client(key, write=True)
-        script = _scripts.get(id(client))
-        if script is None:
-            script = _scripts[id(client)] = client.register_script(_SCRIPT)
-        under, wait = script(keys=[key], args=[repr(now), repr(self.window), self.limit, mode, uuid.uuid4().hex])
+        if _script is None:
+            _script = client.register_script(_SCRIPT)
+        under, wait = _script(keys=[key], args=[repr(now), repr(self.window), self.limit, mode, uuid.uuid4().hex],
+                              client=client)
         return bool(under), None if under else max(0.0, float(wait))
 
     def _in_process(self, now: float, mode: str) -> tuple[bool, float | None]:

@@ -149,3 +149,13 @@ def test_a_rate_of_nothing_refuses_everything(backend):
 
 def test_the_user_model_is_the_one_the_user_throttle_counts():
     assert get_user_model()._meta.pk.name == "id"  # UserRateThrottle keys by request.user.pk
+
+
+def test_a_redis_that_lost_the_script_gets_it_again():
+    """Redis restarted or its scripts flushed: the next count loads the script again, no error."""
+    log = SlidingLog(cache, "flushed", window=60, limit=2)
+    cache.delete(log.key)
+    assert log.try_add(time.time()) == (True, None)
+    caches["default"]._cache.get_client(write=True).script_flush()
+    assert log.try_add(time.time()) == (True, None)
+    assert log.try_add(time.time())[0] is False
