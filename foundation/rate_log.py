@@ -9,7 +9,12 @@ the window, count, add this one when it may) is one operation:
 - on Redis (the shared cache of every deployment) a Lua script, which Redis runs alone: a sorted set of the events'
   times per key, one round trip a request;
 - on any other cache (`make run` without Redis: Django's local-memory cache, one per process) the same steps under a
-  lock of this process: exact within the process, as shared as that cache is between processes.
+  lock of this process: exact within the process, not atomic between processes (a deployment's several web
+  processes share Redis). Redis must allow scripts (EVAL, EVALSHA, SCRIPT LOAD): an ACL or a managed Redis that
+  forbids them makes every API request and join fail.
+
+The log has keys of its own (`rate_log:` before the throttle's key): a process still running DRF's own counting (a
+deploy in progress, a rollback) reads and writes its lists under the throttle's key and never meets a sorted set.
 
 tests/foundation/test_rate_log.py hammers every throttle the project uses from many threads at once.
 """
@@ -57,7 +62,7 @@ class SlidingLog:
     def __init__(self, cache: BaseCache | ConnectionProxy, key: str, window: float, limit: int):
         if isinstance(cache, ConnectionProxy):  # django.core.cache.cache (DRF's): the backend it stands for now
             cache = cache._connections[cache._alias]
-        self.cache, self.key, self.window, self.limit = cache, key, float(window), int(limit)
+        self.cache, self.key, self.window, self.limit = cache, f"rate_log:{key}", float(window), int(limit)
 
     def try_add(self, now: float) -> tuple[bool, float | None]:
         """Count an event when fewer than `limit` count now: (True, None); else (False, seconds to wait)."""
@@ -83,7 +88,8 @@ class SlidingLog:
         client = self.cache._cache.get_client(key, write=True)
         if _script is None:
             _script = client.register_script(_SCRIPT)
-        under, wait = _script(keys=[key], args=[repr(now), repr(self.window), self.limit, mode, uuid.uuid4().hex],
+        member = uuid.uuid4().hex[:16]  # the event's own name in the set (64 random bits: unique within a window)
+        under, wait = _script(keys=[key], args=[repr(float(now)), repr(self.window), self.limit, mode, member],
                               client=client)
         return bool(under), None if under else max(0.0, float(wait))
 

@@ -61,6 +61,8 @@ class LoginLockoutBackend(AxesStandaloneBackend):
 class AtomicRateThrottle(SimpleRateThrottle):
     """DRF's rate throttle counted in a `SlidingLog`: the same rate and window, the count atomic."""
 
+    _wait: float | None = None
+
     def allow_request(self, request, view):
         self._wait = None
         if self.rate is None:

@@ -7,6 +7,7 @@ page for people (`participant_pages`): no debug page, traceback or bare status i
 from __future__ import annotations
 
 import json
+import math
 
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect
@@ -136,7 +137,7 @@ def study_join_view(request, slug: str):
     if wait is not None:
         response = error_page(request, 429, study=study, what="join", back_url=reverse("studies_public:landing",
                                                                                        args=[study.slug]))
-        response.headers["Retry-After"] = str(int(wait))
+        response.headers["Retry-After"] = str(math.ceil(wait))  # whole seconds, never before the window allows
         return response
     try:
         attempt = services.study_join(
