@@ -8,8 +8,9 @@
   authentication succeeded, so a guessed token is answered 401 forever without this; once
   the limit is reached every wrong token from that address is answered 429 until the window
   has passed. A valid token is never refused: people behind the same address as a guesser
-  (a campus NAT, a proxy) keep working, and a token of 160 random bits is not guessed by
-  trying 10 a minute.
+  (a campus NAT, a proxy) keep working. So the throttle slows no guessing down (a blocked
+  address's tokens are still checked); what keeps a token safe is its 160 random bits, which
+  no rate a server can answer finds. The 429 tells the guesser, and the logs, that it was seen.
 - `JoinThrottle`: participants joining a study, per client address (STUDY_JOIN_RATE_PER_ADDRESS,
   generous enough for a class behind one NAT).
 - `AnonRateThrottle`, `UserRateThrottle` (the API's rates, REST_FRAMEWORK's DEFAULT_THROTTLE_CLASSES) and the two
