@@ -30,7 +30,7 @@ from django.utils.connection import ConnectionProxy
 
 # KEYS[1]: the log. ARGV: now (s), window (s), limit, mode, a new event's member (unique).
 # mode "try": add the event only when fewer than `limit` count; "add": add it anyway (the newest `limit` are kept);
-# "peek": add nothing. A value of another type at the key (the list DRF's own throttle kept there) is dropped.
+# "peek": add nothing. A value of another type at the key (nothing of ours writes one there) is dropped.
 # Returns {1, "0"} when under the limit (after a "try" that added), else {0, seconds until the
 # limit-th newest event leaves the window}: a string, as Redis would truncate a Lua number to an integer.
 _SCRIPT = """
