@@ -8,6 +8,8 @@ the window, count, add this one when it may) is one operation:
 
 - on Redis (the shared cache of every deployment) a Lua script, which Redis runs alone: a sorted set of the events'
   times per key, one round trip a request;
+- when Redis cannot be reached the event goes through uncounted, with a warning in the log: a throttle that fails
+  open, where DRF's raised and the join page was a 500 until Redis came back;
 - on any other cache (`make run` without Redis: Django's local-memory cache, one per process) the same steps under a
   lock of this process: exact within the process, not atomic between processes (a deployment's several web
   processes share Redis). Redis must allow scripts (EVAL, EVALSHA, SCRIPT LOAD): an ACL or a managed Redis that
@@ -20,10 +22,12 @@ tests/foundation/test_rate_log.py hammers every throttle the project uses from m
 """
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import uuid
 
+import redis
 from django.core.cache.backends.base import BaseCache
 from django.core.cache.backends.redis import RedisCache
 from django.utils.connection import ConnectionProxy
@@ -52,6 +56,7 @@ local nth = redis.call('ZREVRANGE', key, limit - 1, limit - 1, 'WITHSCORES')
 return {0, tostring(tonumber(nth[2]) + window - now)}
 """
 
+logger = logging.getLogger(__name__)
 _local_lock = threading.Lock()
 _script = None  # redis-py's Script, run with each call's client (EVALSHA; loaded again when Redis lost it)
 
@@ -78,7 +83,13 @@ class SlidingLog:
 
     def _run(self, now: float, mode: str) -> tuple[bool, float | None]:
         if isinstance(self.cache, RedisCache):
-            return self._on_redis(now, mode)
+            try:
+                return self._on_redis(now, mode)
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as error:
+                # Redis unreachable: the request goes on uncounted (a participant joins, a token is still checked)
+                # rather than failing; the warning says the throttle is open meanwhile.
+                logger.warning("rate log %s not counted, Redis unreachable (%s): let through", self.key, error)
+                return True, None
         with _local_lock:
             return self._in_process(now, mode)
 

@@ -6,6 +6,7 @@ interpreter switching threads as often as another process would interleave)."""
 from __future__ import annotations
 
 import inspect
+import socket
 import sys
 import threading
 import time
@@ -173,3 +174,50 @@ def test_a_redis_that_lost_the_script_gets_it_again():
     rate_log._script.sha = "0" * 40  # as after a restart of Redis: no script by that name (NOSCRIPT)
     assert log.try_add(time.time()) == (True, None)
     assert log.try_add(time.time())[0] is False
+
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # closed again when this returns: nothing listens there
+
+
+def test_with_redis_unreachable_the_throttles_let_requests_through_and_say_so(detectbench_dir, caplog,
+                                                                               django_user_model):
+    """Redis down (a restart, a blip): a participant still joins and an API token still works, uncounted, with a
+    warning in the log, where a throttle that raised made the join page a 500 until Redis came back."""
+    from django.test import Client
+    from django.urls import reverse
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    from annotation.models import Item
+    from studies.models import Attempt, StudyStatus
+    from studies.services import study_create
+    from tests.support.items import import_items
+
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=6)
+    study = study_create(slug="redis-down", item_ids=list(Item.objects.values_list("pk", flat=True)),
+                         status=StudyStatus.OPEN, per_participant=3, raters=2, completion_code="C")
+    user = django_user_model.objects.create_user("redis-down", password="x")
+    token = Token.objects.create(user=user).key
+    unreachable = {"default": {"BACKEND": "foundation.redis_cache.RedisCache",
+                               "LOCATION": f"redis://127.0.0.1:{_closed_port()}/0"}}
+    with override_settings(CACHES=unreachable), caplog.at_level("WARNING", logger="foundation.rate_log"):
+        assert isinstance(caches["default"], RedisCache)
+        joined = Client(REMOTE_ADDR="192.0.2.77").post(
+            reverse("studies_public:join", args=[study.slug]),
+            {"consent": "yes", "PROLIFIC_PID": "redis-down", "STUDY_ID": "S", "SESSION_ID": "s"})
+        api = APIClient(REMOTE_ADDR="192.0.2.78")
+        api.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+        listed = api.get(reverse("studies_api:study_list"))
+        wrong = APIClient(REMOTE_ADDR="192.0.2.78")
+        wrong.credentials(HTTP_AUTHORIZATION="Token " + "e" * 40)
+        refused = wrong.get(reverse("studies_api:study_list"))
+    assert joined.status_code == 302, joined.status_code
+    assert Attempt.objects.filter(study=study, external_participant_id="redis-down").count() == 1
+    assert listed.status_code in (200, 403), listed.status_code  # the user's role decides, not a failing throttle
+    assert refused.status_code == 401, refused.status_code  # a wrong token is still refused
+    warned = [record.getMessage() for record in caplog.records if "Redis unreachable" in record.getMessage()]
+    assert len(warned) >= 4, warned  # the join, the API's two rates, the wrong token's failure
