@@ -221,3 +221,22 @@ def test_with_redis_unreachable_the_throttles_let_requests_through_and_say_so(de
     assert refused.status_code == 401, refused.status_code  # a wrong token is still refused
     warned = [record.getMessage() for record in caplog.records if "Redis unreachable" in record.getMessage()]
     assert len(warned) >= 4, warned  # the join, the API's two rates, the wrong token's failure
+
+
+def test_a_redis_that_never_answers_costs_a_throttled_request_its_timeout_not_minutes(caplog):
+    """A partition that drops Redis' packets: the connection is made (a listener that never answers stands in for
+    it) and nothing comes back. The settings bound every cache call, so the throttle lets the request through after
+    that bound instead of holding the web worker for the system's TCP timeout."""
+    assert 0 < settings.CACHES["default"]["OPTIONS"]["socket_timeout"] <= 5
+    assert 0 < settings.CACHES["default"]["OPTIONS"]["socket_connect_timeout"] <= 5
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        silent_cache = {"default": {**settings.CACHES["default"], "LOCATION": f"redis://127.0.0.1:{silent.getsockname()[1]}/0",
+                                    "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}}}
+        with override_settings(CACHES=silent_cache), caplog.at_level("WARNING", logger="foundation.rate_log"):
+            began = time.monotonic()
+            allowed = SlidingLog(cache, "silent", window=60, limit=1).try_add(time.time())
+            took = time.monotonic() - began
+    assert allowed == (True, None) and took < 3, took
+    assert any("Redis unreachable" in record.getMessage() for record in caplog.records)
