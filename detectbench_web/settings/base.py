@@ -301,17 +301,11 @@ REST_FRAMEWORK.update({
     },
     "NUM_PROXIES": NUM_PROXIES,
 })
-# Throttle counters must be shared by all web processes: Redis when there is one.
-# A Redis that does not answer (a network partition drops the packets) costs a request at most these seconds, not
-# the system's TCP timeout of minutes with a web worker held: then the throttles let the request through uncounted.
-CACHE_REDIS_TIMEOUT_S = float(os.environ.get("CACHE_REDIS_TIMEOUT_S", "2"))
-if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "foundation.redis_cache.RedisCache", "LOCATION": REDIS_URL,
-                          "KEY_PREFIX": "detectbench",
-                          "OPTIONS": {"socket_connect_timeout": CACHE_REDIS_TIMEOUT_S,
-                                      "socket_timeout": CACHE_REDIS_TIMEOUT_S}}}
-else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# Throttle counters must be shared by all web processes: Redis when there is one, each call bounded (README, Hardening).
+_redis_s = float(os.environ.get("CACHE_REDIS_TIMEOUT_S", "2"))
+CACHES = {"default": {"BACKEND": "foundation.redis_cache.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": "detectbench",
+                      "OPTIONS": {"socket_connect_timeout": _redis_s, "socket_timeout": _redis_s}}} if REDIS_URL else \
+    {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 #: Study joins per client address (a class behind one NAT is one address; "N/hour", empty = none); past it a 429 page.
 STUDY_JOIN_RATE_PER_ADDRESS = os.environ.get("STUDY_JOIN_RATE_PER_ADDRESS", "300/hour")
 # --- end of brute-force protection ------------------------------------------
