@@ -18,12 +18,12 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.cache import cache, caches
 from django.core.cache.backends.redis import RedisCache
 from django.test import RequestFactory, override_settings
-from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils.module_loading import import_string
 from rest_framework.throttling import SimpleRateThrottle
 
 from foundation import rate_log, throttling
 from foundation.rate_log import SlidingLog
+from tests.support.routes import view_classes
 
 pytestmark = pytest.mark.django_db
 
@@ -31,20 +31,10 @@ LOCAL = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
 THREADS, EACH, LIMIT = 16, 3, 7
 
 
-def _views(patterns) -> list:
-    found = []
-    for pattern in patterns:
-        if isinstance(pattern, URLResolver):
-            found += _views(pattern.url_patterns)
-        elif isinstance(pattern, URLPattern):
-            found.append(getattr(pattern.callback, "cls", None) or getattr(pattern.callback, "view_class", None))
-    return [view for view in found if view is not None]
-
-
 def _throttles_in_use() -> set[type]:
     """DRF's default classes, every view's own, and every rate throttle the throttling module defines."""
     classes = {import_string(path) for path in settings.REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"]}
-    for view in _views(get_resolver().url_patterns):
+    for view in view_classes():
         classes |= set(getattr(view, "throttle_classes", ()) or ())
     classes |= {value for value in vars(throttling).values()
                 if inspect.isclass(value) and issubclass(value, SimpleRateThrottle)

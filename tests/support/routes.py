@@ -23,14 +23,26 @@ class Route:
         return self.pattern.startswith("admin/")
 
 
-def _walk(resolver: URLResolver, prefix: str = "", namespace: str = ""):
+def _entries(resolver: URLResolver, prefix: str = "", namespace: str = ""):
+    """(full pattern, namespace, URLPattern) of every route under `resolver`."""
     for entry in resolver.url_patterns:
         if isinstance(entry, URLResolver):
             inner = ":".join(part for part in (namespace, entry.namespace) if part) if entry.namespace else namespace
-            yield from _walk(entry, prefix + str(entry.pattern), inner)
+            yield from _entries(entry, prefix + str(entry.pattern), inner)
         elif isinstance(entry, URLPattern):
-            pattern = prefix + str(entry.pattern)
-            yield Route(pattern, f"{namespace}:{entry.name}" if entry.name else pattern)
+            yield prefix + str(entry.pattern), namespace, entry
+
+
+def _walk(resolver: URLResolver):
+    for pattern, namespace, entry in _entries(resolver):
+        yield Route(pattern, f"{namespace}:{entry.name}" if entry.name else pattern)
+
+
+def view_classes() -> set[type]:
+    """The class of every class-based view a route leads to (DRF's `cls`, Django's `view_class`)."""
+    found = (getattr(entry.callback, "cls", None) or getattr(entry.callback, "view_class", None)
+             for _, _, entry in _entries(get_resolver()))
+    return {view for view in found if view is not None}
 
 
 def all_routes(*, admin: bool = True) -> list[Route]:
