@@ -134,3 +134,35 @@ def test_a_chunk_that_ends_its_run_marks_it_finished_on_its_writing_thread(detec
     run.refresh_from_db()
     assert run.status == RunStatus.FINISHED and run.finished_at is not None and report.refreshed
     assert not [q for q in on_this_thread.captured_queries if "COUNT(" in q["sql"].upper()]
+
+
+def test_the_rows_still_wanted_are_those_without_a_row_done_over_random_states_and_a_fresh_run_asks_one_query(
+        detectbench_dir):
+    """``_wanted`` against the rule computed in Python, over random sets of rows done and failed and random item
+    subsets (the whole run, a chunk, none): what is wanted, how many are done, what is failed. A run without rows
+    is looked up with one query and no list of its items."""
+    import random
+
+    from django.test.utils import CaptureQueriesContext
+
+    import_items(detectbench_dir / "test.jsonl", split="test", limit=40)
+    endpoint = services.endpoint_create(name="wanted", base_url="http://127.0.0.1:9/v1", model="stand-in")
+    run = services.run_launch(endpoint=endpoint, method="naive", split="test", samples=3, enqueue=False)
+    items = list(run.item_ids)
+    pairs = [(i, s) for i in items for s in range(run.rows_per_item)]
+    with CaptureQueriesContext(connection) as queries:
+        assert chunks._wanted(run, items) == (pairs, 0, set())
+    assert len(queries.captured_queries) == 1 and " IN (" not in queries.captured_queries[0]["sql"]
+    assert chunks._wanted(run, []) == ([], 0, set())
+    rng = random.Random(7)
+    for _ in range(12):
+        Result.objects.filter(run=run).delete()
+        states = {pair: rng.choice(["done", "failed", None]) for pair in pairs}
+        Result.objects.bulk_create([
+            Result(run=run, item_id=i, sample_index=s, item_version=1, error="" if state == "done" else "boom")
+            for (i, s), state in states.items() if state is not None])
+        asked = rng.choice([items, rng.sample(items, rng.randrange(1, len(items))), []])
+        expected = ([(i, s) for i in asked for s in range(run.rows_per_item) if states[(i, s)] != "done"],
+                    sum(1 for i in asked for s in range(run.rows_per_item) if states[(i, s)] == "done"),
+                    {(i, s) for i in asked for s in range(run.rows_per_item) if states[(i, s)] == "failed"})
+        assert chunks._wanted(run, asked) == expected
