@@ -78,20 +78,23 @@ class ImportReport:
 
 def curated_since_import(items: list[Item]) -> dict[int, ItemRevision]:
     """The items whose content was changed in the app after their last import and is not that import's content
-    now: item id -> the latest such revision (its number and author name it in a conflict). An edit undone (a
-    revert to the imported content, which takes the import's content version again) leaves nothing curated."""
+    now: item id -> the latest revision that changed the content (its number and author name it in a conflict; a
+    status move after it, which keeps the content, is not an edit and names nothing). An edit undone (a revert to
+    the imported content, which takes the import's content version again) leaves nothing curated."""
     if not items:
         return {}
     now = {item.pk: item.content_version for item in items if item.version > 1}
     last_import: dict[int, int] = {}
+    before: dict[int, int] = {}  # the content version of the item's revision before this one
     latest_edit: dict[int, ItemRevision] = {}
     for revision in (ItemRevision.objects.filter(item_id__in=list(now)).select_related("author")
                      .order_by("item_id", "number")):
         if revision.note.startswith(IMPORT_NOTES):
             last_import[revision.item_id] = revision.content_version
             latest_edit.pop(revision.item_id, None)
-        elif revision.content_version != last_import.get(revision.item_id, 1):
+        elif revision.content_version != before.get(revision.item_id, 1):
             latest_edit[revision.item_id] = revision
+        before[revision.item_id] = revision.content_version
     return {item_id: revision for item_id, revision in latest_edit.items()
             if now[item_id] != last_import.get(item_id, 1)}
 

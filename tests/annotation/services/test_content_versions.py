@@ -13,7 +13,7 @@ from annotation.selectors import content_changes_since
 from annotation.selectors.versions import item_contents_at
 from annotation.services import item_revert, item_update
 from annotation.services.content_versions import content_key
-from annotation.services.items import curated_since_import
+from annotation.services.items import IMPORT_NOTES, curated_since_import
 from tests.support.items import import_text
 
 pytestmark = pytest.mark.django_db
@@ -152,3 +152,41 @@ def test_a_version_written_outside_the_services_is_never_given_to_another_conten
     Item.objects.filter(pk=item.pk).update(version=3, content_version=3, question=QUESTIONS[1])
     edited = item_update(item_id=item.pk, base_version=3, changes={"question": QUESTIONS[2]})
     assert (edited.content_version, edited.highest_content_version) == (4, 4)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_curated_item_is_named_by_the_last_revision_that_changed_its_content_never_a_status_move(seed,
+                                                                                                  django_user_model):
+    """Over random histories of edits, reverts and status moves by several people and re-imports: an item is curated
+    exactly when its content is not its last import's, and the revision named is the last one after that import
+    whose content differs from the revision before it (a status move by someone else after an edit names the edit)."""
+    rng = random.Random(seed)
+    people = [django_user_model.objects.create_user(username=f"person{n}") for n in range(3)]
+    item = _item()
+    for _ in range(20):
+        item.refresh_from_db()
+        step, who = rng.choice(["edit", "edit", "revert", "status", "status", "import"]), rng.choice(people)
+        if step == "edit":
+            changes = {"question": rng.choice(QUESTIONS), "answer_index": rng.choice([1, 2])}
+            item_update(item_id=item.pk, base_version=item.version, changes=changes, user=who, note="edit")
+        elif step == "revert":
+            item_revert(item_id=item.pk, revision_number=rng.randint(1, item.version), base_version=item.version,
+                        user=who)
+        elif step == "status":
+            item_update(item_id=item.pk, base_version=item.version, changes={}, user=who,
+                        status=rng.choice(["verification", "clue_graph", "imported"]), note="moved")
+        else:
+            import_text(_record(rng.choice(QUESTIONS), rng.choice([1, 2])), source="cv", curated="overwrite")
+        item.refresh_from_db()
+        revisions = list(ItemRevision.objects.filter(item=item).order_by("number"))
+        imports = [n for n, r in enumerate(revisions) if r.note.startswith(IMPORT_NOTES)]
+        start = imports[-1] if imports else 0
+        imported_version = revisions[imports[-1]].content_version if imports else 1
+        changed = [r for n, r in enumerate(revisions) if n > start and n > 0
+                   and r.content_version != revisions[n - 1].content_version]
+        found = curated_since_import([item])
+        if item.content_version == imported_version:
+            assert found == {}
+        else:
+            assert found.keys() == {item.pk} and found[item.pk].number == changed[-1].number, (
+                [(r.number, r.content_version, r.note) for r in revisions], found[item.pk].number)
