@@ -358,20 +358,12 @@ SPECTACULAR_SETTINGS = {
 # its own and also passed its records up to the root, so every line appeared twice; here it has
 # none and only propagates (the dev server's request lines, "django.server", keep their own
 # handler and do not propagate: shown once too). A refused request (4xx: a 403 from a role check, a 404) is one line
-# without its traceback; a 500 keeps it.
-def _without_client_error_traceback(record) -> bool:
-    status = getattr(record, "status_code", None)
-    if status is not None and 400 <= status < 500:
-        record.exc_info, record.exc_text = None, None
-    return True
-
-
+# without its traceback; a 500 keeps it (foundation.log_filters).
 LOG_LEVEL = os.environ.get("LOG_LEVEL", "WARNING")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"no_client_error_traceback": {"()": "django.utils.log.CallbackFilter",
-                                              "callback": _without_client_error_traceback}},
+    "filters": {"no_client_error_traceback": {"()": "foundation.log_filters.WithoutClientErrorTraceback"}},
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain",
                              "filters": ["no_client_error_traceback"]}},
@@ -386,6 +378,10 @@ LOGGING = {
 EVALUATION_WORKER_PROCESSES = max(1, int(os.environ.get("EVALUATION_WORKER_PROCESSES", str(CELERY_WORKER_CONCURRENCY))))
 #: Seconds a Redis limiter lease lives unrenewed: the slots of a killed worker come back after this.
 EVALUATION_LIMITER_LEASE_S = float(os.environ.get("EVALUATION_LIMITER_LEASE_S", "10"))
+#: The circuit breaker: a chunk stops and its run fails after this many endpoint failures in a row (connection refused,
+#: DNS, 401/403/404, unknown model) or this many seconds of nothing but them (evaluation.execution.chunks).
+EVALUATION_BREAKER_THRESHOLD = int(os.environ.get("EVALUATION_BREAKER_THRESHOLD", "20"))
+EVALUATION_BREAKER_WINDOW_S = float(os.environ.get("EVALUATION_BREAKER_WINDOW_S", "30"))
 #: Slow start: the first requests of a chunk are launched this many seconds apart (0 = all at once).
 EVALUATION_RAMP_SPACING_S = float(os.environ.get("EVALUATION_RAMP_SPACING_S", "0.0002"))
 #: Slot files of the embedded-mode limiter (used when REDIS_URL is empty); created on first use.

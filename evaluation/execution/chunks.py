@@ -49,16 +49,9 @@ from evaluation.prompting.methods import Completion, get_method
 
 log = logging.getLogger(__name__)
 
-#: The circuit breaker: a chunk stops, and its run fails, after this many consecutive endpoint failures
-#: (connection refused, DNS, 401/403/404, unknown model), or after this long with nothing but them
-#: (settings EVALUATION_BREAKER_THRESHOLD / EVALUATION_BREAKER_WINDOW_S override them).
-BREAKER_THRESHOLD = 20
-BREAKER_WINDOW_S = 30.0
-
-
 def make_breaker() -> CircuitBreaker:
-    return CircuitBreaker(threshold=int(getattr(settings, "EVALUATION_BREAKER_THRESHOLD", BREAKER_THRESHOLD)),
-                          window_s=float(getattr(settings, "EVALUATION_BREAKER_WINDOW_S", BREAKER_WINDOW_S)))
+    """The circuit breaker of a chunk (settings EVALUATION_BREAKER_THRESHOLD, EVALUATION_BREAKER_WINDOW_S)."""
+    return CircuitBreaker(threshold=settings.EVALUATION_BREAKER_THRESHOLD, window_s=settings.EVALUATION_BREAKER_WINDOW_S)
 
 
 @dataclass

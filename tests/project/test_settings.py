@@ -94,3 +94,30 @@ def test_dot_env_file_is_read_and_the_environment_wins(tmp_path):
     *values, base_dir = out.stdout.split()
     assert base_dir == str(copy)  # the copy's settings, beside its .env, were the ones read
     assert values == ["True", "INFO", "['from-dot-env.example']"]
+
+
+def test_every_setting_the_code_reads_is_declared():
+    """Every setting read by the project's code (``settings.NAME``, ``getattr(settings, "NAME", default)``), found by
+    walking the syntax of every module, exists: declared in detectbench_web/settings/ or one of Django's own, so that
+    each can be set from the environment as the README says, not only from a test."""
+    import ast
+
+    from django.conf import settings
+
+    read: dict[str, str] = {}
+    for package in ("foundation", "annotation", "studies", "evaluation", "detectbench_web"):
+        for path in sorted((REPO_DIR / package).rglob("*.py")):
+            if "migrations" in path.parts or "settings" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "settings"
+                        and node.attr.isupper()):
+                    read.setdefault(node.attr, f"{path.relative_to(REPO_DIR)}:{node.lineno}")
+                elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                      and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2
+                      and isinstance(node.args[0], ast.Name) and node.args[0].id == "settings"
+                      and isinstance(node.args[1], ast.Constant)):
+                    read.setdefault(node.args[1].value, f"{path.relative_to(REPO_DIR)}:{node.lineno}")
+    assert len(read) > 30, sorted(read)  # the walk found the code's settings
+    missing = {name: where for name, where in read.items() if not hasattr(settings, name)}
+    assert missing == {}, f"read but declared nowhere: {missing}"
