@@ -19,7 +19,8 @@ services:
 	./scripts/ensure_services.sh
 
 # Two pytest-xdist workers, each with its own test database (test_<name>_gw0/_gw1) and Redis database
-# (15 and 14; detectbench_web/settings/test.py); TEST_WORKERS=0 runs the suite in one process.
+# (two neighbouring numbers picked from the run's id; detectbench_web/settings/test.py); TEST_WORKERS=0 runs the suite
+# in one process.
 TEST_WORKERS ?= 2
 
 # PYTHONDONTWRITEBYTECODE is cleared (some machines set it): the test processes and every child they start

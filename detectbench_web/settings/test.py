@@ -25,7 +25,7 @@ os.environ.setdefault("STUDY_JOIN_RATE_PER_ADDRESS", "100000/hour")
 
 # Under pytest-xdist (`make test` runs two workers, gw0 and gw1) each worker has its own test database
 # (pytest-django adds _gw0/_gw1 to its name) and its own Redis database: REDIS_URL's number for gw0, one
-# less for gw1 (15 and 14 by default), so one worker's broker flush, queued tasks and cache keys never
+# less for gw1 (an odd number from 3 to 15 and the even one below it), so one worker's broker flush, queued tasks and cache keys never
 # reach the other. Child processes (Celery workers, servers) inherit the rewritten REDIS_URL; the marker
 # keeps them from moving it again.
 _xdist_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
