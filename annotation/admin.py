@@ -8,6 +8,7 @@ drafts) are read-only here: they change only through the workflow pages.
 from django.contrib import admin, messages
 
 from annotation import services
+from annotation.errors import StaleVersion
 from annotation.models import (
     CONTENT_FIELDS,
     Adjudication,
@@ -19,6 +20,7 @@ from annotation.models import (
     StageConfig,
     VerificationDecision,
 )
+from foundation.admin_versions import OpenedAtVersionForm
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -46,8 +48,18 @@ class ItemRevisionInline(admin.TabularInline):
         return False
 
 
+class ItemAdminForm(OpenedAtVersionForm):
+    class Meta:
+        model = Item
+        fields = "__all__"
+
+    def stale_message(self, base_version: int) -> str:
+        return StaleVersion(self.instance, base_version).message
+
+
 @admin.register(Item)
 class ItemAdmin(admin.ModelAdmin):
+    form = ItemAdminForm
     change_list_template = "admin/annotation/item/change_list.html"
     list_display = ("external_id", "source", "split", "question_type", "status", "version", "context_words", "evidence_count")
     list_filter = ("source", "split", "status", "question_type")
@@ -65,7 +77,8 @@ class ItemAdmin(admin.ModelAdmin):
         if change:
             changes = {name: data[name] for name in form.changed_data if name in CONTENT_FIELDS}
             status = data.get("status") if "status" in form.changed_data else None
-            saved = services.item_update(item_id=obj.pk, base_version=obj.version, changes=changes,
+            # The version the form was opened at (checked again under the item's lock: a save in between is refused).
+            saved = services.item_update(item_id=obj.pk, base_version=data["base_version"], changes=changes,
                                          user=request.user, note="edited in the admin", status=status)
         else:
             saved = services.item_create(

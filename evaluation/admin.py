@@ -1,13 +1,33 @@
 from django.contrib import admin
 
 from evaluation.models import CachedResponse, ModelEndpoint, Result, Run
+from evaluation.services import runs as services
+from foundation.admin_versions import OpenedAtVersionForm
+
+
+class ModelEndpointAdminForm(OpenedAtVersionForm):
+    class Meta:
+        model = ModelEndpoint
+        fields = "__all__"
+
+    def stale_message(self, base_version: int) -> str:
+        return services.endpoint_edit_conflict(self.instance, base_version).message
 
 
 @admin.register(ModelEndpoint)
 class ModelEndpointAdmin(admin.ModelAdmin):
+    form = ModelEndpointAdminForm
     list_display = ["name", "kind", "model", "shown_base_url", "api_key_env", "max_concurrency", "requests_per_minute"]
     list_filter = ["kind"]
     search_fields = ["name", "model", "base_url"]
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            return super().save_model(request, obj, form, change)
+        # Through the edit service, from the version the page was opened at (a save in between is refused).
+        changes = {name: form.cleaned_data[name] for name in form.changed_data if name in services.ENDPOINT_FIELDS}
+        saved = services.endpoint_update(endpoint=obj, expected_version=form.cleaned_data["base_version"], **changes)
+        obj.version = saved.version
 
 
 @admin.register(Run)

@@ -66,6 +66,15 @@ ENDPOINT_FIELDS = ("name", "kind", "base_url", "model", "api_key_env", "temperat
                    "retry_budget_s", "price_in_per_mtok", "price_out_per_mtok", "use_cache")
 
 
+def endpoint_edit_conflict(endpoint: ModelEndpoint, read: int) -> Conflict:
+    """The refusal of a change made from version ``read`` of an endpoint saved since (the edit page, the API, the
+    admin)."""
+    return Conflict(gettext("Endpoint %(name)s was changed by someone else since this version was read (version "
+                            "%(read)s; it is now at version %(now)s). Nothing was saved: reload it and make the "
+                            "change again.", name=repr(endpoint.name), read=read, now=endpoint.version),
+                    code="edit_conflict", field="version", details={"version": endpoint.version})
+
+
 @transaction.atomic
 def endpoint_update(*, endpoint: ModelEndpoint, table9_preset: bool = False, expected_version: int | None = None,
                     **fields) -> ModelEndpoint:
@@ -81,11 +90,7 @@ def endpoint_update(*, endpoint: ModelEndpoint, table9_preset: bool = False, exp
         fields.update(TABLE9_PRESET)
     endpoint = ModelEndpoint.objects.select_for_update().get(pk=endpoint.pk)
     if expected_version is not None and expected_version != endpoint.version:
-        raise Conflict(gettext("Endpoint %(name)s was changed by someone else since this version was read (version "
-                               "%(read)s; it is now at version %(now)s). Nothing was saved: reload it and make the "
-                               "change again.", name=repr(endpoint.name), read=expected_version, now=endpoint.version),
-                       code="edit_conflict", field="version",
-                       details={"version": endpoint.version})
+        raise endpoint_edit_conflict(endpoint, expected_version)
     for name, value in fields.items():
         setattr(endpoint, name, value)
     endpoint.full_clean()

@@ -41,12 +41,67 @@ def test_an_item_changed_in_the_admin_is_a_new_revision(admin_client):
     data = {**NEW_ITEM, "source": item.source, "external_id": item.external_id, "split": item.split,
             "context": item.context, "question": "Who really entered the study?", "options": json.dumps(item.options),
             "answer_index": str(item.answer_index), "evidence": item.evidence, "reasoning": item.reasoning,
-            "status": item.status}
+            "status": item.status, "base_version": item.version}
     assert admin_client.post(f"/admin/annotation/item/{item.pk}/change/", data).status_code == 302
     item.refresh_from_db()
     assert item.version == 2 and item.question == "Who really entered the study?"
     latest = item.revisions.order_by("-number").first()
     assert (latest.number, latest.changed_fields, latest.note) == (2, ["question"], "edited in the admin")
+
+
+def _opened(admin_client, item) -> dict:
+    """The change form as the page gives it: the item's fields and the version the page was opened at."""
+    import re
+
+    page = admin_client.get(f"/admin/annotation/item/{item.pk}/change/").content.decode()
+    (version,) = re.findall(r'<input type="hidden" name="base_version" value="(\d+)"', page)
+    return {**NEW_ITEM, "source": item.source, "external_id": item.external_id, "split": item.split,
+            "context": item.context, "question": item.question, "options": json.dumps(item.options),
+            "answer_index": str(item.answer_index), "evidence": item.evidence, "reasoning": item.reasoning,
+            "status": item.status, "base_version": version}
+
+
+@pytest.mark.parametrize("meanwhile", ["content", "status"])
+def test_a_save_in_the_admin_over_an_edit_made_since_the_page_was_opened_is_refused(admin_client, annotator,
+                                                                                    meanwhile):
+    """Opened, then someone else saves (a content fix, or only a status move), then the stale page is saved with
+    another field changed: refused with the item's conflict message, nothing written; opened again, it saves."""
+    from annotation.services import item_update
+
+    (item,) = make_items(1)
+    stale = _opened(admin_client, item)
+    fix = {"question": item.question + " (fixed)"} if meanwhile == "content" else {}
+    other = next(status for status in (ItemStatus.VERIFICATION, ItemStatus.IMPORTED) if status != item.status)
+    item_update(item_id=item.pk, base_version=item.version, changes=fix, user=annotator, note="meanwhile",
+                status=None if fix else other)
+    item.refresh_from_db()
+    before = (item.version, item.content(), item.status)
+    answer = admin_client.post(f"/admin/annotation/item/{item.pk}/change/",
+                               {**stale, "reasoning": item.reasoning + " More."})
+    assert answer.status_code == 200 and "since version 1 that you started from" in answer.content.decode()
+    item.refresh_from_db()
+    assert (item.version, item.content(), item.status) == before
+    fresh = _opened(admin_client, item)
+    assert admin_client.post(f"/admin/annotation/item/{item.pk}/change/",
+                             {**fresh, "reasoning": item.reasoning + " More."}).status_code == 302
+    item.refresh_from_db()
+    assert item.version == before[0] + 1 and item.reasoning.endswith(" More.")
+    assert item.question == before[1]["question"]  # the edit made meanwhile is kept
+
+
+def test_every_admin_form_that_edits_a_versioned_model_carries_the_version_it_was_opened_at(admin_user, rf):
+    """Found from the admin's registry: each model with a version that the admin can change has a form that asks
+    for the version it was opened at."""
+    from django.contrib import admin
+
+    request = rf.get("/admin/")
+    request.user = admin_user
+    versioned = [(model, model_admin) for model, model_admin in admin.site._registry.items()
+                 if any(field.name == "version" for field in model._meta.get_fields())
+                 and model_admin.has_change_permission(request)]
+    assert Item in [model for model, _ in versioned]
+    for model, model_admin in versioned:
+        assert "base_version" in model_admin.get_form(request, model()).base_fields, model
 
 
 def test_stage_configuration_is_set_in_the_admin(admin_client):
