@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from urllib.parse import urlparse
 
 from django.db import transaction
-from django.db.models import BooleanField, ExpressionWrapper, F, Q
+from django.db.models import BooleanField, ExpressionWrapper, Q
 from django.utils import timezone
 from django.utils.translation import get_language, override
 
@@ -27,11 +27,11 @@ from evaluation.models import (
     Result,
     Run,
     RunStatus,
-    SupersededResult,
 )
 from evaluation.models.endpoints import destination_policy
 from evaluation.prompting.methods import get_method
 from evaluation.selectors.runs import select_item_ids, select_items  # noqa: F401 - select_item_ids: sweeps take it here
+from evaluation.services.superseding import supersede_stale_rows
 from foundation.errors import Conflict, Invalid, NotFound
 from foundation.words import gettext
 
@@ -354,20 +354,16 @@ def run_refresh(*, run: Run, user=None, enqueue: bool = True) -> tuple[Run, int]
     rejected items are not refreshed (they are left out of the tables). Returns the run and the rows superseded.
 
     Why move, not keep both: a run has one row per (run, item, sample) (exactly-once resume, every metric and
-    table counts them so); the old answers stay on record, with their ids, for audits and their judge labels."""
+    table counts them so); the old answers stay on record, with their ids, for audits and their judge labels. An
+    old answer asked at an item's current content (an edit undone since a refresh) is the run's row again, not asked
+    again (services.superseding)."""
     run = Run.objects.select_for_update().get(pk=run.pk)
     if run.is_active:
         raise Conflict(gettext("Run %(n)s is still running: refresh it once it has finished (or cancel it first).",
                                n=run.pk), code="run_active")
     _leave_out_rejected(run)
-    stale = (Result.objects.filter(run=run).exclude(item_version=F("item__content_version"))
-             .exclude(item__status=ItemStatus.REJECTED).select_for_update(of=("self",)))
-    rows = list(stale.values())
-    SupersededResult.objects.bulk_create([SupersededResult(
-        run_id=run.pk, item_id=row["item_id"], sample_index=row["sample_index"], item_version=row["item_version"],
-        result_id=row["id"], is_correct=row["is_correct"], row=row, superseded_by=user) for row in rows])
-    Result.objects.filter(pk__in=[row["id"] for row in rows]).delete()
-    return _relaunch(run, enqueue=enqueue), len(rows)
+    superseded, _ = supersede_stale_rows(run, user)  # an answer at an item's current content comes back instead
+    return _relaunch(run, enqueue=enqueue), superseded
 
 
 def run_execute_in_process(*, run: Run) -> execution.ChunkReport:
