@@ -230,6 +230,7 @@ class RunComparisonSerializer(serializers.Serializer):
     stale_pairs = serializers.IntegerField()
     excluded_kinds = serializers.ListField(child=serializers.CharField(), help_text="Flags whose items were left out")
     excluded_items = serializers.IntegerField(help_text="Flagged items either run answered, left out")
+    rejected_items = serializers.IntegerField(help_text="Rejected (deleted) items either run answered, left out")
     table = serializers.ListField(child=serializers.ListField(child=serializers.IntegerField()),
                                   help_text="[[both right, A right / B wrong], [A wrong / B right, both wrong]]")
     discordant = _INT_PAIR

@@ -14,7 +14,8 @@ from foundation import csv_safety
 LEADERBOARD_COLUMNS = [
     "row", "method", "endpoint", "run", "split", "option_order", "n", "correct", "accuracy", "ci95_low", "ci95_high",
     "keyinfo", "first_option_baseline", "stale_dropped", "is_reference", "pairs", "ref_right_cell_wrong",
-    "ref_wrong_cell_right", "p_value", "p_holm", "significant", "items", "judge", "n_reviewed",
+    "ref_wrong_cell_right", "p_value", "p_holm", "significant", "items", "judge", "n_reviewed", "circular_accuracy",
+    "circular_n",
 ]
 #: A free-text cell's accuracy per judge, one CSV row each: the judge's labels alone, the people's reviews alone
 #: (weighted by the queue's design) and the judge-powered (PPI++) estimate, each with its n.
@@ -34,7 +35,8 @@ def leaderboard_rows(table: Leaderboard) -> list[dict]:
                      "first_option_baseline": j["first_option_baseline"], "stale_dropped": j["stale_dropped"],
                      "is_reference": j["is_reference"], "pairs": j["pairs"], "ref_right_cell_wrong": disc[0],
                      "ref_wrong_cell_right": disc[1], "p_value": j["p_value"], "p_holm": j["p_holm"],
-                     "significant": j["significant"], "items": None})
+                     "significant": j["significant"], "items": None, "circular_accuracy": j["circular_accuracy"],
+                     "circular_n": j["circular_n"]})
         rows += _judged_rows(cell, j)
     for baseline in table.baselines:
         for endpoint, c in zip(table.endpoints, baseline.cells):
@@ -92,18 +94,26 @@ def _num(value: float | None, digits: int = 1) -> str:
     return "--" if value is None else f"{100 * value:.{digits}f}"
 
 
+def _has_circular(table: Leaderboard) -> bool:
+    return any(c.circular is not None for c in table.cells)
+
+
 def leaderboard_latex(table: Leaderboard) -> str:
-    """Paper Table 4 as a booktabs table: per model KeyInfo, Acc. and n; * = differs from the reference
-    (exact McNemar, Holm-corrected, p < alpha), dagger = the reference; baselines and humans below."""
+    """Paper Table 4 as a booktabs table: per model KeyInfo, Acc. and n (with circular cells, Circ. before n: the
+    circular accuracy, -- for a cell of another order); * = differs from the reference (exact McNemar,
+    Holm-corrected, p < alpha), dagger = the reference; baselines and humans below."""
     endpoints = table.endpoints
-    width = 1 + 3 * len(endpoints)
+    circular = _has_circular(table)
+    heads = ["KeyInfo", "Acc.", "Circ.", "$n$"] if circular else ["KeyInfo", "Acc.", "$n$"]
+    per = len(heads)
+    width = 1 + per * len(endpoints)
     lines = [r"\begin{table}[t]", r"\centering", r"\small",
-             r"\begin{tabular}{l" + " rrr" * len(endpoints) + "}", r"\toprule"]
-    lines.append(" & " + " & ".join(rf"\multicolumn{{3}}{{c}}{{{latex_escape(e.name)}}}" for e in endpoints)
+             r"\begin{tabular}{l" + (" " + "r" * per) * len(endpoints) + "}", r"\toprule"]
+    lines.append(" & " + " & ".join(rf"\multicolumn{{{per}}}{{c}}{{{latex_escape(e.name)}}}" for e in endpoints)
                  + r" \\")
     if endpoints:
-        lines.append(" ".join(rf"\cmidrule(lr){{{2 + 3 * i}-{4 + 3 * i}}}" for i in range(len(endpoints))))
-    lines.append("Method" + " & KeyInfo & Acc. & $n$" * len(endpoints) + r" \\")
+        lines.append(" ".join(rf"\cmidrule(lr){{{2 + per * i}-{1 + per * (i + 1)}}}" for i in range(len(endpoints))))
+    lines.append("Method" + (" & " + " & ".join(heads)) * len(endpoints) + r" \\")
     lines.append(r"\midrule")
     family = None
     for row in table.rows:
@@ -113,17 +123,20 @@ def leaderboard_latex(table: Leaderboard) -> str:
         parts = [latex_escape(row["method"].paper_label)]
         for cell in row["cells"]:
             if cell is None:
-                parts += ["--", "--", "--"]
+                parts += ["--"] * per
                 continue
             mark = r"$^{\dagger}$" if cell.is_reference else r"$^{*}$" if cell.significant else ""
-            parts += [_num(cell.metrics.keyinfo), _num(cell.metrics.accuracy) + mark, str(cell.metrics.n)]
+            parts += [_num(cell.metrics.keyinfo), _num(cell.metrics.accuracy) + mark]
+            parts += [_num(cell.circular_accuracy)] if circular else []
+            parts.append(str(cell.metrics.n))
         lines.append(" & ".join(parts) + r" \\")
     if table.baselines:
         lines.append(r"\midrule")
     for baseline in table.baselines:
         parts = [latex_escape(baseline.label)]
         for c in baseline.cells:
-            parts += ["", "--", "--"] if c is None else ["", _num(c.value), str(c.n)]
+            shown = ["--", "--"] if c is None else [_num(c.value), str(c.n)]
+            parts += ["", shown[0], *([""] if circular else []), shown[1]]
         lines.append(" & ".join(parts) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\caption{" + latex_escape(_caption(table)) + "}", r"\end{table}"]
     return "\n".join(lines) + "\n"
@@ -131,6 +144,9 @@ def leaderboard_latex(table: Leaderboard) -> str:
 
 def _caption(table: Leaderboard) -> str:
     text = f"KeyInfo and accuracy (%) on {table.scope}; n = scored rows of each cell."
+    if _has_circular(table):
+        text += (" Circ. = circular accuracy (%): an item is right only if every rotation of its options is (its "
+                 "first sample), over the items with every rotation scored; Acc. and n count each rotation's row.")
     if table.reference is not None:
         text += (f" Reference (dagger): {table.reference.key}; * = exact McNemar test on the paired items, "
                  f"Holm-corrected across the table, p < {table.alpha}.")
@@ -142,15 +158,18 @@ def leaderboard_text(table: Leaderboard) -> str:
     lines = [f"Leaderboard: {table.scope}"]
     if table.reference is not None:
         lines.append(f"reference {table.reference.key}; exact McNemar, Holm-corrected, * = p_holm < {table.alpha}")
+    circular = _has_circular(table)
     lines.append(f"{'method':<28} {'endpoint':<28} {'run':>5} {'n':>6} {'acc %':>6} {'95% CI':>13} "
-                 f"{'KeyInfo':>7} {'first':>6} {'p_holm':>8}")
+                 f"{'KeyInfo':>7} {'first':>6} {'p_holm':>8}" + (f" {'circ %':>6} {'items':>6}" if circular else ""))
     for c in table.cells:
         m = c.metrics
         ci = f"{_num(m.ci_low)}-{_num(m.ci_high)}" if m.ci_low is not None else "--"
         p = "ref" if c.is_reference else ("--" if c.p_holm is None else f"{c.p_holm:.4f}" + ("*" if c.significant
                                                                                                else ""))
         lines.append(f"{c.method:<28} {c.endpoint.name[:28]:<28} {c.run.pk:>5} {m.n:>6} {_num(m.accuracy):>6} "
-                     f"{ci:>13} {_num(m.keyinfo):>7} {_num(m.first_option_baseline):>6} {p:>8}")
+                     f"{ci:>13} {_num(m.keyinfo):>7} {_num(m.first_option_baseline):>6} {p:>8}"
+                     + (f" {_num(c.circular_accuracy):>6} {'--' if c.circular is None else c.circular[1]:>6}"
+                        if circular else ""))
     for baseline in table.baselines:
         for endpoint, b in zip(table.endpoints, baseline.cells):
             if b is not None:

@@ -29,6 +29,7 @@ from evaluation.model_calls.launch_estimate import LaunchEstimate, estimate
 from evaluation.models import ModelEndpoint, OptionOrder, Result, Run, RunStatus
 from evaluation.prompting.circular import CircularAccuracy, circular_accuracy
 from evaluation.prompting.methods import METHODS, get_method
+from evaluation.selectors.leaderboard import without_rejected
 from evaluation.selectors.quality import check_kinds, flagged_item_ids
 from evaluation.selectors.runs import select_item_ids
 from foundation.errors import Invalid, NotFound
@@ -95,8 +96,8 @@ class FigureInputs:
 def figure_inputs(*, split: str, option_order: str = OptionOrder.ORIGINAL, exclude: Sequence[str] = (),
                   run_ids: Sequence[int] = ()) -> FigureInputs:
     """The chosen runs' scored rows over the items every one of them answered (like for like), without
-    stale rows (an item changed since) and, when asked, without flagged items; the Selection says what
-    was dropped."""
+    stale rows (an item changed since), without rejected (deleted) items as the leaderboard leaves them out
+    and, when asked, without flagged items; the Selection says what was dropped."""
     if not split:
         raise Invalid(gettext("Choose a split: a figure never mixes item sets."), field="split")
     kinds = check_kinds(exclude) if exclude else ()
@@ -120,10 +121,14 @@ def figure_inputs(*, split: str, option_order: str = OptionOrder.ORIGINAL, exclu
         flagged = flagged_item_ids(split=split, kinds=kinds) & common
         selection.dropped_flagged = len(flagged)
         common -= flagged
+    remaining, rejected = without_rejected(split, sorted(common))  # the leaderboard's rule, and its count
+    common = set(remaining)
     selection.items = len(common)
     selection.stale_rows = stale
     if stale:
         selection.notes.append(gettext("%(n)s stale row(s) dropped (item changed since)") % {"n": stale})
+    if rejected:
+        selection.notes.append(gettext("%(n)s deleted item(s) left out") % {"n": rejected})
     with_order = not option_order
     kept = []
     for run in runs:

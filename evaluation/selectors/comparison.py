@@ -4,6 +4,7 @@ where they differ.
 An item's outcome is its first sample (with circular order: right only if every rotation of the
 first sample is), as in the leaderboard. A pair needs the same item *version* on both sides: a run
 that saw an item before it was rewritten is not compared with one that saw the new text on it.
+Rejected (deleted) items are left out, by the leaderboard's own rule, and counted.
 Runs on different splits are refused: they share no items, and a table of nothing would mislead.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ from django.utils.translation import gettext
 
 from evaluation.models import Result, Run
 from evaluation.models.item_versions import items_at_versions
+from evaluation.selectors.leaderboard import without_rejected
 from evaluation.selectors.quality import check_kinds, flagged_item_ids
 from evaluation.statistics.paired import Paired, pair_outcomes
 from foundation.errors import Invalid
@@ -58,6 +60,7 @@ class RunComparison:
     differing: list[DiffRow]
     excluded_kinds: tuple[str, ...] = ()  # quality flags whose items were left out
     excluded_items: int = 0  # flagged items either run answered, left out
+    rejected_items: int = 0  # rejected (deleted) items either run answered, left out (as the leaderboard does)
 
     def as_json(self) -> dict:
         p = self.paired
@@ -67,7 +70,7 @@ class RunComparison:
                 "accuracy_a": (p.both_right + p.ref_right_other_wrong) / p.n if p.n else None,
                 "accuracy_b": (p.both_right + p.ref_wrong_other_right) / p.n if p.n else None,
                 "excluded_kinds": list(self.excluded_kinds), "excluded_items": self.excluded_items,
-                "differing": [d.as_json() for d in self.differing]}
+                "rejected_items": self.rejected_items, "differing": [d.as_json() for d in self.differing]}
 
 
 _FIELDS = ("pk", "item_id", "item_version", "is_correct", "answer_index", "item__content_version", "item__external_id",
@@ -107,6 +110,7 @@ def run_comparison(*, a: Run, b: Run, exclude: Sequence[str] = ()) -> RunCompari
         excluded = len({item for item, _ in (*outcome_a, *outcome_b)} & flagged)
         outcome_a = {key: v for key, v in outcome_a.items() if key[0] not in flagged}
         outcome_b = {key: v for key, v in outcome_b.items() if key[0] not in flagged}
+    outcome_a, outcome_b, rejected = _without_rejected_items(a.split or b.split, outcome_a, outcome_b)
     paired = pair_outcomes(outcome_a, outcome_b)
     common = outcome_a.keys() & outcome_b.keys()
     differing = []
@@ -121,4 +125,16 @@ def run_comparison(*, a: Run, b: Run, exclude: Sequence[str] = ()) -> RunCompari
                                  b=Side(rb[0], outcome_b[key], rb[4])))
     stale = sum(1 for key in common if rows_a[key][5] != key[1])
     return RunComparison(a=a, b=b, paired=paired, stale_pairs=stale, differing=differing, excluded_kinds=kinds,
-                         excluded_items=excluded)
+                         excluded_items=excluded, rejected_items=rejected)
+
+
+def _without_rejected_items(split: str, outcome_a: dict, outcome_b: dict) -> tuple[dict, dict, int]:
+    """Both runs' outcomes without the rejected (deleted) items, by the leaderboard's rule, and how many of the items
+    either run answered went."""
+    answered = sorted({item for item, _ in (*outcome_a, *outcome_b)})
+    kept, rejected = without_rejected(split, answered)
+    if not rejected:
+        return outcome_a, outcome_b, 0
+    keep = set(kept)
+    return ({key: v for key, v in outcome_a.items() if key[0] in keep},
+            {key: v for key, v in outcome_b.items() if key[0] in keep}, rejected)

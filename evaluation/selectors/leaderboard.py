@@ -6,28 +6,28 @@ counts only its *fresh* rows (the item has not changed since it was asked) and s
 stale rows it dropped. Against a chosen reference cell each cell gets an exact McNemar test on
 the (item, version) pairs both have (one outcome per item: its first sample, or with circular
 order the first sample's rotations, all right), Holm-corrected across the table; the numbers of
-pairs and of items only one side has are shown. Below the methods: the always-first-option and
-the random-guess baselines of each column's rows, and humans from the studies on each column's
-items and item versions.
+pairs and of items only one side has are shown. Below the methods (evaluation.selectors.baselines):
+the always-first-option and the random-guess baselines of each column's rows, with the column's
+items as their n, and humans from the studies on each column's items and item versions.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from django.utils.translation import gettext, gettext_noop, pgettext, pgettext_lazy
+from django.utils.translation import gettext, pgettext, pgettext_lazy
 
 from annotation.models import Item, ItemStatus
 from evaluation.judge.specs import FREE_TEXT
 from evaluation.models import ModelEndpoint, OptionOrder, Run, RunStatus
 from evaluation.prompting.methods import METHODS
-from evaluation.selectors import humans
 from evaluation.selectors.aggregates import JSONLength, RowCounts, metrics_many
+from evaluation.selectors.baselines import BaselineRow, baseline_rows
 from evaluation.selectors.judge import JudgedAccuracy, free_text_accuracy
 from evaluation.selectors.outcomes import circular_verdicts, common_item_ids, paired_counts
 from evaluation.selectors.quality import check_kinds, flagged_item_ids
 from evaluation.statistics.metrics import RunMetrics
-from evaluation.statistics.paired import ALPHA, Paired, holm, mcnemar_exact_many, wilson
+from evaluation.statistics.paired import ALPHA, Paired, holm, mcnemar_exact_many
 from foundation.errors import Invalid
 
 
@@ -112,27 +112,6 @@ def _judged_json(accuracy: JudgedAccuracy) -> dict:
     return {"config": accuracy.config, "judge": {"value": accuracy.accuracy, "n": accuracy.counted},
             "people": accuracy.people, "powered": accuracy.powered, "n": accuracy.n, "reviewed": accuracy.reviewed,
             "unanswered": accuracy.unanswered, "unreadable": accuracy.unreadable, "pending": accuracy.pending}
-
-
-@dataclass(frozen=True)
-class BaselineCell:
-    n: int
-    value: float | None  # in [0, 1]
-    low: float | None = None
-    high: float | None = None
-    items: int | None = None
-
-    @property
-    def pct(self) -> float | None:
-        return _pct(self.value)
-
-
-@dataclass(frozen=True)
-class BaselineRow:
-    key: str
-    label: str
-    note: str
-    cells: list[BaselineCell | None]
 
 
 @dataclass
@@ -286,7 +265,7 @@ def leaderboard(*, split: str = "", run_ids: Sequence[int] = (), option_order: s
     if exclude:
         kinds = check_kinds(exclude)
         item_ids, excluded = _without_flagged(split, runs, item_ids, kinds)
-    item_ids, rejected = _without_rejected(split, item_ids)
+    item_ids, rejected = without_rejected(split, item_ids)
     ref_run = _reference_run(runs, reference) if reference else None
     metrics = metrics_many(runs=runs, fresh_only=True, item_ids=item_ids, reference=ref_run)
     circular = circular_verdicts(runs, item_ids)
@@ -309,7 +288,8 @@ def leaderboard(*, split: str = "", run_ids: Sequence[int] = (), option_order: s
                         rejected_items=rejected, item_ids=item_ids)
     if ref_run is not None:
         _test_against(table, ref_run, item_ids)
-    table.baselines = _baselines(table, item_ids)
+    table.baselines = baseline_rows(runs=[c.run for c in table.cells], endpoints=endpoints, split=split,
+                                    item_ids=item_ids)
     return table
 
 
@@ -326,7 +306,7 @@ def _without_flagged(split: str, runs: Sequence[Run], item_ids: list[int] | None
     return kept, len(candidates) - len(kept)
 
 
-def _without_rejected(split: str, item_ids: list[int] | None) -> tuple[list[int] | None, int]:
+def without_rejected(split: str, item_ids: list[int] | None) -> tuple[list[int] | None, int]:
     """The table's items without the rejected (deleted) ones, and how many went: of the common items, else of the
     split's (the cells' own items stay None when the split has no rejected item)."""
     rows = Item.objects.filter(split=split) if item_ids is None else Item.objects.filter(pk__in=item_ids)
@@ -359,40 +339,6 @@ def _test_against(table: Leaderboard, reference: Run, item_ids: list[int] | None
         cell.p_value = p
     for cell, p in zip(others, holm([c.p_value for c in others])):
         cell.p_holm = p
-
-
-def _baselines(table: Leaderboard, item_ids: list[int] | None) -> list[BaselineRow]:
-    """Per column: what always answering the first option shown and guessing uniformly score on the column's
-    rows, and humans on the column's items (same item versions)."""
-    first, chance = [], []
-    for endpoint in table.endpoints:
-        column = [c for c in table.cells if c.endpoint.pk == endpoint.pk]
-        choice = sum(c.counts.choice for c in column)
-        picked = sum(c.counts.first for c in column)
-        low, high = wilson(picked, choice)
-        first.append(BaselineCell(n=choice, value=picked / choice, low=low, high=high) if choice else None)
-        chance.append(BaselineCell(n=choice, value=sum(c.counts.chance for c in column) / choice)
-                      if choice else None)
-    rows = [
-        BaselineRow("first-option", gettext_noop("Always the first option"),
-                    gettext_noop("the share of the column's rows whose correct option was shown first"), first),
-        BaselineRow("random", gettext_noop("Random guess (expected)"),
-                    gettext_noop("the mean of 1 / number of options over the column's rows"), chance),
-    ]
-    candidates = item_ids if item_ids is not None else Item.objects.filter(split=table.split).values("pk")
-    people = humans.human_cells(runs=[c.run for c in table.cells], endpoint_ids=[e.pk for e in table.endpoints],
-                                item_ids=candidates)
-    if people is not None:
-        cells = []
-        for endpoint in table.endpoints:
-            h = people[endpoint.pk]
-            low, high = h.interval
-            cells.append(BaselineCell(n=h.responses, value=h.accuracy, low=low, high=high, items=h.items)
-                         if h.responses else None)
-        rows.append(BaselineRow("humans", gettext_noop("Humans (studies)"),
-                                gettext_noop("participants' answers on the column's items at the same item versions"),
-                                cells))
-    return rows
 
 
 #: The option orders as `Leaderboard.scope_shown` says them, for the catalog.

@@ -5,7 +5,8 @@ fitted with one item-response model (evaluation.statistics.irt says which and ho
   multiple-choice run of each endpoint x method x option order on the split (as the figures choose them);
 - an **item** is an item at one content version (answers to an edited text are answers to another item);
 - a run's answer to an item is its first sample (with circular order: right only if every rotation of the first
-  sample is), as the leaderboard counts it; a participant's is the accepted response.
+  sample is), as the leaderboard counts it; a participant's is the accepted response;
+- rejected (deleted) items are left out, by the leaderboard's rule, and the notes say how many.
 
 The fit is cached under a digest of every answer it used, so it is recomputed only when an answer changes.
 """
@@ -23,6 +24,7 @@ from annotation.models import Item
 from evaluation.errors import EmptyFigure
 from evaluation.models import Result
 from evaluation.selectors.analysis import figure_runs, run_label
+from evaluation.selectors.leaderboard import without_rejected
 from evaluation.statistics.irt import Z95, choose_model, fit, group_difficulties
 from studies.selectors.answers import response_rows
 
@@ -150,7 +152,7 @@ def one_scale(*, split: str, model: str = "auto") -> OneScale:
     """Fit people and models on the split's items; EmptyFigure when there is too little to fit."""
     model_labels, model_rows = _model_answers(split)
     people_labels, people_rows = _people_answers(split)
-    rows = model_rows + people_rows
+    rows, rejected = _without_rejected_items(split, model_rows + people_rows)
     keys = list(model_labels) + list(people_labels)
     answered = {key for key, _, _ in rows}
     keys = [k for k in keys if k in answered]
@@ -172,7 +174,20 @@ def one_scale(*, split: str, model: str = "auto") -> OneScale:
         cached = (fitted, *group_difficulties(fitted, r, j, y, is_person))
         cache.set(f"evaluation:one-scale:{digest}", cached, 24 * 3600)
     fitted, people_b, model_b = cached
-    return _assemble(split, fitted, people_b, model_b, keys, items, r, j, y, {**model_labels, **people_labels}, model)
+    result = _assemble(split, fitted, people_b, model_b, keys, items, r, j, y, {**model_labels, **people_labels}, model)
+    if rejected:
+        result.notes.append(gettext("%(n)s deleted item(s) left out") % {"n": rejected})
+    return result
+
+
+def _without_rejected_items(split: str, rows: list) -> tuple[list, int]:
+    """The answers without those to rejected (deleted) items, by the leaderboard's rule, and how many of the answered
+    items went."""
+    kept, rejected = without_rejected(split, sorted({item for _, (item, _), _ in rows}))
+    if not rejected:
+        return rows, 0
+    keep = set(kept)
+    return [row for row in rows if row[1][0] in keep], rejected
 
 
 def _assemble(split, fitted, people_b, model_b, keys, items, r, j, y, labels, model="auto") -> OneScale:

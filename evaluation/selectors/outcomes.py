@@ -15,25 +15,38 @@ from collections.abc import Mapping, Sequence
 from django.db import connection
 
 from evaluation.models import Run
+from evaluation.prompting.methods import METHODS
 from evaluation.selectors import counts_cache
 from evaluation.selectors.aggregates import CHANGED_ITEMS, RowCounts, id_list, outcome_params, outcome_sql, tables
 from evaluation.statistics.paired import Paired
 
 
 def common_item_ids(runs: Sequence[Run]) -> list[int]:
-    """Items with a fresh scored multiple-choice row in every one of the runs (one query; cached while the runs
-    are finished and unchanged, see evaluation.selectors.counts_cache)."""
+    """Items every one of the runs answered, fresh: a multiple-choice run with a scored row of the item, a
+    free-text run with a row without error (one query; cached while the runs are finished and unchanged, see
+    evaluation.selectors.counts_cache).
+
+    A free-text row is never scored in the row (``is_correct`` stays empty: the judge grades it), and its cell
+    counts every row without an infrastructure error, a missing answer as wrong (``judge.free_text_accuracy``), as
+    a multiple-choice cell counts a parse failure: so that row is the item answered, and a free-text cell is held
+    to the common items like any other."""
     if not runs:
         return []
-    return counts_cache.remembered("common-items", runs, lambda: _common_item_ids(runs))
+    # A name of its own: lists cached under the former rule (free-text runs answered nothing) stay unread.
+    return counts_cache.remembered("common-items:answered", runs, lambda: _common_item_ids(runs))
 
 
 def _common_item_ids(runs: Sequence[Run]) -> list[int]:
     result, item = tables()
     runs_in, params = id_list([r.pk for r in runs])
+    free_text = [r.pk for r in runs if getattr(METHODS.get(r.method), "free_text", False)]
+    answered = "r.is_correct IS NOT NULL"
+    if free_text:
+        free_in, free_params = id_list(free_text)
+        answered, params = f"({answered} OR r.run_id IN ({free_in}))", params + free_params
     sql = f"""
         SELECT r.item_id FROM {result} r LEFT JOIN {CHANGED_ITEMS.format(item=item)} x ON x.id = r.item_id
-        WHERE r.run_id IN ({runs_in}) AND r.error = '' AND r.is_correct IS NOT NULL
+        WHERE r.run_id IN ({runs_in}) AND r.error = '' AND {answered}
               AND (x.id IS NULL OR r.item_version = x.version)
         GROUP BY r.item_id HAVING COUNT(DISTINCT r.run_id) = %s ORDER BY r.item_id"""
     with connection.cursor() as cursor:

@@ -24,6 +24,7 @@ from evaluation.models.item_versions import current_content, items_at_versions
 from evaluation.prompting.answer_reading import OK, option_labels
 from evaluation.prompting.methods import METHODS
 from evaluation.selectors.aggregates import JSONLength, metrics_many
+from evaluation.selectors.outcomes import circular_verdicts
 from evaluation.statistics.metrics import RowScore, RunMetrics, by_question_type, cost, summarize
 from foundation.errors import Invalid
 
@@ -99,6 +100,7 @@ def run_list(*, limit: int | None = 200) -> list[Run]:
     free_text = [r.pk for r in runs if r.method in FREE_TEXT_METHODS]
     judged = set(JudgeRun.objects.filter(target_run_id__in=free_text).values_list("target_run_id", flat=True)
                  ) if free_text else set()
+    circular = circular_verdicts(runs)  # no query without a circular run
     for run in runs:
         m, counts = metrics[run.pk]
         run.progress = Progress(
@@ -108,7 +110,7 @@ def run_list(*, limit: int | None = 200) -> list[Run]:
             recent=recent.get(run.pk, 0))
         why = accuracy_gap(run, m, resolved=run.progress.resolved, total=run.progress.total,
                            judged=run.pk in judged)
-        run.summary = _priced(run, m, stale=counts.stale, why=why)
+        run.summary = _priced(run, m, stale=counts.stale, why=why, circular=_circular(run, circular))
     return runs
 
 
@@ -211,6 +213,17 @@ class RunSummary:
     wall_s: float | None
     stale: int = 0  # rows of an item changed since the run asked it
     why: str = ""  # why there is no accuracy (accuracy_gap), on the run list
+    #: Circular order: (items right in every rotation of their first sample, items with every rotation scored),
+    #: fresh rows, as the leaderboard's cell of the run counts them; None for the other orders.
+    circular: tuple[int, int] | None = None
+
+    @property
+    def circular_accuracy(self) -> float | None:
+        return self.circular[0] / self.circular[1] if self.circular and self.circular[1] else None
+
+    @property
+    def circular_pct(self) -> float | None:
+        return self._percent(self.circular_accuracy)
 
     @staticmethod
     def _percent(value: float | None) -> float | None:
@@ -247,18 +260,28 @@ class RunSummary:
             "errors": m.errors, "tokens_in": m.tokens_in, "tokens_out": m.tokens_out, "cost": self.cost,
             "wall_s": self.wall_s, "option_order": self.run.option_order, "seed": self.run.seed,
             "prompt_version": self.run.prompt_version, "stale_rows": self.stale,
+            "circular_accuracy": self.circular_accuracy, "circular_n": self.circular[1] if self.circular else None,
         }
 
 
-def _priced(run: Run, metrics: RunMetrics, *, stale: int = 0, why: str = "") -> RunSummary:
+def _circular(run: Run, verdicts: dict[int, tuple[int, int]]) -> tuple[int, int] | None:
+    """A run's circular verdicts (``outcomes.circular_verdicts``): (0, 0) for a circular run without a complete
+    item yet, None for a run of another order (one row per sample)."""
+    return verdicts.get(run.pk, (0, 0)) if run.rotations > 1 else None
+
+
+def _priced(run: Run, metrics: RunMetrics, *, stale: int = 0, why: str = "",
+            circular: tuple[int, int] | None = None) -> RunSummary:
     endpoint = run.endpoint
     price = cost(tokens_in=metrics.tokens_in, tokens_out=metrics.tokens_out,
                  price_in_per_mtok=endpoint.price_in_per_mtok, price_out_per_mtok=endpoint.price_out_per_mtok)
-    return RunSummary(run=run, metrics=metrics, cost=price, wall_s=run.wall_s, stale=stale, why=why)
+    return RunSummary(run=run, metrics=metrics, cost=price, wall_s=run.wall_s, stale=stale, why=why,
+                      circular=circular)
 
 
 def _summary(run: Run, rows: list[RowScore]) -> RunSummary:
-    return _priced(run, summarize(rows), stale=sum(1 for r in rows if r.stale))
+    return _priced(run, summarize(rows), stale=sum(1 for r in rows if r.stale),
+                   circular=_circular(run, circular_verdicts([run])))
 
 
 def run_summary(*, run: Run) -> RunSummary:

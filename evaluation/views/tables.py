@@ -215,7 +215,7 @@ def _without_page(query) -> str:
 
 RUN_LIST_COLUMNS = ["run", "method", "model", "status", "n", "accuracy", "accuracy_ci95", "first_option_baseline",
                     "keyinfo", "parse_failures", "errors", "tokens_in", "tokens_out", "cost", "wall_s",
-                    "option_order", "seed", "prompt_version", "stale_rows"]
+                    "option_order", "seed", "prompt_version", "stale_rows", "circular_accuracy", "circular_n"]
 
 
 @researcher_required

@@ -1,12 +1,15 @@
 """REST API parity: the leaderboard and the two-run comparison as on the pages and the command, researchers only,
 refusals as 400, in the OpenAPI schema, a bounded number of queries."""
 import json
+import random
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
+from annotation.models import Item
+from annotation.services import item_update
 from evaluation.selectors.leaderboard import leaderboard
 from evaluation.services import runs as services
 from tests.support.items import import_items
@@ -64,6 +67,22 @@ def test_compare_api_and_roles(api, runs, annotator):
     assert other.get("/api/evaluation/compare/", {"a": a.pk, "b": b.pk}).status_code == 403
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_compare_api_leaves_out_the_deleted_items_the_leaderboard_api_leaves_out(api, runs, seed):
+    rng = random.Random(seed)
+    items = list(Item.objects.filter(split="test").order_by("pk"))
+    for item in rng.sample(items, rng.randint(1, 5)):
+        item_update(item_id=item.pk, base_version=item.version, changes={}, status="rejected", note="deleted")
+    gone = Item.objects.filter(status="rejected").count()
+    a, b = rng.sample(runs, 2)
+    data = api.get("/api/evaluation/compare/", {"a": a.pk, "b": b.pk}).json()
+    chosen = api.get("/api/evaluation/leaderboard/", {"runs": f"{a.pk},{b.pk}"}).json()
+    assert data["pairs"] == chosen["common_items"] == 25 - gone
+    assert data["rejected_items"] == chosen["rejected_items"] == gone
+    schema = api.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    assert "rejected_items" in schema["components"]["schemas"]["RunComparison"]["properties"]
+
+
 def test_both_are_in_the_openapi_schema(researcher_client):
     schema = researcher_client.get("/api/schema/", HTTP_ACCEPT="application/json").content.decode()
     for path in ("/api/evaluation/leaderboard/", "/api/evaluation/compare/"):
@@ -79,9 +98,11 @@ def test_query_counts_do_not_grow_with_cells(api, runs, compute):
 
     params = {"split": "test", "reference": "naive@builtin:lexical"}
     assert api.get("/api/evaluation/endpoints/").status_code == 200  # the role check caches the user's groups
-    cold = count(params)  # runs, the split's rejected items, item state, every cell's rows (one pass), humans
-    warm = count(params)  # finished runs' counts come from the cache: no pass over the rows
-    assert (cold, warm) == (5, 4), (cold, warm)
+    # Cold: runs, the split's rejected items, item state, every cell's rows (one pass), the baselines' rows per item
+    # (item state, one pass: evaluation.selectors.baselines), humans.
+    cold = count(params)
+    warm = count(params)  # finished runs' counts and baseline items come from the cache: no pass over the rows
+    assert (cold, warm) == (7, 5), (cold, warm)
     for method in ("ps-cot", "detective-thinking"):
         compute(services.run_launch(endpoint=services.endpoint_for_cli(builtin="lexical"), method=method,
                                     split="test", enqueue=False))

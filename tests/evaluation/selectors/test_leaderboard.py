@@ -110,7 +110,10 @@ def test_cells_have_n_wilson_interval_first_option_and_paired_tests_equal_statsm
     assert set(rows) == {"first-option", "random"}
     for endpoint, cell in zip(table.endpoints, rows["first-option"].cells):
         column = [c for c in table.cells if c.endpoint.pk == endpoint.pk]
-        assert cell.value == column[0].metrics.first_option_baseline and cell.n == 80
+        # Two methods' rows, one item each: n is the 40 items, and the interval no narrower than theirs.
+        assert cell.value == column[0].metrics.first_option_baseline and cell.n == 40
+        low, high = proportion_confint(cell.value * 40, 40, method="wilson")
+        assert cell.high - cell.low >= high - low
     assert all(c.value == pytest.approx(0.25) for c in rows["random"].cells)  # every item has 4 options
 
 

@@ -3,6 +3,7 @@ endpoint x method x option order a respondent) and a study with three raters per
 fitted together; the researcher's page, its CSV and JSON files, its figure and the API say the same."""
 import csv
 import io
+import random
 
 import numpy as np
 import pytest
@@ -64,6 +65,27 @@ def test_people_and_models_are_fitted_together_on_the_items_at_their_versions(an
     item_update(item_id=item.pk, base_version=item.version, changes={"question": item.question + " Who?"})
     edited = [i for i in one_scale(split="test").items if i.item == item.pk]
     assert [(i.version, i.current) for i in edited] == [(1, False)]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_rejected_items_are_left_out_of_the_scale_as_the_leaderboard_leaves_them(answered, seed):
+    """Every answer to a rejected (deleted) item, a model's or a person's, is left out of the fit, and the notes say
+    how many items went; the other answers stay whole."""
+    runs, items = answered
+    rng = random.Random(seed)
+    rejected: set[int] = set()
+    for _ in range(2):  # more items rejected each round, some of them in the study
+        for pk in {i.pk for i in rng.sample(items, rng.randint(1, 4))} - rejected:
+            item = Item.objects.get(pk=pk)
+            item_update(item_id=pk, base_version=item.version, changes={}, status="rejected", note="deleted")
+            rejected.add(pk)
+        result = one_scale(split="test")
+        in_study = len(rejected & {i.pk for i in items[:12]})
+        assert not {i.item for i in result.items} & rejected and len(result.items) == 40 - len(rejected)
+        assert {r.answers for r in result.models} == {40 - len(rejected)}
+        assert {r.answers for r in result.people} == {12 - in_study}
+        assert result.answers == len(runs) * (40 - len(rejected)) + 3 * (12 - in_study)
+        assert f"{len(rejected)} deleted item(s) left out" in result.notes
 
 
 def test_the_page_files_and_api_show_one_scale(answered, researcher_client):

@@ -5,6 +5,7 @@ superseded as JSONL, for researchers only)."""
 import csv
 import io
 import json
+import random
 import shutil
 import subprocess
 
@@ -111,6 +112,24 @@ def test_two_run_page_lists_the_items_where_they_differ(researcher_client, two_r
     assert sorted(d["item"] for d in data["differing"]) == sorted(differ) and data["pairs"] == 30
     refused = _get(researcher_client, "evaluation:run_compare", query=f"a={a.pk}&b={a.pk}").content.decode()
     assert "Choose two different runs" in refused
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_two_run_page_says_how_many_deleted_items_it_left_out(researcher_client, two_runs, seed):
+    a, b = two_runs
+    rng = random.Random(seed)
+    gone = rng.sample(sorted(Result.objects.filter(run=a).values_list("item_id", flat=True)), rng.randint(1, 5))
+    for pk in gone:
+        item = Item.objects.get(pk=pk)
+        item_update(item_id=pk, base_version=item.version, changes={}, status="rejected", note="deleted")
+    query = f"a={a.pk}&b={b.pk}"
+    page = _get(researcher_client, "evaluation:run_compare", query=query).content.decode()
+    assert f"{30 - len(gone)} pairs" in page and f"{len(gone)} deleted item(s) left out" in page
+    data = json.loads(_get(researcher_client, "evaluation:run_compare", query=f"{query}&format=json").content)
+    assert data["pairs"] == 30 - len(gone) and data["rejected_items"] == len(gone)
+    assert not {d["item"] for d in data["differing"]} & set(gone)
+    chinese = researcher_client.get(reverse("evaluation:run_compare") + f"?{query}", HTTP_ACCEPT_LANGUAGE="zh-hans")
+    assert f"略去了 {len(gone)} 个已删除的条目" in chinese.content.decode()
 
 
 def test_leaderboard_files_csv_is_formula_safe_json_lists_cells_latex_compiles(researcher_client, two_runs, tmp_path):
