@@ -4,10 +4,12 @@
 - `monitor`: the researcher's list of studies, a study's attempts and the live monitor;
 - `results`: a study's results (Table 3, items, kappa, KeyInfo, time, bonuses);
 - `answers`: the accepted answers other apps read (`response_outcomes`, `response_rows`);
-- `exports`: the exports (every answer, a screened-out attempt's marked).
+- `exports`: the exports (every answer, a screened-out attempt's marked);
+- `item_states`: whether each answer's item is current, stale (the fields changed since) or deleted (rejected).
 
 A screened-out attempt's answers are kept but counted nowhere: not in the results, the monitor's answered counts,
-nor the answers the leaderboard and the one-scale fit read; the exports list them, marked.
+nor the answers the leaderboard and the one-scale fit read; the exports list them, marked. The accuracy figures count
+current answers only, as the leaderboard's Humans row does; stale and deleted ones are counted apart and marked.
 
 The names below are re-exported for callers that import them from the package."""
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """The researcher's progress reads: the list of studies, a study's attempts and the live monitor (answered k/n,
-time left, per-item load, totals by status)."""
+time left, per-item load and answers on the current content, totals by status, the items short of raters on their
+current content)."""
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
 from studies.models import Attempt, AttemptStatus, ParticipantLeaseStatus, Study, StudyItem
@@ -35,7 +36,9 @@ class MonitorRow:
 
 
 def study_monitor(study: Study) -> dict:
-    """Live view: every attempt with answered k/n and time left; per-item load; totals by status."""
+    """Live view: every attempt with answered k/n and time left; per-item load and answers on the item's current
+    content (``n_current``; ``n_earlier`` on a content it no longer has); totals by status; ``short_items``: the
+    items that have, or will end with, fewer than the study's raters answers on their current content."""
     now = timezone.now()
     attempts = list(
         study.attempts.annotate(
@@ -51,16 +54,31 @@ def study_monitor(study: Study) -> dict:
     by_status: dict[str, int] = defaultdict(int)
     for a in attempts:
         by_status[a.status] += 1
+    answered = Q(leases__status=ParticipantLeaseStatus.ANSWERED)
+    on_current = answered & Q(leases__response__item_version=F("item__content_version"))
     pool = list(
         StudyItem.objects.filter(study=study).select_related("item").only(
-            "id", "position", "quota", "load", "item__id", "item__external_id", "item__source"
-        ).annotate(n_answered=Count("leases", filter=Q(leases__status=ParticipantLeaseStatus.ANSWERED)))
+            "id", "position", "quota", "load", "item__id", "item__external_id", "item__source", "item__content_version"
+        ).annotate(n_answered=Count("leases", filter=answered), n_current=Count("leases", filter=on_current))
         .order_by("position")
     )
+    for p in pool:
+        p.n_earlier = p.n_answered - p.n_current  # answers given on a content the item no longer has
     answered_total = sum(p.n_answered for p in pool)
     return {
         "rows": rows, "by_status": dict(by_status), "pool": pool, "now": now,
         "answers": answered_total, "answers_wanted": len(pool) * study.raters,
         "complete_items": sum(1 for p in pool if p.n_answered >= p.quota),
+        "short_items": _short_items(pool, raters=study.raters), "raters": study.raters,
     }
+
+
+def _short_items(pool: list[StudyItem], *, raters: int) -> list[StudyItem]:
+    """The pool items (annotated with ``n_answered`` and ``n_current``) that have, or will end with, fewer than
+    ``raters`` answers on their current content: answers given before an item's content changed used up its quota
+    (the hand-out counts every answer) but do not count for the content it has now, so the places still open
+    (quota - answered, leased ones included) cannot make up the difference. The monitor calls such an item complete
+    once its quota is used, the results count its answers on the earlier content apart, and kappa takes an item only
+    at a content version with all its raters."""
+    return [p for p in pool if p.n_current < raters and p.n_current + max(p.quota - p.n_answered, 0) < raters]
 

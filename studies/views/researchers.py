@@ -8,6 +8,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, pgettext_lazy
 from django.views.decorators.http import require_POST
 
 from foundation import csv_safety
@@ -20,6 +21,7 @@ from studies import services, setup_checks
 from studies.forms import SETTING_FIELDS, ExtendForm, StudyForm
 from studies.models import DEFAULT_CONSENT_TEXT, Attempt, AttemptStatus, Study
 from studies.selectors.exports import EXPORT_FIELDS, csv_row, study_export, study_export_rows
+from studies.selectors.item_states import CURRENT, DELETED, STALE
 from studies.selectors.monitor import study_list, study_monitor
 from studies.selectors.results import study_results
 
@@ -125,9 +127,31 @@ def attempt_expire_view(request, slug: str, attempt_id: int):
 def study_results_view(request, slug: str):
     study = get_object_or_404(Study, slug=slug)
     results = study_results(study)
+    states = results.states
     return render(request, "studies/study_results.html", {
         "study": study, "results": results,
-        "table3_note": translated(TABLE3_NOTE, n=results.n_timed_out), "items_note": translated(ITEMS_NOTE)})
+        "table3_note": translated(TABLE3_NOTE, n=results.n_timed_out), "items_note": translated(ITEMS_NOTE),
+        "counted_note": translated(COUNTED_NOTE, current=states[CURRENT].counted, stale=states[STALE].counted,
+                                   deleted=states[DELETED].counted),
+        "leaderboard_note": translated(LEADERBOARD_NOTE), "states_note": translated(STATES_NOTE),
+        "state_rows": [(state, label, states[state]) for state, label in STATE_LABELS]})
+
+
+COUNTED_NOTE = gettext_noop(
+    "Accuracy counts current answers only: the %(current)s answers and time-outs on items not deleted whose content "
+    "is still the one the participant saw. Counted apart: %(stale)s on items whose content changed since (stale) and "
+    "%(deleted)s on deleted items (see Answers by item state; the bonus pays for every correct answer).")
+LEADERBOARD_NOTE = gettext_noop(
+    "The leaderboard's Humans row counts the same current answers (deleted items left out) but pools them: correct / "
+    "(answers + time-outs) over every attempt, dropouts too, of every study, on the items each model column has "
+    "current results for. Over this study's answers alone, on a column with current results for all its items, that "
+    "is the pooled figure above; Table 3 instead averages each participant's own accuracy over finished attempts.")
+STATES_NOTE = gettext_noop(
+    "Current: the item's content is still the one the participant saw. Stale: the content changed since (each item "
+    "row names the fields, when and by whom). Deleted: the item was rejected since. Each answer is compared with the "
+    "correct option of the version it was given on.")
+STATE_LABELS = ((CURRENT, pgettext_lazy("item state", "current")), (STALE, gettext_lazy("stale")),
+                (DELETED, pgettext_lazy("item state", "deleted")))
 
 
 TABLE3_NOTE = gettext_noop(

@@ -145,7 +145,8 @@ def test_results_number_options_from_one(researcher_client, make_study):
         response_submit(token=attempt.token, position=q.lease.position, chosen_option=option, highlights=[])
         answers[q.lease.item_id] = option
     page = researcher_client.get(reverse("studies:study_results", args=["onebased"])).content.decode()
-    rows = re.findall(r"<tr><td>[^<]*#[^<]*</td><td>1/1</td><td>(\d)</td><td>(\d)</td>", page)
+    rows = re.findall(r'<td>[^<]*#[^<]*</td>\s*<td class="item-state">.*?</td><td>1/1</td><td>(\d)</td><td>(\d)</td>', page,
+                      re.S)
     items = {i.pk: i for i in Item.objects.filter(pk__in=answers)}
     expected = sorted((str(option + 1), str(items[pk].answer_index + 1)) for pk, option in answers.items())
     assert sorted(rows) == expected

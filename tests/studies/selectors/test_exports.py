@@ -80,3 +80,33 @@ def test_each_row_names_the_item_version_and_the_key_at_that_version(make_study)
         if row["record"] != "refused":
             shown = Item.objects.get(pk=row["item_id"])
             assert row["item_version"] == shown.content_version or row["item_id"] == item.pk
+
+
+def test_rows_say_whether_their_item_is_current_stale_with_the_fields_changed_or_deleted(
+        researcher_client, make_study, annotator):
+    """An answered item reworded (a new content version) and another rejected: every export (CSV, JSON, API) marks
+    their rows stale (naming the field) and deleted, beside the item's content version now; the others current."""
+    from annotation.models import Item, ItemStatus
+    from annotation.services.items import item_update
+    from studies.models import Attempt
+
+    study = make_study(n_items=3, per_participant=3, raters=1, slug="states")
+    attempt = started_attempt(study, "P1")
+    while (question := question_open(attempt=Attempt.objects.select_related("study").get(pk=attempt.pk))):
+        response_submit(token=attempt.token, position=question.lease.position, chosen_option=0)
+    reworded, rejected, kept = (Item.objects.get(pk=pk) for pk in study.pool.order_by("position")
+                                .values_list("item_id", flat=True))
+    item_update(item_id=reworded.pk, base_version=reworded.version, user=annotator,
+                changes={"question": reworded.question + " Who?"})
+    item_update(item_id=rejected.pk, base_version=rejected.version, changes={}, status=ItemStatus.REJECTED)
+
+    expected = {reworded.pk: (1, 2, True, "stale", ["question"]), rejected.pk: (1, 1, False, "deleted", []),
+                kept.pk: (1, 1, False, "current", [])}
+    fields = ("item_version", "current_version", "stale", "item_state", "changed_fields")
+    data = json.loads(researcher_client.get(reverse("studies:study_export", args=[study.slug, "json"])).content)
+    assert {r["item_id"]: tuple(r[f] for f in fields) for r in data["rows"]} == expected
+    api = researcher_client.get(f"/api/studies/{study.slug}/export/").json()
+    assert {r["item_id"]: tuple(r[f] for f in fields) for r in api["rows"]} == expected
+    as_cells = {pk: tuple(json.dumps(v) if isinstance(v, list) else str(v) for v in values)
+                for pk, values in expected.items()}
+    assert {int(r["item_id"]): tuple(r[f] for f in fields) for r in _csv_rows(researcher_client, study)} == as_cells

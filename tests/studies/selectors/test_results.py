@@ -87,3 +87,61 @@ def test_per_item_figures_are_per_content_version_against_that_versions_key(make
     assert all(row.version == 1 and len(row.chosen) == 3 for row in others)
     assert results.kappa_items == len(others)  # the curated item's answers are split: no version has all raters
     assert results.majority_accuracy == 1.0
+
+
+def _reword_and_reject(study, editor=None):
+    """The first pool item reworded (a new content version), the second rejected (deleted)."""
+    from annotation.models import ItemStatus
+
+    reworded, rejected = (Item.objects.get(pk=pk) for pk in
+                          study.pool.order_by("position").values_list("item_id", flat=True)[:2])
+    item_update(item_id=reworded.pk, base_version=reworded.version, user=editor,
+                changes={"question": reworded.question + " Who?"})
+    item_update(item_id=rejected.pk, base_version=rejected.version, changes={}, status=ItemStatus.REJECTED)
+    return reworded, rejected
+
+
+def test_accuracy_counts_current_answers_and_counts_stale_and_deleted_apart(make_study):
+    """A answers all four right, B the first two wrong: Table 3 is (1 + 0.5) / 2. The first item is reworded and the
+    second rejected: both leave the accuracy figures (B is now 2/2), are counted apart, and their rows say so; the
+    bonus still pays for every correct answer."""
+    study = make_study(n_items=4, per_participant=4, raters=2, bonus_per_correct="0.10")
+    first_two = list(study.pool.order_by("position").values_list("item_id", flat=True)[:2])
+    _answer_everything(study, ["A"])
+    _answer_everything(study, ["B"], option=lambda item_id: _key(item_id) if item_id not in first_two
+                       else (_key(item_id) + 1) % 4)
+    before = study_results(study)
+    assert before.table3.average == pytest.approx(0.75) and before.states["current"].counted == 8
+    reworded, rejected = _reword_and_reject(study)
+    results = study_results(study)
+    assert results.table3.average == 1.0 and results.table3.n == 2
+    assert {s: (c.answers, c.correct, c.items) for s, c in results.states.items()} == {
+        "current": (4, 4, 2), "stale": (2, 1, 1), "deleted": (2, 1, 1)}
+    assert results.pooled_accuracy == 1.0
+    b = next(p for p in results.participants if p.attempt.external_participant_id == "B")
+    assert (b.answered, b.correct, b.counted, b.counted_correct, b.stale, b.deleted) == (4, 2, 2, 2, 1, 1)
+    assert b.accuracy == 1.0 and b.bonus == 2 * study.bonus_per_correct
+    rows = {row.study_item.item_id: row for row in results.items}
+    assert (rows[reworded.pk].state.state, rows[reworded.pk].state.changed_fields) == ("stale", ["question"])
+    assert rows[reworded.pk].state.current_version == 2 and rows[reworded.pk].version == 1
+    assert rows[rejected.pk].state.state == "deleted"
+    assert {row.state.state for pk, row in rows.items() if pk not in (reworded.pk, rejected.pk)} == {"current"}
+
+
+def test_the_pooled_current_accuracy_is_the_leaderboards_humans_row(make_study):
+    """With a model run over the whole split, the study's answers given, then one item reworded and another rejected:
+    the leaderboard's Humans row and the study's pooled accuracy over current answers count the same answers."""
+    from evaluation.selectors.leaderboard import leaderboard
+    from evaluation.services import runs as run_services
+    from tests.evaluation.conftest import compute_rows
+
+    study = make_study(n_items=6, per_participant=3, raters=2)
+    compute_rows(run_services.run_launch(endpoint=run_services.endpoint_for_cli(builtin="first-option"),
+                                         method="naive", split="test", enqueue=False))
+    _answer_everything(study, ["A", "B"])
+    _answer_everything(study, ["C", "D"], option=lambda item_id: 0)
+    _reword_and_reject(study)
+    results = study_results(study)
+    humans = next(b for b in leaderboard(split="test").baselines if b.key == "humans").cells[0]
+    assert (humans.n, humans.value) == (results.states["current"].counted, results.pooled_accuracy)
+    assert results.states["stale"].answers == 2 and results.states["deleted"].answers == 2

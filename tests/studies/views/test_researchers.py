@@ -2,6 +2,7 @@
 import csv
 import io
 import json
+import re
 
 import pytest
 from django.db import connection
@@ -193,3 +194,63 @@ def test_create_with_the_practice_item_in_the_pool_is_a_form_error(researcher_cl
     response = researcher_client.post(reverse("studies:study_create"), data)
     assert response.status_code == 200 and b"practice item" in response.content
     assert not Study.objects.filter(slug="prac").exists()
+
+
+CSRF_TOKEN = re.compile(r'(csrfmiddlewaretoken" value="|"X-CSRFToken": "|csrf-token" content=")[^"]+')
+
+
+def test_the_results_page_marks_reworded_and_rejected_answers_and_says_what_it_counts(
+        researcher_client, make_study, annotator):
+    """The page changes when an answered item is reworded and another rejected: the first's row is stale, naming the
+    field changed, when and by whom, the second's deleted, and the headline says what the accuracy counts."""
+    from annotation.models import ItemStatus
+    from annotation.services.items import item_update
+
+    study = make_study(n_items=3, per_participant=3, raters=2, slug="marks")
+    for pid in ("A", "B"):
+        _answer_all(started_attempt(study, pid), [0, 0, 0])
+    url = reverse("studies:study_results", args=[study.slug])
+    before = CSRF_TOKEN.sub(r"\1…", researcher_client.get(url).content.decode())
+    reworded, rejected = (Item.objects.get(pk=pk) for pk in
+                          study.pool.order_by("position").values_list("item_id", flat=True)[:2])
+    item_update(item_id=reworded.pk, base_version=reworded.version, user=annotator,
+                changes={"question": reworded.question + " Who?"})
+    item_update(item_id=rejected.pk, base_version=rejected.version, changes={}, status=ItemStatus.REJECTED)
+    page = CSRF_TOKEN.sub(r"\1…", researcher_client.get(url).content.decode())
+    assert page != before
+
+    def row(item_id):
+        return page.split(f'<tr data-item="{item_id}"')[1].split("</tr>")[0]
+
+    assert 'data-state="stale"' in row(reworded.pk) and "now at content version 2" in row(reworded.pk)
+    assert "changed question" in row(reworded.pk) and annotator.username in row(reworded.pk)
+    assert 'data-state="deleted"' in row(rejected.pk)
+    counted = page.split('id="table3-counted"')[1].split("</p>")[0]
+    assert "current answers only: the 2 answers" in counted and "2 on items whose content changed since" in counted
+    assert "2 on deleted items" in counted
+    assert "Pooled over the current answers" in page and "Humans row" in page
+    chinese = researcher_client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert all(words in chinese for words in ("按条目状态统计的答案", "准确率只计当前答案", "已删除", "过时",
+                                              "现为内容版本 2", "修改了 question"))
+
+
+def test_the_monitor_warns_of_items_short_of_raters_on_their_current_content(
+        researcher_client, make_study, annotator):
+    from annotation.services.items import item_update
+
+    study = make_study(n_items=1, per_participant=1, raters=3, slug="short")
+    _answer_all(started_attempt(study, "A"), [0])
+    item = Item.objects.get(pk=study.pool.get().item_id)
+    item_update(item_id=item.pk, base_version=item.version, changes={"question": item.question + " Why?"})
+    for pid in ("B", "C"):
+        _answer_all(started_attempt(study, pid), [0])
+    assert started_attempt(study, "D").status == AttemptStatus.FULL
+    url = reverse("studies:study_monitor", args=[study.slug])
+    for page in (researcher_client.get(url).content.decode(),
+                 researcher_client.get(url, HTTP_HX_REQUEST="true").content.decode()):
+        warning = page.split('id="short-items"')[1].split("</section>")[0]
+        assert "1 item has fewer than 3 answers on its current content" in warning
+        assert f'data-item="{item.pk}"' in warning and "2 of 3 answers on the current content" in warning
+        assert "1 on an earlier content" in warning and "1 of 1 items complete" in page
+    chinese = researcher_client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "1 个条目在当前内容上的答案少于 3 个" in chinese and "当前内容（内容版本 2）上有 2 / 3 个答案" in chinese
