@@ -86,7 +86,9 @@ def test_slots_another_process_frees_for_nobody_of_its_own_reach_the_waiting_pro
     async def go():
         a = FileLimiter(directory=tmp_path, limit=3)
         b = FileLimiter(directory=tmp_path, limit=3)
-        b.poll_first_s = b.poll_max_s = 5.0
+        # Neither polls within the test (only a slot given back in its own process, or a mark, wakes it): with a's
+        # quick first polls, a slot b gave back for its own waiter could go to a's poll first on a loaded machine.
+        a.poll_first_s = a.poll_max_s = b.poll_first_s = b.poll_max_s = 5.0
         held = [await a._acquire() for _ in range(3)]  # a holds all three
         mark = _mark(tmp_path)
         own = asyncio.ensure_future(a._acquire())  # a coroutine of a's own waits too
