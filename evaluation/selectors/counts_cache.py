@@ -23,7 +23,7 @@ from annotation.models import Item
 from evaluation.models import Run, RunStatus
 
 TIMEOUT_S = 24 * 3600
-PREFIX = "evaluation:run-counts:v2"  # v2: accuracy intervals with several rows per item (metrics.item_wilson)
+PREFIX = "evaluation:run-counts:v3"  # v3: interval bounds exactly 0 and 1 at the edges (paired.wilson); v2: item_wilson
 
 
 def _ts(value: datetime | None) -> str:

@@ -8,7 +8,7 @@
   costs a web request 0.1-0.7 s; :func:`benjamini_hochberg`, the false-discovery-rate step-up
   correction, equal to ``multipletests(method="fdr_bh")``; :func:`adjust` picks one by name;
 - :func:`wilson` / :func:`wilson_many`: the Wilson 95% interval (statsmodels ``proportion_confint``;
-  one vectorised call for many proportions).
+  one vectorised call for many proportions), its bounds held to [0, 1], exactly 0 at no success and 1 at all.
 
 numpy, scipy and statsmodels are imported inside the functions that use them (the selectors import this
 module at URL loading).
@@ -147,18 +147,19 @@ def adjust(p_values: Sequence[float | None], method: str) -> list[float | None]:
 
 
 def wilson(correct: float, n: float, *, alpha: float = 0.05) -> tuple[float | None, float | None]:
-    """Wilson score interval of correct/n at level 1 - alpha (None, None when n is 0)."""
+    """Wilson score interval of correct/n at level 1 - alpha (None, None when n is 0), held as `_held_exact`."""
     from statsmodels.stats.proportion import proportion_confint
 
     if n <= 0:
         return None, None
     low, high = proportion_confint(correct, n, alpha=alpha, method="wilson")
-    return float(low), float(high)
+    return _held_exact(float(low), float(high), correct, n)
 
 
 def wilson_many(correct: Sequence[int], n: Sequence[int], *, alpha: float = 0.05
                 ) -> list[tuple[float | None, float | None]]:
-    """Wilson intervals of many proportions in one statsmodels call ((None, None) where n is 0)."""
+    """Wilson intervals of many proportions in one statsmodels call ((None, None) where n is 0), each held as
+    `_held_exact`."""
     import numpy as np
     from statsmodels.stats.proportion import proportion_confint
 
@@ -167,5 +168,15 @@ def wilson_many(correct: Sequence[int], n: Sequence[int], *, alpha: float = 0.05
     count, nobs = np.asarray(correct, dtype=float), np.asarray(n, dtype=float)
     safe = np.where(nobs > 0, nobs, 1.0)
     low, high = proportion_confint(np.where(nobs > 0, count, 0.0), safe, alpha=alpha, method="wilson")
-    return [(float(lo), float(hi)) if size > 0 else (None, None)
-            for lo, hi, size in zip(np.atleast_1d(low), np.atleast_1d(high), nobs)]
+    return [_held_exact(float(lo), float(hi), k, size) if size > 0 else (None, None)
+            for lo, hi, k, size in zip(np.atleast_1d(low), np.atleast_1d(high), count, nobs)]
+
+
+def _held_exact(low: float, high: float, correct: float, n: float) -> tuple[float, float]:
+    """Wilson's bounds where they are exactly: within [0, 1] and around the share, 0 for no success and 1 for all
+    (statsmodels computes centre -/+ half-width, which leaves 2.8e-17 for 0 correct of 7 and 0.9999999999999999
+    for 7 of 7)."""
+    share = correct / n
+    low = 0.0 if correct <= 0 else min(max(low, 0.0), share)
+    high = 1.0 if correct >= n else max(min(high, 1.0), share)
+    return low, high

@@ -1,10 +1,16 @@
 """Prolific's webhooks: each delivery verified, logged, and applied at most once.
 
-A delivery is refused (and logged, nothing else written) when its signature is wrong or missing (401), when its
-signed timestamp is more than PROLIFIC_WEBHOOK_MAX_AGE_S away from now (a replay, 403) or when its body is not a
-JSON object (400). Prolific delivers at least once and in no guaranteed order: an event id (`X-Event-ID`) already
-consumed is a duplicate; an event older (`X-Timestamp`) than the submission's last applied one, or one for a
-submission already in a final status, is stale. Both are answered 200 so that Prolific stops retrying.
+The signature is checked first, over the raw body, before anything of the body is read: a delivery whose signature
+is wrong or missing (401), or whose signed timestamp is more than PROLIFIC_WEBHOOK_MAX_AGE_S away from now (a
+replay, 403), is refused without parsing or storing any of it, since anyone can send one, as many as they like. It
+leaves no row: it is counted per reason and hour in the cache (`refused_counts`) and logged at most once a minute
+per reason and process, with that count (`_refuse_unverified`). A verified delivery is in the audit log
+(`ProlificWebhookDelivery`), whatever becomes of it: one whose body is not a JSON object (or cannot be parsed at all:
+any parsing error) is refused (400) and logged. Every text kept from a delivery (its headers' and its body's) goes
+through `storable_text`: a NUL or a lone surrogate in it becomes U+FFFD. Prolific delivers at least once and in no
+guaranteed order: an event id (`X-Event-ID`) already consumed is a duplicate; an event older (`X-Timestamp`) than
+the submission's last applied one, or one for a submission already in a final status, is stale. Both are answered
+200 so that Prolific stops retrying.
 
 A submission RETURNED or TIMED-OUT ends the app's attempt for it at once (`attempt_return` / `attempt_expire`, the
 same services that end a dropout's attempt in the app) and so gives its unanswered items back to the pool; one
@@ -14,14 +20,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import math
 import os
+import threading
+import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import NoReturn
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from foundation.storable import storable_text
 from studies.models import Attempt, AttemptStatus
 from studies.prolific.errors import WebhookRefused
 from studies.prolific.models import (
@@ -38,6 +51,16 @@ SIGNATURE_HEADER = "X-Prolific-Request-Signature"
 TIMESTAMP_HEADER = "X-Prolific-Request-Timestamp"
 EVENT_ID_HEADER = "X-Event-ID"
 EVENT_TIME_HEADER = "X-Timestamp"
+#: Why an unverified delivery was refused (the keys of `refused_counts`).
+SIGNATURE, REPLAY = "signature", "replay"
+#: An unverified refusal is logged at most this often per reason and process (with the hour's count).
+REFUSAL_LOG_EVERY_S = 60.0
+#: How long the hourly counts of unverified refusals are kept in the cache.
+REFUSAL_COUNT_KEEP_S = 48 * 3600
+
+logger = logging.getLogger(__name__)
+_log_lock = threading.Lock()
+_last_logged: dict[str, float] = {}
 
 
 def webhook_secret() -> str:
@@ -47,24 +70,24 @@ def webhook_secret() -> str:
 def webhook_receive(*, body: bytes, headers: Mapping[str, str], now: datetime | None = None
                     ) -> ProlificWebhookDelivery:
     """Verify, log and apply one delivery; returns its log row (outcome applied, duplicate or stale), or raises
-    WebhookRefused after logging the refusal."""
+    WebhookRefused (after logging it when the delivery was verified)."""
     now = now or timezone.now()
     header = {key.lower(): value for key, value in headers.items()}
     timestamp = header.get(TIMESTAMP_HEADER.lower(), "").strip()
-    log = {"received_at": now, "event_id": header.get(EVENT_ID_HEADER.lower(), "").strip()[:128]}
-    payload = _payload(body)
-    if payload is not None:
-        log.update(event_type=str(payload.get("event_type", ""))[:60], resource_id=str(payload.get("resource_id", ""))[:64],
-                   status=str(payload.get("status", ""))[:40])
+    # The raw body as received, nothing of it read yet: an unverified delivery costs no parsing and leaves no row.
     if not signature_valid(webhook_secret(), timestamp, body, header.get(SIGNATURE_HEADER.lower(), "")):
-        _refuse(log, "The signature is missing or wrong.", 401)
+        _refuse_unverified(SIGNATURE, "The signature is missing or wrong.", 401, now)
     sent_at = _unix(timestamp)
-    log["sent_at"] = sent_at
     if sent_at is None or abs((now - sent_at).total_seconds()) > settings.PROLIFIC_WEBHOOK_MAX_AGE_S:
-        _refuse(log, f"The signed timestamp is more than {settings.PROLIFIC_WEBHOOK_MAX_AGE_S} s from now (a replay).",
-                403)
+        _refuse_unverified(REPLAY, f"The signed timestamp is more than {settings.PROLIFIC_WEBHOOK_MAX_AGE_S} s from "
+                                   "now (a replay).", 403, now)
+    log = {"received_at": now, "sent_at": sent_at,
+           "event_id": storable_text(header.get(EVENT_ID_HEADER.lower(), "").strip())[:128]}
+    payload = _payload(body)
     if payload is None:
         _refuse(log, "The body is not a JSON object.", 400)
+    log.update(event_type=_text(payload, "event_type", 60), resource_id=_text(payload, "resource_id", 64),
+               status=_text(payload, "status", 40))
     if not log["event_id"]:  # Prolific sends X-Event-ID; without it, the same body counts as the same event
         log["event_id"] = "sha256:" + hashlib.sha256(body).hexdigest()
     event_at = _unix(header.get(EVENT_TIME_HEADER.lower(), "")) or sent_at
@@ -100,9 +123,9 @@ def _apply(log: dict, payload: dict, event_at: datetime) -> ProlificWebhookDeliv
 
 
 def _submission_status(payload: dict, event_at: datetime) -> tuple[str, str, int | None]:
-    submission_id = str(payload.get("resource_id", ""))[:64]
-    participant_id = str(payload.get("participant_id", ""))[:100]
-    status = str(payload.get("status", ""))
+    submission_id = _text(payload, "resource_id", 64)
+    participant_id = _text(payload, "participant_id", 100)
+    status = _text(payload, "status", 40)
     if not submission_id or status not in SubmissionStatus.values:
         return DeliveryOutcome.APPLIED, f"Nothing to apply (submission {submission_id!r}, status {status!r}).", None
     submission = ProlificSubmission.objects.select_for_update().filter(submission_id=submission_id).first()
@@ -116,7 +139,7 @@ def _submission_status(payload: dict, event_at: datetime) -> tuple[str, str, int
         submission = ProlificSubmission(submission_id=submission_id, participant_id=participant_id)
     if submission.attempt_id is None:
         submission.attempt, submission.connection = _attempt_of(submission_id, participant_id,
-                                                                str(payload.get("study_id", "")))
+                                                                _text(payload, "study_id", 64))
     submission.status, submission.status_at = status, event_at
     submission.save()
     attempt = submission.attempt
@@ -149,18 +172,72 @@ def _attempt_of(submission_id: str, participant_id: str, study_id: str
     return attempt, connection
 
 
-def _refuse(log: dict, detail: str, http_status: int) -> None:
-    ProlificWebhookDelivery.objects.create(**{**log, "event_id": log.get("event_id", "")},
-                                           outcome=DeliveryOutcome.REFUSED, detail=detail)
+def _refuse(log: dict, detail: str, http_status: int) -> NoReturn:
+    """A verified delivery that cannot be applied: logged, then refused."""
+    ProlificWebhookDelivery.objects.create(**log, outcome=DeliveryOutcome.REFUSED, detail=detail)
     raise WebhookRefused(detail, http_status=http_status)
 
 
+def _refuse_unverified(reason: str, detail: str, http_status: int, now: datetime) -> NoReturn:
+    """A delivery not shown to come from Prolific now: refused with nothing of it stored. Counted per reason and
+    hour in the cache (`refused_counts`), and logged at most once every REFUSAL_LOG_EVERY_S per reason and process,
+    with the hour's count: a wrong secret or a skewed clock shows as a steady line in the log, a flood as one."""
+    count = None
+    try:
+        key = _count_key(reason, now)
+        cache.add(key, 0, REFUSAL_COUNT_KEEP_S)
+        count = cache.incr(key)
+    except Exception:  # noqa: BLE001 - an unreachable cache costs the count, never the answer
+        pass
+    moment = time.monotonic()
+    with _log_lock:
+        due = moment - _last_logged.get(reason, -math.inf) >= REFUSAL_LOG_EVERY_S
+        if due:
+            _last_logged[reason] = moment
+    if due:
+        logger.warning("Prolific webhook delivery refused (%s, HTTP %s): %s %s refused for this reason in the hour "
+                       "from %s UTC; nothing of them is stored.", reason, http_status,
+                       "?" if count is None else count, "delivery" if count == 1 else "deliveries",
+                       now.astimezone(UTC).strftime("%Y-%m-%d %H:00"))
+    raise WebhookRefused(detail, http_status=http_status)
+
+
+def _count_key(reason: str, at: datetime) -> str:
+    return f"prolific:webhook-refused:{reason}:{at.astimezone(UTC):%Y%m%d%H}"
+
+
+def refused_counts(*, hours: int = 24, now: datetime | None = None) -> dict[str, int]:
+    """Deliveries refused unverified in the last `hours` hours (this one included; kept REFUSAL_COUNT_KEEP_S), per
+    reason: SIGNATURE (wrong or missing) and REPLAY (signed timestamp too far from now)."""
+    now = now or timezone.now()
+    hours_back = [now - timedelta(hours=h) for h in range(max(1, hours))]
+    keys = {reason: [_count_key(reason, at) for at in hours_back] for reason in (SIGNATURE, REPLAY)}
+    found = cache.get_many([key for reason_keys in keys.values() for key in reason_keys])
+    return {reason: sum(int(found.get(key, 0)) for key in reason_keys) for reason, reason_keys in keys.items()}
+
+
 def _payload(body: bytes) -> dict | None:
+    """The body as a JSON object (UTF-8, or the UTF-16/32 that json detects), or None: any failure of parsing
+    (undecodable bytes, bad JSON, nesting too deep for the parser, a number too long) is an unreadable body."""
     try:
         payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except Exception:  # noqa: BLE001 - whatever the parser raises, the body is unreadable (400), never a 500
         return None
     return payload if isinstance(payload, dict) else None
+
+
+def _text(payload: dict, name: str, limit: int) -> str:
+    """A field of the payload as text PostgreSQL keeps (`storable_text`: a NUL or a lone surrogate as U+FFFD), cut
+    to `limit` characters: a string, or a number's digits; anything else (null, a list, an object) is no text."""
+    value = payload.get(name)
+    if isinstance(value, str):
+        return storable_text(value[:limit])
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return str(value)[:limit]
+        except ValueError:  # an integer beyond Python's digit limit
+            return ""
+    return ""
 
 
 def _unix(value: str) -> datetime | None:

@@ -2,6 +2,8 @@
 errors counted apart, the interval with the item as the unit (simulated coverage), cost only with a price."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evaluation.statistics.metrics import RowScore, accuracy_interval, cost, item_wilson, summarize
 from evaluation.statistics.paired import wilson
@@ -36,6 +38,20 @@ def test_the_interval_with_several_rows_per_item_never_collapses():
         share = sum(map(sum, groups)) / 45
         items_low, items_high = wilson(share * 15, 15)
         assert low <= share <= high and high - low >= items_high - items_low - 1e-9
+
+
+@settings(max_examples=300, deadline=None)
+@given(items=st.integers(1, 5000), rows=st.integers(1, 6), right=st.booleans())
+def test_the_interval_of_a_share_of_0_or_1_ends_exactly_at_0_or_1(items, rows, right):
+    """All items all right (or all wrong), one row each or several: the interval reaches exactly 1 (0), never
+    0.9999999999999999 or 2.8e-17 (20 items x 3 samples all right gave the first; the leaderboard wrote it)."""
+    low, high = accuracy_interval([[1.0 if right else 0.0] * rows] * items)
+    if items == 1 and rows > 1:
+        assert (low, high) == (None, None)  # one item: no spread between items to see
+    elif right:
+        assert high == 1.0 and 0.0 < low < 1.0
+    else:
+        assert low == 0.0 and 0.0 < high < 1.0
 
 
 @pytest.mark.parametrize("items,samples,mean", [(10, 3, 0.95), (12, 5, 0.9), (100, 3, 0.6)])

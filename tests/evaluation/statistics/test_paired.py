@@ -3,6 +3,8 @@ on the same numbers (the module must add nothing of its own to the statistics)."
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import binom
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
@@ -64,13 +66,43 @@ def test_holm_equals_multipletests_and_keeps_untested_cells_empty():
     assert holm([0.01, 0.02])[0] == pytest.approx(0.02)  # the smallest of two is doubled
 
 
-@pytest.mark.parametrize("correct,n", [(0, 10), (10, 10), (571, 1196), (14, 24), (1, 3)])
+@pytest.mark.parametrize("correct,n", [(0, 10), (10, 10), (571, 1196), (14, 24), (1, 3), (0, 7), (7, 7)])
 def test_wilson_equals_statsmodels(correct, n):
     low, high = wilson(correct, n)
-    assert (low, high) == tuple(proportion_confint(correct, n, alpha=0.05, method="wilson"))
+    assert (low, high) == pytest.approx(proportion_confint(correct, n, alpha=0.05, method="wilson"), abs=1e-12)
     assert low <= correct / n <= high
     assert wilson(0, 0) == (None, None)
     assert wilson_many([correct, 0], [n, 0]) == [(low, high), (None, None)]
+
+
+@st.composite
+def _successes(draw) -> tuple[int, int]:
+    """(k, n): n in 1..10^6, k none, all, or any."""
+    n = draw(st.integers(1, 10**6))
+    return draw(st.one_of(st.just(0), st.just(n), st.integers(0, n))), n
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_successes())
+def test_wilson_bounds_are_in_0_1_exact_at_no_and_all_successes_and_statsmodels_otherwise(counts):
+    """For 0 correct statsmodels gives a lower bound of 2.8e-17 (n = 7, 9, 14, ...), for all correct an upper bound
+    of 0.9999999999999999: the leaderboard wrote them. Ours: exactly 0 and 1 there, within 1e-12 of statsmodels."""
+    k, n = counts
+    expected = proportion_confint(k, n, alpha=0.05, method="wilson")
+    for low, high in (wilson(k, n), wilson(float(k), float(n)), wilson_many([k], [n])[0]):
+        assert 0.0 <= low <= k / n <= high <= 1.0
+        assert (low == 0.0) == (k == 0) and (high == 1.0) == (k == n)
+        assert abs(low - expected[0]) <= 1e-12 and abs(high - expected[1]) <= 1e-12
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_successes(), min_size=1, max_size=30))
+def test_wilson_many_is_wilson_of_each_exact_at_the_edges(many):
+    """The leaderboard's one call for all its cells: each cell's own interval, ending at 0 or 1 exactly."""
+    ks, ns = [k for k, _ in many], [n for _, n in many]
+    intervals = wilson_many([*ks, 0], [*ns, 0])
+    assert intervals == [*(wilson(k, n) for k, n in many), (None, None)]
+    assert all((low == 0.0) == (k == 0) and (high == 1.0) == (k == n) for (k, n), (low, high) in zip(many, intervals))
 
 
 def test_a_paired_result_is_a_value():

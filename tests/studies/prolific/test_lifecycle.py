@@ -123,7 +123,7 @@ def test_sixty_participants_returns_time_outs_and_bonuses_paid_once(stand_in, ma
     assert stand_in.deliver([wrong], secret="not-the-secret")[0][1] == 401
     assert stand_in.deliver([wrong], sent_at=time.time() - 600)[0][1] == 403
     assert _state() == before
-    assert log.filter(outcome=DeliveryOutcome.REFUSED).count() == 2
+    assert not log.filter(outcome=DeliveryOutcome.REFUSED).exists()  # unverified: counted and logged, not stored
     assert Attempt.objects.get(pk=attempts[20].pk).status == AttemptStatus.FINISHED
     assert stand_in.deliver([victim])[0][1] == 200 and _state() == before  # a genuine re-delivery: a duplicate
     stand_in.state.submissions[sessions[20]]["status"] = "ACTIVE"  # the "return" above never happened at Prolific

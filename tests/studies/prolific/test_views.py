@@ -64,7 +64,7 @@ def test_refused_deliveries_change_nothing(client, running, monkeypatch, how, st
     assert answer.status_code == status and answer.json()["code"] == "webhook_refused"
     assert Attempt.objects.get(pk=running.pk).status == AttemptStatus.STARTED
     assert not ProlificSubmission.objects.exists()
-    assert list(ProlificWebhookDelivery.objects.values_list("outcome", flat=True)) == [DeliveryOutcome.REFUSED]
+    assert not ProlificWebhookDelivery.objects.exists()  # unverified: counted and logged, never stored
     # The event was refused, not consumed: the genuine delivery is still applied.
     monkeypatch.setenv("PROLIFIC_WEBHOOK_SECRET", SECRET)
     assert _post(client, payload).json()["outcome"] == "applied"
@@ -76,6 +76,8 @@ def test_unreadable_body_is_refused_not_a_500(client, running):
     answer = client.post(URL, data=body, content_type="application/json", headers={
         "X-Prolific-Request-Signature": signature(SECRET, timestamp, body), "X-Prolific-Request-Timestamp": timestamp})
     assert answer.status_code == 400
+    # A verified delivery is logged whatever becomes of it.
+    assert list(ProlificWebhookDelivery.objects.values_list("outcome", flat=True)) == [DeliveryOutcome.REFUSED]
 
 
 @pytest.mark.django_db
