@@ -5,10 +5,12 @@ configurations are set with stage_config_set, open leases can be released with
 leases_release; the workflow's records (leases, decisions, adjudications, reviews,
 drafts) are read-only here: they change only through the workflow pages.
 """
+from django import forms
 from django.contrib import admin, messages
 
 from annotation import services
 from annotation.errors import StaleVersion
+from annotation.forms import version_field
 from annotation.models import (
     CONTENT_FIELDS,
     Adjudication,
@@ -20,6 +22,7 @@ from annotation.models import (
     StageConfig,
     VerificationDecision,
 )
+from annotation.services.items import content_problems
 from foundation.admin_versions import OpenedAtVersionForm
 
 
@@ -49,12 +52,22 @@ class ItemRevisionInline(admin.TabularInline):
 
 
 class ItemAdminForm(OpenedAtVersionForm):
+    #: The base form's, bounded as every version a page sends back is (a larger one is refused as input).
+    base_version = version_field(widget=forms.HiddenInput, required=False)
+
     class Meta:
         model = Item
         fields = "__all__"
 
     def stale_message(self, base_version: int) -> str:
         return StaleVersion(self.instance, base_version).message
+
+    def clean(self):
+        # What the edit services refuse to store (a null, NaN, ...: services.items.content_problems), beside its field.
+        data = super().clean()
+        for name, problems in content_problems({k: v for k, v in data.items() if k in CONTENT_FIELDS}).items():
+            self.add_error(name, problems)
+        return data
 
 
 @admin.register(Item)

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from annotation import selectors, services
 from annotation.errors import ITEM_API_FIELDS
 from annotation.forms import MAX_COMMENT, MAX_GRAPH_ROWS, MAX_GRAPH_TEXT, MAX_NOTE
-from annotation.models import CRITERIA, Decision, Item, ItemRevision, Stage
+from annotation.models import CRITERIA, MAX_VERSION, Decision, Item, ItemRevision, Stage
 from foundation.roles import IsAnnotator
 
 
@@ -32,7 +32,7 @@ class VerificationInSerializer(serializers.Serializer):
     decision = serializers.ChoiceField(choices=Decision.choices)
     criteria = serializers.ListField(child=serializers.ChoiceField(choices=CRITERIA), required=False, default=list)
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_COMMENT)
-    item_version = serializers.IntegerField(min_value=1)
+    item_version = serializers.IntegerField(min_value=1, max_value=MAX_VERSION)
 
 
 class VerificationOutSerializer(serializers.Serializer):
@@ -54,7 +54,7 @@ class StepSerializer(serializers.Serializer):
 
 
 class ClueGraphInSerializer(serializers.Serializer):
-    base_version = serializers.IntegerField(min_value=1)
+    base_version = serializers.IntegerField(min_value=1, max_value=MAX_VERSION)
     clues = ClueSerializer(many=True, max_length=MAX_GRAPH_ROWS)
     steps = StepSerializer(many=True, max_length=MAX_GRAPH_ROWS)
     note = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_NOTE)

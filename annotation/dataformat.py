@@ -215,6 +215,50 @@ def unstorable_value(obj, *, check_text: bool = True) -> tuple[str | None, str] 
     return None
 
 
+def unstorable_json(obj) -> str | None:
+    """Why a decoded value cannot be stored as JSON, or None: what `unstorable_value` refuses, and a number that
+    JSON has not (NaN, Infinity, -Infinity: PostgreSQL refuses them) anywhere in it, its place in the value named
+    first (``notes[1]: NaN is not a JSON number``)."""
+    found = unstorable_value(obj)
+    if found is not None:
+        return f"{found[0]}: {found[1]}" if found[0] else found[1]
+    stack: list[tuple[str, object]] = [("", obj)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            why = gettext("%(name)s is not a JSON number",
+                          name="NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity"))
+            return f"{path}: {why}" if path else why
+        if isinstance(value, (dict, list)):
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            stack.extend((_child(path, key), child) for key, child in reversed(list(items)))
+    return None
+
+
+def _json_type(value) -> str:
+    kinds = ((bool, "boolean"), ((int, float), "number"), (str, "string"), (list, "array"), (dict, "object"))
+    return "null" if value is None else next((kind for t, kind in kinds if isinstance(value, t)), type(value).__name__)
+
+
+def json_field_problems(values: dict, shapes: dict[str, type]) -> dict[str, list[str]]:
+    """Why each field of `values` named in `shapes` (field -> list or dict) cannot be stored as it is: not of its
+    shape (null included: such columns hold no null), or what `unstorable_json` refuses; field -> [message]."""
+    problems = {}
+    for name, shape in shapes.items():
+        if name not in values:
+            continue
+        value = values[name]
+        if isinstance(value, shape):
+            why = unstorable_json(value)
+        elif shape is list:
+            why = gettext("must be a list, got %(type)s", type=_json_type(value))
+        else:
+            why = gettext("must be an object, got %(type)s", type=_json_type(value))
+        if why:
+            problems[name] = [why]
+    return problems
+
+
 def _refuse_constant(name: str):
     raise ValueError(gettext("%(name)s is not a JSON number", name=name))
 

@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy as _
 
 from annotation.clue_graph.editing import EditableGraph, EditableStep
 from annotation.item_checks import option_checks
-from annotation.models import CRITERIA, Criterion, Decision, Draft, ReviewAction, Stage
+from annotation.models import CRITERIA, MAX_VERSION, Criterion, Decision, Draft, ReviewAction, Stage
 
 
 class ItemImportForm(forms.Form):
@@ -41,13 +41,18 @@ class ItemImportForm(forms.Form):
         return upload
 
 
+def version_field(**kwargs) -> forms.IntegerField:
+    """A version (or revision) number a page sends back: 1 to MAX_VERSION, the most the database's columns hold."""
+    return forms.IntegerField(min_value=1, max_value=MAX_VERSION, **kwargs)
+
+
 class ItemFilterForm(forms.Form):
     split = forms.CharField(required=False)
     source = forms.CharField(required=False)
     status = forms.CharField(required=False)
     question_type = forms.CharField(required=False)
     q = forms.CharField(required=False, label="Search")
-    page = forms.IntegerField(required=False, min_value=1)
+    page = forms.IntegerField(required=False, min_value=1, max_value=MAX_VERSION)
 
 
 # --------------------------------------------------------------------------
@@ -84,8 +89,10 @@ def draft_order(post, *, explicit: bool = False) -> tuple[int, int]:
 class NamedErrorsMixin:
     """Errors as one list of messages, each naming the field it is about ("Question: This field is required.")."""
 
-    def named_errors(self) -> list[str]:
-        return [self._named(name, e) for name, errors in self.errors.as_data().items() for e in errors]
+    def named_errors(self, *fields: str) -> list[str]:
+        """Every error, or only those of `fields`."""
+        return [self._named(name, e) for name, errors in self.errors.as_data().items() for e in errors
+                if not fields or name in fields]
 
     def size_errors(self) -> list[str]:
         """Only the errors about input that is too long or too large."""
@@ -103,7 +110,7 @@ class VerificationForm(NamedErrorsMixin, forms.Form):
     criteria = forms.MultipleChoiceField(choices=Criterion.choices, required=False,
                                          widget=forms.CheckboxSelectMultiple)
     comment = forms.CharField(required=False, max_length=MAX_COMMENT, widget=forms.Textarea(attrs={"rows": 2}))
-    item_version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+    item_version = version_field(widget=forms.HiddenInput)
 
     def clean(self):
         data = super().clean()
@@ -121,7 +128,7 @@ class RewriteForm(NamedErrorsMixin, forms.Form):
     context = forms.CharField(max_length=MAX_CONTEXT, widget=forms.Textarea(attrs={"rows": 10}))
     question = forms.CharField(max_length=MAX_QUESTION, widget=forms.Textarea(attrs={"rows": 2}))
     answer_index = forms.TypedChoiceField(coerce=int, widget=forms.RadioSelect, label="Correct option")
-    base_version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+    base_version = version_field(widget=forms.HiddenInput)
     note = forms.CharField(required=False, max_length=MAX_NOTE, label="Note")
 
     def __init__(self, *args, option_count: int = 4, **kwargs):
@@ -190,7 +197,7 @@ class ClueGraphForm(NamedErrorsMixin, forms.Form):
     annotator's own text again beside the error.
     """
 
-    base_version = forms.IntegerField(min_value=1)
+    base_version = version_field()
     note = forms.CharField(required=False, max_length=MAX_NOTE, label="Note")
     meta = forms.CharField(required=False)
 
@@ -238,7 +245,7 @@ class ReviewForm(NamedErrorsMixin, forms.Form):
     send_back_to = forms.ChoiceField(choices=[("", "—")] + [(s.value, s.label) for s in Stage.send_back_targets()],
                                      required=False)
     comment = forms.CharField(required=False, max_length=MAX_COMMENT, widget=forms.Textarea(attrs={"rows": 3}))
-    item_version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+    item_version = version_field(widget=forms.HiddenInput)
 
     def clean(self):
         data = super().clean()
@@ -256,8 +263,8 @@ class AdjudicationForm(NamedErrorsMixin, forms.Form):
 
 
 class RevertForm(forms.Form):
-    revision = forms.IntegerField(min_value=1)
-    base_version = forms.IntegerField(min_value=1)
+    revision = version_field()
+    base_version = version_field()
 
 
 class EnterWorkflowForm(forms.Form):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from annotation.forms import NamedErrorsMixin
+from annotation.forms import NamedErrorsMixin, version_field
 from annotation.models import BeliefQueue, ReviewOrder
 
 MAX_REVIEW_COMMENT = 2000
@@ -57,6 +57,6 @@ class BeliefPolicyForm(NamedErrorsMixin, forms.ModelForm):
         return {name: self.cleaned_data[name] for name in self.Meta.fields}
 
 
-class DraftDecisionForm(forms.Form):
+class DraftDecisionForm(NamedErrorsMixin, forms.Form):
     action = forms.ChoiceField(choices=[("accept", "accept"), ("edit", "edit"), ("discard", "discard")])
-    base_version = forms.IntegerField(min_value=1)
+    base_version = version_field()

@@ -7,7 +7,8 @@ from django import forms
 
 
 class OpenedAtVersionForm(forms.ModelForm):
-    base_version = forms.IntegerField(widget=forms.HiddenInput, required=False, min_value=1)
+    #: At most the largest value of the integer columns that hold versions (a larger one is a form error, not a 500).
+    base_version = forms.IntegerField(widget=forms.HiddenInput, required=False, min_value=1, max_value=2**31 - 1)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

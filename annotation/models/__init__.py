@@ -17,7 +17,7 @@ from annotation.models.belief import (
     ReviewOrder,
     ReviewVia,
 )
-from annotation.models.items import CONTENT_FIELDS, Item, ItemRevision, QuestionType
+from annotation.models.items import CONTENT_FIELDS, MAX_VERSION, Item, ItemRevision, QuestionType
 from annotation.models.stages import ItemStatus, Stage
 from annotation.models.workflow import (
     CRITERIA,
@@ -35,7 +35,7 @@ from annotation.models.workflow import (
 )
 
 __all__ = [
-    "CONTENT_FIELDS", "Item", "ItemRevision", "ItemStatus", "QuestionType",
+    "CONTENT_FIELDS", "MAX_VERSION", "Item", "ItemRevision", "ItemStatus", "QuestionType",
     "Stage", "CRITERIA", "Adjudication", "AdjudicationStatus", "AnnotatorLease", "AnnotatorLeaseStatus",
     "Criterion", "Decision", "Draft", "ReviewAction", "ReviewDecision", "StageConfig",
     "VerificationDecision",

@@ -25,6 +25,10 @@ assert tuple(QuestionType.values) == QUESTION_TYPES
 
 # The fields that make up an item's content: a change to any of them is a new revision.
 CONTENT_FIELDS = ("context", "question", "options", "answer_index", "evidence", "reasoning", "translations", "extra")
+#: The largest version (or revision) number there can be: the database's integer columns (Item.version,
+#: ItemRevision.number, Draft.base_version, ...) hold no more. Forms take version numbers up to it, so a larger one is
+#: refused as input instead of failing in the database.
+MAX_VERSION = 2**31 - 1
 
 
 class Item(models.Model):

@@ -46,7 +46,7 @@ from annotation.selectors.belief import (
 from annotation.selectors.belief_precision import precision_reached
 from annotation.services.belief import label_finalize
 from annotation.services.belief_sightings import judge_seen
-from annotation.services.editing import item_edit
+from annotation.services.editing import editable_item, item_edit
 from foundation.errors import Conflict, Forbidden, Invalid, NotFound
 from foundation.roles import is_researcher
 
@@ -342,6 +342,10 @@ def belief_draft_resolve(*, label_id: int, user, action: str, base_version: int)
     Accept and edit write the draft as the item's clue graph (a new revision; edit then goes
     on in the editor); discard leaves the item as it is. Each is recorded as the person's
     review of the draft. Returns the item.
+
+    All three are work on the item in its clue-graph stage, so each asks what an edit there asks
+    (`editable_item`): the item in the clue-graph stage, at the version the screen showed it at;
+    refused otherwise (WorkflowError, StaleVersion) with nothing written, no review either.
     """
     if action not in DRAFT_ACTIONS:
         raise Invalid(gettext("The action is one of %(actions)s.") % {"actions": ", ".join(sorted(DRAFT_ACTIONS))},
@@ -355,7 +359,7 @@ def belief_draft_resolve(*, label_id: int, user, action: str, base_version: int)
     if judge_hidden(label, user=user):
         # The screen does not offer a draft in blind review; taking it by its id would show it.
         raise NotFound(gettext("No clue-graph draft %(id)s.") % {"id": label_id})
-    item = label.item
+    item = editable_item(item_id=label.item_id, base_version=base_version, stage=Stage.CLUE_GRAPH)
     if action != "discard":
         draft = label.payload or {}
         item = item_edit(item_id=item.pk, base_version=base_version, user=user, stage=Stage.CLUE_GRAPH,

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from annotation.clue_graph.editing import EditableGraph, EditableStep, editable_graph
 from annotation.errors import ItemNotFound, StaleVersion, WorkflowError
-from annotation.models import AnnotatorLease, AnnotatorLeaseStatus, Draft, Item, Stage
+from annotation.models import MAX_VERSION, AnnotatorLease, AnnotatorLeaseStatus, Draft, Item, Stage
 from annotation.services.items import item_update
 from annotation.services.leases import locked_item, mark_submitted, move_item, stage_config, take_slot
 from foundation.errors import Invalid
@@ -26,18 +26,26 @@ def item_edit(*, item_id: int, base_version: int, changes: dict, user, stage: st
     transaction: either both happen or neither.
     """
     with transaction.atomic():
-        current = locked_item(item_id)
-        if current.version != base_version:
-            raise StaleVersion(current, base_version)
-        if current.status != stage:
-            raise WorkflowError(gettext("%(item)s is in %(status)s, not in %(stage)s: it cannot be edited here now.",
-                                        item=current, status=current.get_status_display(), stage=Stage(stage).label))
+        editable_item(item_id=item_id, base_version=base_version, stage=stage)
         item = item_update(item_id=item_id, base_version=base_version, changes=changes, user=user, note=note,
                            stage=stage)
         draft_discard(item_id=item_id, user=user, stage=stage)
         if finish:
             item = stage_submit(item_id=item_id, user=user, stage=stage, item_version=item.version)
         return item
+
+
+def editable_item(*, item_id: int, base_version: int, stage: str) -> Item:
+    """The item, locked, when work in `stage` may change it now: refused with StaleVersion when it changed since
+    `base_version`, and with WorkflowError when it is not in `stage` (published or rejected items, or items in
+    another stage, are not edited behind the workflow's back). Call it inside the transaction that writes."""
+    current = locked_item(item_id)
+    if current.version != base_version:
+        raise StaleVersion(current, base_version)
+    if current.status != stage:
+        raise WorkflowError(gettext("%(item)s is in %(status)s, not in %(stage)s: it cannot be edited here now.",
+                                    item=current, status=current.get_status_display(), stage=Stage(stage).label))
+    return current
 
 
 def clue_graph_save(*, item_id: int, base_version: int, graph: EditableGraph, user, note: str = "",
@@ -100,8 +108,12 @@ def draft_save(*, item_id: int, user, stage: str, base_version: int, data: dict,
     only a save at least as new as the stored draft's is kept: never one from an older page, an earlier one of
     the same page, or one from a page shown before the work was saved (draft_discard). Saves without them
     (0, 0) are kept only over others without them. A save the annotator asked for (`seq=EXPLICIT_SAVE`: a
-    refused Save whose text is kept) is always kept, after whatever is stored.
+    refused Save whose text is kept) is always kept, after whatever is stored. A `base_version` no item can have
+    (past MAX_VERSION, the most its column holds) is refused (Invalid).
     """
+    if not 1 <= base_version <= MAX_VERSION:
+        raise Invalid(gettext("A version is a whole number from %(low)s to %(high)s.", low=1, high=MAX_VERSION),
+                      field="base_version")
     draft, created = Draft.objects.select_for_update().get_or_create(
         item_id=item_id, user=user, stage=stage,
         defaults={"base_version": base_version, "data": data, "page": page, "seq": seq})

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import F
 
 from annotation import clue_graph
-from annotation.dataformat import Limits, ParsedRecord, RecordError, parse_jsonl
+from annotation.dataformat import Limits, ParsedRecord, RecordError, json_field_problems, parse_jsonl
 from annotation.errors import CuratedConflicts, ImportRejected, ItemNotFound, StaleVersion
 from annotation.item_facts import question_type, token_count, word_count
 from annotation.models import CONTENT_FIELDS, Item, ItemRevision
@@ -27,6 +27,22 @@ CURATED_REFUSE, CURATED_KEEP, CURATED_OVERWRITE = "refuse", "keep", "overwrite"
 CURATED_POLICIES = (CURATED_REFUSE, CURATED_KEEP, CURATED_OVERWRITE)
 #: The note of a revision written by an import starts with one of these.
 IMPORT_NOTES = ("imported from ", "re-imported from ")
+#: The item's JSON content fields and what each holds: never null (their columns are NOT NULL), only what JSON has.
+JSON_CONTENT_SHAPES = {"options": list, "translations": dict, "extra": dict}
+
+
+def content_problems(content: dict) -> dict[str, list[str]]:
+    """Why the JSON fields of an item's content (or changes to it) cannot be stored, field -> messages (none: {}): a
+    null or a value of another shape, NaN or an infinity, a NUL, ... (`dataformat.json_field_problems`). Every
+    write of content checks it (item_update, item_create; an import's decoder refuses the same); the admin's form
+    shows it beside the field."""
+    return json_field_problems(content, JSON_CONTENT_SHAPES)
+
+
+def _check_content(content: dict) -> None:
+    problems = content_problems(content)
+    if problems:
+        raise Invalid(errors=problems, field=next(iter(problems)))
 
 
 @dataclass(frozen=True)
@@ -279,6 +295,7 @@ def item_update(
     unknown = set(changes) - set(CONTENT_FIELDS)
     if unknown:
         raise Invalid(gettext("Not content fields: %(fields)s.", fields=", ".join(sorted(unknown))), code="not_content")
+    _check_content(changes)
     with transaction.atomic():
         item = Item.objects.select_for_update().filter(pk=item_id).first()
         if item is None:
@@ -319,6 +336,7 @@ def item_create(*, source: str, external_id: str, split: str, content: dict, use
     unknown = set(content) - set(CONTENT_FIELDS)
     if unknown:
         raise Invalid(gettext("Not content fields: %(fields)s.", fields=", ".join(sorted(unknown))), code="not_content")
+    _check_content(content)
     item = Item(source=source, external_id=external_id, external_id_is_int=external_id_is_int, split=split, **content)
     if status is not None:
         item.status = status

@@ -37,8 +37,8 @@ from annotation.trust_figure import coverage_svg, reliability_svg
 from annotation.views.common import item_options
 from foundation import csv_safety
 from foundation.downloads import attach
-from foundation.error_mapping import REFUSED, add_form_errors, error_text
-from foundation.errors import Forbidden
+from foundation.error_mapping import REFUSED, add_form_errors, error_page, error_text
+from foundation.errors import Forbidden, Invalid
 from foundation.roles import annotator_required, researcher_required
 
 #: Payload keys of the judge's side not listed beside its label (the subject is shown in its own place).
@@ -308,16 +308,17 @@ def belief_draft_view(request, pk: int):
     label = get_object_or_404(BeliefLabel, pk=pk, task=LabelTask.CLUE_GRAPH)
     form = DraftDecisionForm(request.POST)
     if not form.is_valid():
-        messages.error(request, _("Choose accept, edit or discard."))
+        # Only a client other than the page sends these (no such action, a version no item has): answered at once.
+        why = _("Choose accept, edit or discard.") if "action" in form.errors else "; ".join(form.named_errors())
+        return error_page(request, Invalid(why))
+    try:
+        belief_draft_resolve(label_id=label.pk, user=request.user, action=form.cleaned_data["action"],
+                             base_version=form.cleaned_data["base_version"])
+    except REFUSED as exc:
+        messages.error(request, error_text(exc))
     else:
-        try:
-            belief_draft_resolve(label_id=label.pk, user=request.user, action=form.cleaned_data["action"],
-                                 base_version=form.cleaned_data["base_version"])
-        except REFUSED as exc:
-            messages.error(request, error_text(exc))
-        else:
-            messages.success(request, {"accept": "The judge's draft is now the clue graph.",
-                                       "edit": "The judge's draft is in the editor: edit it and save.",
-                                       "discard": "The judge's draft was discarded."}[form.cleaned_data["action"]])
+        messages.success(request, {"accept": "The judge's draft is now the clue graph.",
+                                   "edit": "The judge's draft is in the editor: edit it and save.",
+                                   "discard": "The judge's draft was discarded."}[form.cleaned_data["action"]])
     return redirect("annotation:clue_graph", pk=label.item_id)
 

@@ -3,8 +3,9 @@ auto-advance setting."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404
+from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
@@ -46,7 +47,16 @@ def auto_advance_view(request):
     request.session[AUTO_ADVANCE_KEY] = on
     messages.info(request, gettext("After a decision you go straight to the next item.") if on
                   else gettext("After a decision you stay on the item; press n for the next one."))
-    back = request.POST.get("back", "")
-    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
-        back = ""
-    return redirect(back or "annotation:queue")
+    return HttpResponseRedirect(safe_back(request, request.POST.get("back", "")) or reverse("annotation:queue"))
+
+
+def safe_back(request, back: str) -> str:
+    """`back` when it is a path of this site ("/annotation/items/7/verify/?x=1"), else "" (the caller's default).
+
+    Only a path: anything else a client may send ("abc", "0", an address of another site, "//host/") is no page of
+    ours, and handed to `redirect()` a bare word is even taken as the name of a view to look up (a 500 when none
+    has it), so the path is redirected to as it is, never reversed."""
+    if not back.startswith("/") or back.startswith(("//", "/\\")):
+        return ""
+    allowed = url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure())
+    return back if allowed else ""

@@ -123,14 +123,15 @@ def rewrite_draft_view(request, pk: int):
     of the text as typed.
 
     An unfinished text (a missing question, a duplicate option) is kept as a draft;
-    only oversized input is refused (422, the message names the field).
+    only oversized input or a version no item has is refused (422, the message names the field).
     """
     item = get_object_or_404(Item, pk=pk)
     form = RewriteForm(request.POST)
     form.is_valid()
-    if form.size_errors():
-        return render(request, "annotation/rewrite.html#draft_status", {"draft_errors": form.size_errors()},
-                      status=422)
+    # A version sent that no item has (not a whole number, past the largest) is refused too: the draft would carry it.
+    refused = form.size_errors() + (form.named_errors("base_version") if request.POST.get("base_version") else [])
+    if refused:
+        return render(request, "annotation/rewrite.html#draft_status", {"draft_errors": refused}, status=422)
     data = form.draft_content(default_answer_index=item.answer_index)
     base_version = form.cleaned_data.get("base_version") or item.version
     page, seq = draft_order(request.POST)

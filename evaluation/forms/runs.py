@@ -30,7 +30,7 @@ class EndpointForm(forms.ModelForm):
     table9_preset = forms.BooleanField(required=False, label=_("Use the paper's Table 9 parameters"),
                                        help_text=_("temperature 0.95, top_p 0.95, max_tokens 2000, seed 42"))
     #: The version the page was opened at (services.endpoint_update refuses a change made from an older one).
-    version = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+    version = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1, widget=forms.HiddenInput)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -127,3 +127,45 @@ def test_leases_are_released_by_an_action_and_not_edited(admin_client, annotator
     assert response.status_code == 302
     lease.refresh_from_db()
     assert lease.status == AnnotatorLeaseStatus.RELEASED
+
+
+#: What a researcher may type into a JSON field of the item's change form that no item can hold, as the text sent.
+UNSTORABLE_TEXT = {"null": "null", "empty": "", "NaN": "NaN", "Infinity": "Infinity", "-Infinity": "-Infinity",
+                   "nested NaN": '{"notes": [1, {"x": NaN}]}'}
+
+
+def test_a_json_field_saved_in_the_admin_with_a_value_no_item_holds_is_a_form_error_beside_the_field(admin_client):
+    """Every JSON content field of Item (found on the model) x null, empty, NaN, the infinities, a NaN deep inside:
+    the change form comes back with the error beside the field (the edit service's refusal), nothing is written,
+    never a 500. The form still carries the version it was opened at."""
+    from django.db.models import JSONField
+
+    from annotation.models import CONTENT_FIELDS
+
+    (item,) = make_items(1)
+    fields = [f.name for f in Item._meta.concrete_fields if isinstance(f, JSONField) and f.name in CONTENT_FIELDS]
+    assert {"options", "translations", "extra"} <= set(fields)
+    before = (item.version, item.content())
+    opened = _opened(admin_client, item)
+    failures = []
+    for field in fields:
+        for kind, text in UNSTORABLE_TEXT.items():
+            if field == "options" and kind == "nested NaN":
+                text = json.dumps(item.options)[:-1] + ', {"x": [NaN]}]'
+            try:
+                answer = admin_client.post(f"/admin/annotation/item/{item.pk}/change/", {**opened, field: text})
+            except Exception as error:  # noqa: BLE001 - what a 500 would have been
+                failures.append(f"{field}={kind}: {type(error).__name__}")
+                continue
+            page = answer.content.decode()
+            if answer.status_code != 200 or f"errors field-{field}" not in page:
+                failures.append(f"{field}={kind}: {answer.status_code}, no error beside the field")
+    assert not failures, "\n".join(failures)
+    item.refresh_from_db()
+    assert (item.version, item.content()) == before
+    page = admin_client.post(f"/admin/annotation/item/{item.pk}/change/", {**opened, "extra": "null"}).content.decode()
+    assert "must be an object, got null" in page
+    assert admin_client.post(f"/admin/annotation/item/{item.pk}/change/",
+                             {**opened, "extra": '{"notes": [1.5, null]}'}).status_code == 302
+    item.refresh_from_db()
+    assert item.extra == {"notes": [1.5, None]} and item.version == before[0] + 1

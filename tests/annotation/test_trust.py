@@ -27,6 +27,19 @@ def test_accuracy_unweighted_is_the_share_agreeing_with_a_wilson_interval():
     assert estimate.low == pytest.approx(low, abs=1e-12) and estimate.high == pytest.approx(high, abs=1e-12)
 
 
+@pytest.mark.parametrize("n", [*range(1, 60), 100, 1000, 10**6])
+def test_accuracy_interval_ends_exactly_at_0_and_1_and_holds_its_value(n):
+    """None agreeing: the interval starts at exactly 0; all agreeing: it ends at exactly 1; in between it holds the
+    share, within [0, 1], and equals Wilson's (statsmodels left 5.6e-17 and 0.9999999999999999 at the edges)."""
+    for agreeing in sorted({0, n, n // 3, n - 1}):
+        estimate = trust.accuracy([True] * agreeing + [False] * (n - agreeing))
+        assert 0.0 <= estimate.low <= estimate.value <= estimate.high <= 1.0
+        assert (estimate.low == 0.0) == (agreeing == 0) and (estimate.high == 1.0) == (agreeing == n)
+        low, high = wilson(agreeing / n, n)
+        assert estimate.low == pytest.approx(max(low, 0), abs=1e-12) and estimate.high == pytest.approx(min(high, 1),
+                                                                                                        abs=1e-12)
+
+
 def test_accuracy_weighted_uses_the_weights_and_kish_effective_n():
     estimate = trust.accuracy([True, False, True, False], [1, 1, 2, 4])
     assert estimate.value == pytest.approx(3 / 8)

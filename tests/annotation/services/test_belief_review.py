@@ -1,7 +1,8 @@
 """Hand-outs (annotation.services.belief_review): triage and audit order, the random share, the threshold, k reviewers,
 expiry, resume; 200 simultaneous "next label" requests by two reviewers (real threads, real connections, the HTTP
 API): no label goes to both, the lowest-belief order and the random share hold; simultaneous requests of one
-reviewer get the one lease they hold."""
+reviewer get the one lease they hold; the judge's clue-graph draft decided only as an edit of the clue-graph stage
+may be made."""
 import random
 import threading
 from datetime import timedelta
@@ -14,13 +15,27 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import review_order
-from annotation.models import BeliefLabel, BeliefLease, BeliefQueue, BeliefReview, ItemStatus
+from annotation.models import (
+    AnnotatorLease,
+    AnnotatorLeaseStatus,
+    BeliefLabel,
+    BeliefLease,
+    BeliefQueue,
+    BeliefReview,
+    ItemStatus,
+    Stage,
+)
 from annotation.selectors.belief import judge_hidden
 from annotation.services.belief import belief_labels_record, belief_queue_for, belief_queue_policy_set
-from annotation.services.belief_review import belief_lease_next, belief_lease_release, belief_review_submit
+from annotation.services.belief_review import (
+    belief_draft_resolve,
+    belief_lease_next,
+    belief_lease_release,
+    belief_review_submit,
+)
 from foundation.errors import Conflict
 from tests.annotation.belief_support import DELETE_FOR_MATH, free_text_row, record_free_text, screening_rows
-from tests.annotation.workflow_support import client_for, make_items
+from tests.annotation.workflow_support import client_for, make_items, set_k
 from tests.conftest import _make_user
 
 pytestmark = pytest.mark.django_db
@@ -345,3 +360,83 @@ def test_a_label_about_an_item_changed_since_is_neither_handed_out_nor_answered(
     handed = [target for target, _, _ in _review_all(queue, annotator, 20)]
     assert handed and all(labels[target].item_id not in changed for target in handed)
     assert not BeliefReview.objects.filter(label__item_id__in=changed).exists()
+
+
+# ---- the judge's clue-graph draft: accept, edit and discard ask what an edit in the clue-graph stage asks
+
+
+def _graph_draft(queue, item) -> BeliefLabel:
+    belief_labels_record(queue=queue, rows=[{
+        "item_id": item.pk, "item_version": item.version, "task": "clue-graph", "target": f"item:{item.pk}",
+        "aspect": "graph", "label": "draft", "choices": ["draft", "edited", "discarded"],
+        "payload": {"evidence": "muddy boots by the desk -> someone came from the garden",
+                    "multi_hop_reasoning": "someone came from the garden -> The gardener"},
+        "belief": 0.7, "belief_source": "verbal", "status": "scored", "producer": "judge-run:3"}])
+    return BeliefLabel.objects.get(item=item, task="clue-graph")
+
+
+def _written(item, label) -> tuple:
+    """What a draft decision may write: the item (version, content), its revisions, the label's reviews and final."""
+    item.refresh_from_db()
+    return (item.version, item.content(), item.revisions.count(),
+            sorted(BeliefReview.objects.filter(label=label).values_list("reviewer_id", "human_label")),
+            BeliefLabel.objects.filter(pk=label.pk).values_list("final_label", "final_source").get())
+
+
+def test_a_draft_decision_asks_the_clue_graph_stage_for_every_action_lease_and_k(annotator, annotator2, researcher):
+    """Over (stage, who holds the stage's lease, the draft's k reviews reached) x (accept, edit, discard): each is
+    taken exactly when the item is in the clue-graph stage (what the accept path's edit asks, `editable_item`; no
+    lease is asked by it, and the draft is offered to each annotator of the stage however many decided), or at a
+    version other than the item's is refused; a refused one writes nothing, no review either."""
+    set_k(Stage.CLUE_GRAPH, 1)
+    queue = belief_queue_for(name="drafts", blind=False, reviewers_per_label=1)
+    holders = {"the decider": annotator2, "another annotator": annotator, "nobody": None}
+    now = timezone.now()
+    wrong, n = [], 0
+    for stage in (ItemStatus.IMPORTED, ItemStatus.VERIFICATION, ItemStatus.CLUE_GRAPH, ItemStatus.REVIEW):
+        for holder, k_reached, action in ((h, k, a) for h in holders for k in (False, True)
+                                          for a in ("accept", "edit", "discard")):
+            for stale in (False, True):
+                n += 1
+                (item,) = make_items(1, status=stage, source=f"d{n}")
+                label = _graph_draft(queue, item)
+                AnnotatorLease.objects.update(status=AnnotatorLeaseStatus.RELEASED)  # one open lease per person
+                if holders[holder] is not None:
+                    AnnotatorLease.objects.create(item=item, stage=Stage.CLUE_GRAPH, annotator=holders[holder],
+                                                  leased_at=now, expires_at=now + timedelta(minutes=30))
+                if k_reached:  # someone else already decided on the draft: it has its k = 1 reviews
+                    BeliefReview.objects.create(label=label, reviewer=researcher, human_label="discarded",
+                                                agrees=False, blind=False, via="clue-graph")
+                before = _written(item, label)
+                case = f"{stage}, lease of {holder}, k reached {k_reached}, {action}, stale {stale}"
+                try:
+                    belief_draft_resolve(label_id=label.pk, user=annotator2, action=action,
+                                         base_version=item.version + (1 if stale else 0))
+                except Conflict:
+                    taken = False
+                else:
+                    taken = True
+                if taken != (stage == ItemStatus.CLUE_GRAPH and not stale):
+                    wrong.append(f"{case}: {'taken' if taken else 'refused'}")
+                after = _written(item, label)
+                if not taken and after != before:
+                    wrong.append(f"{case}: refused, yet written")
+                if taken and (annotator2.pk, {"accept": "draft", "edit": "edited", "discard": "discarded"}[action]) \
+                        not in after[3]:
+                    wrong.append(f"{case}: taken, no review recorded")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_an_annotator_outside_the_workflow_cannot_discard_a_draft_another_decided_on(annotator, annotator2):
+    """The reported case, through the page: a draft reviewed by an annotator (k = 1 reached); a second annotator
+    with no lease, the item still imported, posts discard: refused with the reason, no review beyond k."""
+    (item,) = make_items(1, status=ItemStatus.IMPORTED, source="dd")
+    queue = belief_queue_for(name="drafts", blind=True, reviewers_per_label=1)
+    label = _graph_draft(queue, item)
+    lease = belief_lease_next(queue_id=queue.pk, user=annotator)
+    belief_review_submit(lease_id=lease.pk, user=annotator, human_label="draft")
+    response = client_for(annotator2).post(reverse("annotation:belief_draft", args=[label.pk]),
+                                           {"action": "discard", "base_version": item.version}, follow=True)
+    assert response.status_code == 200
+    assert f"is in {ItemStatus.IMPORTED.label}, not in {Stage.CLUE_GRAPH.label}" in response.content.decode()
+    assert list(BeliefReview.objects.filter(label=label).values_list("reviewer", flat=True)) == [annotator.pk]

@@ -251,3 +251,69 @@ def test_the_import_page_lists_conflicts_and_offers_the_choice(tmp_path, researc
     response = researcher_client.post(url, {"file": SimpleUploadedFile("test.jsonl", body), "source": "detectbench-v1.3",
                                             "split": "test", "curated": "keep"})
     assert response.status_code == 302 and Item.objects.get(external_id="1").context == GOOD["context"]
+
+
+# ---- what an item's JSON content fields hold: every writer of content refuses the same values, naming the field
+
+NAN = float("nan")
+#: Values no JSON content field of an item can hold: null (their columns are NOT NULL), an empty text (neither the
+#: list nor the object the field holds), NaN and the infinities (no JSON: PostgreSQL refuses them), also deep inside.
+UNSTORABLE = ("null", "empty text", "NaN", "Infinity", "-Infinity", "nested NaN")
+
+
+def json_content_fields() -> list[str]:
+    """Found on the model: every JSON field of Item that is part of its content."""
+    from django.db.models import JSONField
+
+    from annotation.models import CONTENT_FIELDS
+
+    return [f.name for f in Item._meta.concrete_fields if isinstance(f, JSONField) and f.name in CONTENT_FIELDS]
+
+
+def unstorable(field: str, kind: str, item: Item):
+    if kind == "nested NaN":
+        return [*item.options, {"x": [1, NAN]}] if field == "options" else {"notes": [1, {"x": NAN}]}
+    return {"null": None, "empty text": "", "NaN": NAN, "Infinity": float("inf"), "-Infinity": float("-inf")}[kind]
+
+
+def test_a_value_a_json_content_field_cannot_hold_is_refused_by_every_edit_service_naming_the_field(annotator):
+    """item_update (the admin, the pages, reverts, the sample loader) and item_create refuse it with the field's
+    error (Invalid, 400), never a database error, and write nothing."""
+    from functools import partial
+
+    from django.db import transaction
+
+    from annotation.services import item_create, item_update
+    from foundation.errors import Invalid
+    from tests.annotation.workflow_support import make_items
+
+    (item,) = make_items(1)
+    fields = json_content_fields()
+    assert {"options", "translations", "extra"} <= set(fields)
+    before = (item.version, item.content())
+    failures = []
+    for field in fields:
+        for kind in UNSTORABLE:
+            value = unstorable(field, kind, item)
+            calls = {"item_update": partial(item_update, item_id=item.pk, base_version=item.version,
+                                            changes={field: value}, user=annotator),
+                     "item_create": partial(item_create, source="new", external_id="1", split="dev", user=annotator,
+                                            content={**item.content(), field: value})}
+            for name, call in calls.items():
+                try:
+                    with transaction.atomic():
+                        call()
+                except Invalid as refusal:
+                    if refusal.field != field or field not in refusal.errors:
+                        failures.append(f"{name} {field}={kind}: refused naming {refusal.field!r}")
+                except Exception as error:  # noqa: BLE001 - what a 500 would have been
+                    failures.append(f"{name} {field}={kind}: {type(error).__name__}")
+                else:
+                    failures.append(f"{name} {field}={kind}: stored")
+    assert not failures, "\n".join(failures)
+    item.refresh_from_db()
+    assert (item.version, item.content()) == before and not Item.objects.filter(source="new").exists()
+    # What they can hold is still taken: objects and lists of finite numbers, nulls inside.
+    saved = item_update(item_id=item.pk, base_version=item.version, user=annotator,
+                        changes={"translations": {}, "extra": {"notes": [1.5, None, {"x": -2}]}})
+    assert saved.extra == {"notes": [1.5, None, {"x": -2}]} and saved.version == item.version + 1
