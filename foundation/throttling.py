@@ -17,9 +17,14 @@
   above count in a `foundation.rate_log.SlidingLog`: read and changed in one atomic step, so that requests sent at
   once cannot drop each other's counts (DRF's own get-change-set can).
 - `client_address`: REMOTE_ADDR, or the proxies' X-Forwarded-For entry only when settings say the
-  app is behind them (BEHIND_PROXY, NUM_PROXIES); axes, the token throttle and the join throttle use it.
+  app is behind them (BEHIND_PROXY, NUM_PROXIES) and it is an address; axes, the token throttle and the join
+  throttle use it.
+- `lockout_username`: the username axes counts a failed login under, cut to the 255 characters its tables hold (the
+  login form sends any length on, and a longer one answered 500 instead of "wrong username or password").
 """
 from __future__ import annotations
+
+import ipaddress
 
 from axes.backends import AxesStandaloneBackend
 from django.utils.translation import gettext
@@ -34,7 +39,9 @@ from foundation.rate_log import SlidingLog
 def client_address(request) -> str:
     """The client's address: REMOTE_ADDR, or behind NUM_PROXIES trusted proxies (BEHIND_PROXY) the entry they
     appended to X-Forwarded-For (counted from the right: what a client sends itself comes first).
-    The same rule as DRF's throttles (REST_FRAMEWORK["NUM_PROXIES"]); axes' AXES_CLIENT_IP_CALLABLE."""
+    The same rule as DRF's throttles (REST_FRAMEWORK["NUM_PROXIES"]); axes' AXES_CLIENT_IP_CALLABLE. An entry that is
+    no address (a proxy set up otherwise: "unknown", "host:port") gives REMOTE_ADDR: axes stores the address in an
+    `inet` column, which refuses anything else."""
     from django.conf import settings
 
     remote = request.META.get("REMOTE_ADDR", "")
@@ -42,7 +49,30 @@ def client_address(request) -> str:
     forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if a.strip()]
     if not proxies or not forwarded:
         return remote
-    return forwarded[-min(proxies, len(forwarded))]
+    entry = forwarded[-min(proxies, len(forwarded))]
+    try:
+        address = ipaddress.ip_address(entry)
+    except ValueError:
+        return remote
+    return remote if getattr(address, "scope_id", None) else entry  # an IPv6 zone ("%eth0"): no inet either
+
+
+def lockout_username(request, credentials=None):
+    """AXES_USERNAME_CALLABLE: the username a login is counted under, found as axes finds it (the credentials, else the
+    request's form field) and cut to axes' column (255 characters). Django's login form does not hold a username to
+    its length, and a longer one made axes' write fail (a 500). No account has a name that long (150 at most), so
+    two long names that share their first 255 characters share a count that can lock no one out of an account."""
+    from axes.models import AccessAttempt
+    from django.conf import settings
+
+    field = settings.AXES_USERNAME_FORM_FIELD
+    if credentials:
+        username = credentials.get(field)
+    else:
+        username = None if request is None else getattr(request, "data", request.POST).get(field)
+    if isinstance(username, str):
+        return username[:AccessAttempt._meta.get_field("username").max_length]
+    return username
 
 
 class LoginLockoutBackend(AxesStandaloneBackend):

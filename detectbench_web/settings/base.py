@@ -289,6 +289,7 @@ if not BEHIND_PROXY and int(os.environ.get("NUM_PROXIES") or "0") > 0:
     raise ImproperlyConfigured("NUM_PROXIES is set but BEHIND_PROXY is not: set BEHIND_PROXY=1 behind a reverse "
                                "proxy, or NUM_PROXIES=0 without one")
 AXES_CLIENT_IP_CALLABLE = "foundation.throttling.client_address"  # DRF's rule, for both
+AXES_USERNAME_CALLABLE = "foundation.throttling.lockout_username"  # cut to axes' column: a long one was a 500
 REST_FRAMEWORK.update({
     "DEFAULT_THROTTLE_CLASSES": [
         "foundation.throttling.AnonRateThrottle",  # DRF's, counted atomically (foundation/rate_log.py)

@@ -6,9 +6,10 @@ import itertools
 import time
 
 import pytest
+from axes.models import AccessAttempt
 from django.conf import settings
 from django.core.cache import cache
-from django.test import RequestFactory, override_settings
+from django.test import Client, RequestFactory, override_settings
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -177,3 +178,48 @@ def test_lockout_counts_the_forwarded_client_behind_a_proxy(client, researcher):
         other = client.post(reverse("login"), {"username": "res1", "password": "pw-res1"}, REMOTE_ADDR="10.0.0.9",
                             HTTP_X_FORWARDED_FOR="192.0.2.201")
         assert other.status_code == 302
+
+
+# ---- a username of any length: axes' tables hold 255 characters, and Django's login forms send any length on
+
+
+@pytest.mark.parametrize("url_name", ["login", "admin:login"])
+def test_every_username_length_from_1_to_1000_gets_the_normal_failed_login_answer(url_name):
+    client = Client(enforce_csrf_checks=True, raise_request_exception=False)
+    url = reverse(url_name)
+    assert client.get(url).status_code == 200
+    token = client.cookies["csrftoken"].value  # the form's token, as the page gives it
+    address = _address()
+    wrong = []
+    for n in range(1, 1001):
+        name = (f"{n}-" + "u" * n)[:n]  # each its own within the first 255 characters: counted apart
+        response = client.post(url, {"username": name, "password": "wrong", "csrfmiddlewaretoken": token},
+                               REMOTE_ADDR=address)
+        errors = response.context["form"].errors.as_data() if response.status_code == 200 else {}
+        if [e.code for e in errors.get("__all__", [])] != ["invalid_login"]:
+            wrong.append(f"{n}: {response.status_code}")
+    assert not wrong, f"{len(wrong)} lengths answered otherwise: {wrong[:20]}"
+    counted = AccessAttempt.objects.filter(ip_address=address).values_list("username", flat=True)
+    assert len(counted) == 1000 and max(map(len, counted)) == 255
+
+
+def test_a_long_username_is_locked_out_under_its_first_255_characters(client):
+    address, name = _address(), "x" * 300
+    limit = settings.AXES_FAILURE_LIMIT
+    statuses = [_login(client, name, f"wrong-{n}", address).status_code for n in range(limit)]
+    assert statuses == [200] * (limit - 1) + [429]
+    assert AccessAttempt.objects.get(ip_address=address).username == name[:255]
+    assert _login(client, name + "y", "wrong", address).status_code == 429  # the same first 255: the same count
+    assert _login(client, "x" * 255, "wrong", address).status_code == 429
+
+
+def test_a_forwarded_entry_that_is_no_address_counts_as_the_proxy_s_and_logins_still_answer():
+    with override_settings(BEHIND_PROXY=True, NUM_PROXIES=1):
+        for entry in ("unknown", "203.0.113.5:4711", "_hidden", "fe80::1%eth0"):  # PostgreSQL's inet has no zone
+            request = RequestFactory().get("/", REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR=f"198.51.100.1, {entry}")
+            assert client_address(request) == "10.0.0.2", entry
+            response = Client().post(reverse("login"), {"username": "u", "password": "p"}, REMOTE_ADDR="10.0.0.3",
+                                     HTTP_X_FORWARDED_FOR=entry)
+            assert response.status_code == 200, entry
+        request = RequestFactory().get("/", REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR="2001:db8::1")
+        assert client_address(request) == "2001:db8::1"
