@@ -176,14 +176,24 @@ def _json_problem(body: bytes) -> Invalid | None:
     return None
 
 
+def _usable(values: list[str]) -> bool:
+    """Whether none of these strings holds a NUL or a lone surrogate: one look over them all (every request's
+    headers and cookies pass here; the one at fault is looked for only when there is one)."""
+    joined = "".join(values)
+    return "\x00" not in joined and (joined.isascii() or not _SURROGATE.search(joined))
+
+
 def _header_problem(request: HttpRequest) -> UnusableText | None:
-    for key, value in request.META.items():
-        if (key.startswith("HTTP_") or key in ("CONTENT_TYPE", "CONTENT_LENGTH")) and isinstance(value, str):
-            why = text_problem(value)
-            if why:
-                name = key.removeprefix("HTTP_").replace("_", "-").title()
-                return UnusableText(gettext("The %(where)s %(name)s %(why)s.") % {
-                    "where": gettext(HEADER), "name": _shown(name), "why": why}, field=name)
+    headers = [(key, value) for key, value in request.META.items()
+               if (key.startswith("HTTP_") or key in ("CONTENT_TYPE", "CONTENT_LENGTH")) and isinstance(value, str)]
+    if _usable([value for _, value in headers]):
+        return None
+    for key, value in headers:
+        why = text_problem(value)
+        if why:
+            name = key.removeprefix("HTTP_").replace("_", "-").title()
+            return UnusableText(gettext("The %(where)s %(name)s %(why)s.") % {
+                "where": gettext(HEADER), "name": _shown(name), "why": why}, field=name)
     return None
 
 
@@ -204,7 +214,10 @@ def _charset_problem(request: HttpRequest) -> UnsupportedCharset | None:
 def drop_unusable_cookies(request: HttpRequest) -> list[str]:
     """Drop every cookie whose name or value holds a NUL or a lone surrogate, as if it had not been sent (a session
     cookie's session too: the request gets a new, empty one); the names dropped."""
-    dropped = [name for name, value in request.COOKIES.items() if text_problem(name) or text_problem(value)]
+    cookies = request.COOKIES
+    if _usable([*cookies, *cookies.values()]):
+        return []
+    dropped = [name for name, value in cookies.items() if text_problem(name) or text_problem(value)]
     for name in dropped:
         del request.COOKIES[name]
     session = getattr(request, "session", None)
