@@ -8,6 +8,7 @@ import re
 from django.test import Client
 from django.urls import reverse
 
+from annotation.models import BeliefLabel
 from annotation.services.belief import belief_labels_record
 
 #: A judge's screening verdicts on one item: delete it, for heavy math (criterion 1.2), with a belief per answer.
@@ -34,6 +35,17 @@ def record_free_text(queue, items, beliefs, *, labels=None, start: int = 0) -> i
                           label=(labels[i] if labels else "correct"))
             for i, b in enumerate(beliefs)]
     return belief_labels_record(queue=queue, rows=rows)
+
+
+def graph_draft(queue, item) -> BeliefLabel:
+    """A judge's clue-graph draft for the item, recorded as the judge records it."""
+    belief_labels_record(queue=queue, rows=[{
+        "item_id": item.pk, "item_version": item.version, "task": "clue-graph", "target": f"item:{item.pk}",
+        "aspect": "graph", "label": "draft", "choices": ["draft", "edited", "discarded"],
+        "payload": {"evidence": "muddy boots by the desk -> someone came from the garden",
+                    "multi_hop_reasoning": "someone came from the garden -> The gardener"},
+        "belief": 0.7, "belief_source": "verbal", "status": "scored", "producer": "judge-run:3"}])
+    return BeliefLabel.objects.get(item=item, task="clue-graph")
 
 
 def screening_rows(item, verdicts: dict[str, tuple[str, float]], *, version: int | None = None) -> list[dict]:

@@ -18,14 +18,14 @@ from django.forms.formsets import ManagementForm
 from django.urls import reverse
 
 import annotation
-from annotation.models import Adjudication, BeliefLabel, ItemStatus, Stage, StageConfig
+from annotation.models import Adjudication, ItemStatus, Stage, StageConfig
 from annotation.services import draft_save
-from annotation.services.belief import belief_labels_record, belief_queue_for
+from annotation.services.belief import belief_queue_for
 from annotation.services.belief_review import belief_lease_next
 from foundation.errors import Invalid
 from tests.support.routes import all_routes, urls
 
-from .belief_support import record_free_text
+from .belief_support import graph_draft, record_free_text
 from .test_admin import NEW_ITEM
 from .workflow_support import graph_post, make_items, rewrite_post
 
@@ -108,14 +108,6 @@ def test_every_whole_number_a_form_of_annotation_takes_is_within_the_database_in
 # ---- every route that takes such a form, posted numbers past the columns
 
 
-def _draft_label(queue, item) -> BeliefLabel:
-    belief_labels_record(queue=queue, rows=[{
-        "item_id": item.pk, "item_version": item.version, "task": "clue-graph", "target": f"item:{item.pk}",
-        "aspect": "graph", "label": "draft", "choices": ["draft", "edited", "discarded"],
-        "payload": {"evidence": "muddy boots by the desk -> someone came from the garden",
-                    "multi_hop_reasoning": "someone came from the garden -> The gardener"},
-        "belief": 0.7, "belief_source": "verbal", "status": "scored", "producer": "judge-run:3"}])
-    return BeliefLabel.objects.get(item=item, task="clue-graph")
 
 
 @pytest.fixture
@@ -127,7 +119,7 @@ def site(admin_user):
     (graphing,) = make_items(1, status=ItemStatus.CLUE_GRAPH, source="g")
     (reviewing,) = make_items(1, status=ItemStatus.REVIEW, source="rv")
     queue = belief_queue_for(name="numbers", blind=False)
-    draft = _draft_label(queue, graphing)
+    draft = graph_draft(queue, graphing)
     record_free_text(queue, [reviewing], [0.4])
     lease = belief_lease_next(queue_id=queue.pk, user=admin_user)
     for stage in Stage.values:

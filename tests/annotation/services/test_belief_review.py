@@ -34,7 +34,13 @@ from annotation.services.belief_review import (
     belief_review_submit,
 )
 from foundation.errors import Conflict
-from tests.annotation.belief_support import DELETE_FOR_MATH, free_text_row, record_free_text, screening_rows
+from tests.annotation.belief_support import (
+    DELETE_FOR_MATH,
+    free_text_row,
+    graph_draft,
+    record_free_text,
+    screening_rows,
+)
 from tests.annotation.workflow_support import client_for, make_items, set_k
 from tests.conftest import _make_user
 
@@ -365,14 +371,6 @@ def test_a_label_about_an_item_changed_since_is_neither_handed_out_nor_answered(
 # ---- the judge's clue-graph draft: accept, edit and discard ask what an edit in the clue-graph stage asks
 
 
-def _graph_draft(queue, item) -> BeliefLabel:
-    belief_labels_record(queue=queue, rows=[{
-        "item_id": item.pk, "item_version": item.version, "task": "clue-graph", "target": f"item:{item.pk}",
-        "aspect": "graph", "label": "draft", "choices": ["draft", "edited", "discarded"],
-        "payload": {"evidence": "muddy boots by the desk -> someone came from the garden",
-                    "multi_hop_reasoning": "someone came from the garden -> The gardener"},
-        "belief": 0.7, "belief_source": "verbal", "status": "scored", "producer": "judge-run:3"}])
-    return BeliefLabel.objects.get(item=item, task="clue-graph")
 
 
 def _written(item, label) -> tuple:
@@ -399,7 +397,7 @@ def test_a_draft_decision_asks_the_clue_graph_stage_for_every_action_lease_and_k
             for stale in (False, True):
                 n += 1
                 (item,) = make_items(1, status=stage, source=f"d{n}")
-                label = _graph_draft(queue, item)
+                label = graph_draft(queue, item)
                 AnnotatorLease.objects.update(status=AnnotatorLeaseStatus.RELEASED)  # one open lease per person
                 if holders[holder] is not None:
                     AnnotatorLease.objects.create(item=item, stage=Stage.CLUE_GRAPH, annotator=holders[holder],
@@ -432,7 +430,7 @@ def test_an_annotator_outside_the_workflow_cannot_discard_a_draft_another_decide
     with no lease, the item still imported, posts discard: refused with the reason, no review beyond k."""
     (item,) = make_items(1, status=ItemStatus.IMPORTED, source="dd")
     queue = belief_queue_for(name="drafts", blind=True, reviewers_per_label=1)
-    label = _graph_draft(queue, item)
+    label = graph_draft(queue, item)
     lease = belief_lease_next(queue_id=queue.pk, user=annotator)
     belief_review_submit(lease_id=lease.pk, user=annotator, human_label="draft")
     response = client_for(annotator2).post(reverse("annotation:belief_draft", args=[label.pk]),

@@ -20,7 +20,7 @@ from annotation.services.belief import belief_labels_record, belief_queue_for, b
 from annotation.services.belief_review import belief_lease_next, belief_review_submit
 from annotation.services.verification import verification_submit
 from annotation.trust import MIN_LABELS
-from tests.annotation.belief_support import free_text_row, record_free_text, screening_rows
+from tests.annotation.belief_support import free_text_row, graph_draft, record_free_text, screening_rows
 from tests.annotation.workflow_support import make_items
 from tests.support.page_text import visible_text
 
@@ -357,21 +357,13 @@ def test_triage_round_weighted_and_uniform_estimates(queue, items, annotator, re
     assert max(reviewed_order) <= min(untouched)
 
 
-def _draft_label(queue, item):
-    belief_labels_record(queue=queue, rows=[{
-        "item_id": item.pk, "item_version": item.version, "task": "clue-graph", "target": f"item:{item.pk}",
-        "aspect": "graph", "label": "draft", "choices": ["draft", "edited", "discarded"],
-        "payload": {"evidence": "muddy boots by the desk -> someone came from the garden",
-                    "multi_hop_reasoning": "someone came from the garden -> The gardener"},
-        "belief": 0.7, "belief_source": "verbal", "status": "scored", "producer": "judge-run:3"}])
-    return BeliefLabel.objects.get(item=item, task="clue-graph")
 
 
 @pytest.mark.parametrize("action, outcome, changed", [("accept", "draft", True), ("edit", "edited", True),
                                                       ("discard", "discarded", False)])
 def test_clue_graph_draft_accept_edit_discard(annotator_client, annotator, action, outcome, changed):
     (item,) = make_items(1, status=ItemStatus.CLUE_GRAPH, source="g")
-    label = _draft_label(belief_queue_for(name="drafts", blind=False), item)
+    label = graph_draft(belief_queue_for(name="drafts", blind=False), item)
     page = annotator_client.get(reverse("annotation:clue_graph", args=[item.pk])).content.decode()
     assert 'id="judge-draft"' in page and "someone came from the garden" in page
     response = annotator_client.post(reverse("annotation:belief_draft", args=[label.pk]),
