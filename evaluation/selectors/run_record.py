@@ -2,9 +2,11 @@
 abandoned requests and the commonest error (for the run page, the API and `evaluate`'s JSON line)."""
 from __future__ import annotations
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, IntegerField, Q, Sum
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 
-from evaluation.models import Result, Run
+from evaluation.models import Result, Run, SupersededResult
 
 
 def run_record_counts(*, run: Run) -> dict:
@@ -14,7 +16,9 @@ def run_record_counts(*, run: Run) -> dict:
     ``tokens_spent_in`` / ``tokens_spent_out`` (calls not answered from the cache), ``abandoned_requests``
     (attempts that timed out: the server may have kept generating them, their tokens are not in the
     spent counts; at most ``abandoned_tokens_max`` = that x max_tokens), ``commonest_error`` (message and count,
-    or None), ``error_classes`` ({class: rows}), ``status`` and ``failure_reason``."""
+    or None), ``error_classes`` ({class: rows}), ``status`` and ``failure_reason``; ``superseded_rows`` and
+    ``superseded_tokens_spent_in`` / ``_out``: the rows a refresh replaced and the tokens they had spent, which the
+    run spent too (the counts above are of the current rows)."""
     # One query: the rows grouped by (error class, error message), each group with its sums; the failed
     # groups give the commonest message and the rows per class, the sum of all groups the totals.
     groups = (Result.objects.filter(run=run).values_list("error_class", "error")
@@ -44,6 +48,11 @@ def run_record_counts(*, run: Run) -> dict:
                  default=None)
     classes = dict(sorted(classes.items(), key=lambda kv: -kv[1]))
     abandoned = totals["timeouts"] or 0
+    # A run page's run carries its count of superseded rows (evaluation.views.runs.with_run): none, no query.
+    superseded = {"n": 0, "spent_in": 0, "spent_out": 0} if getattr(run, "superseded", None) == 0 else (
+        SupersededResult.objects.filter(run=run).aggregate(
+            n=Count("pk"), spent_in=Sum(Cast(KeyTextTransform("spent_tokens_in", "row"), IntegerField())),
+            spent_out=Sum(Cast(KeyTextTransform("spent_tokens_out", "row"), IntegerField()))))
     max_tokens = (run.params or {}).get("max_tokens")
     return {
         "rows": totals["rows"], "errors": totals["errors"], "truncated": totals["truncated"],
@@ -55,6 +64,8 @@ def run_record_counts(*, run: Run) -> dict:
         "commonest_error": {"message": common["error"], "count": common["n"]} if common else None,
         "error_classes": {k or "other": v for k, v in classes.items()},
         "status": run.status, "failure_reason": run.failure_reason,
+        "superseded_rows": superseded["n"], "superseded_tokens_spent_in": superseded["spent_in"] or 0,
+        "superseded_tokens_spent_out": superseded["spent_out"] or 0,
     }
 
 

@@ -185,3 +185,31 @@ def test_a_database_error_mid_run_propagates_and_leaves_only_whole_rows(items):
     connection.close()  # this thread's connection was ended too: a new one
     assert not Result.objects.filter(run=run).exclude(error="").exists()
     assert all(r.raw_output and r.parse_status for r in Result.objects.filter(run=run))
+
+
+def test_the_tokens_rows_spent_before_a_refresh_replaced_them_stay_in_the_run_record(items, researcher_client):
+    """A refresh moves stale rows aside and asks their items again: the run's record still counts what those rows
+    had spent (the run spent it), apart from the current rows' spend, on the page too."""
+    from annotation.services import item_update
+    from evaluation.models import SupersededResult
+
+    with StandIn(reply=LONG_REPLY) as server:
+        endpoint = endpoint_for(server, max_tokens=100, use_cache=False)
+        run = run_in_process(endpoint)
+        before = run_record_counts(run=run)
+        assert before["superseded_rows"] == 0 and before["superseded_tokens_spent_in"] == 0
+        edited = Item.objects.filter(pk__in=run.item_ids).order_by("pk")[:2]
+        for item in edited:
+            item_update(item_id=item.pk, base_version=item.version, changes={"question": item.question + " Really?"})
+        run, superseded = services.run_refresh(run=run, enqueue=False)
+        services.run_execute_in_process(run=run)
+    assert superseded == 2
+    after = run_record_counts(run=run)
+    old = list(SupersededResult.objects.filter(run=run))
+    assert after["superseded_rows"] == 2
+    assert after["superseded_tokens_spent_in"] == sum(o.row["spent_tokens_in"] for o in old) > 0
+    assert after["superseded_tokens_spent_out"] == sum(o.row["spent_tokens_out"] for o in old) > 0
+    assert after["rows"] == before["rows"]  # the current rows: one per item, as before
+    page = researcher_client.get(f"/evaluation/runs/{run.pk}/").content.decode()
+    assert (f'id="superseded-spent">(and {after["superseded_tokens_spent_in"]} / '
+            f'{after["superseded_tokens_spent_out"]} spent by the rows refreshes superseded)') in page
