@@ -21,7 +21,6 @@ from urllib.parse import urlencode
 import pytest
 from django.contrib import admin
 from django.contrib.auth.models import Group
-from django.db import transaction
 from django.forms import JSONField
 from django.test import Client, RequestFactory
 from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
@@ -56,11 +55,6 @@ def world(django_user_model):
     return values, visitors, addresses
 
 
-def _ask(client: Client, method: str, url: str, **kwargs):
-    with transaction.atomic():
-        response = client.generic(method, url, **kwargs)
-        transaction.set_rollback(True)
-    return response
 
 
 def test_a_cookie_holding_a_nul_is_dropped_on_every_route(world):
@@ -102,7 +96,7 @@ def test_json_nested_too_deeply_is_a_400_on_every_route(world):
     for who, method in (("annotator", "POST"), ("researcher", "POST"), ("researcher", "PUT"), ("researcher", "PATCH")):
         for url in addresses:
             for depth in (MAX_JSON_DEPTH + 1, 1000):
-                response = _ask(visitors[who], method, url, data=nested(depth), content_type="application/json")
+                response = routes.ask_rolled_back(visitors[who], method, url, data=nested(depth), content_type="application/json")
                 asked += 1
                 code = response.json().get("code") if url.startswith("/api/") and response.status_code == 400 else ""
                 if response.status_code != 400 or code not in ("", "nested_too_deeply"):
@@ -135,7 +129,7 @@ def test_a_body_in_another_charset_is_a_415_and_utf_16_json_without_one_is_read_
                                     ("researcher", "PATCH", bodies[:1])):
         for url in addresses:
             for body, content_type, expected in asked_with:
-                response = _ask(visitors[who], method, url, data=body, content_type=content_type)
+                response = routes.ask_rolled_back(visitors[who], method, url, data=body, content_type=content_type)
                 asked += 1
                 if response.status_code != expected:
                     wrong.append(f"{who} {method} {url} {content_type}: {response.status_code}, not {expected}")
@@ -151,7 +145,7 @@ def test_a_nul_in_a_put_or_patch_form_is_a_400_on_every_route(world):
     for url in addresses:
         for method in ("PUT", "PATCH"):
             for body, content_type in ((multipart, MULTIPART_CONTENT), ("name=a%00b", "application/x-www-form-urlencoded")):
-                response = _ask(visitors["researcher"], method, url, data=body, content_type=content_type)
+                response = routes.ask_rolled_back(visitors["researcher"], method, url, data=body, content_type=content_type)
                 if response.status_code != 400 or (url.startswith("/api/") and response.json()["field"] != "name"):
                     wrong.append(f"{method} {url} {content_type.split(';')[0]}: {response.status_code}")
     assert not wrong, f"{len(wrong)} answers were not a 400:\n" + "\n".join(wrong[:40])
@@ -185,7 +179,7 @@ def test_json_too_deep_for_an_admin_form_s_json_field_is_a_400(world, django_use
             pages.append(f"/admin/{model._meta.app_label}/{model._meta.model_name}/{instance.pk}/change/")
         for name in (name for name, field in form.base_fields.items() if isinstance(field, JSONField)):
             for url in pages:
-                response = _ask(client, "POST", url, data=urlencode({name: deep}),
+                response = routes.ask_rolled_back(client, "POST", url, data=urlencode({name: deep}),
                                 content_type="application/x-www-form-urlencoded")
                 asked.append(url)
                 if response.status_code >= 500:

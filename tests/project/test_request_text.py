@@ -20,7 +20,6 @@ from urllib.parse import quote
 import pytest
 from django.contrib.auth.models import Group
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import transaction
 from django.test import Client
 from django.urls import Resolver404, resolve
 from drf_spectacular.generators import SchemaGenerator
@@ -108,11 +107,6 @@ def researcher_world(django_user_model):
     return client, values
 
 
-def _ask(client: Client, method: str, url: str, **kwargs):
-    with transaction.atomic():
-        response = client.generic(method, url, **kwargs)
-        transaction.set_rollback(True)
-    return response
 
 
 def test_every_route_answers_400_to_a_nul_or_a_lone_surrogate_in_any_parameter(researcher_world):
@@ -138,7 +132,7 @@ def test_every_route_answers_400_to_a_nul_or_a_lone_surrogate_in_any_parameter(r
                       ("POST", {"data": json.dumps({"name": "a\x00b"}), "content_type": "application/json"}),
                       ("PATCH", {"data": '{"note": "\\ud800"}', "content_type": "application/json"})]
             for method, body in bodies[:1] if route.is_admin else bodies:
-                response = _ask(client, method, url, **body)
+                response = routes.ask_rolled_back(client, method, url, **body)
                 asked += 1
                 if response.status_code != 400:
                     wrong.append(f"{method} {url} {body['content_type']} ({route.name}): {response.status_code}")

@@ -118,3 +118,14 @@ def urls(route: Route, values: dict, *, formats: tuple[str, ...] = ("csv",)) -> 
             url = url.replace(f"\x00{i}\x00", value)
         found.append(url)
     return found
+
+
+def ask_rolled_back(client, method: str, url: str, **kwargs):
+    """One request to ``url`` inside a transaction rolled back after it: a walk's requests leave nothing behind for
+    the next one (a test client runs the view on the test's own connection)."""
+    from django.db import transaction
+
+    with transaction.atomic():
+        response = client.generic(method, url, **kwargs)
+        transaction.set_rollback(True)
+    return response

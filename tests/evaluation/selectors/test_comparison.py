@@ -13,19 +13,13 @@ from evaluation.selectors.analysis import figure_data, figure_inputs
 from evaluation.selectors.comparison import run_comparison
 from evaluation.selectors.leaderboard import leaderboard
 from evaluation.services import runs as services
-from tests.support.items import import_items
+from tests.evaluation.formats_support import FORMATS, split_item_ids
 
 pytestmark = pytest.mark.django_db
 
-#: (built-in model, method, option order).
-FORMATS = (("first-option", "naive", "original"), ("lexical", "naive", "original"),
-           ("random", "self-cot", "circular"), ("lexical", "free-text", "original"))
-
-
 @pytest.fixture
 def item_ids(detectbench_dir):
-    import_items(detectbench_dir / "test.jsonl", split="test", limit=30)
-    return list(Item.objects.filter(split="test").order_by("pk").values_list("pk", flat=True))
+    return split_item_ids(detectbench_dir, limit=30)
 
 
 def _reject(item_id: int) -> None:

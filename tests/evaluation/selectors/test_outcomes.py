@@ -7,24 +7,17 @@ import random
 
 import pytest
 
-from annotation.models import Item
 from evaluation.models import Result
 from evaluation.selectors.leaderboard import leaderboard
 from evaluation.selectors.outcomes import common_item_ids
 from evaluation.services import runs as services
-from tests.support.items import import_items
+from tests.evaluation.formats_support import FORMATS, split_item_ids
 
 pytestmark = pytest.mark.django_db
 
-#: (built-in model, method, option order): multiple choice in the original and the circular order, and free text.
-FORMATS = (("first-option", "naive", "original"), ("lexical", "naive", "original"),
-           ("random", "self-cot", "circular"), ("lexical", "free-text", "original"))
-
-
 @pytest.fixture
 def item_ids(detectbench_dir):
-    import_items(detectbench_dir / "test.jsonl", split="test", limit=24)
-    return list(Item.objects.filter(split="test").order_by("pk").values_list("pk", flat=True))
+    return split_item_ids(detectbench_dir, limit=24)
 
 
 def _runs_on_random_items(item_ids, compute, rng):
