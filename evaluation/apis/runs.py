@@ -15,6 +15,7 @@ from evaluation.models import ModelEndpoint, OptionOrder, Result, Run, Supersede
 from evaluation.prompting.methods import METHOD_CHOICES
 from evaluation.selectors import judge as judge_selectors
 from evaluation.selectors import runs as selectors
+from evaluation.selectors.run_record import run_record_counts
 from evaluation.services import runs as services
 from evaluation.services.sweeps import launch_check
 from foundation.roles import IsResearcher
@@ -243,6 +244,7 @@ class RunDetailApi(_OneRun):
         data["metrics"] = summary.as_json()
         data["by_question_type"] = {k: v.as_dict() for k, v in types.items()}
         data["judged_accuracy"] = [a.as_json() for a in judge_selectors.free_text_accuracy(run=run)]
+        data["record"] = run_record_counts(run=run)
         return Response(data)
 
 

@@ -22,6 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
 from django.db import close_old_connections
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from annotation.models import BeliefLabel, Item, LabelStatus
@@ -262,8 +264,8 @@ def refresh_judge_run(*, judge_run_id: int, wall_s: float | None = None, last_er
     judge_run = JudgeRun.objects.select_related("config").get(pk=judge_run_id)
     counts = judge_run_counts(judge_run)
     fields = dict(counts, last_error=last_error)
-    if wall_s is not None:
-        fields["wall_s"] = round(wall_s, 3)
+    if wall_s is not None:  # a resume's execution adds to the earlier ones
+        fields["wall_s"] = Coalesce(F("wall_s"), Value(0.0)) + Value(round(wall_s, 3))
     JudgeRun.objects.filter(pk=judge_run_id).update(**fields)
     JudgeRun.objects.filter(pk=judge_run_id, status__in=[RunStatus.RUNNING, RunStatus.QUEUED]).update(
         status=RunStatus.FINISHED, finished_at=timezone.now())

@@ -127,7 +127,8 @@ class JudgeRun(models.Model):
     errors = models.PositiveIntegerField(default=0, help_text="Targets left without a label (request failed).")
     label_counts = models.JSONField(default=dict, blank=True)
     mean_belief = models.FloatField(null=True, blank=True)
-    wall_s = models.FloatField(null=True, blank=True, help_text="Seconds of the latest execution.")
+    wall_s = models.FloatField(null=True, blank=True,
+                               help_text="Seconds of all its executions (a resumed run adds each one).")
     last_error = models.TextField(blank=True)
     note = models.CharField(max_length=200, blank=True)
     probe = models.CharField(max_length=10, choices=ProbeKind.choices, blank=True, default="",

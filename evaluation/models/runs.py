@@ -65,6 +65,9 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True, help_text="Start of the latest launch or resume.")
     finished_at = models.DateTimeField(null=True, blank=True)
+    earlier_wall_s = models.FloatField(
+        default=0, help_text="Seconds of the executions before the latest launch or resume, each from its start to "
+                             "its end (finished, cancelled or failed); wall_s adds the latest one.")
     failure_reason = models.TextField(blank=True, help_text="Why the run failed (status failed), e.g. the endpoint down.")
 
     class Meta:
@@ -94,10 +97,17 @@ class Run(models.Model):
         return len(self.item_ids) * self.rows_per_item
 
     @property
-    def wall_s(self) -> float | None:
+    def latest_wall_s(self) -> float | None:
+        """Seconds of the latest launch or resume, once it has ended."""
         if self.started_at and self.finished_at:
             return (self.finished_at - self.started_at).total_seconds()
         return None
+
+    @property
+    def wall_s(self) -> float | None:
+        """Seconds of every execution of the run (a resumed or refreshed run counts each), once the latest ended."""
+        latest = self.latest_wall_s
+        return None if latest is None else latest + (self.earlier_wall_s or 0.0)
 
     @property
     def is_active(self) -> bool:

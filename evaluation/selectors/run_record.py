@@ -7,6 +7,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
 from evaluation.models import Result, Run, SupersededResult
+from evaluation.statistics.metrics import cost
 
 
 def run_record_counts(*, run: Run) -> dict:
@@ -18,7 +19,9 @@ def run_record_counts(*, run: Run) -> dict:
     spent counts; at most ``abandoned_tokens_max`` = that x max_tokens), ``commonest_error`` (message and count,
     or None), ``error_classes`` ({class: rows}), ``status`` and ``failure_reason``; ``superseded_rows`` and
     ``superseded_tokens_spent_in`` / ``_out``: the rows a refresh replaced and the tokens they had spent, which the
-    run spent too (the counts above are of the current rows)."""
+    run spent too (the counts above are of the current rows); ``cost_spent``: the price of every token the run spent
+    (current and superseded rows, no call answered from the cache), None without a price, beside the summary's
+    ``cost`` (the current rows' tokens, cached calls included: what the answers as they stand cost)."""
     # One query: the rows grouped by (error class, error message), each group with its sums; the failed
     # groups give the commonest message and the rows per class, the sum of all groups the totals.
     groups = (Result.objects.filter(run=run).values_list("error_class", "error")
@@ -54,6 +57,11 @@ def run_record_counts(*, run: Run) -> dict:
             n=Count("pk"), spent_in=Sum(Cast(KeyTextTransform("spent_tokens_in", "row"), IntegerField())),
             spent_out=Sum(Cast(KeyTextTransform("spent_tokens_out", "row"), IntegerField()))))
     max_tokens = (run.params or {}).get("max_tokens")
+    superseded_in, superseded_out = superseded["spent_in"] or 0, superseded["spent_out"] or 0
+    endpoint = run.endpoint
+    spent = cost(tokens_in=(totals["spent_in"] or 0) + superseded_in,
+                 tokens_out=(totals["spent_out"] or 0) + superseded_out,
+                 price_in_per_mtok=endpoint.price_in_per_mtok, price_out_per_mtok=endpoint.price_out_per_mtok)
     return {
         "rows": totals["rows"], "errors": totals["errors"], "truncated": totals["truncated"],
         "cached": totals["cached"], "tokens_spent_in": totals["spent_in"] or 0,
@@ -64,8 +72,8 @@ def run_record_counts(*, run: Run) -> dict:
         "commonest_error": {"message": common["error"], "count": common["n"]} if common else None,
         "error_classes": {k or "other": v for k, v in classes.items()},
         "status": run.status, "failure_reason": run.failure_reason,
-        "superseded_rows": superseded["n"], "superseded_tokens_spent_in": superseded["spent_in"] or 0,
-        "superseded_tokens_spent_out": superseded["spent_out"] or 0,
+        "superseded_rows": superseded["n"], "superseded_tokens_spent_in": superseded_in,
+        "superseded_tokens_spent_out": superseded_out, "cost_spent": spent,
     }
 
 

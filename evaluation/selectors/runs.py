@@ -258,7 +258,7 @@ class RunSummary:
             "accuracy_parsed": m.accuracy_parsed, "first_option_baseline": m.first_option_baseline,
             "keyinfo": m.keyinfo, "parse_failures": m.parse_failures, "parse_failure_rate": m.parse_failure_rate,
             "errors": m.errors, "tokens_in": m.tokens_in, "tokens_out": m.tokens_out, "cost": self.cost,
-            "wall_s": self.wall_s, "option_order": self.run.option_order, "seed": self.run.seed,
+            "wall_s": self.wall_s, "latest_wall_s": self.run.latest_wall_s, "option_order": self.run.option_order, "seed": self.run.seed,
             "prompt_version": self.run.prompt_version, "stale_rows": self.stale,
             "circular_accuracy": self.circular_accuracy, "circular_n": self.circular[1] if self.circular else None,
         }

@@ -337,10 +337,13 @@ def _relaunch(run: Run, *, enqueue: bool) -> Run:
             run.status, run.finished_at = RunStatus.FINISHED, now
             run.save(update_fields=["status", "finished_at"])
         return run
+    if run.started_at:  # the execution that ends here stays in the run's wall time
+        end = run.finished_at or now
+        run.earlier_wall_s = (run.earlier_wall_s or 0.0) + max(0.0, (end - run.started_at).total_seconds())
     run.status = RunStatus.QUEUED
     run.started_at = now
     run.finished_at = None
-    run.save(update_fields=["status", "started_at", "finished_at"])
+    run.save(update_fields=["status", "started_at", "finished_at", "earlier_wall_s"])
     if enqueue:
         queueing.chunks_enqueue(run, missing)
     return run

@@ -293,6 +293,7 @@ class Command(ComputingCommand):
         line["option_order"] = run.option_order
         record = run_record_counts(run=run)
         line.update({key: record[key] for key in ("truncated", "cached", "tokens_spent_in", "tokens_spent_out",
+                                                  "cost_spent",
                                                   "abandoned_requests", "commonest_error", "error_classes")})
         line.update(status=run.status, failure_reason=run.failure_reason, endpoint=run.endpoint.name, params=run.params)
         line["record"] = record

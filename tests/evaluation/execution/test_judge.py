@@ -244,10 +244,13 @@ def test_unanswered_results_are_unscored_and_missing_labels_are_resumed(free_tex
     gone = list(BeliefLabel.objects.filter(queue=config.queue).order_by("pk").values_list("pk", flat=True)[::2])
     BeliefLabel.objects.filter(pk__in=gone).delete()
     assert judge_run_counts(judge_run)["errors"] == len(gone)
+    first_wall = judge_run.wall_s
+    assert first_wall > 0
     services.judge_run_resume(judge_run=judge_run, enqueue=False)
     judge_run = services.judge_run_execute_in_process(judge_run=judge_run)
     assert (judge_run.status, judge_run.errors, judge_run.scored + judge_run.unscored) == (
         RunStatus.FINISHED, 0, judge_run.n)
+    assert judge_run.wall_s > first_wall  # the resume's execution adds to the first one's time, not replaces it
     assert_one_label_per_target_and_aspect(config.queue)
 
 

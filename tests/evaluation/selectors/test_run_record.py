@@ -213,3 +213,53 @@ def test_the_tokens_rows_spent_before_a_refresh_replaced_them_stay_in_the_run_re
     page = researcher_client.get(f"/evaluation/runs/{run.pk}/").content.decode()
     assert (f'id="superseded-spent">(and {after["superseded_tokens_spent_in"]} / '
             f'{after["superseded_tokens_spent_out"]} spent by the rows refreshes superseded)') in page
+
+
+def test_wall_time_and_spent_cost_count_every_execution_of_a_cancelled_resumed_and_refreshed_run(
+        items, researcher_client):
+    """A run cancelled part-way, resumed, then refreshed after an edit has three executions: its wall time is their
+    sum (the latest beside it), and the spent cost prices every token spent, the superseded rows' included, while
+    ``cost`` stays the price of the current rows; the run page and the API say the same."""
+    from annotation.services import item_update
+    from evaluation.selectors.runs import run_summary
+    from evaluation.statistics.metrics import cost
+
+    with StandIn(reply=LONG_REPLY, latency_s=0.05) as server:
+        endpoint = endpoint_for(server, max_tokens=100, use_cache=False, max_concurrency=1,
+                                price_in_per_mtok=2.0, price_out_per_mtok=8.0)
+        run = services.run_launch(endpoint=endpoint, method="naive", split="test", enqueue=False)
+        services.run_cancel(run=run)  # the first execution ends at once, before any row
+        run.refresh_from_db()
+        first = run.latest_wall_s
+        assert first is not None and run.earlier_wall_s == 0
+        run = services.run_resume(run=run, enqueue=False)
+        services.run_execute_in_process(run=run)
+        run.refresh_from_db()
+        second = run.latest_wall_s
+        assert second >= 0.05 * len(run.item_ids)  # one request at a time
+        assert run.earlier_wall_s == pytest.approx(first) and run.wall_s == pytest.approx(first + second)
+        for item in Item.objects.filter(pk__in=run.item_ids).order_by("pk")[:2]:
+            item_update(item_id=item.pk, base_version=item.version, changes={"question": item.question + " Really?"})
+        run, superseded = services.run_refresh(run=run, enqueue=False)
+        services.run_execute_in_process(run=run)
+    run.refresh_from_db()
+    third = run.latest_wall_s
+    assert superseded == 2 and third >= 0.05 * 2
+    assert run.wall_s == pytest.approx(first + second + third)
+    summary = run_summary(run=run)
+    assert summary.wall_s == pytest.approx(first + second + third)
+    record = run_record_counts(run=run)
+    spent_in = record["tokens_spent_in"] + record["superseded_tokens_spent_in"]
+    spent_out = record["tokens_spent_out"] + record["superseded_tokens_spent_out"]
+    assert record["superseded_tokens_spent_in"] > 0
+    assert record["cost_spent"] == pytest.approx(cost(tokens_in=spent_in, tokens_out=spent_out, price_in_per_mtok=2.0,
+                                                      price_out_per_mtok=8.0))
+    assert record["cost_spent"] > summary.cost > 0  # the current rows cost less than all the run spent
+
+    api = researcher_client.get(f"/api/evaluation/runs/{run.pk}/").json()
+    assert api["record"]["cost_spent"] == pytest.approx(record["cost_spent"])
+    assert api["metrics"]["wall_s"] == pytest.approx(run.wall_s)
+    assert api["metrics"]["latest_wall_s"] == pytest.approx(third)
+    page = researcher_client.get(f"/evaluation/runs/{run.pk}/").content.decode()
+    assert f'id="cost-spent">(spent {record["cost_spent"]:.4f}:' in page
+    assert f'id="wall">{run.wall_s:.1f} s <span class="muted" id="wall-latest">(every execution; the latest {third:.1f} s)' in page
