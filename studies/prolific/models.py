@@ -79,12 +79,13 @@ class DeliveryOutcome(models.TextChoices):
     APPLIED = "applied", "Applied"
     DUPLICATE = "duplicate", "Duplicate (event already applied)"
     STALE = "stale", "Stale (out of order: the submission had a later or final status)"
-    REFUSED = "refused", "Refused (signature, replay or unreadable)"
+    REFUSED = "refused", "Refused (unreadable body; older rows: also a bad signature or a replay)"
 
 
 class ProlificWebhookDelivery(models.Model):
-    """The audit log: one row per delivery received, whatever became of it. An event is applied at most once:
-    its id is unique among the rows that consumed it (applied or stale)."""
+    """The audit log: one row per verified delivery, whatever became of it. An event is applied at most once: its
+    id is unique among the rows that consumed it (applied or stale), and so is its signed content (a captured
+    delivery sent again inside the timestamp window, under another event id, is a duplicate)."""
 
     received_at = models.DateTimeField(default=timezone.now)
     event_id = models.CharField(max_length=128, blank=True)
@@ -95,12 +96,18 @@ class ProlificWebhookDelivery(models.Model):
     outcome = models.CharField(max_length=10, choices=DeliveryOutcome.choices)
     detail = models.CharField(max_length=300, blank=True)
     attempt = models.ForeignKey("studies.Attempt", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    signed_digest = models.CharField(
+        max_length=64, blank=True,
+        help_text="SHA-256 of the signed timestamp and the body: what the signature covers (empty on older rows).")
 
     class Meta:
         ordering = ["received_at", "id"]
         constraints = [
             models.UniqueConstraint(fields=["event_id"], condition=Q(outcome__in=["applied", "stale"]),
                                     name="prolific_event_consumed_once"),
+            models.UniqueConstraint(fields=["signed_digest"],
+                                    condition=Q(outcome__in=["applied", "stale"]) & ~Q(signed_digest=""),
+                                    name="prolific_signed_content_consumed_once"),
         ]
         indexes = [models.Index(fields=["resource_id"], name="prolific_delivery_resource")]
 

@@ -8,7 +8,10 @@ per reason and process, with that count (`_refuse_unverified`). A verified deliv
 (`ProlificWebhookDelivery`), whatever becomes of it: one whose body is not a JSON object (or cannot be parsed at all:
 any parsing error) is refused (400) and logged. Every text kept from a delivery (its headers' and its body's) goes
 through `storable_text`: a NUL or a lone surrogate in it becomes U+FFFD. Prolific delivers at least once and in no
-guaranteed order: an event id (`X-Event-ID`) already consumed is a duplicate; an event older (`X-Timestamp`) than
+guaranteed order: an event id (`X-Event-ID`) already consumed is a duplicate, and so is a signed content (timestamp
+and body) already consumed under another event id: the signature covers neither id nor `X-Timestamp`, so a captured
+delivery sent again inside the window with new ones would otherwise be applied again (Prolific's own retry of a
+consumed delivery is the same event, a duplicate either way); an event older (`X-Timestamp`) than
 the submission's last applied one, or one for a submission already in a final status, is stale. Both are answered
 200 so that Prolific stops retrying.
 
@@ -82,7 +85,8 @@ def webhook_receive(*, body: bytes, headers: Mapping[str, str], now: datetime | 
         _refuse_unverified(REPLAY, f"The signed timestamp is more than {settings.PROLIFIC_WEBHOOK_MAX_AGE_S} s from "
                                    "now (a replay).", 403, now)
     log = {"received_at": now, "sent_at": sent_at,
-           "event_id": storable_text(header.get(EVENT_ID_HEADER.lower(), "").strip())[:128]}
+           "event_id": storable_text(header.get(EVENT_ID_HEADER.lower(), "").strip())[:128],
+           "signed_digest": hashlib.sha256(timestamp.encode("utf-8", "surrogatepass") + b"\n" + body).hexdigest()}
     payload = _payload(body)
     if payload is None:
         _refuse(log, "The body is not a JSON object.", 400)
@@ -95,10 +99,15 @@ def webhook_receive(*, body: bytes, headers: Mapping[str, str], now: datetime | 
         try:
             return _apply(log, payload, event_at)
         except IntegrityError:
-            if ProlificWebhookDelivery.objects.filter(
-                    event_id=log["event_id"], outcome__in=[DeliveryOutcome.APPLIED, DeliveryOutcome.STALE]).exists():
+            consumed = ProlificWebhookDelivery.objects.filter(
+                outcome__in=[DeliveryOutcome.APPLIED, DeliveryOutcome.STALE])
+            if consumed.filter(event_id=log["event_id"]).exists():
                 return ProlificWebhookDelivery.objects.create(**log, outcome=DeliveryOutcome.DUPLICATE,
                                                               detail="This event was already applied.")
+            if consumed.filter(signed_digest=log["signed_digest"]).exists():
+                return ProlificWebhookDelivery.objects.create(
+                    **log, outcome=DeliveryOutcome.DUPLICATE,
+                    detail="This signed delivery was already applied (under another event id): a replay.")
             if not tries_left:  # another event created the same submission at the same moment: once more
                 raise
 

@@ -249,3 +249,35 @@ def test_fuzz_the_route_is_never_a_5xx_and_stores_nothing_unverified(connected, 
         else:
             assert not any(_unstorable(text) for text in _kept_text(since))
         transaction.set_rollback(True)
+
+
+def test_a_captured_delivery_sent_again_under_new_event_ids_is_a_duplicate_and_changes_nothing(connected):
+    """The signature covers the signed timestamp and the body, not X-Event-ID or X-Timestamp: a delivery captured
+    and sent again inside the window, with a new event id and a later event time, would have put the submission
+    back to its old status. Its signed content was consumed already: a duplicate, logged, nothing applied."""
+    def signed(body: bytes, event_id: str, event_time: float, timestamp: str) -> dict[str, str]:
+        return {"X-Prolific-Request-Signature": signature(SECRET, timestamp, body),
+                "X-Prolific-Request-Timestamp": timestamp, "X-Event-ID": event_id, "X-Timestamp": str(event_time)}
+
+    now = time.time()
+    stamp = str(int(now))
+    active = json.dumps({"event_type": "submission.status.change", "resource_id": "SUB1", "participant_id": "PID1",
+                         "study_id": "PS1", "status": "ACTIVE"}).encode()
+    captured = signed(active, "ev-a", now - 2, stamp)
+    assert webhooks.webhook_receive(body=active, headers=captured).outcome == "applied"
+    review = active.replace(b"ACTIVE", b"AWAITING REVIEW")
+    assert webhooks.webhook_receive(body=review, headers=signed(review, "ev-b", now - 1, stamp)).outcome == "applied"
+    before = _snapshot()
+    for n, event_time in enumerate((now, now + 60, now - 5)):
+        replay = webhooks.webhook_receive(body=active, headers={**captured, "X-Event-ID": f"ev-replay-{n}",
+                                                                "X-Timestamp": str(event_time)})
+        assert replay.outcome == "duplicate" and "replay" in replay.detail
+    after = _snapshot()
+    assert after[1:] == before[1:]  # the submission and the connection as they were
+    assert ProlificSubmission.objects.get(submission_id="SUB1").status == "AWAITING REVIEW"
+    assert [o for _, o in after[0][len(before[0]):]] == ["duplicate"] * 3
+    # Prolific's own later delivery of the same status, signed anew, is a new event: applied.
+    later = str(int(now) + 1)
+    again = webhooks.webhook_receive(body=active, headers=signed(active, "ev-c", now + 1, later))
+    assert again.outcome == "applied"
+    assert ProlificSubmission.objects.get(submission_id="SUB1").status == "ACTIVE"
