@@ -169,6 +169,28 @@ class AttemptExpireApi(_AttemptActionApi):
         return self._answer(attempt.pk)
 
 
+class ReaskedSerializer(serializers.Serializer):
+    items = serializers.IntegerField(help_text="Items whose places were given back: asked again at their current "
+                                               "content, first.")
+    answers = serializers.IntegerField(help_text="Answers on an earlier content that gave their places back (kept "
+                                                 "and exported, counted apart).")
+
+
+class StudyReaskApi(generics.GenericAPIView):
+    """Ask the items edited mid-study again at their current content: the answers given on an earlier content give
+    their places in the items' quotas back (they stay on record, counted apart), so that each item ends with the
+    study's raters on the content it has now (studies.services.reasking). Idempotent."""
+
+    permission_classes = [IsResearcher]
+    serializer_class = ReaskedSerializer
+
+    @extend_schema(tags=["studies"], request=None, responses=ReaskedSerializer)
+    def post(self, request, slug: str):
+        study = get_object_or_404(Study, slug=slug)
+        done = services.study_reask_changed_items(study_id=study.pk)
+        return ApiResponse({"items": done.items, "answers": done.answers})
+
+
 class StudyExportApi(generics.GenericAPIView):
     """Every lease, response and refused answer of a study (same rows as the CSV/JSON export)."""
 

@@ -64,14 +64,10 @@ class Study(models.Model):
     grace_seconds = models.PositiveSmallIntegerField(
         default=5, help_text=_("Answers this many seconds after a deadline are accepted and flagged late.")
     )
-    language = models.CharField(
-        max_length=10, blank=True, choices=STUDY_LANGUAGES,
-        help_text=_("Language of the items shown (an item's translation) and of the participant pages."),
-    )
-    extra_languages = models.JSONField(
-        default=list, blank=True,
-        help_text=_('Other languages a participant may switch to ("" = the original English); each needs translations.'),
-    )
+    language = models.CharField(max_length=10, blank=True, choices=STUDY_LANGUAGES, help_text=_(
+        "Language of the items shown (an item's translation) and of the participant pages."))
+    extra_languages = models.JSONField(default=list, blank=True, help_text=_(
+        'Other languages a participant may switch to ("" = the original English); each needs translations.'))
     consent_text = models.TextField(blank=True)
     instructions = models.TextField(blank=True)
     practice_item = models.ForeignKey(Item, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
@@ -313,6 +309,8 @@ class ParticipantLease(models.Model):
                   '"text"}] in the shown context): any tab or browser that resumes the attempt shows them. Not an '
                   'answer; the answer keeps the highlights it was submitted with.')
     draft_saved_at = models.DateTimeField(null=True, blank=True)
+    quota_given_back = models.BooleanField(default=False, db_default=False, help_text=(
+        "An answer on an earlier content whose place in the item's quota was given back to ask it again (kept)."))
     draft_revision = models.PositiveIntegerField(
         default=0, db_default=0,
         help_text="How many times the draft was saved: a save names the revision it replaces and is refused when "

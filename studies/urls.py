@@ -13,6 +13,7 @@ urlpatterns = [
     path("<slug:slug>/", views.study_monitor_view, name="study_monitor"),
     path("<slug:slug>/edit/", views.study_edit_view, name="study_edit"),
     path("<slug:slug>/exclude-untranslated/", views.study_exclude_untranslated_view, name="exclude_untranslated"),
+    path("<slug:slug>/reask/", views.study_reask_view, name="study_reask"),
     path("<slug:slug>/results/", views.study_results_view, name="study_results"),
     # A researcher walks the study as a participant; it is kept in the session only (studies/views/preview.py).
     path("<slug:slug>/preview/", preview.study_preview_view, name="study_preview"),

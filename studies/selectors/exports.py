@@ -7,7 +7,8 @@ last saved.
 Each row says whether its item is still as the participant saw it, as the evaluation's exports do: `current_version`
 (the item's content version now), `stale` (the content changed since `item_version`), `item_state` (current, stale
 or deleted: how the results count the row, `studies.selectors.item_states`) and `changed_fields` (the content
-fields changed since `item_version`)."""
+fields changed since `item_version`); `quota_given_back` marks an answer on an earlier content whose place in the
+item's quota was given back for the item to be asked again at its current content (studies.services.reasking)."""
 from __future__ import annotations
 
 import json
@@ -36,7 +37,7 @@ EXPORT_FIELDS = [
     "record", "study", "attempt_id", "participant_id", "external_study_id", "session_id", "attempt_status",
     "attempt_started_at", "attempt_deadline", "attempt_ended_at", "position", "item_id", "item_source",
     "item_external_id", "item_version", "current_version", "stale", "item_state", "changed_fields", "lease_status",
-    "chosen_option", "correct_option", "is_correct", "confidence", "highlights",
+    "quota_given_back", "chosen_option", "correct_option", "is_correct", "confidence", "highlights",
     "language", "shown_at", "answered_at", "seconds", "is_late", "refused_reason", "received_at", "draft_highlights",
     "draft_saved_at",
 ]
@@ -53,7 +54,7 @@ def study_export_rows(study: Study) -> Iterator[dict]:
     leases = list(
         ParticipantLease.objects.filter(attempt__study=study)
         .select_related("attempt", "item", "response")
-        .only("id", "position", "status", "shown_at", "shown_content_version", "draft_highlights", "draft_saved_at",
+        .only("id", "position", "status", "quota_given_back", "shown_at", "shown_content_version", "draft_highlights", "draft_saved_at",
               "item__id", "item__source", "item__external_id", "item__content_version", "item__status", "attempt__id",
               "attempt__external_participant_id", "attempt__external_study_id",
               "attempt__external_session_id", "attempt__status", "attempt__language", "attempt__started_at", "attempt__deadline",
@@ -81,7 +82,7 @@ def study_export_rows(study: Study) -> Iterator[dict]:
             "record": "response" if r else "lease",
             "position": lease.position + 1, "item_id": item.pk, "item_source": item.source,
             "item_external_id": item.external_id, "item_version": version, **_state_fields(states, item.pk, version),
-            "lease_status": lease.status,
+            "lease_status": lease.status, "quota_given_back": lease.quota_given_back,
             "chosen_option": r.chosen_option if r else None,
             "correct_option": (keys.get((item.pk, version)) or {}).get("answer_index"),
             "is_correct": r.is_correct if r else None, "confidence": r.confidence if r else None,

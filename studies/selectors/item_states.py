@@ -16,8 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from django.db.models import F, Q
+
 from annotation.models import Item, ItemStatus
 from annotation.selectors import content_changes_since
+from studies.models import ParticipantLease, ParticipantLeaseStatus
 
 CURRENT, STALE, DELETED = "current", "stale", "deleted"
 STATES = (CURRENT, STALE, DELETED)
@@ -68,3 +71,12 @@ def item_states(pairs: Iterable[tuple[int, int | None]], *,
         states[(item_id, version)] = ItemState(state=state, version=version, current_version=item.content_version,
                                                changes=changes)
     return states
+
+
+def changed_answers(study_id: int):
+    """The study's answered leases on content their item no longer has, still in their item's load (rejected items
+    left out): what `study_reask_changed_items` gives back."""
+    return (ParticipantLease.objects.filter(attempt__study_id=study_id, status=ParticipantLeaseStatus.ANSWERED,
+                                            quota_given_back=False)
+            .filter(~Q(response__item_version=F("item__content_version")))
+            .exclude(item__status=ItemStatus.REJECTED))

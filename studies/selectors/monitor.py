@@ -10,6 +10,7 @@ from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
 from studies.models import Attempt, AttemptStatus, ParticipantLeaseStatus, Study, StudyItem
+from studies.selectors.item_states import changed_answers
 
 
 def study_list() -> QuerySet[Study]:
@@ -37,8 +38,10 @@ class MonitorRow:
 
 def study_monitor(study: Study) -> dict:
     """Live view: every attempt with answered k/n and time left; per-item load and answers on the item's current
-    content (``n_current``; ``n_earlier`` on a content it no longer has); totals by status; ``short_items``: the
-    items that have, or will end with, fewer than the study's raters answers on their current content."""
+    content (``n_current``; ``n_earlier`` on a content it no longer has, ``n_given_back`` of which no longer hold a
+    place in its quota, ``n_counted`` the answers that do); totals by status; ``short_items``: the items that have,
+    or will end with, fewer than the study's raters answers on their current content; ``reaskable``: the answers on
+    an earlier content that still hold places (what "ask again" gives back, rejected items left out)."""
     now = timezone.now()
     attempts = list(
         study.attempts.annotate(
@@ -59,26 +62,30 @@ def study_monitor(study: Study) -> dict:
     pool = list(
         StudyItem.objects.filter(study=study).select_related("item").only(
             "id", "position", "quota", "load", "item__id", "item__external_id", "item__source", "item__content_version"
-        ).annotate(n_answered=Count("leases", filter=answered), n_current=Count("leases", filter=on_current))
+        ).annotate(n_answered=Count("leases", filter=answered), n_current=Count("leases", filter=on_current),
+                   n_given_back=Count("leases", filter=answered & Q(leases__quota_given_back=True)))
         .order_by("position")
     )
     for p in pool:
         p.n_earlier = p.n_answered - p.n_current  # answers given on a content the item no longer has
+        p.n_counted = p.n_answered - p.n_given_back  # the answers holding places of its quota
     answered_total = sum(p.n_answered for p in pool)
     return {
         "rows": rows, "by_status": dict(by_status), "pool": pool, "now": now,
         "answers": answered_total, "answers_wanted": len(pool) * study.raters,
-        "complete_items": sum(1 for p in pool if p.n_answered >= p.quota),
+        "complete_items": sum(1 for p in pool if p.n_counted >= p.quota),
         "short_items": _short_items(pool, raters=study.raters), "raters": study.raters,
+        "reaskable": changed_answers(study.pk).count(),
     }
 
 
 def _short_items(pool: list[StudyItem], *, raters: int) -> list[StudyItem]:
     """The pool items (annotated with ``n_answered`` and ``n_current``) that have, or will end with, fewer than
     ``raters`` answers on their current content: answers given before an item's content changed used up its quota
-    (the hand-out counts every answer) but do not count for the content it has now, so the places still open
-    (quota - answered, leased ones included) cannot make up the difference. The monitor calls such an item complete
-    once its quota is used, the results count its answers on the earlier content apart, and kappa takes an item only
-    at a content version with all its raters."""
-    return [p for p in pool if p.n_current < raters and p.n_current + max(p.quota - p.n_answered, 0) < raters]
+    (the hand-out counts every answer whose place was not given back) but do not count for the content it has now,
+    so the places still open (quota - counted answers, leased ones included) cannot make up the difference. The
+    monitor calls such an item complete once its quota is used, the results count its answers on the earlier
+    content apart, and kappa takes an item only at a content version with all its raters. "Ask again"
+    (studies.services.reasking) gives those places back."""
+    return [p for p in pool if p.n_current < raters and p.n_current + max(p.quota - p.n_counted, 0) < raters]
 

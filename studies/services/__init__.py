@@ -1,6 +1,6 @@
 """Writes for studies, one transaction each, by sub-domain: `setup` (a study and its item pool),
-`attempts` (joining, the hand-out of participant leases, dropout and time) and `responses`
-(the current question, accepting or refusing an answer). Refusals are `studies.errors`.
+`attempts` (joining, the hand-out of participant leases, dropout and time), `responses`
+(the current question, accepting or refusing an answer) and `reasking` (items edited mid-study asked again). Refusals are `studies.errors`.
 """
 from studies.services.attempts import (
     attempt_expire,
@@ -13,6 +13,7 @@ from studies.services.attempts import (
     attempts_sweep,
     study_join,
 )
+from studies.services.reasking import Reasked, study_reask_changed_items
 from studies.services.responses import (
     USE_DRAFT,
     Draft,
@@ -43,4 +44,5 @@ __all__ = [
     "attempts_sweep",
     "practice_check", "pool_items_resolve", "question_open", "response_submit", "sample_pool", "shown_item_of",
     "study_create", "study_exclude_untranslated", "study_join", "study_set_pool", "study_update",
+    "Reasked", "study_reask_changed_items",
 ]

@@ -139,7 +139,7 @@ class HandedOut(Sequence):
         return ParticipantLease.from_db(connection.alias, _HANDED_OUT_FIELDS, [
             lease_id, self._attempt_id, study_item_id, item_id, position, ParticipantLeaseStatus.ACTIVE,
             self._deadline, self._now if first else None, self._first_version if first else None,
-            self._language if first else "", self._now, None, [], None, 0,
+            self._language if first else "", self._now, None, [], None, 0, False,
         ])
 
     def __repr__(self) -> str:
@@ -159,7 +159,7 @@ class HandedOut(Sequence):
 
 _HANDED_OUT_FIELDS = ["id", "attempt_id", "study_item_id", "item_id", "position", "status", "expires_at", "shown_at",
                       "shown_content_version", "shown_language", "created_at", "ended_at", "draft_highlights",
-                      "draft_saved_at", "draft_revision"]
+                      "draft_saved_at", "draft_revision", "quota_given_back"]
 
 
 @transaction.atomic
@@ -375,12 +375,13 @@ def _record_timeout_code(attempt_ids: list[int], study: Study, now: datetime) ->
 
 
 def _leases_release(leases, now: datetime, status: str) -> int:
-    """End active leases and give their quota back (caller holds the study row)."""
-    rows = list(leases.values_list("id", "study_item_id"))
+    """End leases and give their quota back (caller holds the study row); an answer whose place was given back
+    already (``quota_given_back``: asked again at the item's current content) is not in the load any more."""
+    rows = list(leases.values_list("id", "study_item_id", "quota_given_back"))
     if not rows:
         return 0
-    ParticipantLease.objects.filter(pk__in=[pk for pk, _ in rows]).update(status=status, ended_at=now)
-    per_item = Counter(study_item_id for _, study_item_id in rows)
+    ParticipantLease.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(status=status, ended_at=now)
+    per_item = Counter(study_item_id for _, study_item_id, given_back in rows if not given_back)
     by_count: dict[int, list[int]] = {}
     for study_item_id, count in per_item.items():
         by_count.setdefault(count, []).append(study_item_id)

@@ -99,6 +99,22 @@ def study_exclude_untranslated_view(request, slug: str):
 
 @researcher_required
 @require_POST
+def study_reask_view(request, slug: str):
+    """Give back the places that answers on an item's earlier content hold, so that the items edited mid-study are
+    asked again at their current content (studies.services.reasking)."""
+    study = get_object_or_404(Study, slug=slug)
+    done = services.study_reask_changed_items(study_id=study.pk)
+    if done.answers:
+        messages.success(request, _("%(items)s item(s) will be asked again at their current content: %(answers)s "
+                                    "earlier answer(s) gave their places back (they stay on record, counted apart).")
+                         % {"items": done.items, "answers": done.answers})
+    else:
+        messages.info(request, _("No answer on an earlier content holds a place: nothing to ask again."))
+    return redirect("studies:study_monitor", slug=slug)
+
+
+@researcher_required
+@require_POST
 def attempt_extend_view(request, slug: str, attempt_id: int):
     attempt = get_object_or_404(Attempt, pk=attempt_id, study__slug=slug)
     form = ExtendForm(request.POST)

@@ -1,0 +1,57 @@
+"""Asking a study's items again at their current content, after an item was edited mid-study.
+
+An answer is about the content its participant saw (``Response.item_version``). When an annotator changes an item's
+content while a study runs, the answers given before count for the earlier content only (the results show them
+apart as stale, the accuracy figures and the leaderboard's Humans row leave them out), yet they hold places of the
+item's quota: the item would end with fewer than the study's raters on the content it has now (the monitor warns).
+
+`study_reask_changed_items` gives those places back, as the evaluation's refresh asks a run's stale items again:
+each answered lease on an earlier content is marked ``quota_given_back`` (the answer and its lease stay, exported
+and on record, counted apart as before) and leaves its item's load, and the item counts as having lost a rater
+(``released_at``), so that the next starts take it first. Every item then ends with its raters on its current
+content. It runs under the study's lock, as every change of a load does (lock order: study, then its items); it
+is idempotent (a given-back answer is never given back twice, and the releases of a screen-out skip it). Rejected
+(deleted) items are left as they are: nobody is asked about them again.
+
+An edit undone after the places were given back makes those earlier answers current again: the item may then end
+with more current answers than its raters, never fewer (the answers are kept, and counted where they are current).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from studies.models import ParticipantLease, Study, StudyItem
+from studies.selectors.item_states import changed_answers
+
+
+@dataclass(frozen=True)
+class Reasked:
+    """What `study_reask_changed_items` did: the items whose places it gave back, and the answers it gave back."""
+
+    items: int
+    answers: int
+
+
+@transaction.atomic
+def study_reask_changed_items(*, study_id: int, now: datetime | None = None) -> Reasked:
+    """Give back the places that answers on an earlier content hold in their items' quotas (see the module)."""
+    now = now or timezone.now()
+    Study.objects.select_for_update().filter(pk=study_id).first()  # held by every change of a load
+    rows = list(changed_answers(study_id).values_list("pk", "study_item_id"))
+    if not rows:
+        return Reasked(items=0, answers=0)
+    per_item = Counter(study_item_id for _, study_item_id in rows)
+    list(StudyItem.objects.select_for_update().filter(pk__in=per_item).order_by("pk").values_list("pk"))
+    ParticipantLease.objects.filter(pk__in=[pk for pk, _ in rows]).update(quota_given_back=True)
+    by_count: dict[int, list[int]] = {}
+    for study_item_id, count in per_item.items():
+        by_count.setdefault(count, []).append(study_item_id)
+    for count, ids in by_count.items():
+        StudyItem.objects.filter(pk__in=ids).update(load=F("load") - count, released_at=now)
+    return Reasked(items=len(per_item), answers=len(rows))
