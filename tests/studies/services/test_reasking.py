@@ -123,13 +123,19 @@ def test_edits_mid_study_then_ask_again_end_with_every_item_rated_on_its_current
     assert {p.pk for p in monitor["short_items"]} <= {pk for pk, p in places.items() if p}
 
 
-def test_without_ask_again_an_edited_item_stays_short_and_the_monitor_offers_it(make_study, researcher):
-    """The defect asked again fixes: the answers on the earlier content used up the item's quota."""
-    study = make_study(n_items=3, per_participant=3, raters=1)
+def _one_attempt_answered(make_study, *, raters: int):
+    """A study of 3 items, 3 a participant, and one participant who answered all of them."""
+    study = make_study(n_items=3, per_participant=3, raters=raters)
     attempt = attempt_start(attempt_id=study_join(study=study, participant_id="a").pk)
     now = timezone.now()
     for k in range(3):
         _answer(attempt, now + timedelta(seconds=k + 1))
+    return study, attempt
+
+
+def test_without_ask_again_an_edited_item_stays_short_and_the_monitor_offers_it(make_study, researcher):
+    """The defect asked again fixes: the answers on the earlier content used up the item's quota."""
+    study, attempt = _one_attempt_answered(make_study, raters=1)
     edited = Item.objects.filter(pk__in=StudyItem.objects.filter(study=study).values("item_id")).order_by("pk")[0]
     _edit(edited.pk)
     assert attempt_start(attempt_id=study_join(study=study, participant_id="b").pk).status == AttemptStatus.FULL
@@ -156,11 +162,7 @@ def test_without_ask_again_an_edited_item_stays_short_and_the_monitor_offers_it(
 
 
 def test_the_api_asks_again_and_says_how_much(make_study, researcher):
-    study = make_study(n_items=3, per_participant=3, raters=2)
-    attempt = attempt_start(attempt_id=study_join(study=study, participant_id="a").pk)
-    now = timezone.now()
-    for k in range(3):
-        _answer(attempt, now + timedelta(seconds=k + 1))
+    study, _ = _one_attempt_answered(make_study, raters=2)
     for item_id in StudyItem.objects.filter(study=study).values_list("item_id", flat=True)[:2]:
         _edit(item_id)
     client = Client()
