@@ -102,12 +102,21 @@ def _defaults() -> tuple[dict[str, Any], dict[str, Any]]:
     return fixed, per_row
 
 
+#: What a row asked again (a failed one, on a resume) adds to the row it replaces instead of overwriting it: the
+#: tokens and the abandoned attempts of every time the (run, item, sample) was asked, which the run spent.
+ACCUMULATED_FIELDS = ("spent_tokens_in", "spent_tokens_out", "timeouts")
+
+
 def _upsert_parts() -> tuple[str, str, str]:
-    """(table, its columns, the ON CONFLICT clause) of the result upsert: (run, item, sample) updates RESULT_FIELDS."""
+    """(table, its columns, the ON CONFLICT clause) of the result upsert: (run, item, sample) updates RESULT_FIELDS,
+    adding ACCUMULATED_FIELDS to the row's own."""
     quote = connection.ops.quote_name
-    updates = ", ".join(f"{quote(column)} = EXCLUDED.{quote(column)}"
-                        for column in (Result._meta.get_field(name).column for name in RESULT_FIELDS))
-    return (quote(Result._meta.db_table), ", ".join(quote(f.column) for f in _COPY_FIELDS),
+    table = quote(Result._meta.db_table)
+    updates = ", ".join(
+        f"{quote(column)} = {table}.{quote(column)} + EXCLUDED.{quote(column)}" if name in ACCUMULATED_FIELDS
+        else f"{quote(column)} = EXCLUDED.{quote(column)}"
+        for name, column in ((name, Result._meta.get_field(name).column) for name in RESULT_FIELDS))
+    return (table, ", ".join(quote(f.column) for f in _COPY_FIELDS),
             f"ON CONFLICT (run_id, item_id, sample_index) DO UPDATE SET {updates}")
 
 

@@ -147,10 +147,13 @@ class Result(models.Model):
     finish_reason = models.CharField(max_length=30, blank=True,
                                      help_text="The server's finish_reason for the output read (stop, length, ...).")
     truncated = models.BooleanField(default=False, help_text="A call of the row was cut at the token cap.")
-    spent_tokens_in = models.PositiveIntegerField(default=0, help_text="Input tokens of calls not from the cache.")
-    spent_tokens_out = models.PositiveIntegerField(default=0, help_text="Output tokens of calls not from the cache.")
+    spent_tokens_in = models.PositiveIntegerField(
+        default=0, help_text="Input tokens of calls not from the cache, every time the row was asked (a resume adds).")
+    spent_tokens_out = models.PositiveIntegerField(
+        default=0, help_text="Output tokens of calls not from the cache, every time the row was asked (a resume adds).")
     timeouts = models.PositiveSmallIntegerField(
-        default=0, help_text="Attempts that timed out (the server may have kept generating them: abandoned).")
+        default=0, help_text="Attempts that timed out (the server may have kept generating them: abandoned), every "
+                             "time the row was asked.")
     error_class = models.CharField(max_length=30, blank=True, help_text="e.g. connection_refused, timeout, http_401.")
     failed_call = models.CharField(max_length=40, blank=True, help_text="The call (stage) that failed, e.g. mr-3.")
     created_at = models.DateTimeField(auto_now_add=True)

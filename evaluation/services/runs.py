@@ -334,7 +334,9 @@ def _relaunch(run: Run, *, enqueue: bool) -> Run:
     missing = missing_item_ids(run)
     if not missing:
         if run.status != RunStatus.FINISHED:
-            run.status, run.finished_at = RunStatus.FINISHED, now
+            # A run that had ended (cancelled or failed with its last rows written meanwhile) keeps the end of its
+            # execution: the time since it was idle, not executing (its wall time).
+            run.status, run.finished_at = RunStatus.FINISHED, run.finished_at or now
             run.save(update_fields=["status", "finished_at"])
         return run
     if run.started_at:  # the execution that ends here stays in the run's wall time

@@ -22,6 +22,8 @@ pytestmark = pytest.mark.django_db
 
 _COMPARED = [f.attname for f in Result._meta.concrete_fields if f.attname not in ("id", "run_id", "created_at",
                                                                                    "updated_at")]
+#: Django's upsert overwrites every field; ours adds these to the row's own (a row asked again keeps its spend).
+_OVERWRITTEN = [name for name in _COMPARED if name not in rows.ACCUMULATED_FIELDS]
 
 
 def _results(run):
@@ -38,8 +40,12 @@ def _orm_upsert(result_rows):
                                update_fields=rows.RESULT_FIELDS)
 
 
-def _written(run):
-    return {(r["item_id"], r["sample_index"]): r for r in Result.objects.filter(run=run).values(*_COMPARED)}
+def _written(run, fields=_COMPARED):
+    return {(r["item_id"], r["sample_index"]): r for r in Result.objects.filter(run=run).values(*fields)}
+
+
+def _accumulated(run):
+    return _written(run, ["item_id", "sample_index", *rows.ACCUMULATED_FIELDS])
 
 
 def test_every_writer_writes_the_rows_the_orm_writes(sample_items):
@@ -60,13 +66,21 @@ def test_every_writer_writes_the_rows_the_orm_writes(sample_items):
                     writers[run.pk]([rows.result_row(run, r) for r in batch])
                 else:  # they take the values as write_results gives them
                     writers[run.pk]([rows.result_values(run, r) for r in batch])
-        written = [_written(run) for run in runs]
+        written = [_written(run, _OVERWRITTEN) for run in runs]
         assert len(written[0]) == 24
         assert written[1] == written[0] and written[2] == written[0]
+        if first:
+            assert _accumulated(runs[1]) == _accumulated(runs[0]) == _accumulated(runs[2])
+            once = _accumulated(runs[0])
+        else:  # the same batch again: ours add up its spend, Django's overwrote it
+            twice = {key: {**row, **{name: 2 * row[name] for name in rows.ACCUMULATED_FIELDS}}
+                     for key, row in once.items()}
+            assert _accumulated(runs[0]) == once and _accumulated(runs[1]) == twice == _accumulated(runs[2])
         now = {run.pk: dict(Result.objects.filter(run=run).values_list("pk", "created_at")) for run in runs}
         assert created in ({}, now)  # an update keeps when the row was first written
         created = now
     assert {r["attempts"] for r in written[0].values()} >= {8}  # the second writes updated the rows
+    assert any(row["spent_tokens_in"] for row in once.values()), "the batch spent nothing: the sums test nothing"
 
 
 def _sqlite_connection():
@@ -165,7 +179,11 @@ def test_new_rows_are_copied_straight_in_and_a_row_there_already_falls_back_to_t
     assert any("INSERT INTO" in q["sql"] and "ON CONFLICT" in q["sql"] for q in statements)  # it fell back
     with transaction.atomic():
         _orm_upsert([rows.result_row(runs[0], r) for r in results])
-    assert _written(runs[1]) == _written(runs[0])
+    assert _written(runs[1], _OVERWRITTEN) == _written(runs[0], _OVERWRITTEN)
+    there = (results[2].job.item_id, results[2].job.sample_index)  # written twice: its spend twice
+    assert {key: row for key, row in _accumulated(runs[1]).items() if key != there} == {
+        key: row for key, row in _accumulated(runs[0]).items() if key != there}
+    assert _accumulated(runs[1])[there]["spent_tokens_in"] == 2 * _accumulated(runs[0])[there]["spent_tokens_in"]
     assert Result.objects.filter(run=runs[1]).count() == 10
     # A batch of new rows only: straight in, no session table and no upsert.
     runs.append(services.run_launch(endpoint=endpoint, method="naive", ids=[i.pk for i in sample_items][:10],

@@ -263,3 +263,57 @@ def test_wall_time_and_spent_cost_count_every_execution_of_a_cancelled_resumed_a
     page = researcher_client.get(f"/evaluation/runs/{run.pk}/").content.decode()
     assert f'id="cost-spent">(spent {record["cost_spent"]:.4f}:' in page
     assert f'id="wall">{run.wall_s:.1f} s <span class="muted" id="wall-latest">(every execution; the latest {third:.1f} s)' in page
+
+
+def test_a_resume_that_finds_nothing_missing_adds_no_idle_time(items):
+    """A run cancelled while its last requests were in flight gets every row, then sits cancelled; a resume finds
+    nothing missing and closes it finished: its wall time stays its execution's, the idle time is not added."""
+    import threading
+
+    with StandIn(reply=LONG_REPLY, latency_s=0.6) as server:
+        run = services.run_launch(endpoint=endpoint_for(server, use_cache=False, max_concurrency=8), method="naive",
+                                  split="test", enqueue=False)
+
+        def execute():
+            try:
+                services.run_execute_in_process(run=run)
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=execute)
+        thread.start()
+        time.sleep(0.3)  # every request in flight
+        services.run_cancel(run=run)
+        thread.join(30)
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED and Result.objects.filter(run=run).count() == run.total
+    executed = run.wall_s
+    time.sleep(1.5)
+    run = services.run_resume(run=run, enqueue=False)
+    run.refresh_from_db()
+    assert run.status == RunStatus.FINISHED and run.wall_s == pytest.approx(executed)
+
+
+def test_a_failed_row_asked_again_keeps_what_its_failed_calls_spent(items):
+    """A multi-round row whose third call failed had spent its first two calls' tokens; asked again on a resume, the
+    new row's spend adds to them (the run spent both), in the row, the record and the spent cost."""
+    def third_call(request):
+        return sum(1 for m in request["messages"] if m["role"] == "user") == 3
+
+    with StandIn(reply=LONG_REPLY, fail_when=third_call) as server:
+        endpoint = endpoint_for(server, max_attempts=1, use_cache=False, price_in_per_mtok=2.0, price_out_per_mtok=8.0)
+        run = run_in_process(endpoint, method="detective-thinking-multiround", limit=2)
+        first = run_record_counts(run=run)
+        assert first["errors"] == 2 and first["tokens_spent_in"] > 0
+        server.fail_when = None
+        run = services.run_resume(run=run, enqueue=False)
+        services.run_execute_in_process(run=run)
+    rows = list(Result.objects.filter(run=run))
+    again_in = sum(c.get("tokens_in", 0) for r in rows for c in r.messages)
+    again_out = sum(c.get("tokens_out", 0) for r in rows for c in r.messages)
+    record = run_record_counts(run=run)
+    assert record["errors"] == 0 and again_in > 0
+    assert (record["tokens_spent_in"], record["tokens_spent_out"]) == (
+        first["tokens_spent_in"] + again_in, first["tokens_spent_out"] + again_out)
+    assert record["cost_spent"] == pytest.approx((record["tokens_spent_in"] * 2.0 + record["tokens_spent_out"] * 8.0)
+                                                 / 1_000_000)
