@@ -174,6 +174,8 @@ class ReaskedSerializer(serializers.Serializer):
                                                "content, first.")
     answers = serializers.IntegerField(help_text="Answers on an earlier content that gave their places back (kept "
                                                  "and exported, counted apart).")
+    taken_back = serializers.IntegerField(help_text="Given-back answers current again (an edit undone) that took "
+                                                    "places back.")
 
 
 class StudyReaskApi(generics.GenericAPIView):
@@ -188,7 +190,7 @@ class StudyReaskApi(generics.GenericAPIView):
     def post(self, request, slug: str):
         study = get_object_or_404(Study, slug=slug)
         done = services.study_reask_changed_items(study_id=study.pk)
-        return ApiResponse({"items": done.items, "answers": done.answers})
+        return ApiResponse({"items": done.items, "answers": done.answers, "taken_back": done.taken_back})
 
 
 class StudyExportApi(generics.GenericAPIView):

@@ -323,7 +323,8 @@ class ParticipantLease(models.Model):
             models.UniqueConstraint(fields=["attempt", "item"], name="lease_unique_attempt_item"),
             models.UniqueConstraint(fields=["attempt", "position"], name="lease_unique_attempt_position"),
         ]
-        indexes = [models.Index(fields=["status", "expires_at"], name="lease_status_expires")]
+        indexes = [models.Index(fields=["status", "expires_at"], name="lease_status_expires"),
+                   models.Index(fields=["study_item"], condition=Q(quota_given_back=True), name="lease_given_back")]
 
     def __str__(self) -> str:
         return f"lease {self.attempt_id}:{self.item_id} {self.status}"

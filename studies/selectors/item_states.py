@@ -80,3 +80,13 @@ def changed_answers(study_id: int):
                                             quota_given_back=False)
             .filter(~Q(response__item_version=F("item__content_version")))
             .exclude(item__status=ItemStatus.REJECTED))
+
+
+def current_again_answers(study_id: int | None = None):
+    """Answered leases whose place was given back but whose item has the content they answered again (an edit
+    undone), rejected items left out; of one study, or of all."""
+    leases = ParticipantLease.objects.filter(status=ParticipantLeaseStatus.ANSWERED, quota_given_back=True,
+                                             response__item_version=F("item__content_version"))
+    if study_id is not None:
+        leases = leases.filter(attempt__study_id=study_id)
+    return leases.exclude(item__status=ItemStatus.REJECTED)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
+from annotation.models import ItemStatus
 from studies.models import Attempt, AttemptStatus, ParticipantLeaseStatus, Study, StudyItem
 from studies.selectors.item_states import changed_answers
 
@@ -61,7 +62,8 @@ def study_monitor(study: Study) -> dict:
     on_current = answered & Q(leases__response__item_version=F("item__content_version"))
     pool = list(
         StudyItem.objects.filter(study=study).select_related("item").only(
-            "id", "position", "quota", "load", "item__id", "item__external_id", "item__source", "item__content_version"
+            "id", "position", "quota", "load", "item__id", "item__external_id", "item__source", "item__content_version",
+            "item__status",
         ).annotate(n_answered=Count("leases", filter=answered), n_current=Count("leases", filter=on_current),
                    n_given_back=Count("leases", filter=answered & Q(leases__quota_given_back=True)))
         .order_by("position")
@@ -69,23 +71,42 @@ def study_monitor(study: Study) -> dict:
     for p in pool:
         p.n_earlier = p.n_answered - p.n_current  # answers given on a content the item no longer has
         p.n_counted = p.n_answered - p.n_given_back  # the answers holding places of its quota
-    answered_total = sum(p.n_answered for p in pool)
+    answered_total = sum(p.n_counted for p in pool)  # the answers holding places: at most the answers wanted
+    stranded = _stranded(pool, per_participant=study.per_participant)
     return {
         "rows": rows, "by_status": dict(by_status), "pool": pool, "now": now,
         "answers": answered_total, "answers_wanted": len(pool) * study.raters,
         "complete_items": sum(1 for p in pool if p.n_counted >= p.quota),
-        "short_items": _short_items(pool, raters=study.raters), "raters": study.raters,
+        "short_items": _short_items(pool, raters=study.raters, stranded=stranded), "raters": study.raters,
         "reaskable": changed_answers(study.pk).count(),
+        "stranded": stranded, "stranded_places": sum(p.quota - p.load for p in stranded),
+        "per_participant": study.per_participant,
     }
 
 
-def _short_items(pool: list[StudyItem], *, raters: int) -> list[StudyItem]:
+def _stranded(pool: list[StudyItem], *, per_participant: int) -> list[StudyItem]:
+    """The items (not rejected) whose open places no start can take now: a start needs ``per_participant`` distinct
+    items with a place, and fewer have one (places given back by "ask again", or left by dropouts, whose number is
+    not a multiple of a participant's share). Empty while enough items have places."""
+    open_items = [p for p in pool if p.quota > p.load and p.item.status != ItemStatus.REJECTED]
+    return open_items if len(open_items) < per_participant else []
+
+
+def _short_items(pool: list[StudyItem], *, raters: int, stranded: list[StudyItem] = ()) -> list[StudyItem]:
     """The pool items (annotated with ``n_answered`` and ``n_current``) that have, or will end with, fewer than
     ``raters`` answers on their current content: answers given before an item's content changed used up its quota
     (the hand-out counts every answer whose place was not given back) but do not count for the content it has now,
     so the places still open (quota - counted answers, leased ones included) cannot make up the difference. The
     monitor calls such an item complete once its quota is used, the results count its answers on the earlier
     content apart, and kappa takes an item only at a content version with all its raters. "Ask again"
-    (studies.services.reasking) gives those places back."""
-    return [p for p in pool if p.n_current < raters and p.n_current + max(p.quota - p.n_counted, 0) < raters]
+    (studies.services.reasking) gives those places back. The open places of a ``stranded`` item are not counted
+    (no start can take them now); the leased ones are. A rejected item is never short: nobody is asked about it."""
+    unfillable = {p.pk for p in stranded}
+
+    def coming(p: StudyItem) -> int:
+        leased = max(p.load - p.n_counted, 0)
+        return leased + (0 if p.pk in unfillable else max(p.quota - p.load, 0))
+
+    return [p for p in pool if p.item.status != ItemStatus.REJECTED and p.n_current < raters
+            and p.n_current + coming(p) < raters]
 

@@ -129,7 +129,8 @@ def study_results(study: Study) -> StudyResults:
     are counted apart (``states``), and the bonus pays for every correct answer. Per-item figures are per (item,
     content version): each answer is compared with the key (and its KeyInfo with the clue graph) of the version it
     was given on, and each row says whether that version is current, stale (what changed) or deleted; kappa takes
-    the (item, version) pairs that have all their raters. Time and the exports use every accepted answer,
+    the (item, version) pairs that have all their raters (the first ones by attempt when an edit undone after "ask
+    again" left more). Time and the exports use every accepted answer,
     unfinished attempts included.
     """
     responses = list(
@@ -211,8 +212,8 @@ def study_results(study: Study) -> StudyResults:
             chosen = [r.chosen_option for r in rs]
             maj = stats.majority(chosen)
             key = (contents.get((si.item_id, version)) or {}).get("answer_index")
-            if len(chosen) == study.raters and study.raters >= 2:
-                kappa_rows.append(chosen)
+            if len(chosen) >= study.raters >= 2:  # more than its raters only after an edit undone: the first ones
+                kappa_rows.append(chosen[:study.raters])
             found = state_of.get((si.item_id, version))
             if found is None and si.item.status == ItemStatus.REJECTED:  # a deleted item nobody answered
                 found = ItemState(state=DELETED, version=si.item.content_version,

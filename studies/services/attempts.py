@@ -36,6 +36,7 @@ from studies.models import (
 from studies.prolific.withdrawals import bonus_payments_withdraw
 from studies.selectors import attempt_resumable
 from studies.services.hand_out import hand_out
+from studies.services.reasking import given_back_reclaim
 
 log = logging.getLogger(__name__)
 
@@ -340,7 +341,9 @@ def attempt_extend(*, attempt_id: int, seconds: int) -> Attempt:
 
 
 def attempts_sweep(*, now: datetime | None = None) -> list[int]:
-    """Expire every running attempt whose deadline (plus grace) has passed; returns their ids."""
+    """Expire every running attempt whose deadline (plus grace) has passed; returns their ids. Given-back answers
+    current again (an edit undone) take their places back (studies.services.reasking)."""
+    given_back_reclaim()
     now = now or timezone.now()
     candidates = Attempt.objects.filter(status=AttemptStatus.STARTED, deadline__lt=now).select_related("study")
     expired = []

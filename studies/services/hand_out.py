@@ -31,7 +31,7 @@ from datetime import datetime
 
 from django.db import ProgrammingError, connection
 
-from annotation.models import Item
+from annotation.models import Item, ItemStatus
 from studies.allocation import MASK, MIX, seed_salt
 from studies.content import SHOWN_ITEM_FIELDS
 from studies.models import (
@@ -66,12 +66,15 @@ def _mix_step(x: str) -> str:
 def _open_items(salt: str) -> str:
     """The study's open items with their tie key under `salt`: PostgreSQL's own C hash of the id
     (``hashint8extended``; studies.allocation.pg_hash_int8 is the same in Python), one function call per item of
-    the pool where the earlier key was a dozen bigint operators."""
+    the pool where the earlier key was a dozen bigint operators. A rejected (deleted) item is never handed out,
+    whatever places it has open: its ids are read once through the status index and looked up in a hash (a probe of
+    the item table per pool item would cost more than the rest of the start)."""
     return f"""(
         SELECT si.id, si.item_id, si.quota - si.load AS remaining, si.released_at IS NULL AS fresh,
                hashint8extended(si.id, {salt}) AS tie
         FROM {{item}} si
         WHERE si.study_id = %(study)s AND si.load < si.quota AND EXISTS (SELECT 1 FROM attempt)
+          AND si.item_id NOT IN (SELECT id FROM {{shown}} WHERE status = %(rejected)s)
     ) si"""
 
 
@@ -155,7 +158,7 @@ _PARAMETERS = {"attempt": "bigint", "study": "bigint", "now": "timestamptz", "ov
 #: The statuses, written into the statements as literals (fixed for a process).
 _CONSTANTS = {"open": StudyStatus.OPEN.value, "started": AttemptStatus.STARTED.value,
               "joined": AttemptStatus.JOINED.value, "full": AttemptStatus.FULL.value,
-              "active": ParticipantLeaseStatus.ACTIVE.value}
+              "active": ParticipantLeaseStatus.ACTIVE.value, "rejected": ItemStatus.REJECTED.value}
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,11 @@ content. It runs under the study's lock, as every change of a load does (lock or
 is idempotent (a given-back answer is never given back twice, and the releases of a screen-out skip it). Rejected
 (deleted) items are left as they are: nobody is asked about them again.
 
-An edit undone after the places were given back makes those earlier answers current again: the item may then end
-with more current answers than its raters, never fewer (the answers are kept, and counted where they are current).
+An edit undone after the places were given back makes those answers current again: they take their places back
+(`given_back_reclaim`, oldest first, as far as the item has places open; run by "ask again" and by the periodic
+sweep, so an item reverted is not handed out again in the meantime for long). Places that new participants have
+filled meanwhile stay theirs: the item then ends with more current answers than its raters, never fewer (Fleiss' κ
+takes its first raters' answers).
 """
 from __future__ import annotations
 
@@ -27,31 +30,66 @@ from django.db.models import F
 from django.utils import timezone
 
 from studies.models import ParticipantLease, Study, StudyItem
-from studies.selectors.item_states import changed_answers
+from studies.selectors.item_states import changed_answers, current_again_answers
 
 
 @dataclass(frozen=True)
 class Reasked:
-    """What `study_reask_changed_items` did: the items whose places it gave back, and the answers it gave back."""
+    """What `study_reask_changed_items` did: the items whose places it gave back, the answers it gave back, and the
+    given-back answers current again that took places back."""
 
     items: int
     answers: int
+    taken_back: int = 0
 
 
 @transaction.atomic
 def study_reask_changed_items(*, study_id: int, now: datetime | None = None) -> Reasked:
-    """Give back the places that answers on an earlier content hold in their items' quotas (see the module)."""
+    """Give back the places that answers on an earlier content hold in their items' quotas (see the module); the
+    given-back answers current again (an edit undone) take theirs back first."""
     now = now or timezone.now()
     Study.objects.select_for_update().filter(pk=study_id).first()  # held by every change of a load
     rows = list(changed_answers(study_id).values_list("pk", "study_item_id"))
-    if not rows:
-        return Reasked(items=0, answers=0)
     per_item = Counter(study_item_id for _, study_item_id in rows)
-    list(StudyItem.objects.select_for_update().filter(pk__in=per_item).order_by("pk").values_list("pk"))
-    ParticipantLease.objects.filter(pk__in=[pk for pk, _ in rows]).update(quota_given_back=True)
-    by_count: dict[int, list[int]] = {}
+    if rows:
+        list(StudyItem.objects.select_for_update().filter(pk__in=per_item).order_by("pk").values_list("pk"))
+        ParticipantLease.objects.filter(pk__in=[pk for pk, _ in rows]).update(quota_given_back=True)
+        by_count: dict[int, list[int]] = {}
+        for study_item_id, count in per_item.items():
+            by_count.setdefault(count, []).append(study_item_id)
+        for count, ids in by_count.items():
+            StudyItem.objects.filter(pk__in=ids).update(load=F("load") - count, released_at=now)
+    # Then the given-back answers current again take the places open, those just freed included.
+    return Reasked(items=len(per_item), answers=len(rows), taken_back=_reclaim_locked(study_id))
+
+
+def given_back_reclaim() -> int:
+    """Every study's given-back answers that are current again take their places back (the periodic sweep); how
+    many did. One indexed look when there are none, which is the rule."""
+    reclaimed = 0
+    for study_id in current_again_answers().values_list("attempt__study_id", flat=True).distinct().order_by():
+        with transaction.atomic():
+            Study.objects.select_for_update().filter(pk=study_id).first()
+            reclaimed += _reclaim_locked(study_id)
+    return reclaimed
+
+
+def _reclaim_locked(study_id: int) -> int:
+    """Inside the study's lock: given-back answers current again take their places back, each item's oldest first,
+    as many as it has places open (a place filled meanwhile stays filled)."""
+    rows = list(current_again_answers(study_id).order_by("study_item_id", "response__answered_at", "pk")
+                .values_list("pk", "study_item_id"))
+    if not rows:
+        return 0
+    open_places = dict(StudyItem.objects.select_for_update().filter(pk__in={si for _, si in rows}).order_by("pk")
+                       .annotate(open=F("quota") - F("load")).values_list("pk", "open"))
+    taken: list[int] = []
+    per_item: Counter = Counter()
+    for lease_id, study_item_id in rows:
+        if per_item[study_item_id] < open_places[study_item_id]:
+            per_item[study_item_id] += 1
+            taken.append(lease_id)
+    ParticipantLease.objects.filter(pk__in=taken).update(quota_given_back=False)
     for study_item_id, count in per_item.items():
-        by_count.setdefault(count, []).append(study_item_id)
-    for count, ids in by_count.items():
-        StudyItem.objects.filter(pk__in=ids).update(load=F("load") - count, released_at=now)
-    return Reasked(items=len(per_item), answers=len(rows))
+        StudyItem.objects.filter(pk=study_item_id).update(load=F("load") + count)
+    return len(taken)
