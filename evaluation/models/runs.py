@@ -65,6 +65,12 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True, help_text="Start of the latest launch or resume.")
     finished_at = models.DateTimeField(null=True, blank=True)
+    price_in_per_mtok = models.DecimalField(
+        max_digits=10, decimal_places=4, null=True, blank=True,
+        help_text="The endpoint's input price when the run was launched: its cost, whatever the price is later.")
+    price_out_per_mtok = models.DecimalField(
+        max_digits=10, decimal_places=4, null=True, blank=True,
+        help_text="The endpoint's output price when the run was launched: its cost, whatever the price is later.")
     earlier_wall_s = models.FloatField(
         default=0, help_text="Seconds of the executions before the latest launch or resume, each from its start to "
                              "its end (finished, cancelled or failed); wall_s adds the latest one.")

@@ -58,10 +58,9 @@ def run_record_counts(*, run: Run) -> dict:
             spent_out=Sum(Cast(KeyTextTransform("spent_tokens_out", "row"), IntegerField()))))
     max_tokens = (run.params or {}).get("max_tokens")
     superseded_in, superseded_out = superseded["spent_in"] or 0, superseded["spent_out"] or 0
-    endpoint = run.endpoint
     spent = cost(tokens_in=(totals["spent_in"] or 0) + superseded_in,
                  tokens_out=(totals["spent_out"] or 0) + superseded_out,
-                 price_in_per_mtok=endpoint.price_in_per_mtok, price_out_per_mtok=endpoint.price_out_per_mtok)
+                 price_in_per_mtok=run.price_in_per_mtok, price_out_per_mtok=run.price_out_per_mtok)
     return {
         "rows": totals["rows"], "errors": totals["errors"], "truncated": totals["truncated"],
         "cached": totals["cached"], "tokens_spent_in": totals["spent_in"] or 0,

@@ -272,9 +272,8 @@ def _circular(run: Run, verdicts: dict[int, tuple[int, int]]) -> tuple[int, int]
 
 def _priced(run: Run, metrics: RunMetrics, *, stale: int = 0, why: str = "",
             circular: tuple[int, int] | None = None) -> RunSummary:
-    endpoint = run.endpoint
-    price = cost(tokens_in=metrics.tokens_in, tokens_out=metrics.tokens_out,
-                 price_in_per_mtok=endpoint.price_in_per_mtok, price_out_per_mtok=endpoint.price_out_per_mtok)
+    price = cost(tokens_in=metrics.tokens_in, tokens_out=metrics.tokens_out,  # at the prices of its launch
+                 price_in_per_mtok=run.price_in_per_mtok, price_out_per_mtok=run.price_out_per_mtok)
     return RunSummary(run=run, metrics=metrics, cost=price, wall_s=run.wall_s, stale=stale, why=why,
                       circular=circular)
 

@@ -257,7 +257,8 @@ def run_launch(*, endpoint: ModelEndpoint, method: str, split: str = "", item_st
         samples=samples, option_order=option_order, option_labels=option_labels, prompt_version=spec.version(),
         rotations=execution.rotations_for(option_order=option_order, item_ids=item_ids),
         params=endpoint.params_for(method), chunk_size=chunk_size, created_by=user, note=note,
-        started_at=timezone.now(),
+        started_at=timezone.now(), price_in_per_mtok=endpoint.price_in_per_mtok,
+        price_out_per_mtok=endpoint.price_out_per_mtok,
     )
     run.full_clean()
     run.save()

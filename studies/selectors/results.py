@@ -236,7 +236,8 @@ def study_results(study: Study) -> StudyResults:
         n_refused=RefusedAnswer.objects.filter(attempt__study=study).count(),
         n_screened_out=study.attempts.filter(status=AttemptStatus.SCREENED_OUT).count(),
         majority_accuracy=_mean([1.0 if i.majority_correct else 0.0 for i in with_majority]),
-        first_option_share=_mean([1.0 if r.chosen_option == 0 else 0.0 for r in responses]),
+        first_option_share=_mean([1.0 if r.chosen_option == 0 else 0.0 for r in responses
+                                  if state(r.item_id, r.item_version) == CURRENT]),  # like the accuracies
         n_timed_out=len(timed_out), states=_state_counts(responses, timed_out, state),
     )
 

@@ -317,3 +317,28 @@ def test_a_failed_row_asked_again_keeps_what_its_failed_calls_spent(items):
         first["tokens_spent_in"] + again_in, first["tokens_spent_out"] + again_out)
     assert record["cost_spent"] == pytest.approx((record["tokens_spent_in"] * 2.0 + record["tokens_spent_out"] * 8.0)
                                                  / 1_000_000)
+
+
+def test_a_run_keeps_the_prices_of_its_launch_when_the_endpoint_price_changes(items, researcher_client):
+    """A finished run's cost and spent cost are priced at its launch's prices: a later edit of the endpoint's price
+    (through the API, as a researcher would) changes the next run's cost, not the record of this one."""
+    from evaluation.selectors.runs import run_summary
+
+    with StandIn(reply=LONG_REPLY) as server:
+        endpoint = endpoint_for(server, use_cache=False, price_in_per_mtok=2.0, price_out_per_mtok=8.0)
+        run = run_in_process(endpoint)
+        before = (run_summary(run=run).cost, run_record_counts(run=run)["cost_spent"])
+        assert before[0] > 0
+        endpoint.refresh_from_db()
+        changed = researcher_client.patch(f"/api/evaluation/endpoints/{endpoint.pk}/", {
+            "price_in_per_mtok": "5", "price_out_per_mtok": "20", "version": endpoint.version},
+            content_type="application/json")
+        assert changed.status_code == 200, changed.content
+        endpoint.refresh_from_db()
+        later = run_in_process(endpoint)
+    run.refresh_from_db()
+    assert (run_summary(run=run).cost, run_record_counts(run=run)["cost_spent"]) == before
+    api = researcher_client.get(f"/api/evaluation/runs/{run.pk}/").json()
+    assert (api["metrics"]["cost"], api["record"]["cost_spent"]) == pytest.approx(before)
+    assert (float(later.price_in_per_mtok), float(later.price_out_per_mtok)) == (5.0, 20.0)
+    assert run_summary(run=later).cost == pytest.approx(before[0] * 2.5)  # the same tokens at 2.5x the prices

@@ -183,6 +183,12 @@ def test_results_exports_and_monitor_agree_with_the_rows_after_random_edits_and_
             counts["answers"], counts["timed_out"], counts["correct"], len(counts["items"])), s
     outcomes = response_outcomes(item_ids=[pk for pk, item in items.items() if item.status != ItemStatus.REJECTED])
     assert results.states["current"].correct == sum(o.correct for o in outcomes.values())
+    # The share choosing the first option: over the current answers, as the accuracies are.
+    chosen = [c for c, item_id, version in Response.objects.filter(attempt__study=study).exclude(
+        attempt__status=AttemptStatus.SCREENED_OUT).values_list("chosen_option", "item_id", "item_version")
+        if _state(items[item_id], version) == "current"]
+    assert results.first_option_share == (pytest.approx(sum(c == 0 for c in chosen) / len(chosen)) if chosen
+                                          else None)
     assert results.states["current"].counted == sum(o.counted for o in outcomes.values())
     # Each participant's accuracy over their current answers; Table 3 over the finished ones.
     for p in results.participants:
