@@ -105,6 +105,7 @@ def test_edits_mid_study_then_ask_again_end_with_every_item_rated_on_its_current
     # The end: the running attempts finish, the last edits' answers are given back, and new participants answer
     # every question until no start finds a full share. (The path taken depends on the ids the database gives,
     # which seed the hand-out: what is asserted holds on every path.)
+    now += timedelta(seconds=60)  # after every question shown so far
     for attempt in running:
         for k in range(ParticipantLease.objects.filter(attempt=attempt, status=ACTIVE).count()):
             _answer(attempt, now + timedelta(seconds=k + 1))
