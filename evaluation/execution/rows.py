@@ -107,15 +107,25 @@ def _defaults() -> tuple[dict[str, Any], dict[str, Any]]:
 ACCUMULATED_FIELDS = ("spent_tokens_in", "spent_tokens_out", "timeouts")
 
 
+#: The largest value each summed column holds (PositiveIntegerField, PositiveSmallIntegerField): a sum stops there.
+_CAPS = {"spent_tokens_in": 2**31 - 1, "spent_tokens_out": 2**31 - 1, "timeouts": 32767}
+
+
+def _summed(table: str, column: str, cap: int) -> str:
+    """``column`` set to the row's own plus the incoming value, at most ``cap`` (written so that no intermediate sum
+    leaves the column's type, on PostgreSQL and SQLite alike)."""
+    return (f"{column} = CASE WHEN {table}.{column} > {cap} - EXCLUDED.{column} THEN {cap} "
+            f"ELSE {table}.{column} + EXCLUDED.{column} END")
+
+
 def _upsert_parts() -> tuple[str, str, str]:
     """(table, its columns, the ON CONFLICT clause) of the result upsert: (run, item, sample) updates RESULT_FIELDS,
     adding ACCUMULATED_FIELDS to the row's own."""
     quote = connection.ops.quote_name
     table = quote(Result._meta.db_table)
-    updates = ", ".join(
-        f"{quote(column)} = {table}.{quote(column)} + EXCLUDED.{quote(column)}" if name in ACCUMULATED_FIELDS
-        else f"{quote(column)} = EXCLUDED.{quote(column)}"
-        for name, column in ((name, Result._meta.get_field(name).column) for name in RESULT_FIELDS))
+    updates = ", ".join(_summed(table, quote(column), _CAPS[name]) if name in ACCUMULATED_FIELDS
+                        else f"{quote(column)} = EXCLUDED.{quote(column)}"
+                        for name, column in ((name, Result._meta.get_field(name).column) for name in RESULT_FIELDS))
     return (table, ", ".join(quote(f.column) for f in _COPY_FIELDS),
             f"ON CONFLICT (run_id, item_id, sample_index) DO UPDATE SET {updates}")
 

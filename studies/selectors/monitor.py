@@ -72,6 +72,8 @@ def study_monitor(study: Study) -> dict:
         p.n_earlier = p.n_answered - p.n_current  # answers given on a content the item no longer has
         p.n_counted = p.n_answered - p.n_given_back  # the answers holding places of its quota
     answered_total = sum(p.n_counted for p in pool)  # the answers holding places: at most the answers wanted
+    for p in pool:  # a rejected item is asked about no more, unless the pool is drawn with the rejected items
+        p.asked = study.pool_include_rejected or p.item.status != ItemStatus.REJECTED
     stranded = _stranded(pool, per_participant=study.per_participant)
     return {
         "rows": rows, "by_status": dict(by_status), "pool": pool, "now": now,
@@ -88,7 +90,7 @@ def _stranded(pool: list[StudyItem], *, per_participant: int) -> list[StudyItem]
     """The items (not rejected) whose open places no start can take now: a start needs ``per_participant`` distinct
     items with a place, and fewer have one (places given back by "ask again", or left by dropouts, whose number is
     not a multiple of a participant's share). Empty while enough items have places."""
-    open_items = [p for p in pool if p.quota > p.load and p.item.status != ItemStatus.REJECTED]
+    open_items = [p for p in pool if p.quota > p.load and p.asked]
     return open_items if len(open_items) < per_participant else []
 
 
@@ -107,6 +109,6 @@ def _short_items(pool: list[StudyItem], *, raters: int, stranded: list[StudyItem
         leased = max(p.load - p.n_counted, 0)
         return leased + (0 if p.pk in unfillable else max(p.quota - p.load, 0))
 
-    return [p for p in pool if p.item.status != ItemStatus.REJECTED and p.n_current < raters
+    return [p for p in pool if p.asked and p.n_current < raters
             and p.n_current + coming(p) < raters]
 

@@ -9,6 +9,7 @@ from enum import Enum
 from django.db import connection
 from django.db.models import Count, F, Q, QuerySet
 
+from annotation.models import ItemStatus
 from foundation.prepared_queries import PreparedQuery
 from studies.errors import ParticipantIdTaken
 from studies.models import Attempt, AttemptStatus, ParticipantLeaseStatus, Study, StudyItem, StudyStatus
@@ -38,8 +39,11 @@ def study_public(slug: str) -> Study | None:
 
 
 def _spare_items(study_id: int) -> QuerySet:
-    """The study's items with spare quota, unordered (the pool's ordering would sort all of them)."""
-    return StudyItem.objects.filter(study_id=study_id, load__lt=F("quota")).order_by().values_list("pk", flat=True)
+    """The study's items with spare quota that a start may hand out (not rejected, unless the study draws its pool
+    with the rejected items), unordered (the pool's ordering would sort all of them)."""
+    return (StudyItem.objects.filter(study_id=study_id, load__lt=F("quota"))
+            .filter(~Q(item__status=ItemStatus.REJECTED) | Q(study__pool_include_rejected=True))
+            .order_by().values_list("pk", flat=True))
 
 
 _ROOM_MARKER = -730_103

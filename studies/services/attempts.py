@@ -18,7 +18,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotation.models import Item
+from annotation.models import Item, ItemStatus
 from foundation.prepared_queries import PreparedInsert
 from studies.allocation import Slot, choose_items, presentation_order
 from studies.errors import AttemptNotRunning, PlaceholderId, StudyNotOpen
@@ -175,10 +175,10 @@ def _attempt_start_locked(*, attempt_id: int, now: datetime) -> Attempt:
     _release_overdue(study, now)
     # No row locks: every change of an item's load (hand-outs here, releases in _leases_release) happens while
     # holding the study's row, taken above, so these loads cannot change under us.
-    rows = list(
-        StudyItem.objects.filter(study=study, load__lt=F("quota"))
-        .values_list("id", "item_id", "quota", "load", "released_at")
-    )
+    open_items = StudyItem.objects.filter(study=study, load__lt=F("quota"))
+    if not study.pool_include_rejected:  # a rejected item is asked about no more (as on PostgreSQL)
+        open_items = open_items.exclude(item__status=ItemStatus.REJECTED)
+    rows = list(open_items.values_list("id", "item_id", "quota", "load", "released_at"))
     item_of = {row[0]: row[1] for row in rows}
     seed = f"{study.seed}:{attempt.pk}"
     chosen = choose_items((Slot(pk, quota, load, released is not None) for pk, _, quota, load, released in rows),
@@ -343,7 +343,6 @@ def attempt_extend(*, attempt_id: int, seconds: int) -> Attempt:
 def attempts_sweep(*, now: datetime | None = None) -> list[int]:
     """Expire every running attempt whose deadline (plus grace) has passed; returns their ids. Given-back answers
     current again (an edit undone) take their places back (studies.services.reasking)."""
-    given_back_reclaim()
     now = now or timezone.now()
     candidates = Attempt.objects.filter(status=AttemptStatus.STARTED, deadline__lt=now).select_related("study")
     expired = []
@@ -351,6 +350,7 @@ def attempts_sweep(*, now: datetime | None = None) -> list[int]:
         if attempt.grace_deadline() < now:
             if attempt_expire(attempt_id=attempt.pk, now=now, overdue_only=True).status == AttemptStatus.EXPIRED:
                 expired.append(attempt.pk)
+    given_back_reclaim()  # after the expiries, which it never holds back
     return expired
 
 

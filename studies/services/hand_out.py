@@ -67,14 +67,16 @@ def _open_items(salt: str) -> str:
     """The study's open items with their tie key under `salt`: PostgreSQL's own C hash of the id
     (``hashint8extended``; studies.allocation.pg_hash_int8 is the same in Python), one function call per item of
     the pool where the earlier key was a dozen bigint operators. A rejected (deleted) item is never handed out,
-    whatever places it has open: its ids are read once through the status index and looked up in a hash (a probe of
+    whatever places it has open, unless the study's pool is drawn with the rejected items on purpose
+    (`Study.pool_include_rejected`): its ids are read once through the status index and looked up in a hash (a probe of
     the item table per pool item would cost more than the rest of the start)."""
     return f"""(
         SELECT si.id, si.item_id, si.quota - si.load AS remaining, si.released_at IS NULL AS fresh,
                hashint8extended(si.id, {salt}) AS tie
         FROM {{item}} si
         WHERE si.study_id = %(study)s AND si.load < si.quota AND EXISTS (SELECT 1 FROM attempt)
-          AND si.item_id NOT IN (SELECT id FROM {{shown}} WHERE status = %(rejected)s)
+          AND ((SELECT pool_include_rejected FROM study)
+               OR si.item_id NOT IN (SELECT id FROM {{shown}} WHERE status = %(rejected)s))
     ) si"""
 
 
@@ -83,7 +85,8 @@ LOCK_ATTEMPT_SQL = "SELECT status FROM {attempt} WHERE id = %(attempt)s FOR UPDA
 LOCK_STUDY_SQL = "SELECT status FROM {study} WHERE id = %(study)s FOR NO KEY UPDATE".format(**_TABLES)
 HAND_OUT_SQL = """
 WITH study AS (
-    SELECT per_participant, time_limit_seconds FROM {study} WHERE id = %(study)s AND status = %(open)s
+    SELECT per_participant, time_limit_seconds, pool_include_rejected FROM {study}
+    WHERE id = %(study)s AND status = %(open)s
 ), overdue AS (
     SELECT EXISTS (
         SELECT 1 FROM {attempt} o

@@ -67,7 +67,10 @@ def given_back_reclaim() -> int:
     """Every study's given-back answers that are current again take their places back (the periodic sweep); how
     many did. One indexed look when there are none, which is the rule."""
     reclaimed = 0
-    for study_id in current_again_answers().values_list("attempt__study_id", flat=True).distinct().order_by():
+    # Only where a place is open: an answer whose item's places were all filled meanwhile stays given back, and is
+    # not looked at (nor its study locked) again and again.
+    waiting = current_again_answers().filter(study_item__load__lt=F("study_item__quota"))
+    for study_id in waiting.values_list("attempt__study_id", flat=True).distinct().order_by():
         with transaction.atomic():
             Study.objects.select_for_update().filter(pk=study_id).first()
             reclaimed += _reclaim_locked(study_id)

@@ -108,10 +108,10 @@ def study_reask_view(request, slug: str):
         messages.success(request, _("%(items)s item(s) will be asked again at their current content: %(answers)s "
                                     "earlier answer(s) gave their places back (they stay on record, counted apart).")
                          % {"items": done.items, "answers": done.answers})
-    elif done.taken_back:
+    if done.taken_back:
         messages.success(request, _("%(n)s answer(s) current again (an edit undone) took their places back.")
                          % {"n": done.taken_back})
-    else:
+    if not done.answers and not done.taken_back:
         messages.info(request, _("No answer on an earlier content holds a place: nothing to ask again."))
     return redirect("studies:study_monitor", slug=slug)
 

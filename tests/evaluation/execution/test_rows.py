@@ -284,3 +284,20 @@ def test_every_reply_of_a_hostile_endpoint_is_stored_and_never_asked_again(sampl
     outputs = {row["raw_output"] for row in stored}
     assert "### Answer:\n1\ufffd because" in outputs  # kept, the refused character shown as U+FFFD
     assert any("bad \ufffd request \ufffd" in row["error"] for row in stored)
+
+
+@pytest.mark.parametrize("writer", ["postgresql", "executemany"])
+def test_a_summed_spend_stops_at_its_column_s_largest_value(sample_items, writer):
+    """A row asked again adds its spend to the row's own; a sum beyond the column's type stops at its largest value
+    instead of failing the whole batch (the sums are written without an intermediate overflow)."""
+    endpoint = services.endpoint_for_cli(builtin="lexical")
+    run = services.run_launch(endpoint=endpoint, method="naive", ids=[sample_items[0].pk], enqueue=False)
+    write = {"postgresql": rows._upsert_rows_postgresql, "executemany": rows._upsert_rows_executemany}[writer]
+    values = rows.result_values(run, _results(run)[0])
+    near = {"spent_tokens_in": 2**31 - 5, "spent_tokens_out": 2**31 - 1, "timeouts": 32760}
+    with transaction.atomic():
+        write([{**values, **near}])
+    with transaction.atomic():
+        write([{**values, "spent_tokens_in": 3, "spent_tokens_out": 7, "timeouts": 9}])
+    row = Result.objects.get(run=run)
+    assert (row.spent_tokens_in, row.spent_tokens_out, row.timeouts) == (2**31 - 2, 2**31 - 1, 32767)

@@ -231,6 +231,15 @@ def test_places_filled_before_the_undo_stay_filled_and_ask_again_settles_the_res
     attempts_sweep()
     edited.refresh_from_db()
     assert edited.load == 2 and ParticipantLease.objects.filter(quota_given_back=True).count() == 1
+    # The answer still given back waits for a place: the sweep neither looks at it again nor locks the study.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from studies.services.reasking import given_back_reclaim
+
+    with CaptureQueriesContext(connection) as queries:
+        assert given_back_reclaim() == 0
+    assert len(queries) == 1 and "FOR UPDATE" not in queries[0]["sql"]
     monitor = study_monitor(study)
     assert monitor["answers"] <= monitor["answers_wanted"] == 4 and monitor["reaskable"] == 1
     done = study_reask_changed_items(study_id=study.pk)  # the newcomer's answer, on the undone content, gives its
@@ -308,3 +317,25 @@ def test_places_no_start_can_take_are_named_on_the_monitor(make_study, researche
     assert not study_monitor(study)["stranded"]
     last = attempt_start(attempt_id=study_join(study=study, participant_id="r4").pk)
     assert last.status == AttemptStatus.STARTED and last.leases.get().study_item_id == open_items[0]
+
+
+@pytest.mark.parametrize("include_rejected", [False, True])
+def test_rejected_items_are_handed_out_only_by_a_pool_drawn_with_them(make_study, include_rejected):
+    """A study drawing its pool with the rejected items on purpose (`pool_include_rejected`) hands them out; any
+    other never does: not the SQL start, not the step by step one (other databases), and the link's room check
+    agrees with both."""
+    from annotation.models import ItemStatus
+    from studies.selectors.participants import study_has_room
+    from studies.services.attempts import _attempt_start_locked
+
+    study = make_study(n_items=2, per_participant=1, raters=1, pool_include_rejected=include_rejected)
+    for item_id in StudyItem.objects.filter(study=study).values_list("item_id", flat=True):
+        item = Item.objects.get(pk=item_id)
+        item_update(item_id=item.pk, base_version=item.version, changes={}, status=ItemStatus.REJECTED)
+    assert study_has_room(study) is include_rejected
+    sql = attempt_start(attempt_id=study_join(study=study, participant_id="sql").pk)
+    python = _attempt_start_locked(attempt_id=study_join(study=study, participant_id="py").pk, now=timezone.now())
+    expected = AttemptStatus.STARTED if include_rejected else AttemptStatus.FULL
+    assert (sql.status, python.status) == (expected, expected)
+    assert not study_monitor(study)["short_items"] and not study_monitor(study)["stranded"]
+    _assert_loads_exact(study)
