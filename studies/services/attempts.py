@@ -36,6 +36,7 @@ from studies.models import (
 from studies.prolific.withdrawals import bonus_payments_withdraw
 from studies.selectors import attempt_resumable
 from studies.services.hand_out import hand_out
+from studies.services.loads import loads_change
 from studies.services.reasking import given_back_reclaim
 
 log = logging.getLogger(__name__)
@@ -384,10 +385,6 @@ def _leases_release(leases, now: datetime, status: str) -> int:
     if not rows:
         return 0
     ParticipantLease.objects.filter(pk__in=[pk for pk, _, _ in rows]).update(status=status, ended_at=now)
-    per_item = Counter(study_item_id for _, study_item_id, given_back in rows if not given_back)
-    by_count: dict[int, list[int]] = {}
-    for study_item_id, count in per_item.items():
-        by_count.setdefault(count, []).append(study_item_id)
-    for count, ids in by_count.items():
-        StudyItem.objects.filter(pk__in=ids).update(load=F("load") - count, released_at=now)
+    loads_change(Counter(study_item_id for _, study_item_id, given_back in rows if not given_back), sign=-1,
+                 released_at=now)
     return len(rows)

@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from studies.models import ParticipantLease, Study, StudyItem
 from studies.selectors.item_states import changed_answers, current_again_answers
+from studies.services.loads import loads_change
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,7 @@ def study_reask_changed_items(*, study_id: int, now: datetime | None = None) -> 
     if rows:
         list(StudyItem.objects.select_for_update().filter(pk__in=per_item).order_by("pk").values_list("pk"))
         ParticipantLease.objects.filter(pk__in=[pk for pk, _ in rows]).update(quota_given_back=True)
-        by_count: dict[int, list[int]] = {}
-        for study_item_id, count in per_item.items():
-            by_count.setdefault(count, []).append(study_item_id)
-        for count, ids in by_count.items():
-            StudyItem.objects.filter(pk__in=ids).update(load=F("load") - count, released_at=now)
+        loads_change(per_item, sign=-1, released_at=now)
     # Then the given-back answers current again take the places open, those just freed included.
     return Reasked(items=len(per_item), answers=len(rows), taken_back=_reclaim_locked(study_id))
 
@@ -93,6 +90,5 @@ def _reclaim_locked(study_id: int) -> int:
             per_item[study_item_id] += 1
             taken.append(lease_id)
     ParticipantLease.objects.filter(pk__in=taken).update(quota_given_back=False)
-    for study_item_id, count in per_item.items():
-        StudyItem.objects.filter(pk=study_item_id).update(load=F("load") + count)
+    loads_change(per_item, sign=+1)
     return len(taken)
