@@ -101,6 +101,10 @@ def run_list(*, limit: int | None = 200) -> list[Run]:
     judged = set(JudgeRun.objects.filter(target_run_id__in=free_text).values_list("target_run_id", flat=True)
                  ) if free_text else set()
     circular = circular_verdicts(runs)  # no query without a circular run
+    # The runs with stale rows also get their metrics on the items' current content (fresh rows), as the
+    # leaderboard's cells count them: one more query (cached for finished runs) for those runs only.
+    with_stale = [r for r in runs if metrics[r.pk][1].stale]
+    fresh = metrics_many(runs=with_stale, fresh_only=True) if with_stale else {}
     for run in runs:
         m, counts = metrics[run.pk]
         run.progress = Progress(
@@ -110,7 +114,8 @@ def run_list(*, limit: int | None = 200) -> list[Run]:
             recent=recent.get(run.pk, 0))
         why = accuracy_gap(run, m, resolved=run.progress.resolved, total=run.progress.total,
                            judged=run.pk in judged)
-        run.summary = _priced(run, m, stale=counts.stale, why=why, circular=_circular(run, circular))
+        run.summary = _priced(run, m, stale=counts.stale, why=why, circular=_circular(run, circular),
+                              fresh=fresh.get(run.pk, (None,))[0])
     return runs
 
 
@@ -216,6 +221,18 @@ class RunSummary:
     #: Circular order: (items right in every rotation of their first sample, items with every rotation scored),
     #: fresh rows, as the leaderboard's cell of the run counts them; None for the other orders.
     circular: tuple[int, int] | None = None
+    #: With stale rows: the metrics of the fresh rows only (the items' current content, as the leaderboard's cells
+    #: count them); None when no row is stale (then ``metrics`` are those).
+    fresh: RunMetrics | None = None
+
+    @property
+    def current(self) -> RunMetrics:
+        """The metrics on the items' current content: the fresh rows'."""
+        return self.metrics if self.fresh is None else self.fresh
+
+    @property
+    def current_pct(self) -> float | None:
+        return self._percent(self.current.accuracy)
 
     @property
     def circular_accuracy(self) -> float | None:
@@ -245,7 +262,9 @@ class RunSummary:
     def text(self) -> dict:
         """The numbers of a list row as text (plain formatting: long lists render without ``floatformat``)."""
         m = self.metrics
+        current = self.current.accuracy
         return {"acc": "—" if m.accuracy is None else f"{100 * m.accuracy:.1f}%",
+                "current": "—" if current is None else f"{100 * current:.1f}%",
                 "ci": "" if m.ci_low is None else f"{m.ci_low:.3f}–{m.ci_high:.3f}",
                 "first": "—" if m.first_option_baseline is None else f"{100 * m.first_option_baseline:.1f}"}
 
@@ -261,6 +280,11 @@ class RunSummary:
             "wall_s": self.wall_s, "latest_wall_s": self.run.latest_wall_s, "option_order": self.run.option_order, "seed": self.run.seed,
             "prompt_version": self.run.prompt_version, "stale_rows": self.stale,
             "circular_accuracy": self.circular_accuracy, "circular_n": self.circular[1] if self.circular else None,
+            # On the items' current content (stale rows left out, as the leaderboard counts): equal to the above
+            # when no row is stale.
+            "n_fresh": self.current.n, "accuracy_fresh": self.current.accuracy,
+            "accuracy_fresh_ci95": [self.current.ci_low, self.current.ci_high]
+            if self.current.ci_low is not None else None,
         }
 
 
@@ -271,16 +295,17 @@ def _circular(run: Run, verdicts: dict[int, tuple[int, int]]) -> tuple[int, int]
 
 
 def _priced(run: Run, metrics: RunMetrics, *, stale: int = 0, why: str = "",
-            circular: tuple[int, int] | None = None) -> RunSummary:
+            circular: tuple[int, int] | None = None, fresh: RunMetrics | None = None) -> RunSummary:
     price = cost(tokens_in=metrics.tokens_in, tokens_out=metrics.tokens_out,  # at the prices of its launch
                  price_in_per_mtok=run.price_in_per_mtok, price_out_per_mtok=run.price_out_per_mtok)
     return RunSummary(run=run, metrics=metrics, cost=price, wall_s=run.wall_s, stale=stale, why=why,
-                      circular=circular)
+                      circular=circular, fresh=fresh if stale else None)
 
 
 def _summary(run: Run, rows: list[RowScore]) -> RunSummary:
-    return _priced(run, summarize(rows), stale=sum(1 for r in rows if r.stale),
-                   circular=_circular(run, circular_verdicts([run])))
+    stale = sum(1 for r in rows if r.stale)
+    return _priced(run, summarize(rows), stale=stale, circular=_circular(run, circular_verdicts([run])),
+                   fresh=summarize([r for r in rows if not r.stale]) if stale else None)
 
 
 def run_summary(*, run: Run) -> RunSummary:

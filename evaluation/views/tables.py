@@ -215,7 +215,8 @@ def _without_page(query) -> str:
 
 RUN_LIST_COLUMNS = ["run", "method", "model", "status", "n", "accuracy", "accuracy_ci95", "first_option_baseline",
                     "keyinfo", "parse_failures", "errors", "tokens_in", "tokens_out", "cost", "wall_s",
-                    "option_order", "seed", "prompt_version", "stale_rows", "circular_accuracy", "circular_n"]
+                    "option_order", "seed", "prompt_version", "stale_rows", "circular_accuracy", "circular_n",
+                    "n_fresh", "accuracy_fresh", "accuracy_fresh_ci95"]
 
 
 @researcher_required
@@ -225,8 +226,8 @@ def run_list_export_view(request, fmt: str):
             for run in selectors.run_list(limit=None)]
     if fmt == "json":
         return _download(json.dumps(rows, indent=2), name="runs", fmt="json")
-    flat = [r | {"accuracy_ci95": "" if r["accuracy_ci95"] is None else "{:.6f}-{:.6f}".format(*tuple(r["accuracy_ci95"]))}
-            for r in rows]
+    flat = [r | {key: "" if r[key] is None else "{:.6f}-{:.6f}".format(*tuple(r[key]))
+                 for key in ("accuracy_ci95", "accuracy_fresh_ci95")} for r in rows]
     return _download(table_exports.csv_text(flat, ["endpoint", "split", *RUN_LIST_COLUMNS]), name="runs", fmt="csv")
 
 

@@ -287,7 +287,8 @@ class Command(ComputingCommand):
         full = selectors.run_summary(run=run)
         summary = full.as_json()
         keys = ("run", "method", "n", "accuracy", "keyinfo", "parse_failures", "errors", "wall_s", "status",
-                "accuracy_ci95", "first_option_baseline", "tokens_in", "tokens_out", "cost", "prompt_version")
+                "accuracy_ci95", "first_option_baseline", "tokens_in", "tokens_out", "cost", "prompt_version",
+                "stale_rows", "n_fresh", "accuracy_fresh", "accuracy_fresh_ci95")
         line = {key: summary[key] for key in keys}
         line["correct"] = full.metrics.correct
         line["option_order"] = run.option_order

@@ -103,3 +103,54 @@ def test_curation_without_content_changes_makes_nothing_stale_and_a_content_chan
     stale_row = Result.objects.get(run=first, item=changed[0])
     page = researcher_client.get(reverse("evaluation:result_detail", args=[first.pk, stale_row.pk])).content.decode()
     assert "context" in page and "content version 2" in page
+
+
+@pytest.mark.parametrize("samples", [1, 2])
+def test_a_run_with_stale_rows_shows_its_accuracy_on_the_current_content_alike_everywhere(
+        items, compute, researcher_client, samples):
+    """The plain accuracy counts every row of the run; beside it, wherever a run's accuracy is shown (the run page,
+    the run list and its CSV/JSON, the run API, `evaluate`'s line), the accuracy on the items' current content:
+    the fresh rows', as the leaderboard's cell counts them, with the same interval."""
+    import csv
+    import io
+    import json
+
+    from evaluation.statistics.metrics import summarize
+
+    run = compute(services.run_launch(endpoint=services.endpoint_for_cli(builtin="random"), method="naive",
+                                      split="test", enqueue=False, samples=samples))
+    clean = selectors.run_summary(run=run)
+    assert clean.fresh is None and clean.as_json()["accuracy_fresh"] == clean.metrics.accuracy
+    changed = {_rewrite(items[i]).pk for i in (0, 4, 7)}
+    summary = selectors.run_summary(run=run)
+    assert summary.stale == 3 * samples and summary.metrics.n == ITEMS * samples
+    rows = selectors._row_scores([run.pk])[run.pk]
+    expected = summarize([r for r in rows if r.item_id not in changed])
+    assert summary.fresh.as_dict() == pytest.approx(expected.as_dict())
+    detail = summary.as_json()
+    assert detail["n_fresh"] == (ITEMS - 3) * samples and detail["accuracy_fresh"] == expected.accuracy
+    assert detail["accuracy_fresh_ci95"] == pytest.approx([expected.ci_low, expected.ci_high])
+
+    table = leaderboard(split="test", reference=f"naive@{run.endpoint.name}")
+    (cell,) = [c for c in table.cells if c.run.pk == run.pk]
+    assert (cell.metrics.n, cell.metrics.accuracy) == (expected.n, expected.accuracy)
+
+    (listed,) = [r for r in selectors.run_list() if r.pk == run.pk]
+    keys = ("n", "accuracy", "stale_rows", "n_fresh", "accuracy_fresh")
+    assert {k: listed.summary.as_json()[k] for k in keys} == pytest.approx({k: detail[k] for k in keys})
+    assert listed.summary.as_json()["accuracy_fresh_ci95"] == pytest.approx(detail["accuracy_fresh_ci95"])
+    exported = json.loads(researcher_client.get(reverse("evaluation:run_list_export", args=["json"])).content)
+    assert exported[0]["accuracy_fresh"] == pytest.approx(expected.accuracy)
+    line = next(csv.DictReader(io.StringIO(
+        researcher_client.get(reverse("evaluation:run_list_export", args=["csv"])).content.decode())))
+    assert float(line["accuracy_fresh"]) == pytest.approx(expected.accuracy)
+    assert line["accuracy_fresh_ci95"] == f"{expected.ci_low:.6f}-{expected.ci_high:.6f}"
+    assert int(line["n_fresh"]) == expected.n
+    api = researcher_client.get(f"/api/evaluation/runs/{run.pk}/").json()["metrics"]
+    assert (api["n_fresh"], api["accuracy_fresh"]) == (expected.n, expected.accuracy)
+
+    page = researcher_client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
+    fresh_cell = page.split('id="accuracy-fresh"', 1)[1].split("</div>", 1)[0]
+    assert f"{expected.correct}/{expected.n}" in fresh_cell and f"the {3 * samples} stale rows left out" in fresh_cell
+    listing = researcher_client.get(reverse("evaluation:run_list")).content.decode()
+    assert f"on the current content {100 * expected.accuracy:.1f}%" in listing
