@@ -21,7 +21,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -139,7 +139,7 @@ def execute_judge_run(*, judge_run_id: int) -> JudgeRun:
     judge_run = JudgeRun.objects.select_related("config__endpoint", "config__queue").get(pk=judge_run_id)
     if judge_run.status in (RunStatus.CANCELLED, RunStatus.FINISHED):
         return judge_run
-    started = time.monotonic()
+    clock = _WallClock(judge_run.pk)
     if not JudgeRun.objects.filter(pk=judge_run.pk, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).update(
             status=RunStatus.RUNNING, started_at=timezone.now(), finished_at=None):
         return judge_run  # cancelled meanwhile
@@ -148,38 +148,62 @@ def execute_judge_run(*, judge_run_id: int) -> JudgeRun:
     pending = missing_inputs(judge_run)
     errors: list[str] = []
     if pending and judge_run.config.is_builtin:
-        _execute_builtin(judge_run, solver, pending)
+        _execute_builtin(judge_run, solver, pending, clock)
     elif pending and (refusal := endpoint_refusal(judge_run.config.endpoint)):
         errors.append(refusal)  # no request: the run ends with it as its last error
     elif pending:
         try:
-            run_event_loop(_execute_model(judge_run, solver, pending, errors))
+            run_event_loop(_execute_model(judge_run, solver, pending, errors, clock))
         except EndpointDown as exc:  # the circuit breaker opened: the judge run fails with its reason, as a run does
             errors.append(str(exc))
             JudgeRun.objects.filter(pk=judge_run.pk, status=RunStatus.RUNNING).update(
                 status=RunStatus.FAILED, finished_at=timezone.now())
-    return refresh_judge_run(judge_run_id=judge_run.pk, wall_s=time.monotonic() - started,
+    return refresh_judge_run(judge_run_id=judge_run.pk, wall_s=clock.take(),
                              last_error=errors[-1] if errors else "")
 
 
-def _execute_builtin(judge_run: JudgeRun, solver: JudgeSolver, pending: list[JudgeInput]) -> None:
+class _WallClock:
+    """An execution's wall time, added to its judge run's `wall_s` with each batch of labels it writes (in the same
+    transaction): a worker killed mid-run leaves its time up to its last batch counted, and the execution that
+    heals the run adds its own. The end of the execution adds the rest (`refresh_judge_run`)."""
+
+    def __init__(self, judge_run_id: int):
+        self.judge_run_id, self.last = judge_run_id, time.monotonic()
+
+    def take(self) -> float:
+        """The seconds since the last take (or the start)."""
+        now = time.monotonic()
+        elapsed, self.last = now - self.last, now
+        return elapsed
+
+    def credit(self) -> None:
+        JudgeRun.objects.filter(pk=self.judge_run_id).update(
+            wall_s=Coalesce(F("wall_s"), Value(0.0)) + Value(round(self.take(), 3)))
+
+
+def _execute_builtin(judge_run: JudgeRun, solver: JudgeSolver, pending: list[JudgeInput], clock: _WallClock) -> None:
     for start in range(0, len(pending), BUILTIN_BATCH):
         if _is_cancelled(judge_run.pk):
             return
         rows = [row for data in pending[start:start + BUILTIN_BATCH]
                 for row in label_rows(judge_run, solver, data, solver.solve_builtin(data))]
-        record_labels(judge_run, rows)
+        with transaction.atomic():
+            record_labels(judge_run, rows)
+            clock.credit()
 
 
-def _write(judge_run: JudgeRun, solver: JudgeSolver, results: list[JobResult], errors: list[str]) -> None:
+def _write(judge_run: JudgeRun, solver: JudgeSolver, results: list[JobResult], errors: list[str],
+           clock: _WallClock) -> None:
     rows = []
     for result in results:
         if result.outcome is None:
             errors.append(f"{result.job.shown.target}: {result.error}"[:1000])
         else:
             rows += label_rows(judge_run, solver, result.job.shown, result.outcome)
-    if rows:
-        record_labels(judge_run, rows)
+    with transaction.atomic():
+        if rows:
+            record_labels(judge_run, rows)
+        clock.credit()
     cached = [CachedResponse(key=key, model=judge_run.config.endpoint.model, text=pack_for_cache(c),
                              tokens_in=c.tokens_in, tokens_out=c.tokens_out, finish_reason=(c.finish_reason or "")[:30])
               for r in results if r.outcome is not None and r.new_cache for key, c in r.new_cache.items()]
@@ -188,20 +212,20 @@ def _write(judge_run: JudgeRun, solver: JudgeSolver, results: list[JobResult], e
 
 
 async def _execute_model(judge_run: JudgeRun, solver: JudgeSolver, pending: list[JudgeInput],
-                         errors: list[str]) -> None:
+                         errors: list[str], clock: _WallClock) -> None:
     """The judge's requests through the model runs' loop (``streaming.stream_jobs``): engine, client, limiter,
     breaker, cache reader, infrastructure errors, streamed writes and cancellation are theirs."""
     db = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"judge-run-{judge_run.pk}-db")
     reads = reading_thread(f"judge-run-{judge_run.pk}")  # cache lookups, never behind a write
     try:
-        await _stream_model(judge_run, solver, pending, errors, db, reads)
+        await _stream_model(judge_run, solver, pending, errors, db, reads, clock)
     finally:
         close_thread(reads)
         db.shutdown(wait=True)  # stream_jobs closed it, unless the client could not be built (then it never ran)
 
 
 async def _stream_model(judge_run: JudgeRun, solver: JudgeSolver, pending: list[JudgeInput], errors: list[str],
-                        db: ThreadPoolExecutor, reads: ThreadPoolExecutor) -> None:
+                        db: ThreadPoolExecutor, reads: ThreadPoolExecutor, clock: _WallClock) -> None:
     from evaluation.execution.infrastructure import INFRASTRUCTURE_ERRORS  # imports redis: not at URL loading
 
     config, endpoint = judge_run.config, judge_run.config.endpoint
@@ -218,7 +242,7 @@ async def _stream_model(judge_run: JudgeRun, solver: JudgeSolver, pending: list[
                     ramp_spacing_s=float(getattr(settings, "EVALUATION_RAMP_SPACING_S", RAMP_SPACING_S)),
                     infrastructure_errors=INFRASTRUCTURE_ERRORS)
     jobs = [Job(item_id=data.item_id, sample_index=0, shown=data) for data in pending]
-    await stream_jobs(engine=engine, jobs=jobs, db=db, write=lambda batch: _write(judge_run, solver, batch, errors),
+    await stream_jobs(engine=engine, jobs=jobs, db=db, write=lambda batch: _write(judge_run, solver, batch, errors, clock),
                       is_cancelled=lambda: _is_cancelled(judge_run.pk), close_client=client.close, count=len(jobs))
 
 

@@ -177,9 +177,15 @@ def test_a_killed_judge_run_heals_by_itself_resume_is_refused_while_it_runs_and_
             assert written < judge_run.n
             judge_run.refresh_from_db()
             assert judge_run.status == RunStatus.RUNNING
+            # The killed execution's time up to its last batch of labels stays in the run's wall time: at least
+            # the two latencies its first four labels took (two requests in flight at a time).
+            killed_wall = judge_run.wall_s
+            assert killed_wall is not None and killed_wall >= 0.45, killed_wall
 
             worker = start_celery_worker(tmp_path, pool="solo", concurrency=1, env=env)
             wait_for(lambda: finished(judge_run), 90, "the judge run to heal and finish without Resume")
+            judge_run.refresh_from_db()
+            assert judge_run.wall_s > killed_wall + 0.25  # the healing execution's time (its requests) adds to it
             asked = _asked(server)
             assert len(asked) == judge_run.n
             again = sum(1 for n in asked.values() if n > 1)
