@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -23,6 +24,24 @@ def wait_for(predicate, timeout: float, what: str):
             return value
         time.sleep(0.1)  # as tests/support/waiting.py's wait_until
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def run_in_thread(run) -> threading.Thread:
+    """The run computed in this process on a thread of its own (started; join it), which closes its database
+    connections when it ends."""
+    from django.db import connections
+
+    from evaluation.services import runs as services
+
+    def compute() -> None:
+        try:
+            services.run_execute_in_process(run=run)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=compute)
+    thread.start()
+    return thread
 
 
 def terminate_other_connections() -> int:

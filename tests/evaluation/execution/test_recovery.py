@@ -23,6 +23,7 @@ from tests.support.faults import (
     assert_exactly_one_result_each_and_none_failed,
     enqueue_on,
     received_count,
+    run_in_thread,
     terminate_other_connections,
     wait_for,
 )
@@ -120,22 +121,12 @@ def test_a_run_computed_in_process_is_not_taken_over_and_a_complete_one_is_finis
 @with_worker
 def test_a_run_computed_in_process_is_covered_by_its_heartbeat_however_slow_its_requests(items, broker, settings):
     """No row for longer than the stall limit (a slow model), yet the pass leaves the in-process run alone."""
-    import threading
-
     settings.EVALUATION_RECONCILE_GRACE_S = 0
     settings.EVALUATION_RECONCILE_STALL_S = 0
     with ModelServer(latency_s=1.5) as server:
         run = services.run_launch(endpoint=endpoint(server, max_concurrency=4), method="naive", ids=items[:4],
                                   enqueue=False)
-        def compute() -> None:
-            from django.db import connections
-            try:
-                services.run_execute_in_process(run=run)
-            finally:
-                connections.close_all()
-
-        worker = threading.Thread(target=compute)
-        worker.start()
+        worker = run_in_thread(run)
         try:
             wait_for(lambda: Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
                      and reconcile.live_chunk_items(broker, run.pk), timeout=10, what="the in-process heartbeat")

@@ -17,6 +17,7 @@ from evaluation.selectors.run_record import run_record_counts
 from evaluation.services import runs as services
 from tests.conftest import database_url_for_subprocess
 from tests.evaluation.stand_in import StandIn
+from tests.support.faults import run_in_thread
 from tests.support.items import import_items
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -268,20 +269,11 @@ def test_wall_time_and_spent_cost_count_every_execution_of_a_cancelled_resumed_a
 def test_a_resume_that_finds_nothing_missing_adds_no_idle_time(items):
     """A run cancelled while its last requests were in flight gets every row, then sits cancelled; a resume finds
     nothing missing and closes it finished: its wall time stays its execution's, the idle time is not added."""
-    import threading
-
     with StandIn(reply=LONG_REPLY, latency_s=0.6) as server:
         run = services.run_launch(endpoint=endpoint_for(server, use_cache=False, max_concurrency=8), method="naive",
                                   split="test", enqueue=False)
 
-        def execute():
-            try:
-                services.run_execute_in_process(run=run)
-            finally:
-                connection.close()
-
-        thread = threading.Thread(target=execute)
-        thread.start()
+        thread = run_in_thread(run)
         time.sleep(0.3)  # every request in flight
         services.run_cancel(run=run)
         thread.join(30)
