@@ -50,10 +50,43 @@ def editable_item(*, item_id: int, base_version: int, stage: str) -> Item:
 
 def clue_graph_save(*, item_id: int, base_version: int, graph: EditableGraph, user, note: str = "",
                     finish: bool = False) -> Item:
-    """Write the edited clue graph back as the official evidence / multi_hop_reasoning texts."""
+    """Write the edited clue graph back as the official evidence / multi_hop_reasoning texts; refused (Invalid,
+    naming the row) when those texts would read back as another graph (`written_as_given`)."""
     evidence, reasoning = graph.texts()
+    written_as_given(graph, evidence, reasoning)
     return item_edit(item_id=item_id, base_version=base_version, changes={"evidence": evidence, "reasoning": reasoning},
                      user=user, stage=Stage.CLUE_GRAPH, note=note or "clue graph edited", finish=finish)
+
+
+def written_as_given(graph: EditableGraph, evidence: str, reasoning: str) -> None:
+    """Refuse (Invalid) a graph whose official texts read back as another graph: a clue, implication, input or
+    conclusion holding the format's own marks (an arrow `->`, a line break, an input's ` + `, a leading number
+    or a header's closing colon) would be stored as other clues or steps than the ones given, and so would the
+    gold key information read from them. The first row that does not come back names itself."""
+    back = editable_graph(evidence, reasoning)
+    clues = [(t.strip(), i.strip()) for t, i in graph.clues if t.strip() or i.strip()]
+    steps = [(tuple(x.strip() for x in s.inputs if x.strip()), s.output.strip()) for s in graph.steps
+             if s.output.strip() or any(x.strip() for x in s.inputs)]
+    why = gettext("it holds the format's own marks (an arrow ->, a line break, ' + ' between inputs, a leading "
+                  "number or a closing colon), so it would be stored as something else: reword it")
+    for n, given in enumerate(clues):
+        if n >= len(back.clues) or back.clues[n] != given:
+            raise Invalid(gettext("Clue %(n)s (%(text)s): %(why)s.", n=n + 1, text=_quoted(" -> ".join(given)),
+                                  why=why), field="clues")
+    back_steps = [(tuple(s.inputs), s.output) for s in back.steps]
+    for n, given in enumerate(steps):
+        if n >= len(back_steps) or back_steps[n] != given:
+            text = " + ".join(given[0]) + " -> " + given[1]
+            raise Invalid(gettext("Step S%(n)s (%(text)s): %(why)s.", n=n + 1, text=_quoted(text), why=why),
+                          field="steps")
+    if len(back.clues) != len(clues) or len(back_steps) != len(steps):
+        raise Invalid(gettext("The clue graph would be stored with other rows than the ones given: %(why)s.",
+                              why=why), field="clues")
+
+
+def _quoted(text: str, most: int = 80) -> str:
+    text = " ".join(text.split())
+    return f"“{text[:most]}…”" if len(text) > most else f"“{text}”"
 
 
 def clue_graph_replace(*, item_id: int, base_version: int, clues: list[tuple[str, str]],

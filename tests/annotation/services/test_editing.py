@@ -148,3 +148,80 @@ def test_every_autosave_keeps_only_a_save_at_least_as_new_as_the_stored_draft(an
                                          HTTP_HX_REQUEST="true")
             assert "Not kept as a draft" in late.content.decode(), (url, stamp, seq)
             assert Draft.objects.get(pk=kept.pk).updated_at == kept.updated_at, (url, stamp, seq)
+
+
+# A clue graph is stored as the official texts: a row holding the format's own marks would read back as another graph.
+
+HAZARDS = {
+    "an arrow in a clue": ({"text": "the glass lay inside -> broken from outside", "implication": "an outsider"}, None),
+    "a line break in a clue": ({"text": "the glass\nAfter correlating these clues:", "implication": "x"}, None),
+    "a carriage return in an implication": ({"text": "the glass", "implication": "broken\rfrom outside"}, None),
+    "a leading number in a clue": ({"text": "2. the glass lay inside", "implication": "broken from outside"}, None),
+    "an arrow in a conclusion": (None, {"inputs": ["broken from outside"], "output": "Z -> W"}),
+    "' + ' inside an input": (None, {"inputs": ["the maid + the butler"], "output": "two of them"}),
+    "a line break in a conclusion": (None, {"inputs": ["broken from outside"], "output": "Z\n1. Q -> R"}),
+}
+
+
+@pytest.mark.parametrize("hazard", sorted(HAZARDS))
+def test_a_clue_graph_row_holding_the_format_s_marks_is_refused_naming_it_with_nothing_written(annotator, hazard):
+    from rest_framework.test import APIClient
+
+    from annotation.models import Item
+
+    (item,) = make_items(1, status=ItemStatus.CLUE_GRAPH)
+    clue, step = HAZARDS[hazard]
+    payload = {"base_version": item.version,
+               "clues": [{"text": "muddy boots stood by the desk", "implication": "someone came from the garden"},
+                         *([clue] if clue else [])],
+               "steps": [{"inputs": ["someone came from the garden"], "output": "The gardener"},
+                         *([step] if step else [])]}
+    api = APIClient()
+    api.force_authenticate(annotator)
+    refused = api.post(f"/api/annotation/items/{item.pk}/clue-graph/", payload, format="json")
+    assert refused.status_code == 400, (hazard, refused.content)
+    body = refused.json()
+    field = "clues" if clue else "steps"
+    text = str(body)
+    assert field in text and ("Clue 2" if clue else "Step S2") in text, body
+    after = Item.objects.get(pk=item.pk)
+    assert (after.version, after.evidence, after.reasoning) == (item.version, item.evidence, item.reasoning)
+    # Without the hazard the same graph is stored and reads back as given.
+    payload["clues"], payload["steps"] = payload["clues"][:1], payload["steps"][:1]
+    assert api.post(f"/api/annotation/items/{item.pk}/clue-graph/", payload, format="json").status_code == 200
+
+
+def test_an_arrow_inside_an_implication_reads_back_as_given_and_is_kept(annotator):
+    """A clue splits at its first arrow: a later one stays in the implication, stored and read back as given."""
+    from rest_framework.test import APIClient
+
+    from annotation.clue_graph.editing import editable_graph
+    from annotation.models import Item
+
+    (item,) = make_items(1, status=ItemStatus.CLUE_GRAPH)
+    api = APIClient()
+    api.force_authenticate(annotator)
+    clue = ("the glass lay inside", "broken -> from outside")
+    saved = api.post(f"/api/annotation/items/{item.pk}/clue-graph/", {
+        "base_version": item.version, "clues": [{"text": clue[0], "implication": clue[1]}],
+        "steps": [{"inputs": [clue[0]], "output": "The gardener"}]}, format="json")
+    assert saved.status_code == 200, saved.content
+    stored = Item.objects.get(pk=item.pk)
+    assert editable_graph(stored.evidence, stored.reasoning).clues == [clue]
+
+
+def test_every_real_item_s_clue_graph_reads_back_as_itself(detectbench_dir):
+    """The check refuses nothing the data holds: each of the 1,563 items' graphs, written back unchanged, passes."""
+    import json
+
+    from annotation.clue_graph.editing import editable_graph
+    from annotation.services.editing import written_as_given
+
+    checked = 0
+    for split in ("test", "train"):
+        for line in (detectbench_dir / f"{split}.jsonl").read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            graph = editable_graph(record.get("evidence", ""), record.get("multi_hop_reasoning", ""))
+            written_as_given(graph, *graph.texts())
+            checked += 1
+    assert checked >= 1500

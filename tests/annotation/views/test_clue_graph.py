@@ -340,3 +340,17 @@ def test_a_refused_save_from_an_older_tab_keeps_its_graph(annotator):
     response = older.post(url, refused)
     assert response.status_code == 302 and "conflict=" in response["Location"]
     assert Draft.objects.get(user=annotator, item=item).data["clues"][-1][0] == "typed in the older tab"
+
+
+def test_the_editor_refuses_a_clue_holding_an_arrow_naming_it_and_keeps_the_text_as_a_draft(annotator_client, annotator):
+    (item,) = make_items(1, status=ItemStatus.CLUE_GRAPH)
+    data = graph_post(item)
+    data["clue_text"] = ["the glass lay inside -> broken from outside", *data["clue_text"][1:]]
+    url = reverse("annotation:clue_graph", args=[item.pk])
+    refused = annotator_client.post(url, data, follow=True)
+    page = refused.content.decode()
+    assert "Not saved: Clue 1 (“the glass lay inside -&gt; broken from outside" in page
+    stored = Item.objects.get(pk=item.pk)
+    assert (stored.version, stored.evidence) == (item.version, item.evidence)
+    draft = Draft.objects.get(item=item, user=annotator)
+    assert draft.data["clues"][0][0] == "the glass lay inside -> broken from outside"
