@@ -1,9 +1,9 @@
 """Writes of the annotation app, one module per sub-domain.
 
-- items: import, export, versioned edits and reverts of the item store, derived facts
+- items: import, export, versioned edits of the item store, derived facts
 - leases: annotator leases (the queue of each stage), entering the workflow
 - verification: keep/delete decisions and adjudication
-- editing: the rewrite and clue-graph stages, drafts
+- editing: the rewrite and clue-graph stages, drafts, reverts
 - review: approve or send back
 - belief, belief_review: judge labels (recorded by the judge), review policy, hand-outs, reviews
 
@@ -26,6 +26,7 @@ from annotation.services.editing import (
     draft_discard,
     draft_save,
     item_edit,
+    item_revert,
     page_stamp,
     stage_submit,
 )
@@ -34,7 +35,6 @@ from annotation.services.items import (
     derived_facts,
     item_create,
     item_import,
-    item_revert,
     item_update,
     items_export,
 )

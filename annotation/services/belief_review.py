@@ -344,8 +344,9 @@ def belief_draft_resolve(*, label_id: int, user, action: str, base_version: int)
     review of the draft. Returns the item.
 
     All three are work on the item in its clue-graph stage, so each asks what an edit there asks
-    (`editable_item`): the item in the clue-graph stage, at the version the screen showed it at;
-    refused otherwise (WorkflowError, StaleVersion) with nothing written, no review either.
+    (`editable_item`): the item in the clue-graph stage, at the version the screen showed it at, and one of the
+    stage's slots held by the person (or free: it takes it); refused otherwise (WorkflowError, StaleVersion,
+    NoSlot) with nothing written, no review either.
     """
     if action not in DRAFT_ACTIONS:
         raise Invalid(gettext("The action is one of %(actions)s.") % {"actions": ", ".join(sorted(DRAFT_ACTIONS))},
@@ -359,7 +360,7 @@ def belief_draft_resolve(*, label_id: int, user, action: str, base_version: int)
     if judge_hidden(label, user=user):
         # The screen does not offer a draft in blind review; taking it by its id would show it.
         raise NotFound(gettext("No clue-graph draft %(id)s.") % {"id": label_id})
-    item = editable_item(item_id=label.item_id, base_version=base_version, stage=Stage.CLUE_GRAPH)
+    item = editable_item(item_id=label.item_id, base_version=base_version, stage=Stage.CLUE_GRAPH, user=user)
     if action != "discard":
         draft = label.payload or {}
         item = item_edit(item_id=item.pk, base_version=base_version, user=user, stage=Stage.CLUE_GRAPH,

@@ -8,10 +8,20 @@ from django.utils import timezone
 
 from annotation.clue_graph.editing import EditableGraph, EditableStep, editable_graph
 from annotation.errors import ItemNotFound, StaleVersion, WorkflowError
-from annotation.models import MAX_VERSION, AnnotatorLease, AnnotatorLeaseStatus, Draft, Item, Stage
+from annotation.models import (
+    CONTENT_FIELDS,
+    MAX_VERSION,
+    AnnotatorLease,
+    AnnotatorLeaseStatus,
+    Draft,
+    Item,
+    ItemRevision,
+    Stage,
+)
 from annotation.services.items import item_update
 from annotation.services.leases import locked_item, mark_submitted, move_item, stage_config, take_slot
-from foundation.errors import Invalid
+from foundation.errors import Invalid, NotFound
+from foundation.roles import is_researcher
 from foundation.words import gettext
 
 
@@ -26,7 +36,7 @@ def item_edit(*, item_id: int, base_version: int, changes: dict, user, stage: st
     transaction: either both happen or neither.
     """
     with transaction.atomic():
-        editable_item(item_id=item_id, base_version=base_version, stage=stage)
+        editable_item(item_id=item_id, base_version=base_version, stage=stage, user=user)
         item = item_update(item_id=item_id, base_version=base_version, changes=changes, user=user, note=note,
                            stage=stage)
         draft_discard(item_id=item_id, user=user, stage=stage)
@@ -35,17 +45,46 @@ def item_edit(*, item_id: int, base_version: int, changes: dict, user, stage: st
         return item
 
 
-def editable_item(*, item_id: int, base_version: int, stage: str) -> Item:
-    """The item, locked, when work in `stage` may change it now: refused with StaleVersion when it changed since
-    `base_version`, and with WorkflowError when it is not in `stage` (published or rejected items, or items in
-    another stage, are not edited behind the workflow's back). Call it inside the transaction that writes."""
+def editable_item(*, item_id: int, base_version: int, stage: str, user) -> Item:
+    """The item, locked, when `user`'s work in `stage` may change it now: refused with StaleVersion when it changed
+    since `base_version`, with WorkflowError when it is not in `stage` (published or rejected items, or items in
+    another stage, are not edited behind the workflow's back), and with NoSlot when the user holds none of the
+    stage's slots on it and none is free (`take_slot`: an edit takes a free slot, as finishing the stage does; the
+    stage's annotators are the ones who hold its slots). Call it inside the transaction that writes."""
     current = locked_item(item_id)
     if current.version != base_version:
         raise StaleVersion(current, base_version)
     if current.status != stage:
         raise WorkflowError(gettext("%(item)s is in %(status)s, not in %(stage)s: it cannot be edited here now.",
                                     item=current, status=current.get_status_display(), stage=Stage(stage).label))
+    take_slot(item=current, stage=stage, user=user, now=timezone.now(), config=stage_config(stage))
     return current
+
+
+def item_revert(*, item_id: int, revision_number: int, base_version: int, user=None) -> Item:
+    """Restore the content of an earlier revision; the revert is itself a new revision, at that revision's content
+    version (the rows recorded at it are current again).
+
+    A revert is an edit: in an editing stage it asks what an edit there asks (`editable_item`: the version, the
+    stage's slot); an item elsewhere (imported, in verification or review, published, rejected) is reverted by a
+    researcher only, never behind the workflow's back by an annotator (WorkflowError). `user=None` is the system
+    (a script), which the workflow does not stop."""
+    revision = ItemRevision.objects.filter(item_id=item_id, number=revision_number).first()
+    if revision is None:
+        raise NotFound(gettext("Item %(id)s has no revision %(n)s.", id=item_id, n=revision_number),
+                       code="revision_not_found")
+    snapshot = {k: v for k, v in revision.snapshot.items() if k in CONTENT_FIELDS}
+    with transaction.atomic():
+        if user is not None:
+            current = locked_item(item_id)
+            if current.status in Stage.values and Stage(current.status).editing:
+                editable_item(item_id=item_id, base_version=base_version, stage=current.status, user=user)
+            elif not is_researcher(user):
+                raise WorkflowError(gettext(
+                    "%(item)s is %(status)s: only a researcher reverts it outside the editing stages.",
+                    item=current, status=str(current.get_status_display()).lower()))
+        return item_update(item_id=item_id, base_version=base_version, changes=snapshot, user=user,
+                           note=f"reverted to revision {revision_number}")
 
 
 def clue_graph_save(*, item_id: int, base_version: int, graph: EditableGraph, user, note: str = "",

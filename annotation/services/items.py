@@ -19,7 +19,7 @@ from annotation.models import CONTENT_FIELDS, Item, ItemRevision
 from annotation.services.content_versions import assign_content_versions
 from foundation import csv_safety
 from foundation.error_mapping import as_service_error
-from foundation.errors import Invalid, NotFound
+from foundation.errors import Invalid
 from foundation.words import gettext
 
 #: What an import does with an item edited in the app since its last import (see `item_import`).
@@ -351,17 +351,6 @@ def item_create(*, source: str, external_id: str, split: str, content: dict, use
     ItemRevision.objects.create(item=item, number=item.version, author=user, stage=item.status, note=note,
                                 changed_fields=list(content), snapshot=item.content())
     return item
-
-
-def item_revert(*, item_id: int, revision_number: int, base_version: int, user=None) -> Item:
-    """Restore the content of an earlier revision; the revert is itself a new revision, at that revision's content
-    version (the rows recorded at it are current again)."""
-    revision = ItemRevision.objects.filter(item_id=item_id, number=revision_number).first()
-    if revision is None:
-        raise NotFound(gettext("Item %(id)s has no revision %(n)s.", id=item_id, n=revision_number), code="revision_not_found")
-    snapshot = {k: v for k, v in revision.snapshot.items() if k in CONTENT_FIELDS}
-    return item_update(item_id=item_id, base_version=base_version, changes=snapshot, user=user,
-                       note=f"reverted to revision {revision_number}")
 
 
 EXPORT_CSV_FIELDS = ("id", "context", "question", "options", "answer", "evidence", "multi_hop_reasoning")

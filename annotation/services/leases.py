@@ -39,11 +39,15 @@ def live_leases(item_id: int, stage: str, now):
 
 
 def _may_take(item_id: int, stage: str, user) -> bool:
-    """A reviewer must be someone other than the people who built the item's clue graph."""
+    """A reviewer must be someone other than the people who built the item's clue graph: who finished its stage,
+    and who wrote any of its clue-graph revisions (an edit there, an accepted judge's draft), lease or no lease."""
     if stage != Stage.REVIEW:
         return True
-    return not AnnotatorLease.objects.filter(
-        item_id=item_id, stage=Stage.CLUE_GRAPH, annotator=user, status=AnnotatorLeaseStatus.SUBMITTED).exists()
+    finished = AnnotatorLease.objects.filter(
+        item_id=item_id, stage=Stage.CLUE_GRAPH, annotator=user, status=AnnotatorLeaseStatus.SUBMITTED)
+    wrote = ItemRevision.objects.filter(item_id=item_id, stage=Stage.CLUE_GRAPH, author=user).filter(
+        Q(changed_fields__contains=["evidence"]) | Q(changed_fields__contains=["reasoning"]))
+    return not (finished.exists() or wrote.exists())
 
 
 def take_slot(*, item: Item, stage: str, user, now, config: StageConfig) -> AnnotatorLease:

@@ -225,3 +225,138 @@ def test_every_real_item_s_clue_graph_reads_back_as_itself(detectbench_dir):
             written_as_given(graph, *graph.texts())
             checked += 1
     assert checked >= 1500
+
+
+# Who may change an item in an editing stage: the holders of its slots (an edit takes a free one), through every door.
+
+def _edit_doors(item, user):
+    """Each way an item's content is changed in its stage, as `user`: (name, call) pairs; each call raises a refusal
+    or returns an HTTP status (2xx/3xx taken)."""
+    from django.urls import reverse
+
+    from annotation.models import Item
+    from annotation.services import clue_graph_replace, item_edit, item_revert
+
+    from ..workflow_support import api_for, client_for, graph_post, rewrite_post
+
+    stage = item.status
+
+    def changed_graph(now):
+        data = graph_post(now)
+        data["clue_implication"] = [f"{data['clue_implication'][0]} again", *data["clue_implication"][1:]]
+        return data
+
+    def fresh():
+        return Item.objects.get(pk=item.pk)
+
+    doors = [
+        ("item_edit", lambda: item_edit(item_id=item.pk, base_version=fresh().version, user=user, stage=stage,
+                                        changes={"question": fresh().question + " Really?"})),
+        ("item_revert", lambda: item_revert(item_id=item.pk, revision_number=1, base_version=fresh().version,
+                                            user=user)),
+        ("revert page", lambda: client_for(user).post(reverse("annotation:revert", args=[item.pk]), {
+            "revision": 1, "base_version": fresh().version}).status_code),
+    ]
+    if stage == ItemStatus.REWRITE:
+        doors.append(("rewrite page", lambda: client_for(user).post(
+            reverse("annotation:rewrite", args=[item.pk]),
+            rewrite_post(fresh(), fresh().version, question="Who came in?")).status_code))
+    else:
+        doors += [
+            ("clue_graph_replace", lambda: clue_graph_replace(item_id=item.pk, base_version=fresh().version, user=user,
+                                                              clues=[("muddy boots", "a visitor")],
+                                                              steps=[(["a visitor"], "The gardener")])),
+            ("clue-graph page", lambda: client_for(user).post(reverse("annotation:clue_graph", args=[item.pk]),
+                                                              changed_graph(fresh())).status_code),
+            ("clue-graph API", lambda: api_for(user).post(f"/api/annotation/items/{item.pk}/clue-graph/", {
+                "base_version": fresh().version, "clues": [{"text": "muddy boots", "implication": "a visitor"}],
+                "steps": [{"inputs": ["a visitor"], "output": "The gardener"}]}, format="json").status_code),
+        ]
+    return doors
+
+
+@pytest.mark.parametrize("stage", [ItemStatus.REWRITE, ItemStatus.CLUE_GRAPH])
+def test_an_edit_by_someone_without_the_stage_s_slot_is_refused_through_every_door(stage, annotator, annotator2):
+    """k = 1 and annotator holds the slot: annotator2's edit is refused with nothing written, whatever the door
+    (service, page, API, revert); annotator's own edits go through, and a free slot is taken by the edit."""
+
+    from annotation.errors import WorkflowError
+    from annotation.models import AnnotatorLease, Item, ItemRevision
+    from annotation.services import lease_next
+
+    from ..workflow_support import make_items, set_k
+
+    set_k(Stage(stage), 1)
+    item = make_items(1, status=stage, source=f"s{stage}")[0]
+    # A revision 1 exists (the import's); another edit makes revert meaningful.
+    assert lease_next(user=annotator, stage=stage) is not None
+    for name, door in _edit_doors(item, annotator2):
+        before = (Item.objects.get(pk=item.pk).version, ItemRevision.objects.filter(item=item).count())
+        try:
+            outcome = door()
+        except WorkflowError:
+            outcome = "refused"
+        after = (Item.objects.get(pk=item.pk).version, ItemRevision.objects.filter(item=item).count())
+        assert after == before, f"{name}: written by someone without the slot"
+        assert outcome == "refused" or outcome in (302, 400, 409) and name.endswith(("page", "API")), (name, outcome)
+        if name.endswith("API"):
+            assert outcome == 409, name
+    doors = _edit_doors(item, annotator)
+    for name, door in doors:
+        if "revert" in name:
+            doors[0][1]()  # an edit to revert
+        before = Item.objects.get(pk=item.pk).version
+        outcome = door()
+        assert Item.objects.get(pk=item.pk).version > before, (name, outcome)
+    # Released, the slot is free: the next edit takes it.
+    AnnotatorLease.objects.filter(item=item).update(status="released")
+    (name, door) = _edit_doors(item, annotator2)[0]
+    door()
+    assert AnnotatorLease.objects.filter(item=item, annotator=annotator2, status="leased").exists()
+
+
+def test_someone_who_wrote_the_clue_graph_does_not_review_it_lease_or_no_lease(annotator, annotator2, researcher):
+    """annotator2 edits the clue graph in a slot of its own, never finishes, and the slot is released; annotator
+    finishes the stage. annotator2 may not take the review (they wrote the graph); a third person may."""
+    from django.utils import timezone
+
+    from annotation.errors import NoSlot
+    from annotation.models import AnnotatorLease
+    from annotation.services import clue_graph_replace, lease_next, stage_submit
+
+    from ..workflow_support import make_items, set_k
+
+    set_k(Stage.CLUE_GRAPH, 2)
+    set_k(Stage.REVIEW, 1)
+    (item,) = make_items(1, status=ItemStatus.CLUE_GRAPH, source="sr")
+    item = clue_graph_replace(item_id=item.pk, base_version=item.version, user=annotator2,
+                              clues=[("muddy boots", "a visitor")], steps=[(["a visitor"], "The gardener")])
+    AnnotatorLease.objects.filter(item=item, annotator=annotator2).update(status="released")
+    set_k(Stage.CLUE_GRAPH, 1)
+    item = stage_submit(item_id=item.pk, user=annotator, stage=Stage.CLUE_GRAPH, item_version=item.version)
+    assert item.status == ItemStatus.REVIEW
+    from annotation.services.leases import locked_item, stage_config, take_slot
+
+    with pytest.raises(NoSlot, match="clue graph they built"):
+        take_slot(item=locked_item(item.pk), stage=Stage.REVIEW, user=annotator2, now=timezone.now(),
+                  config=stage_config(Stage.REVIEW))
+    assert lease_next(user=annotator2, stage=Stage.REVIEW) is None  # the queue does not offer it either
+    assert lease_next(user=researcher, stage=Stage.REVIEW).item_id == item.pk
+
+
+@pytest.mark.parametrize("status", [ItemStatus.PUBLISHED, ItemStatus.REJECTED, ItemStatus.VERIFICATION,
+                                    ItemStatus.REVIEW])
+def test_an_item_outside_the_editing_stages_is_reverted_by_a_researcher_only(status, annotator, researcher):
+    from annotation.errors import WorkflowError
+    from annotation.models import Item
+    from annotation.services import item_revert, item_update
+
+    from ..workflow_support import make_items
+
+    (item,) = make_items(1, status=status, source=f"rv{status}")
+    edited = item_update(item_id=item.pk, base_version=item.version, changes={"question": "Who came in?"})
+    with pytest.raises(WorkflowError, match="only a researcher reverts it"):
+        item_revert(item_id=item.pk, revision_number=1, base_version=edited.version, user=annotator)
+    assert Item.objects.get(pk=item.pk).question == "Who came in?"
+    reverted = item_revert(item_id=item.pk, revision_number=1, base_version=edited.version, user=researcher)
+    assert reverted.question == item.question and reverted.status == status

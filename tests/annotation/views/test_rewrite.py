@@ -17,6 +17,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_two_editors_second_save_is_refused_with_the_conflict_and_nothing_is_lost(annotator, annotator2):
+    set_k(Stage.REWRITE, 2)  # two rewriters: each holds a slot of the stage
     (item,) = make_items(1, status=ItemStatus.REWRITE)
     first, second = client_for(annotator), client_for(annotator2)
     url = reverse("annotation:rewrite", args=[item.pk])
