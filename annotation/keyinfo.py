@@ -11,7 +11,8 @@ report the same number. Definition:
   stemming) between the two token sequences;
 - tokens: lowercased `[a-z0-9]+` words, and every CJK character is one token (rouge-score's
   default tokenizer drops non-Latin characters, which would score Chinese text 0);
-- an empty prediction or an empty gold scores 0.0.
+- an empty prediction scores 0.0; an item without gold key information (no evidence line, or one with no word
+  of its own) has no score (None): averages leave it out instead of counting a 0 nobody could have beaten.
 
 The score is rouge-score's (its precision, recall and F-measure of the LCS length, rouge_scorer._score_lcs); the
 length itself is computed bit-parallel (Crochemore et al. 2001: one big-integer step per prediction token instead of a Python
@@ -32,14 +33,16 @@ def as_text(parts: str | Sequence[str]) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def keyinfo_score(prediction: str | Sequence[str], gold: str | Sequence[str]) -> float:
-    """ROUGE-L F1 in [0, 1] between prediction and gold key information (see module docstring)."""
+def keyinfo_score(prediction: str | Sequence[str], gold: str | Sequence[str]) -> float | None:
+    """ROUGE-L F1 in [0, 1] between prediction and gold key information; None without gold (module docstring)."""
     prediction_text, gold_text = as_text(prediction), as_text(gold)
-    if not prediction_text.strip() or not gold_text.strip():
-        return 0.0
+    if not gold_text.strip():
+        return None
     gold_length, masks = _gold_masks(gold_text)
-    predicted = rouge_tokens(prediction_text)
-    if not gold_length or not predicted:
+    if not gold_length:
+        return None
+    predicted = rouge_tokens(prediction_text) if prediction_text.strip() else []
+    if not predicted:
         return 0.0
     lcs = lcs_length(masks, gold_length, predicted)
     return float(_fmeasure(lcs / len(predicted), lcs / gold_length))

@@ -25,7 +25,7 @@ class Score:
     answer_index: int | None  # 0-based, in the item's original option order
     answer_label: str  # the label the model wrote, as shown
     is_correct: bool | None  # None for free-text answers (judged later) and failed calls
-    keyinfo: float
+    keyinfo: float | None  # None: the item has no gold key information
 
 
 def answer_shown_first(shown: Presented) -> bool:

@@ -162,8 +162,9 @@ def study_results(study: Study) -> StudyResults:
             translated = ((content or {}).get("translations") or {}).get(r.language) or {} if r.language else {}
             gold_cache[key] = None if content is None else \
                 gold_key_information(translated.get("evidence") or content.get("evidence") or "")
-        if gold_cache[key] is not None:
-            keyinfo_of[r.pk] = keyinfo_score([h["text"] for h in r.highlights], gold_cache[key])
+        score = None if gold_cache[key] is None else keyinfo_score([h["text"] for h in r.highlights], gold_cache[key])
+        if score is not None:  # None: the content has no gold key information (no score, not a 0)
+            keyinfo_of[r.pk] = score
 
     def state(item_id: int, version: int | None) -> str:
         found = state_of.get((item_id, version))

@@ -28,10 +28,24 @@ class KeyInfoTokenizer:
 REFERENCE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False, tokenizer=KeyInfoTokenizer())
 
 
-def reference(prediction: str, gold: str) -> float:
-    if not prediction.strip() or not gold.strip():
+def reference(prediction: str, gold: str) -> float | None:
+    if not rouge_tokens(gold):
+        return None  # no gold key information: no score (not a 0 that averages would count)
+    if not prediction.strip():
         return 0.0
     return float(REFERENCE.score(gold, prediction)["rougeL"].fmeasure)
+
+
+def test_an_item_without_gold_key_information_has_no_score_and_averages_leave_it_out():
+    from evaluation.statistics.metrics import RowScore, summarize
+
+    assert keyinfo_score("the butler", "") is None and keyinfo_score("the butler", " ,; ") is None
+    assert keyinfo_score("", "mud on the boots") == 0.0
+    rows = [RowScore(item_id=1, correct=True, parse_status="ok", keyinfo=keyinfo_score("mud on the boots",
+                                                                                        "mud on the boots"),
+                     answer_first=False),
+            RowScore(item_id=2, correct=True, parse_status="ok", keyinfo=keyinfo_score("mud", ""), answer_first=False)]
+    assert summarize(rows).keyinfo == 1.0  # the item without gold is left out, not averaged in as 0
 
 
 WORDS = st.lists(st.sampled_from(["the", "butler", "mud", "boots", "at", "9", "pm", "x", "窗", "户", "A"]),
