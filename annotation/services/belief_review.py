@@ -79,12 +79,17 @@ def _candidates(queue: BeliefQueue, user, now):
     live = BeliefLease.objects.filter(label=OuterRef("pk"), status=BeliefLeaseStatus.LEASED, expires_at__gt=now)
     mine = BeliefLease.objects.filter(label=OuterRef("pk"), reviewer=user).filter(
         Q(status=BeliefLeaseStatus.SUBMITTED) | Q(status=BeliefLeaseStatus.LEASED, expires_at__gt=now))
+    # A label this reviewer skipped (gave back) before its time ran out is not handed back to them while that time
+    # lasts: skipping moves on (the label stays where it is for everyone else). An expired lease is no skip.
+    skipped = BeliefLease.objects.filter(label=OuterRef("pk"), reviewer=user, status=BeliefLeaseStatus.RELEASED,
+                                         expires_at__gt=now)
     reviews = BeliefReview.objects.filter(label=OuterRef("pk"))
     done = reviews.order_by().values("label").annotate(n=Count("pk")).values("n")
     # Only labels about the item's current content: the page shows the item as it is now.
     candidates = (BeliefLabel.objects.filter(queue=queue, item_version=F("item__content_version"))
                   .exclude(status=LabelStatus.ERROR)
                   .exclude(Exists(live)).exclude(Exists(mine)).exclude(Exists(reviews.filter(reviewer=user)))
+                  .exclude(Exists(skipped))
                   .annotate(done=Coalesce(Subquery(done), 0)).filter(done__lt=queue.reviewers_per_label))
     return candidates.exclude(past_blind_review()) if queue.blind else candidates
 

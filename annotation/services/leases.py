@@ -196,9 +196,15 @@ def _candidates(*, user, stage: str, now, config: StageConfig):
     live = AnnotatorLease.objects.filter(item=OuterRef("pk"), stage=stage).filter(
         Q(status=AnnotatorLeaseStatus.SUBMITTED) | Q(status=AnnotatorLeaseStatus.LEASED, expires_at__gt=now))
     live_count = live.order_by().values("item").annotate(n=Count("pk")).values("n")
+    # An item this annotator skipped (gave back) before its time ran out is not handed back to them while that time
+    # lasts: skipping moves on (the item stays where it is for everyone else). An expired lease is no skip.
+    skipped = AnnotatorLease.objects.filter(item=OuterRef("pk"), stage=stage, annotator=user,
+                                            status=AnnotatorLeaseStatus.RELEASED,
+                                            expires_at__gt=now)
     candidates = (
         Item.objects.filter(status=stage)
         .exclude(Exists(live.filter(annotator=user)))
+        .exclude(Exists(skipped))
         .exclude(Exists(Adjudication.objects.filter(item=OuterRef("pk"), stage=stage,
                                                     status=AdjudicationStatus.OPEN)))
         # Only items with a free slot: full ones must not crowd the free ones out of the 50 tries.
@@ -206,9 +212,12 @@ def _candidates(*, user, stage: str, now, config: StageConfig):
         .filter(live_slots__lt=config.annotators_required)
         .order_by("pk")
     )
-    if stage == Stage.REVIEW:
+    if stage == Stage.REVIEW:  # the clue graph's builders (`_may_take`)
         candidates = candidates.exclude(Exists(AnnotatorLease.objects.filter(
             item=OuterRef("pk"), stage=Stage.CLUE_GRAPH, annotator=user, status=AnnotatorLeaseStatus.SUBMITTED)))
+        candidates = candidates.exclude(Exists(ItemRevision.objects.filter(
+            item=OuterRef("pk"), stage=Stage.CLUE_GRAPH, author=user).filter(
+            Q(changed_fields__contains=["evidence"]) | Q(changed_fields__contains=["reasoning"]))))
     return candidates
 
 

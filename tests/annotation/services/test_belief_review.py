@@ -439,3 +439,40 @@ def test_an_annotator_outside_the_workflow_cannot_discard_a_draft_another_decide
     assert response.status_code == 200
     assert f"is in {ItemStatus.IMPORTED.label}, not in {Stage.CLUE_GRAPH.label}" in response.content.decode()
     assert list(BeliefReview.objects.filter(label=label).values_list("reviewer", flat=True)) == [annotator.pk]
+
+
+@pytest.mark.parametrize("order", ["triage", "audit"])
+def test_skip_moves_on_to_another_label_and_the_skipped_one_stays_for_others(annotator, annotator2, order):
+    """"Skip to the next label" (the page's release with next=1) hands out another label, every time, in either
+    order; the skipped ones are not handed back to the skipper while their time lasts, and go to the others."""
+    queue = belief_queue_for(name=f"skips-{order}", order=order, blind=False)
+    record_free_text(queue, make_items(6, status=ItemStatus.PUBLISHED, source=f"sk{order}"),
+                     [0.3, 0.3, 0.3, 0.6, 0.6, 0.9])
+    browser = client_for(annotator)
+    lease = belief_lease_next(queue_id=queue.pk, user=annotator)
+    seen = [lease.label_id]
+    for _ in range(5):
+        response = browser.post(reverse("annotation:belief_release", args=[lease.pk]), {"next": "1"})
+        assert response.status_code == 302
+        lease = BeliefLease.objects.filter(reviewer=annotator, status="leased").get()
+        assert lease.label_id not in seen, (seen, lease.label_id)
+        seen.append(lease.label_id)
+    other = belief_lease_next(queue_id=queue.pk, user=annotator2)
+    assert other is not None and other.label_id in seen[:-1]  # a skipped label goes to someone else
+
+
+def test_skip_moves_on_to_another_item_in_the_workflow(annotator):
+    from annotation.models import AnnotatorLease, AnnotatorLeaseStatus, Stage
+    from annotation.services import lease_next
+
+    set_k(Stage.VERIFICATION, 1)
+    make_items(4, status=ItemStatus.VERIFICATION, source="skw")
+    browser = client_for(annotator)
+    lease = lease_next(user=annotator, stage=Stage.VERIFICATION)
+    seen = [lease.item_id]
+    for _ in range(3):
+        response = browser.post(reverse("annotation:release", args=[lease.item_id, "verification"]), {"next": "1"})
+        assert response.status_code == 302
+        lease = AnnotatorLease.objects.get(annotator=annotator, status=AnnotatorLeaseStatus.LEASED)
+        assert lease.item_id not in seen and response["Location"].endswith(f"/{lease.item_id}/verify/"), seen
+        seen.append(lease.item_id)
