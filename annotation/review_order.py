@@ -8,8 +8,8 @@ labels out:
   fixed in advance, so the labels with u <= u* (u* the largest key it has drawn) have all
   been handed out, whatever the other stream did: a uniform (Bernoulli) sample of rate u*;
 * the order stream, in triage order, takes the available label with the lowest belief
-  (unscored labels first, ties by u), and only labels below the accept threshold. In audit
-  order every hand-out comes from the random stream.
+  (unscored labels first, ties by a second key v drawn apart from u), and only labels below
+  the accept threshold. In audit order every hand-out comes from the random stream.
 
 Hand-out number n (1, 2, ...) of a queue comes from the random stream when
 floor(n * share) > floor((n - 1) * share): exactly floor(N * share) of the first N hand-outs,
@@ -18,7 +18,10 @@ the threshold, the hand-out comes from the random stream and is recorded as such
 
 Inclusion probabilities for inverse-probability weights: with k* the largest triage key the
 order stream has drawn, a label with triage key <= k* was certain to be handed out (pi = 1);
-any other label was handed out exactly when u <= u* (pi = u*).
+any other label was handed out exactly when u <= u* (pi = u*): its being beyond k* says nothing
+of its u, because ties are broken by v, not u. (Labels recorded before v existed have none:
+their ties went by u, so one of them with the belief of k* and beyond it has u above k*'s key
+t*, and was handed out with the chance max(0, (u* - t*) / (1 - t*)), which it is given.)
 
 Labels can be added after reviewing began (a judge grading a second run into the same queue).
 Only the hand-outs made after a label was added say anything about it: a hand-out of triage key
@@ -64,9 +67,15 @@ def handout_stream(order: str, number: int, share: float) -> str:
     return ORDER
 
 
-def triage_key(belief: float | None, audit_key: float) -> tuple[float, float]:
-    """Lowest belief first, unscored labels (no belief) before every scored one, ties by u."""
-    return (-1.0 if belief is None else float(belief), float(audit_key))
+def triage_key(belief: float | None, tie: float) -> tuple[float, float]:
+    """Lowest belief first, unscored labels (no belief) before every scored one, ties by `tie` (the label's tie key
+    v; its audit key u for a label recorded before tie keys existed: `tie_of`)."""
+    return (-1.0 if belief is None else float(belief), float(tie))
+
+
+def tie_of(label: Any) -> float:
+    """What breaks a label's ties in triage order: its tie key, or its audit key when it has none (recorded before)."""
+    return label.audit_key if label.tie_key is None else label.tie_key
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,7 @@ class Candidate:
     id: int
     belief: float | None
     audit_key: float
+    tie_key: float | None = None
 
 
 def eligible_for_order(candidate: Candidate, threshold: float | None) -> bool:
@@ -90,7 +100,7 @@ def pick(candidates: Iterable[Candidate], stream: str, threshold: float | None =
     if stream == ORDER:
         eligible = [c for c in pool if eligible_for_order(c, threshold)]
         if eligible:
-            return min(eligible, key=lambda c: (triage_key(c.belief, c.audit_key), c.id)), ORDER
+            return min(eligible, key=lambda c: (triage_key(c.belief, tie_of(c)), c.id)), ORDER
         stream = RANDOM
     if stream != RANDOM:
         raise ValueError(f"unknown stream {stream!r}")
@@ -108,6 +118,7 @@ class Drawn:
     audit_key: float
     first_stream: str | None
     added: Any = None
+    tie_key: float | None = None  # None: recorded before tie keys, its ties went by the audit key
 
 
 @dataclass(frozen=True)
@@ -118,19 +129,24 @@ class Handout:
     stream: str
     belief: float | None
     audit_key: float
+    tie_key: float | None = None
 
 
 def sampling_frontier(labels: Sequence[Drawn]) -> tuple[float, tuple[float, float] | None]:
     """u* (0 when the random stream drew nothing) and k* (None when the order stream drew nothing)."""
     u_star = max((d.audit_key for d in labels if d.first_stream == RANDOM), default=0.0)
-    k_star = max((triage_key(d.belief, d.audit_key) for d in labels if d.first_stream == ORDER), default=None)
+    k_star = max((triage_key(d.belief, tie_of(d)) for d in labels if d.first_stream == ORDER), default=None)
     return u_star, k_star
 
 
 def inclusion_probability(label: Drawn, u_star: float, k_star: tuple[float, float] | None) -> float:
     """The chance that this label was handed out, given the frontier of both streams."""
-    if k_star is not None and triage_key(label.belief, label.audit_key) <= k_star:
+    if k_star is not None and triage_key(label.belief, tie_of(label)) <= k_star:
         return 1.0
+    if label.tie_key is None and k_star is not None and triage_key(label.belief, 0.0)[0] == k_star[0]:
+        # Tied by u with k*'s belief and beyond it: its u is above k*'s t*, uniform there (module docstring).
+        t_star = k_star[1]
+        return max(0.0, (u_star - t_star) / (1.0 - t_star)) if t_star < 1.0 else 0.0
     return u_star
 
 
@@ -160,7 +176,7 @@ def frontiers(labels: Sequence[Drawn], handouts: Sequence[Handout] | None = None
         if h.stream == RANDOM:
             u_from[i] = max(u_from[i], float(h.audit_key))
         elif h.stream == ORDER:
-            key = triage_key(h.belief, h.audit_key)
+            key = triage_key(h.belief, tie_of(h))
             k_from[i] = key if k_from[i] is None else max(k_from[i], key)
     result = []
     for label in labels:

@@ -130,6 +130,10 @@ class BeliefLabel(models.Model):
     final_label = models.CharField(max_length=64, blank=True)
     final_source = models.CharField(max_length=20, choices=LabelSource.choices, blank=True)
     audit_key = models.FloatField(default=new_audit_key, help_text="Place in the uniform random order, in [0, 1).")
+    tie_key = models.FloatField(
+        null=True, blank=True, default=new_audit_key,
+        help_text="Order among labels of equal belief in the triage order, in [0, 1), drawn apart from the audit key "
+                  "(empty for labels recorded before it existed: their ties went by the audit key).")
     first_stream = models.CharField(max_length=10, choices=HandoutStream.choices, blank=True,
                                     help_text="The stream that first handed the label out (sampling design).")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -144,6 +148,8 @@ class BeliefLabel(models.Model):
             models.CheckConstraint(condition=~Q(status="scored") | Q(belief__isnull=False),
                                    name="belief_label_scored_has_belief"),
             models.CheckConstraint(condition=Q(audit_key__gte=0, audit_key__lt=1), name="belief_label_audit_key"),
+            models.CheckConstraint(condition=Q(tie_key__isnull=True) | Q(tie_key__gte=0, tie_key__lt=1),
+                                   name="belief_label_tie_key"),
         ]
         indexes = [
             models.Index(fields=["queue", "belief", "audit_key"], name="belief_label_triage_idx"),

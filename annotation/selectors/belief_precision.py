@@ -157,11 +157,11 @@ def precisions(*, queues: list[BeliefQueue]) -> dict[int, dict]:
     handed: dict[int, list[review_order.Handout]] = {pk: [] for pk in ids}
     given: dict[int, list[str]] = {}
     # Every review of the queue has its lease (belief_review_queue_lease): hand-outs and reviews in one query.
-    for queue_id, at, stream, belief, key, label_id, human, via in (
+    for queue_id, at, stream, belief, key, tie, label_id, human, via in (
             BeliefLease.objects.filter(label__queue__in=ids).order_by("leased_at", "pk")
-            .values_list("label__queue_id", "leased_at", "stream", "label__belief", "label__audit_key", "label_id",
-                         "review__human_label", "review__via")):
-        handed[queue_id].append(review_order.Handout(at, stream, belief, key))
+            .values_list("label__queue_id", "leased_at", "stream", "label__belief", "label__audit_key",
+                         "label__tie_key", "label_id", "review__human_label", "review__via")):
+        handed[queue_id].append(review_order.Handout(at, stream, belief, key, tie))
         if human is not None and via == ReviewVia.QUEUE:
             given.setdefault(label_id, []).append(human)
     return {queue.pk: precision(queue=queue, labels=labels[queue.pk], given=given,

@@ -46,7 +46,7 @@ EXPORT_COLUMNS = ("review_id", "label_id", "target", "aspect", "item_id", "item_
 
 
 LABEL_FIELDS = ("id", "queue_id", "target", "aspect", "item_id", "item_version", "label", "belief", "belief_source",
-                "status", "audit_key", "first_stream", "final_source", "created_at", "task", "choices")
+                "status", "audit_key", "tie_key", "first_stream", "final_source", "created_at", "task", "choices")
 
 
 def _labels(queue: BeliefQueue) -> list[BeliefLabel]:
@@ -54,14 +54,15 @@ def _labels(queue: BeliefQueue) -> list[BeliefLabel]:
 
 
 def _drawn(label: BeliefLabel) -> review_order.Drawn:
-    return review_order.Drawn(label.belief, label.audit_key, label.first_stream or None, added=label.created_at)
+    return review_order.Drawn(label.belief, label.audit_key, label.first_stream or None, added=label.created_at,
+                              tie_key=label.tie_key)
 
 
 def handouts(queue: BeliefQueue) -> list[review_order.Handout]:
     """Every hand-out of the queue (a lease, whatever became of it): when, by which stream, of which label."""
-    return [review_order.Handout(at, stream, belief, key) for at, stream, belief, key in
+    return [review_order.Handout(at, stream, belief, key, tie) for at, stream, belief, key, tie in
             BeliefLease.objects.filter(label__queue=queue).order_by("leased_at", "pk")
-            .values_list("leased_at", "stream", "label__belief", "label__audit_key")]
+            .values_list("leased_at", "stream", "label__belief", "label__audit_key", "label__tie_key")]
 
 
 def design(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None,
@@ -205,9 +206,17 @@ def belief_trust(*, queue: BeliefQueue) -> dict:
     sources = Counter(provenance(label, queue.accept_threshold) for label in labels)
     drawn = [_drawn(label) for label in labels]
     u_star, k_star = review_order.sampling_frontier(drawn)
-    unreachable = sum(1 for label in labels if label.status == LabelStatus.SCORED and sampling[label.pk][1] <= 0)
+    zero = [label for label in labels if label.status == LabelStatus.SCORED and sampling[label.pk][1] <= 0]
+    unreachable = len(zero)
+    # Labels recorded before tie keys, tied by u with the order stream's frontier and beyond it: their u is above
+    # the frontier's, out of the random draws' reach so far (review_order).
+    tied = sum(1 for label in zero if label.tie_key is None and sampling[label.pk][0] > 0)
     if not unreachable:
         refused = ""
+    elif tied == unreachable and u_star > 0:
+        refused = gettext("%(n)s scored label(s), recorded before ties of belief were broken apart from the audit "
+                          "key, share the belief of the last label reviewed in triage order and come after it: the "
+                          "random draws have not reached them yet, so the reviews cannot stand for them") % {"n": tied}
     elif u_star <= 0:
         refused = gettext("no label has been drawn at random yet, so %(n)s scored label(s) had no chance of review: "
                     "weighting the reviews chosen by belief cannot stand for them (no unbiased estimate without a "

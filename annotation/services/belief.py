@@ -139,7 +139,7 @@ def _clean_row(index: int, row: dict) -> dict:
 
 
 INSERT_COLUMNS = ("queue", *[f.removesuffix("_id") for f in ROW_FIELDS], "final_label", "final_source", "audit_key",
-                  "first_stream", "created_at")
+                  "tie_key", "first_stream", "created_at")
 
 
 def _insert_ignoring_conflicts(rows: list[dict]) -> int:
@@ -174,7 +174,7 @@ def belief_labels_record(*, queue: BeliefQueue, rows: Iterable[dict]) -> int:
         raise Invalid(gettext("unknown items %(ids)s", ids=sorted(missing)[:10]), field="item_id")
     now = timezone.now()
     prepared = [{**row, "queue_id": queue.pk, "final_label": "", "final_source": "", "audit_key": new_audit_key(),
-                 "first_stream": "", "created_at": now} for row in cleaned]
+                 "tie_key": new_audit_key(), "first_stream": "", "created_at": now} for row in cleaned]
     return _insert_ignoring_conflicts(prepared)
 
 

@@ -98,7 +98,9 @@ def _ordered(candidates, stream: str, threshold: float | None):
     if stream == review_order.ORDER:
         if threshold is not None:
             candidates = candidates.filter(Q(belief__isnull=True) | Q(belief__lt=threshold))
-        return candidates.order_by(F("belief").asc(nulls_first=True), "audit_key", "pk")
+        # Ties of belief by the tie key, drawn apart from the audit key (review_order); a label recorded before tie
+        # keys existed ties by its audit key, as it did then.
+        return candidates.order_by(F("belief").asc(nulls_first=True), Coalesce("tie_key", "audit_key"), "pk")
     return candidates.order_by("audit_key", "pk")
 
 

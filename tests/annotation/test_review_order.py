@@ -56,11 +56,11 @@ def test_inclusion_probabilities_by_hand():
         ro.Drawn(0.3, 0.50, None),       # below k*: certain to be drawn
         ro.Drawn(0.9, 0.20, ro.RANDOM),
         ro.Drawn(0.7, 0.40, ro.RANDOM),  # u* = .4
-        ro.Drawn(0.3, 0.70, None),       # same belief, key above k*
+        ro.Drawn(0.3, 0.70, None),       # same belief, key above k*: tied by its u, so u > .6 > u*: never drawn
         ro.Drawn(0.8, 0.90, None),
     ]
     assert ro.sampling_frontier(labels) == (0.40, (0.3, 0.60))
-    assert ro.inclusion_probabilities(labels) == [1.0, 1.0, 1.0, 0.4, 0.4, 0.4, 0.4]
+    assert ro.inclusion_probabilities(labels) == [1.0, 1.0, 1.0, 0.4, 0.4, 0.0, 0.4]
     u_star, _ = ro.sampling_frontier(labels)
     assert [ro.in_uniform_sample(d, u_star) for d in labels] == [False, False, False, True, True, False, False]
 
@@ -183,3 +183,67 @@ def test_weighted_accuracy_stays_unbiased_when_a_second_run_joins_the_queue():
     assert old_bias > 0.04  # the unreviewed late labels (mostly wrong) counted as certainly reviewed
     assert abs(bias) < 0.015
     assert 0.90 * rounds <= covered <= rounds
+
+
+def test_a_tie_key_drawn_apart_from_u_leaves_a_tied_label_beyond_the_frontier_its_chance_u_star():
+    """With tie keys (v apart from u) a label tied with k*'s belief and beyond it says nothing of its u: pi = u*. A
+    label without one (recorded before tie keys) was tied by u: above k*'s key t*, its chance is (u* - t*)/(1 - t*)."""
+    tied = [ro.Drawn(0.3, 0.05, ro.ORDER, tie_key=0.2), ro.Drawn(0.3, 0.9, ro.ORDER, tie_key=0.5),  # k* = (.3, .5)
+            ro.Drawn(0.6, 0.7, ro.RANDOM, tie_key=0.1),                                             # u* = .7
+            ro.Drawn(0.3, 0.3, None, tie_key=0.8), ro.Drawn(0.3, 0.8, None)]
+    assert ro.sampling_frontier(tied) == (0.7, (0.3, 0.5))
+    assert ro.inclusion_probabilities(tied) == pytest.approx([1.0, 1.0, 0.7, 0.7, (0.7 - 0.5) / (1 - 0.5)])
+
+
+def _tied_round(rng, *, tie_by_u: bool, n_labels=300, handouts=90, share=0.2):
+    """A queue in triage order whose judge states few beliefs (0.6, 0.8, 1.0: a sampled or verbal belief), right with
+    probability = its belief; hand-outs as `ro.pick` makes them (heaps). Labels tie by a key drawn apart from u, or
+    (`tie_by_u`, labels recorded before tie keys) by u. Returns the labels and their inclusion probabilities."""
+    labels, by_key, by_u = [], [], []
+    for i in range(n_labels):
+        belief, u = rng.choice((0.6, 0.8, 1.0)), rng.random()
+        tie = None if tie_by_u else rng.random()
+        labels.append({"belief": belief, "u": u, "tie": tie, "right": rng.random() < belief, "stream": None})
+        heapq.heappush(by_key, (ro.triage_key(belief, u if tie is None else tie), i))
+        heapq.heappush(by_u, (u, i))
+    for number in range(1, handouts + 1):
+        stream = ro.handout_stream(ro.TRIAGE, number, share)
+        heap = by_u if stream == ro.RANDOM else by_key
+        while labels[heap[0][1]]["stream"] is not None:
+            heapq.heappop(heap)
+        labels[heapq.heappop(heap)[1]]["stream"] = stream
+    drawn = [ro.Drawn(x["belief"], x["u"], x["stream"], tie_key=x["tie"]) for x in labels]
+    return labels, ro.inclusion_probabilities(drawn)
+
+
+def test_tied_beliefs_keep_the_weighted_accuracy_unbiased_and_its_interval_covering():
+    """The audit's simulation (issue: tied beliefs). With ties broken by u, the labels of the frontier's tie group
+    beyond it could not be in the random sample, yet were weighted as if they could (pi = u*): the weighted accuracy
+    leaned (about +0.02 in this round, +0.07 in the audit's). With a tie key drawn apart from u, over 400 rounds with known truth the weighted
+    accuracy is unbiased and its 95% interval covers the truth; a label tied by u gets its own design's chance,
+    0 where it could not be drawn."""
+    rng = random.Random(20261207)
+    errors, covered, old_errors = [], 0, []
+    rounds = 400
+    for _ in range(rounds):
+        labels, pi = _tied_round(rng, tie_by_u=False)
+        truth = sum(x["right"] for x in labels) / len(labels)
+        reviewed = [(x, p) for x, p in zip(labels, pi) if x["stream"]]
+        estimate = trust.accuracy([x["right"] for x, _ in reviewed], [1 / p for _, p in reviewed])
+        errors.append(estimate.value - truth)
+        covered += estimate.low <= truth <= estimate.high
+        # The old design's weights on the same kind of round: ties by u, every label beyond k* at u*.
+        old, old_pi = _tied_round(rng, tie_by_u=True)
+        u_star, k_star = ro.sampling_frontier([ro.Drawn(x["belief"], x["u"], x["stream"]) for x in old])
+        as_before = [1.0 if k_star is not None and ro.triage_key(x["belief"], x["u"]) <= k_star else u_star
+                     for x in old]
+        old_reviewed = [(x, p) for x, p in zip(old, as_before) if x["stream"]]
+        old_estimate = trust.accuracy([x["right"] for x, _ in old_reviewed], [1 / p for _, p in old_reviewed])
+        old_errors.append(old_estimate.value - sum(x["right"] for x in old) / len(old))
+        # What the design now says of those labels: a label it gives no chance was indeed never handed out.
+        assert all(x["stream"] is None for x, p in zip(old, old_pi) if p == 0)
+    bias, old_bias = sum(errors) / rounds, sum(old_errors) / rounds
+    print(f"\ntied beliefs, {rounds} rounds: weighted accuracy bias {bias:+.4f} (ties by u, as before: "
+          f"{old_bias:+.4f}), 95% interval coverage {covered / rounds:.3f}")
+    assert abs(bias) < 0.01 and old_bias > 0.015  # the old design leaned ~+0.02 here: the test can tell them apart
+    assert covered / rounds >= 0.92

@@ -260,3 +260,33 @@ def test_the_trust_page_shows_the_judge_powered_share_beside_judge_and_people(qu
     api = client.get(f"/api/annotation/belief/queues/{queue.name}/trust/")
     assert api.status_code == 200, api.content
     assert api.json()["powered"][0]["powered"]["value"] == pytest.approx(expected.value)
+
+
+def test_labels_tied_by_u_before_tie_keys_are_refused_not_weighted_when_the_random_draws_cannot_reach_them(annotator):
+    """Labels recorded before tie keys (tie_key empty) with one belief: the order stream takes them by u, so after
+    its last hand-out the ones it left have u above its frontier, beyond the random draws so far: no chance of
+    review yet (pi 0), and the weighted estimate is refused saying why, not weighted at u*. New labels (a tie key
+    each) in the same round are weighted at u*."""
+    from annotation.models import ItemStatus
+
+    for legacy in (True, False):
+        queue = belief_queue_for(name=f"ties-{int(legacy)}", order="triage", blind=False)
+        belief_queue_policy_set(queue_id=queue.pk, random_share=0.2)
+        record_free_text(queue, make_items(40, status=ItemStatus.PUBLISHED, source=f"tie{legacy}"), [0.7] * 40)
+        if legacy:
+            BeliefLabel.objects.filter(queue=queue).update(tie_key=None)
+        for _ in range(9):  # hand-outs 1-4 and 6-9 in triage order, 5 at random: the order stream's is the last
+            lease = belief_lease_next(queue_id=queue.pk, user=annotator)
+            belief_review_submit(lease_id=lease.pk, user=annotator, human_label="correct")
+        sampling = design(queue=queue)
+        labels = list(BeliefLabel.objects.filter(queue=queue))
+        unreviewed = [sampling[label.pk][1] for label in labels if not label.first_stream]
+        trust_figures = belief_trust(queue=queue)
+        if legacy:
+            frontier = max(label.audit_key for label in labels if label.first_stream == "order")
+            assert all(label.audit_key > frontier for label in labels if not label.first_stream)
+            assert set(unreviewed) == {0.0}
+            assert "have not reached them yet" in trust_figures["weighted"]["missing"]
+        else:
+            assert set(unreviewed) == {trust_figures["u_star"]} and trust_figures["u_star"] > 0
+            assert "have not reached them yet" not in trust_figures["weighted"]["missing"]

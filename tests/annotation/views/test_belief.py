@@ -269,7 +269,7 @@ def _stored():
         label = review.label
         rows.append({"judge": label.label, "human": review.human_label, "belief": label.belief,
                      "agree": float(label.label == review.human_label), "u": label.audit_key,
-                     "stream": label.first_stream})
+                     "tie": label.tie_key, "stream": label.first_stream})
     return rows
 
 
@@ -331,8 +331,8 @@ def test_triage_round_weighted_and_uniform_estimates(queue, items, annotator, re
     rows = _stored()
     assert sum(r["stream"] == "random" for r in rows) == 20
     u_star = max(r["u"] for r in rows if r["stream"] == "random")
-    k_star = max((r["belief"], r["u"]) for r in rows if r["stream"] == "order")
-    pi = [1.0 if (r["belief"], r["u"]) <= k_star else u_star for r in rows]
+    k_star = max((r["belief"], r["tie"]) for r in rows if r["stream"] == "order")  # ties by the tie key
+    pi = [1.0 if (r["belief"], r["tie"]) <= k_star else u_star for r in rows]
     shown = _page_values(researcher, queue)
     weighted = _expected(rows, [1 / p for p in pi])
     # The share above the threshold rests on the labels above it only: with too few of them once weighted (Kish's
