@@ -42,7 +42,7 @@ from annotation.selectors.versions import judged_now_first
 
 EXPORT_COLUMNS = ("review_id", "label_id", "target", "aspect", "item_id", "item_version", "judge_label", "belief",
                   "belief_source", "human_label", "agrees", "reviewer", "blind", "first_stream", "audit_key",
-                  "in_uniform_sample", "inclusion_probability", "weight", "uniform_weight", "created_at")
+                  "tie_key", "in_uniform_sample", "inclusion_probability", "weight", "uniform_weight", "created_at")
 
 
 LABEL_FIELDS = ("id", "queue_id", "target", "aspect", "item_id", "item_version", "label", "belief", "belief_source",
@@ -101,6 +101,7 @@ def review_rows(*, queue: BeliefQueue, labels: list[BeliefLabel] | None = None,
             "belief": label.belief, "belief_source": label.belief_source, "human_label": review.human_label,
             "agrees": review.human_label == label.label, "reviewer": review.reviewer.get_username(),
             "blind": review.blind, "first_stream": label.first_stream, "audit_key": label.audit_key,
+            "tie_key": label.tie_key,
             "in_uniform_sample": uniform, "inclusion_probability": pi,
             "weight": (1 / pi) / per_label[label.pk] if pi > 0 else 0.0,
             "uniform_weight": 1 / per_label[label.pk] if uniform else 0.0,
