@@ -510,3 +510,39 @@ def test_a_clue_after_a_line_break_and_characters_outside_the_bmp_is_stored_wher
     page.wait_for_selector("#completion-code")
     response = Response.objects.get(attempt__external_participant_id="pw-astral")
     assert response.highlights == [{"start": expected, "end": expected + 6, "text": "garden"}]
+
+
+def test_an_answer_on_its_way_cannot_be_sent_twice_nor_change_its_highlights(live_server, detectbench_dir, page):
+    """On a slow network (1.5 s latency): while the answer is on its way the button is disabled and says so, a
+    second press sends nothing (it used to be queued and stored as a refused answer the participant never gave),
+    and a highlight made meanwhile is not drawn (the answer carries the highlights it had)."""
+    from studies.models import RefusedAnswer
+
+    ids = import_items(detectbench_dir, 2)
+    study_create(slug="slow", item_ids=ids, per_participant=1, raters=1, time_limit_seconds=1800,
+                 status=StudyStatus.OPEN, completion_code="SLOW-OK", consent_text="Please agree.")
+    page.goto(f"{live_server.url}/s/slow/?PROLIFIC_PID=pw-slow&STUDY_ID=s&SESSION_ID=x", timeout=60000)
+    page.check("input[name=consent]")
+    page.click("button[type=submit]")
+    page.click("#start")
+    page.wait_for_selector("#question input[name=chosen_option]")
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 1500, "downloadThroughput": -1,
+                                                  "uploadThroughput": -1})
+    page.locator("input[name=chosen_option]").nth(0).check()
+    page.click("[data-submit]")
+    _wait_for(lambda: page.locator("[data-submit]").is_disabled(), 3)
+    assert page.locator(".sending").is_visible()
+    page.locator("input[name=chosen_option]").nth(1).check(force=True)
+    page.locator("[data-submit]").click(force=True)  # a second press while the first is on its way
+    marks = page.locator("#context mark").count()
+    _select_by_mouse(page)
+    page.evaluate("document.querySelector('[data-add-selection]') && document.querySelector('[data-add-selection]').click()")
+    assert page.locator("#context mark").count() == marks  # nothing drawn while the answer is on its way
+    page.wait_for_selector("text=SLOW-OK", timeout=20000)
+    time.sleep(2)  # a queued second answer would arrive after the first one's 1.5 s
+    responses = list(Response.objects.filter(attempt__external_participant_id="pw-slow").values_list(
+        "chosen_option", flat=True))
+    assert responses == [0]
+    assert not RefusedAnswer.objects.filter(attempt__external_participant_id="pw-slow").exists()

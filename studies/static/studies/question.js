@@ -458,6 +458,7 @@
 
     /* Add a passage; overlapping or touching highlights merge into one. Returns the highlight it became. */
     function add(start, end) {
+      if (answering) return null;  /* the answer is on its way with the highlights it had: nothing changes now */
       var snapped = snapToWords(words, start, end);
       start = snapped.start;
       end = snapped.end;
@@ -482,6 +483,7 @@
     }
 
     function remove(i) {
+      if (answering) return null;  /* the answer is on its way with the highlights it had */
       var removed = spans.splice(i, 1)[0];
       save();
       say(status, (box.getAttribute("data-text-removed") || "") + " " + quote(removed.text));
@@ -636,6 +638,7 @@
       var i = spans.findIndex(function (s) { return s.start <= at && at <= s.end; });
       if (i < 0) return;
       var removed = remove(i);
+      if (!removed) return;
       ctx.focus();
       placeCaret(removed.start);
       showCaret();
