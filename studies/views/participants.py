@@ -358,10 +358,14 @@ def practice_view(request, token: str):
             confidence=request.POST.get("confidence") or None,
             highlights=parse_highlights(request.POST.get("highlights")))
     except AnswerInvalid as invalid:
-        return render_page(request, attempt.study, "studies/public/practice_result.html",
-                           {"errors": invalid.messages}, status=invalid.http_status, attempt=attempt)
-    return render_page(request, attempt.study, "studies/public/practice_result.html",
-                       {"right": right, "errors": {}}, attempt=attempt)
+        right, errors, status = None, invalid.messages, invalid.http_status
+    else:
+        errors, status = {}, 200
+    # htmx swaps the result into the instructions page; a browser without it (JavaScript off) gets a whole page
+    # with the way back to the instructions and Start.
+    template = "studies/public/practice_result.html" if request.htmx else "studies/public/practice_page.html"
+    return render_page(request, attempt.study, template, {"right": right, "errors": errors}, status=status,
+                       attempt=attempt)
 
 
 @post_only

@@ -397,6 +397,11 @@ def test_practice_says_whether_the_answer_was_right(client, make_study, items):
     assert b'data-practice="right"' in right_page.content and b'data-practice="wrong"' in wrong_page.content
     assert client.post(url, {"highlights": "[]"}, **HX).status_code == 400
     assert not Response.objects.exists()
+    # Without htmx (JavaScript off) the result is a whole page with the way back to the instructions and Start.
+    plain = client.post(url, {"chosen_option": practice.answer_index, "highlights": "[]"}).content.decode()
+    assert plain.startswith("<!doctype html>") and 'data-practice="right"' in plain
+    assert 'id="practice-back"' in plain and reverse("studies_public:attempt", args=[attempt.token]) in plain
+    assert 'id="noscript"' in plain  # every participant page says what JavaScript is needed for
 
 
 def test_stop_confirmation_is_a_data_attribute_not_an_inline_handler(client, make_study):
