@@ -31,7 +31,7 @@ from django.template.defaultfilters import linebreaks_filter, linebreaksbr
 from django.templatetags.static import static as django_static
 from django.urls import reverse
 from django.utils import translation
-from django.utils.translation import ngettext
+from django.utils.translation import gettext, ngettext
 from jinja2 import ChainableUndefined, Environment
 from markupsafe import Markup, escape
 
@@ -73,6 +73,8 @@ def questions_to_answer(n: int) -> Markup:
 
 
 def answers_kept(k: int) -> Markup:
+    if not k:
+        return escape(gettext("You gave no answer before the end; nothing of this attempt counts as an answer."))
     return escape(ngettext("Your answer has been saved and is kept for the study.",
                            "Your %(k)s answers have been saved and are kept for the study.", k)) % {"k": k}
 

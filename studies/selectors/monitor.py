@@ -55,9 +55,9 @@ def study_monitor(study: Study) -> dict:
                    a.seconds_left(now) if a.status == AttemptStatus.STARTED else None)
         for a in attempts
     ]
-    by_status: dict[str, int] = defaultdict(int)
+    by_status: dict[str, int] = defaultdict(int)  # by the status' label, as the table beside it says them
     for a in attempts:
-        by_status[a.status] += 1
+        by_status[str(a.get_status_display())] += 1
     answered = Q(leases__status=ParticipantLeaseStatus.ANSWERED)
     on_current = answered & Q(leases__response__item_version=F("item__content_version"))
     pool = list(

@@ -546,3 +546,33 @@ def test_an_answer_on_its_way_cannot_be_sent_twice_nor_change_its_highlights(liv
         "chosen_option", flat=True))
     assert responses == [0]
     assert not RefusedAnswer.objects.filter(attempt__external_participant_id="pw-slow").exists()
+
+
+def test_the_monitor_refresh_waits_while_a_researcher_uses_its_buttons(live_server, detectbench_dir, page,
+                                                                          researcher):
+    """The live part of the monitor refreshes every 5 s; with the keyboard focus on "+10 min" it waits (the focus
+    used to fall to the page's body at every refresh), and Expire asks before it ends an attempt."""
+    ids = import_items(detectbench_dir, 4)
+    study = study_create(slug="monitor", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
+                         status=StudyStatus.OPEN, completion_code="MON-OK", consent_text="Please agree.")
+    participant = page.context.browser.new_context().new_page()
+    participant.goto(f"{live_server.url}/s/monitor/?PROLIFIC_PID=pw-mon&STUDY_ID=s&SESSION_ID=x", timeout=60000)
+    participant.check("input[name=consent]")
+    participant.click("button[type=submit]")
+    participant.click("#start")
+    participant.wait_for_selector("#question")
+    page.goto(f"{live_server.url}/accounts/login/", timeout=60000)
+    page.fill("input[name=username]", "res1")
+    page.fill("input[name=password]", "pw-res1")
+    page.click("button[type=submit], input[type=submit]")
+    page.wait_for_load_state()
+    page.goto(f"{live_server.url}/studies/{study.slug}/")
+    page.locator("#live button", has_text="+10 min").focus()
+    time.sleep(6.5)  # more than one refresh period
+    assert page.evaluate("document.activeElement && document.activeElement.textContent") == "+10 min"
+    asked = []
+    page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.locator("#live button", has_text="Expire").click()
+    _wait_for(lambda: asked, 3)
+    assert "End the attempt of pw-mon now?" in asked[0]
+    assert Attempt.objects.get(external_participant_id="pw-mon").status == AttemptStatus.STARTED  # dismissed

@@ -67,6 +67,7 @@ def test_the_sentences_with_a_number_take_the_catalogs_plural_forms(language):
     if language == "en":
         assert page_templates.questions_to_answer(1) == "You will answer 1 question."
         assert page_templates.answers_kept(3) == "Your 3 answers have been saved and are kept for the study."
+        assert page_templates.answers_kept(0) == "You gave no answer before the end; nothing of this attempt counts as an answer."
 
 
 def test_the_line_filters_escape_as_djangos_do_and_keep_what_is_marked_safe():

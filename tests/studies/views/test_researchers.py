@@ -87,6 +87,15 @@ def test_monitor_shows_attempts_and_item_counts_and_polls_with_htmx(researcher_c
     assert len(queries) <= 10
 
 
+def test_the_monitor_says_statuses_as_words_and_asks_before_expiring(researcher_client, finished_study):
+    page = researcher_client.get(reverse("studies:study_monitor", args=[finished_study.slug])).content.decode()
+    badges = re.findall(r'<span class="badge">([^<:]+): \d+</span>', page)
+    assert badges and all(b[0].isupper() for b in badges), badges  # "Finished", not "finished"
+    forms = re.findall(r'<form[^>]*attempt_expire[^>]*>|<form[^>]*/expire/[^>]*>', page)
+    assert forms and all('data-confirm="End the attempt of' in f for f in forms), forms
+    assert "studies/monitor" in page and "monitor.js" in page  # the refresh waits while the focus is inside
+
+
 def test_extend_and_expire_buttons(researcher_client, finished_study):
     running = Attempt.objects.get(study=finished_study, external_participant_id="E")
     before = running.deadline
