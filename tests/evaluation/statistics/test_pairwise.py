@@ -12,9 +12,9 @@ from statsmodels.stats.multitest import multipletests
 from evaluation.statistics.paired import adjust, benjamini_hochberg, mcnemar_exact
 from evaluation.statistics.pairwise import (
     HUMANS,
-    bootstrap_mean_ci,
     humans_vs_model,
     mcnemar_pairs,
+    mean_ci,
     pairwise,
     sign_flip_p,
 )
@@ -129,15 +129,23 @@ def test_with_one_rater_per_item_the_humans_test_is_exact_mcnemar():
         assert t.p_value == pytest.approx(exact, abs=tolerance)
 
 
-def test_the_item_bootstrap_interval_equals_resampling_items():
-    rng = np.random.default_rng(3)
-    d = rng.choice([-1, -2 / 3, -1 / 3, 0, 1 / 3, 2 / 3, 1], size=150, p=[.1, .1, .1, .2, .2, .2, .1])
-    low, high = bootstrap_mean_ci(d)
-    means = d[rng.integers(0, d.size, size=(20_000, d.size))].mean(axis=1)
-    plain_low, plain_high = np.quantile(means, [0.025, 0.975])
-    print(f"\nitem bootstrap [{low:.4f}, {high:.4f}] vs resampling items [{plain_low:.4f}, {plain_high:.4f}]")
-    assert low < d.mean() < high
-    assert (low, high) == pytest.approx((plain_low, plain_high), abs=0.012)
+@pytest.mark.parametrize("people, model", [(0.97, 0.90), (0.9, 0.97), (0.7, 0.6), (1.0, 0.9)])
+def test_the_interval_of_people_against_a_model_covers_from_ten_items_and_waits_below(people, model):
+    """Known truth: items answered by 3 people each right with chance `people`, the model right with `model`.
+    From 10 items on the interval covers the difference at least 94% of the time (2,000 rounds each at 10, 20 and
+    50 items); below 10 items, and never zero-width, none is given (the bootstrap covered 27-86% there)."""
+    rng = np.random.default_rng(int(people * 100 + model * 10))
+    for n in (3, 5, 9):
+        assert mean_ci([0.0] * n) is None and mean_ci(list(rng.uniform(-1, 1, n))) is None
+    for n in (10, 20, 50):
+        covered = 0
+        for _ in range(2000):
+            d = rng.binomial(3, people, n) / 3 - (rng.random(n) < model)
+            low, high = mean_ci(list(d))
+            assert high - low > 0.01 and -1.0 <= low <= high <= 1.0
+            covered += low <= people - model <= high
+        print(f"\npeople {people} vs model {model}, {n} items: coverage {covered / 2000:.3f}")
+        assert covered / 2000 >= 0.94
 
 
 def test_humans_join_the_family_against_every_cell():
