@@ -215,6 +215,8 @@ def study_results(study: Study) -> StudyResults:
             key = (contents.get((si.item_id, version)) or {}).get("answer_index")
             if len(chosen) >= study.raters >= 2:  # more than its raters only after an edit undone: the first ones
                 kappa_rows.append(chosen[:study.raters])
+                # An option chosen at an earlier content may be past the item's options now (an edit removed one).
+                max_options = max(max_options, *(c + 1 for c in chosen[:study.raters]))
             found = state_of.get((si.item_id, version))
             if found is None and si.item.status == ItemStatus.REJECTED:  # a deleted item nobody answered
                 found = ItemState(state=DELETED, version=si.item.content_version,

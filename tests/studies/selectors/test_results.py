@@ -145,3 +145,16 @@ def test_the_pooled_current_accuracy_is_the_leaderboards_humans_row(make_study):
     humans = next(b for b in leaderboard(split="test").baselines if b.key == "humans").cells[0]
     assert (humans.n, humans.value) == (results.states["current"].counted, results.pooled_accuracy)
     assert results.states["stale"].answers == 2 and results.states["deleted"].answers == 2
+
+
+def test_kappa_takes_an_option_an_edit_removed_since(make_study):
+    """Every rater chose the last option; then every item lost its last option (a new content version). Fleiss'
+    kappa still counts the earlier answers at their own content (it used to fail on the option no item has now)."""
+    study = make_study(n_items=3, per_participant=3, raters=3)
+    _answer_everything(study, ["A", "B", "C"], option=lambda item_id: len(Item.objects.get(pk=item_id).options) - 1)
+    for item in Item.objects.filter(pk__in=study.pool.values_list("item_id", flat=True)):
+        item_update(item_id=item.pk, base_version=item.version,
+                    changes={"options": item.options[:-1], "answer_index": 0})
+    results = study_results(study)
+    assert results.kappa_items == 3
+    assert all(row.chosen == [3, 3, 3] or len(set(row.chosen)) == 1 for row in results.items)
