@@ -576,3 +576,30 @@ def test_the_monitor_refresh_waits_while_a_researcher_uses_its_buttons(live_serv
     _wait_for(lambda: asked, 3)
     assert "End the attempt of pw-mon now?" in asked[0]
     assert Attempt.objects.get(external_participant_id="pw-mon").status == AttemptStatus.STARTED  # dismissed
+
+
+def test_the_language_switch_asks_first_when_the_question_has_highlights(live_server, detectbench_dir, page):
+    """Highlights belong to the story in one language: with some on the page the switch asks first (it used to
+    drop them from view without a word), and declining keeps the page as it is."""
+    from tests.studies.views.test_participant_pages import ZH
+
+    ids = import_items(detectbench_dir, 3)
+    Item.objects.filter(pk__in=ids).update(translations={"zh-hans": ZH})
+    study_create(slug="langs", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
+                 status=StudyStatus.OPEN, completion_code="LANG-OK", consent_text="Please agree.", language="",
+                 extra_languages=["zh-hans"])
+    page.goto(f"{live_server.url}/s/langs/?PROLIFIC_PID=pw-lang&STUDY_ID=s&SESSION_ID=x", timeout=60000)
+    page.check("input[name=consent]")
+    page.click("button[type=submit]")
+    page.click("#start")
+    page.wait_for_selector("#question")
+    switch = page.locator("#language-switch form button:not([disabled])")
+    assert page.locator("#language-switch form").get_attribute("data-confirm") is None  # nothing to lose yet
+    _select_by_mouse(page)
+    _wait_for(lambda: page.locator("#context mark").count() > 0, 5)
+    asked = []
+    page.on("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    switch.first.click()
+    _wait_for(lambda: asked, 3)
+    assert "in the other language this question starts without them" in asked[0]
+    assert page.locator("#context mark").count() > 0 and ZH["context"] not in page.content()

@@ -275,7 +275,17 @@
       });
     }
 
+    /* With highlights on the page, the language switch asks first: they belong to this language's story. */
+    function guardLanguage() {
+      var switcher = document.querySelector("#language-switch form");
+      var question = box.getAttribute("data-text-language");
+      if (!switcher || !question) return;
+      if (spans.length) switcher.setAttribute("data-confirm", question);
+      else switcher.removeAttribute("data-confirm");
+    }
+
     function render() {
+      guardLanguage();
       ctx.textContent = "";
       var at = 0;
       spans.forEach(function (s, i) {
