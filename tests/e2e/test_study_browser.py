@@ -144,6 +144,10 @@ def test_back_and_a_stale_tab_never_leave_a_participant_stuck(live_server, detec
     page.click("#start")
     _answer(page)
     page.wait_for_selector("text=Question 2 of 3")
+    # The swap removed the focused Submit button: the focus is on the new question's heading, not the body.
+    _wait_for(lambda: page.evaluate("document.activeElement && document.activeElement.id") == "question-heading", 3)
+    assert page.locator("h1#question-heading").inner_text() == "Question 2 of 3"
+    assert page.locator("fieldset.options legend").inner_text() == page.locator("p.question").inner_text()
     question_url = page.url
 
     page.go_back()

@@ -788,6 +788,16 @@
     }
   });
 
+  /* ------------------------------------------------------------------ the next question after an answer */
+
+  /* The answer's swap removes the focused Submit button: the focus goes to the new question's heading ("Question
+     2 of 15"), which screen readers then read, instead of falling to the page's body. */
+  document.addEventListener("htmx:afterSettle", function (ev) {
+    var target = ev.detail && ev.detail.elt;
+    var heading = document.getElementById("question-heading");
+    if (heading && target && (target.id === "question" || target.contains(heading))) heading.focus();
+  });
+
   /* ------------------------------------------------------------------ confirmations */
 
   /* <form data-confirm="question">: asks before submitting (instead of an inline onsubmit handler). */
