@@ -5,8 +5,9 @@ A drop-in for `csv.writer` / `csv.DictWriter` in every CSV export. The escaping 
 including negative ones like -1.5, stay numbers), plus a leading apostrophe (and nothing else changed) on a
 cell that starts with
 - a tab, a carriage return or a line feed, which spreadsheets strip before reading a formula;
-- any other whitespace (a space, a no-break or an ideographic space, a byte order mark, ...) followed by one
-  of those characters or by a full-width ＝ ＋ － ＠, which an import that trims spaces reads as a formula;
+- any other whitespace (a space, a no-break or an ideographic space, a byte order mark, ...) or invisible
+  character (zero-width, bidirectional marks, soft hyphen: `INVISIBLE`) followed by one of those characters or
+  by a full-width ＝ ＋ － ＠, which an import that trims them reads as a formula;
 - a full-width ＝ ＋ － ＠ itself;
 - an apostrophe: so that every escaped cell can be told from a value that began with one, and
   `unescape_cell` gives back exactly the value written (a cell that starts with an apostrophe loses it, and
@@ -30,7 +31,11 @@ LEADING_WHITESPACE = ("\t", "\r", "\n")
 #: What defusedcsv escapes at the start of a cell (its own rule: then each `|` of the cell is written `\|`).
 DEFUSED_STARTS = ("=", "+", "-", "@", "|", "%")
 FULL_WIDTH_STARTS = ("\uff1d", "\uff0b", "\uff0d", "\uff20")  # ＝ ＋ － ＠
-_SPACES_THEN_FORMULA = re.compile(r"[\s\ufeff\u200b\u2060]+[=+\-@|%\uff1d\uff0b\uff0d\uff20]")
+#: Invisible characters an import may drop before the first visible one: whitespace, the byte order mark, the
+#: zero-width and word-joiner characters, the bidirectional marks and isolates, the soft hyphen, the Mongolian
+#: vowel separator.
+INVISIBLE = "\\s\\ufeff\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\u061c\\u00ad\\u180e"
+_SPACES_THEN_FORMULA = re.compile(f"[{INVISIBLE}]+[=+\\-@|%\\uff1d\\uff0b\\uff0d\\uff20]")
 
 
 def _pre_escape(value: Any) -> Any:

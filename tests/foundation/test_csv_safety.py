@@ -117,7 +117,7 @@ def test_an_object_written_as_its_text_is_neutralised_too():
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-_STARTS = "=+-@|%'\\\t\r\n \xa0\u3000\ufeff\u200b\u2060\x0b\x0c＝＋－＠0123456789.,"
+_STARTS = "=+-@|%'\\\t\r\n \xa0\u3000\ufeff\u200b\u2060\x0b\x0c\u200e\u200f\u202e\u2066\u061c\u00ad\u180e＝＋－＠0123456789.,"
 _CELL_TEXT = st.text(alphabet=st.one_of(st.sampled_from(_STARTS), st.characters(codec="utf-8")), max_size=12)
 _NUMBER_TEXT = r"^-?[0-9,\.]+$"  # defusedcsv's: a number stays a number (a spreadsheet reads it as one)
 
@@ -131,7 +131,7 @@ def test_every_value_is_read_back_exactly_and_no_cell_starts_a_formula(value):
     assert csv_safety.unescape_cell(cell) == value
     assert csv_safety.safe_cell(value) == cell
     # What a spreadsheet that trims spaces sees first is never a formula starter, unless the cell is a number.
-    trimmed = re.sub(r"^[\s\ufeff\u200b\u2060]+", "", cell)
+    trimmed = re.sub(f"^[{csv_safety.INVISIBLE}]+", "", cell)
     if trimmed[:1] in ("=", "+", "-", "@", "|", "%", "＝", "＋", "－", "＠"):
         assert re.match(_NUMBER_TEXT, cell), repr(cell)
 
@@ -144,6 +144,7 @@ def test_values_that_look_escaped_stay_distinct_from_escaped_ones(first, second)
 
 
 @pytest.mark.parametrize("value", [" =HYPERLINK(\"http://e\")", "\xa0=1", "\u3000=1", "\x0b=1", "\x0c=1",
-                                   "\ufeff=1+1", "＝1+1", " ＋1", "\u200b@x"])
+                                   "\ufeff=1+1", "＝1+1", " ＋1", "\u200b@x", "\u200e=1+1", "\u200f=1", "\u202e@x",
+                                   "\u2066=1", "\u061c-1+x", "\u00ad=1", "\u180e+1", "\u200e\u200f =1"])
 def test_a_formula_after_whitespace_or_in_full_width_is_neutralised(value):
     assert csv_safety.safe_cell(value) == "'" + value
