@@ -24,17 +24,13 @@ n counts labels, not reviews: with k reviewers per label, pass each review's lab
 group (``groups``); every review weighs 1/k of its label, n is the number of labels and n_eff
 is Kish's over the labels' summed weights.
 
-An estimate is given only where it is defined: from at least ``MIN_LABELS`` reviewed labels
-(effective labels when weighted; ``min_n``). Below that one more review moves an agreement by
-0.1 or more and the asymptotic kappa interval does not hold, so the value is None with a
-``reason`` saying what is missing, never a 0.000 that stands for "not enough data". Kappa also
-needs the judge and the people each to have used two labels or more (a rater who gives one label
-throughout agrees by chance only: kappa is 0, or undefined, by construction); its interval is
-clipped to [-1, 1], and a degenerate (zero-width) one is not shown. Over labels of several questions (a
-screening queue's six aspects) kappa is given per question only (``pooled_kappa_reason``).
-
-numpy, scipy, scikit-learn and statsmodels are imported inside the functions that use them, so that
-importing this module (the annotation selectors do, at URL loading) costs nothing.
+An estimate is given only where it is defined: from ``MIN_LABELS`` reviewed labels (effective ones when
+weighted; ``min_n``); below, the value is None with a ``reason`` saying what is missing, never a 0.000 standing
+for "not enough data". Kappa also needs each side to have used two labels (else it is 0 or undefined by
+construction); its interval, clipped to [-1, 1], waits for each side's rarer label ``KAPPA_INTERVAL_RAREST``
+times, and a degenerate one is not shown. Over several questions (a screening queue's six aspects) kappa is
+given per question only (``pooled_kappa_reason``). numpy, scipy, scikit-learn and statsmodels are imported
+inside the functions (importing this module, at URL loading, costs nothing).
 """
 from __future__ import annotations
 
@@ -54,6 +50,8 @@ CONFIDENCE = 0.95
 DEFAULT_BINS = 10
 #: The fewest reviewed labels (effective labels when weighted) an estimate is given from.
 MIN_LABELS = 10
+#: The fewest times each side (judge, people) must have given its rarer label before kappa gets an interval.
+KAPPA_INTERVAL_RAREST = 10
 #: Thresholds of the coverage/agreement curve: 0.00, 0.05, ..., 1.00.
 CURVE_THRESHOLDS = tuple(round(i / 20, 2) for i in range(21))
 
@@ -183,10 +181,6 @@ def accuracy(agree: Sequence[bool], weights: Sequence[float] | None = None, *,
     return Estimate(value, low, high, n, n_eff)
 
 
-#: The fewest times each side (judge, people) must have given its rarer label before kappa gets an interval.
-KAPPA_INTERVAL_RAREST = 10
-
-
 def kappa(judge: Sequence[Hashable], human: Sequence[Hashable], weights: Sequence[float] | None = None,
           labels: Sequence[Hashable] | None = None, *, groups: Sequence[Hashable] | None = None,
           min_n: int = 1) -> Estimate:
@@ -209,16 +203,16 @@ def kappa(judge: Sequence[Hashable], human: Sequence[Hashable], weights: Sequenc
     missing = too_few(n, n_eff, max(1, min_n), weights is not None)
     if missing:
         return Estimate(None, None, None, n, n_eff, missing)
-    for side, values in ((gettext("the judge"), judge), (gettext("the people"), human)):
-        used = {x for x, weight in zip(values, w) if weight > 0}
+    sides = [(side, Counter(x for x, weight in zip(values, w) if weight > 0))
+             for side, values in ((gettext("the judge"), judge), (gettext("the people"), human))]
+    for side, used in sides:
         if len(used) < 2:
             return Estimate(None, None, None, n, n_eff,
                             gettext("%(side)s gave one label (%(label)s) to every reviewed label: agreement beyond "
                                     "chance cannot be measured until both sides have used two labels",
                                     side=side, label=next(iter(used))))
     categories = list(labels) if labels is not None else sorted({*judge, *human}, key=str)
-    rarest = min((min(Counter(x for x, weight in zip(values, w) if weight > 0).values()), side)
-                 for side, values in ((gettext("the judge"), judge), (gettext("the people"), human)))
+    rarest = min((min(used.values()), side) for side, used in sides)
     position = {c: i for i, c in enumerate(categories)}
     table = np.zeros((len(categories), len(categories)))
     for a, b, weight in zip(judge, human, w):
@@ -231,8 +225,7 @@ def kappa(judge: Sequence[Hashable], human: Sequence[Hashable], weights: Sequenc
     if not math.isfinite(std) or std <= 0:  # a degenerate table: no interval rather than [v, v]
         return Estimate(value, None, None, n, n_eff, gettext("the table of labels is degenerate: no interval"))
     if rarest[0] < KAPPA_INTERVAL_RAREST:
-        # The asymptotic interval under-covers when a side's rarer label is rare (a judge that mostly says
-        # "correct"): 61-85% instead of 95% at 10-50 reviews in simulation (tests/annotation/test_trust.py).
+        # It covered 61-85%, not 95%, with a judge that mostly says one label (tests/annotation/test_trust.py).
         return Estimate(value, None, None, n, n_eff, gettext(
             "%(side)s gave its rarer label %(k)s time(s): the interval of kappa holds from about %(min)s of each "
             "side's rarer label, so none is given yet", side=rarest[1], k=rarest[0], min=KAPPA_INTERVAL_RAREST))

@@ -127,7 +127,7 @@ def test_refusals_raised_for_a_chinese_reader_have_no_english(annotator, researc
     from annotation.models import Stage
     from annotation.services import items_export, review_submit, stage_config_set, verification_submit
     from annotation.services.belief import belief_queue_for, belief_queue_policy_set
-    from annotation.services.items import item_revert
+    from annotation.services.editing import item_revert
     from annotation.services.leases import items_enter_workflow
     from evaluation.services.endpoint_check import endpoint_connection_check
     from evaluation.services.judge import judge_config_get
