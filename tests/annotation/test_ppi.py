@@ -2,7 +2,6 @@
 point 1). Tested against ppi_py where both apply (a uniform sample), and by simulation with known truth: queues
 of 500 labels whose judge is right more often the more it believes, reviewed in triage order with the default
 20% uniform share."""
-import heapq
 import random
 
 import numpy as np
@@ -10,6 +9,8 @@ import pytest
 
 from annotation import ppi
 from annotation import review_order as ro
+
+from .triage_rounds import hand_out
 
 
 def judged_targets(rng: random.Random, n: int) -> list[dict]:
@@ -28,16 +29,7 @@ def judged_targets(rng: random.Random, n: int) -> list[dict]:
 
 def review(targets: list[dict], handouts: int, share: float = 0.2) -> list[float]:
     """Hand out as the queue does (triage order, a uniform share); the inclusion probability of every target."""
-    by_key = [(ro.triage_key(t["belief"], t["u"]), i) for i, t in enumerate(targets)]
-    by_u = [(t["u"], i) for i, t in enumerate(targets)]
-    heapq.heapify(by_key)
-    heapq.heapify(by_u)
-    for number in range(1, handouts + 1):
-        stream = ro.handout_stream(ro.TRIAGE, number, share)
-        heap = by_u if stream == ro.RANDOM else by_key
-        while targets[heap[0][1]]["stream"] is not None:
-            heapq.heappop(heap)
-        targets[heapq.heappop(heap)[1]]["stream"] = stream
+    hand_out(targets, handouts, share)
     return ro.inclusion_probabilities([ro.Drawn(t["belief"], t["u"], t["stream"]) for t in targets])
 
 

@@ -7,6 +7,8 @@ import pytest
 from annotation import review_order as ro
 from annotation import trust
 
+from .triage_rounds import hand_out
+
 
 def test_random_share_is_exact_and_spread_evenly():
     assert [n for n in range(1, 21) if ro.is_random_handout(n, 0.2)] == [5, 10, 15, 20]
@@ -199,19 +201,12 @@ def _tied_round(rng, *, tie_by_u: bool, n_labels=300, handouts=90, share=0.2):
     """A queue in triage order whose judge states few beliefs (0.6, 0.8, 1.0: a sampled or verbal belief), right with
     probability = its belief; hand-outs as `ro.pick` makes them (heaps). Labels tie by a key drawn apart from u, or
     (`tie_by_u`, labels recorded before tie keys) by u. Returns the labels and their inclusion probabilities."""
-    labels, by_key, by_u = [], [], []
-    for i in range(n_labels):
+    labels = []
+    for _ in range(n_labels):
         belief, u = rng.choice((0.6, 0.8, 1.0)), rng.random()
         tie = None if tie_by_u else rng.random()
         labels.append({"belief": belief, "u": u, "tie": tie, "right": rng.random() < belief, "stream": None})
-        heapq.heappush(by_key, (ro.triage_key(belief, u if tie is None else tie), i))
-        heapq.heappush(by_u, (u, i))
-    for number in range(1, handouts + 1):
-        stream = ro.handout_stream(ro.TRIAGE, number, share)
-        heap = by_u if stream == ro.RANDOM else by_key
-        while labels[heap[0][1]]["stream"] is not None:
-            heapq.heappop(heap)
-        labels[heapq.heappop(heap)[1]]["stream"] = stream
+    hand_out(labels, handouts, share)
     drawn = [ro.Drawn(x["belief"], x["u"], x["stream"], tie_key=x["tie"]) for x in labels]
     return labels, ro.inclusion_probabilities(drawn)
 

@@ -2,7 +2,6 @@
 interval covers the truth near its nominal rate (issue 21): simulated review queues with known truth, reviewed in
 triage order with the default 20% uniform share, as the queue hands labels out (`review_order`), the figures
 computed as the trust page does (`trust`)."""
-import heapq
 import math
 import random
 
@@ -10,6 +9,8 @@ import pytest
 
 from annotation import agreement, calibration, trust
 from annotation import review_order as ro
+
+from .triage_rounds import hand_out
 
 Z95 = 1.959963984540054
 
@@ -352,22 +353,15 @@ def truth() -> dict:
 
 
 def queue_round(rng: random.Random, n_labels=500, handouts=150, share=0.2) -> list[dict]:
-    labels, by_key, by_u = [], [], []
-    for i in range(n_labels):
+    labels = []
+    for _ in range(n_labels):
         belief = 0.3 + 0.7 * rng.random()
         judge = "correct" if rng.random() < P_CORRECT_LABEL else "incorrect"
         agree = rng.random() < belief - GAP
         human = judge if agree else ("incorrect" if judge == "correct" else "correct")
         label = {"belief": belief, "u": rng.random(), "judge": judge, "human": human, "agree": agree, "stream": None}
         labels.append(label)
-        heapq.heappush(by_key, (ro.triage_key(belief, label["u"]), i))
-        heapq.heappush(by_u, (label["u"], i))
-    for number in range(1, handouts + 1):
-        stream = ro.handout_stream(ro.TRIAGE, number, share)
-        heap = by_u if stream == ro.RANDOM else by_key
-        while labels[heap[0][1]]["stream"] is not None:
-            heapq.heappop(heap)
-        labels[heapq.heappop(heap)[1]]["stream"] = stream
+    hand_out(labels, handouts, share)
     return labels
 
 

@@ -267,17 +267,22 @@ def test_a_researcher_previews_the_study_and_nothing_is_recorded(live_server, de
     assert set(study.pool.values_list("load", flat=True)) == {0}
 
 
+def _join_and_start(page, live_server, slug: str, pid: str) -> None:
+    """A participant opens the study's link, consents and presses Start: on the first question."""
+    page.goto(f"{live_server.url}/s/{slug}/?PROLIFIC_PID={pid}&STUDY_ID=s&SESSION_ID=x", timeout=60000)
+    page.check("input[name=consent]")
+    page.click("button[type=submit]")
+    page.click("#start")
+    page.wait_for_selector("#question")
+
+
 def _start_draft_study(live_server, detectbench_dir, page, slug: str):
     """A participant on the first question of a new study; (the draft's address, the position, the CSRF token, the
     question's lease)."""
     ids = import_items(detectbench_dir, 3)
     study_create(slug=slug, item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
                  status=StudyStatus.OPEN, completion_code="OK", consent_text="Please agree.")
-    page.goto(f"{live_server.url}/s/{slug}/?PROLIFIC_PID=pw-{slug}&STUDY_ID=s&SESSION_ID=x", timeout=60000)
-    page.check("input[name=consent]")
-    page.click("button[type=submit]")
-    page.click("#start")
-    page.wait_for_selector("#question")
+    _join_and_start(page, live_server, slug, f"pw-{slug}")
     box = page.locator("[data-draft-url]")
     url, position = live_server.url + box.get_attribute("data-draft-url"), box.get_attribute("data-position")
     csrf = page.locator("input[name=csrfmiddlewaretoken]").first.get_attribute("value")
@@ -525,11 +530,7 @@ def test_an_answer_on_its_way_cannot_be_sent_twice_nor_change_its_highlights(liv
     ids = import_items(detectbench_dir, 2)
     study_create(slug="slow", item_ids=ids, per_participant=1, raters=1, time_limit_seconds=1800,
                  status=StudyStatus.OPEN, completion_code="SLOW-OK", consent_text="Please agree.")
-    page.goto(f"{live_server.url}/s/slow/?PROLIFIC_PID=pw-slow&STUDY_ID=s&SESSION_ID=x", timeout=60000)
-    page.check("input[name=consent]")
-    page.click("button[type=submit]")
-    page.click("#start")
-    page.wait_for_selector("#question input[name=chosen_option]")
+    _join_and_start(page, live_server, "slow", "pw-slow")
     cdp = page.context.new_cdp_session(page)
     cdp.send("Network.enable")
     cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 1500, "downloadThroughput": -1,
@@ -560,11 +561,7 @@ def test_the_monitor_refresh_waits_while_a_researcher_uses_its_buttons(live_serv
     study = study_create(slug="monitor", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
                          status=StudyStatus.OPEN, completion_code="MON-OK", consent_text="Please agree.")
     participant = page.context.browser.new_context().new_page()
-    participant.goto(f"{live_server.url}/s/monitor/?PROLIFIC_PID=pw-mon&STUDY_ID=s&SESSION_ID=x", timeout=60000)
-    participant.check("input[name=consent]")
-    participant.click("button[type=submit]")
-    participant.click("#start")
-    participant.wait_for_selector("#question")
+    _join_and_start(participant, live_server, "monitor", "pw-mon")
     page.goto(f"{live_server.url}/accounts/login/", timeout=60000)
     page.fill("input[name=username]", "res1")
     page.fill("input[name=password]", "pw-res1")
@@ -592,11 +589,7 @@ def test_the_language_switch_asks_first_when_the_question_has_highlights(live_se
     study_create(slug="langs", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
                  status=StudyStatus.OPEN, completion_code="LANG-OK", consent_text="Please agree.", language="",
                  extra_languages=["zh-hans"])
-    page.goto(f"{live_server.url}/s/langs/?PROLIFIC_PID=pw-lang&STUDY_ID=s&SESSION_ID=x", timeout=60000)
-    page.check("input[name=consent]")
-    page.click("button[type=submit]")
-    page.click("#start")
-    page.wait_for_selector("#question")
+    _join_and_start(page, live_server, "langs", "pw-lang")
     switch = page.locator("#language-switch form button:not([disabled])")
     assert page.locator("#language-switch form").get_attribute("data-confirm") is None  # nothing to lose yet
     _select_by_mouse(page)
