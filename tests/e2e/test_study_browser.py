@@ -234,12 +234,7 @@ def test_a_researcher_previews_the_study_and_nothing_is_recorded(live_server, de
     study = study_create(slug="preview", item_ids=ids, per_participant=2, raters=1, time_limit_seconds=1800,
                          status=StudyStatus.OPEN, completion_code="PREVIEW-OK", consent_text="Please agree.")
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
-    page.goto(f"{live_server.url}/accounts/login/", timeout=60000)
-    page.fill("input[name=username]", "res1")
-    page.fill("input[name=password]", "pw-res1")
-    page.click("button[type=submit], input[type=submit]")
-    page.wait_for_load_state()
-    page.goto(f"{live_server.url}/studies/{study.slug}/")
+    _researcher_on_the_monitor(page, live_server, study.slug)
     page.click("#preview-link")
     assert "nothing is recorded" in page.locator("#preview-banner").inner_text()
     page.check("input[name=consent]")
@@ -265,6 +260,16 @@ def test_a_researcher_previews_the_study_and_nothing_is_recorded(live_server, de
     assert link.get_attribute("href") == "https://app.prolific.com/submissions/complete?cc=PREVIEW-OK"
     assert not Attempt.objects.exists() and not Response.objects.exists()
     assert set(study.pool.values_list("load", flat=True)) == {0}
+
+
+def _researcher_on_the_monitor(page, live_server, slug: str) -> None:
+    """The researcher (tests/conftest.py's res1) logs in and opens the study's monitor."""
+    page.goto(f"{live_server.url}/accounts/login/", timeout=60000)
+    page.fill("input[name=username]", "res1")
+    page.fill("input[name=password]", "pw-res1")
+    page.click("button[type=submit], input[type=submit]")
+    page.wait_for_load_state()
+    page.goto(f"{live_server.url}/studies/{slug}/")
 
 
 def _join_and_start(page, live_server, slug: str, pid: str) -> None:
@@ -562,12 +567,7 @@ def test_the_monitor_refresh_waits_while_a_researcher_uses_its_buttons(live_serv
                          status=StudyStatus.OPEN, completion_code="MON-OK", consent_text="Please agree.")
     participant = page.context.browser.new_context().new_page()
     _join_and_start(participant, live_server, "monitor", "pw-mon")
-    page.goto(f"{live_server.url}/accounts/login/", timeout=60000)
-    page.fill("input[name=username]", "res1")
-    page.fill("input[name=password]", "pw-res1")
-    page.click("button[type=submit], input[type=submit]")
-    page.wait_for_load_state()
-    page.goto(f"{live_server.url}/studies/{study.slug}/")
+    _researcher_on_the_monitor(page, live_server, study.slug)
     page.locator("#live button", has_text="+10 min").focus()
     time.sleep(6.5)  # more than one refresh period
     assert page.evaluate("document.activeElement && document.activeElement.textContent") == "+10 min"
