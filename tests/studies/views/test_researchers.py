@@ -93,7 +93,7 @@ def test_the_monitor_says_statuses_as_words_and_asks_before_expiring(researcher_
     assert badges and all(b[0].isupper() for b in badges), badges  # "Finished", not "finished"
     forms = re.findall(r'<form[^>]*attempt_expire[^>]*>|<form[^>]*/expire/[^>]*>', page)
     assert forms and all('data-confirm="End the attempt of' in f for f in forms), forms
-    assert "studies/monitor" in page and "monitor.js" in page  # the refresh waits while the focus is inside
+    assert "js/polling" in page  # the refresh waits while the focus is inside (static/js/polling.js)
 
 
 def test_extend_and_expire_buttons(researcher_client, finished_study):
