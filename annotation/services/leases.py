@@ -38,16 +38,22 @@ def live_leases(item_id: int, stage: str, now):
         Q(status=AnnotatorLeaseStatus.SUBMITTED) | Q(status=AnnotatorLeaseStatus.LEASED, expires_at__gt=now))
 
 
+def _built_the_clue_graph(item, user) -> tuple:
+    """Querysets (lease, revision) naming `user` a builder of the clue graph of `item` (an id or an OuterRef): who
+    finished its stage, and who wrote any of its clue-graph revisions (an edit there, an accepted judge's draft),
+    lease or no lease. A builder does not review it."""
+    finished = AnnotatorLease.objects.filter(
+        item=item, stage=Stage.CLUE_GRAPH, annotator=user, status=AnnotatorLeaseStatus.SUBMITTED)
+    wrote = ItemRevision.objects.filter(item=item, stage=Stage.CLUE_GRAPH, author=user).filter(
+        Q(changed_fields__contains=["evidence"]) | Q(changed_fields__contains=["reasoning"]))
+    return finished, wrote
+
+
 def _may_take(item_id: int, stage: str, user) -> bool:
-    """A reviewer must be someone other than the people who built the item's clue graph: who finished its stage,
-    and who wrote any of its clue-graph revisions (an edit there, an accepted judge's draft), lease or no lease."""
+    """A reviewer must be someone other than the people who built the item's clue graph."""
     if stage != Stage.REVIEW:
         return True
-    finished = AnnotatorLease.objects.filter(
-        item_id=item_id, stage=Stage.CLUE_GRAPH, annotator=user, status=AnnotatorLeaseStatus.SUBMITTED)
-    wrote = ItemRevision.objects.filter(item_id=item_id, stage=Stage.CLUE_GRAPH, author=user).filter(
-        Q(changed_fields__contains=["evidence"]) | Q(changed_fields__contains=["reasoning"]))
-    return not (finished.exists() or wrote.exists())
+    return not any(query.exists() for query in _built_the_clue_graph(item_id, user))
 
 
 def take_slot(*, item: Item, stage: str, user, now, config: StageConfig) -> AnnotatorLease:
@@ -212,12 +218,9 @@ def _candidates(*, user, stage: str, now, config: StageConfig):
         .filter(live_slots__lt=config.annotators_required)
         .order_by("pk")
     )
-    if stage == Stage.REVIEW:  # the clue graph's builders (`_may_take`)
-        candidates = candidates.exclude(Exists(AnnotatorLease.objects.filter(
-            item=OuterRef("pk"), stage=Stage.CLUE_GRAPH, annotator=user, status=AnnotatorLeaseStatus.SUBMITTED)))
-        candidates = candidates.exclude(Exists(ItemRevision.objects.filter(
-            item=OuterRef("pk"), stage=Stage.CLUE_GRAPH, author=user).filter(
-            Q(changed_fields__contains=["evidence"]) | Q(changed_fields__contains=["reasoning"]))))
+    if stage == Stage.REVIEW:  # not to the clue graph's builders (`_may_take`)
+        for query in _built_the_clue_graph(OuterRef("pk"), user):
+            candidates = candidates.exclude(Exists(query))
     return candidates
 
 
