@@ -17,6 +17,7 @@ from annotation.selectors.belief_trust import belief_trust
 from annotation.services.belief import belief_queue_policy_set
 from annotation.services.belief_review import belief_lease_next, belief_review_submit
 from annotation.services.belief_sightings import belief_sightings_record
+from foundation.numerals import number_or_none
 from foundation.roles import IsAnnotator, IsResearcher
 
 
@@ -189,7 +190,7 @@ class BeliefReviewListApi(generics.ListAPIView):
         if "\x00" in name:  # PostgreSQL text cannot hold NUL (it was a 500): no queue has such a name
             raise Http404(gettext("No such queue."))
         queue = get_object_or_404(BeliefQueue, name=name) if name else None
-        label = int(raw_label) if raw_label.isascii() and raw_label.isdigit() else None  # not "²"
+        label = number_or_none(raw_label)
         return belief_reviews(queue=queue, label_id=label)
 
 

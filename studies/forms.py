@@ -9,6 +9,7 @@ from django.db.models import Count, Q
 from django.utils.translation import gettext_lazy as _
 
 from annotation.models import Item, ItemStatus
+from foundation.numerals import is_number
 from studies.models import STUDY_LANGUAGES, Study
 from studies.views.participant_pages import ORIGINAL, language_param
 
@@ -171,7 +172,7 @@ class StudyForm(forms.ModelForm):
     def clean_screening_pass(self) -> list[int]:
         """Option numbers as the researcher counts them (from 1), stored from 0."""
         words = (self.cleaned_data.get("screening_pass") or "").replace(",", " ").split()
-        if not all(word.isdigit() and int(word) >= 1 for word in words):
+        if not all(is_number(word, most_digits=9) and int(word) >= 1 for word in words):
             raise forms.ValidationError(_("Passing options: option numbers (1 = the first), e.g. “1, 3”."))
         options = self.cleaned_data.get("screening_options") or []
         too_big = [word for word in words if int(word) > len(options)]

@@ -27,6 +27,7 @@ from annotation.clue_graph.drawing import DrawnGraph, draw_graph
 from annotation.clue_graph.nodes import clue_node_id, link_steps
 from annotation.clue_graph.parse import parse_clue_graph
 from annotation.clue_graph.render import render_evidence, render_reasoning
+from foundation.numerals import is_number
 
 
 @dataclass
@@ -305,11 +306,11 @@ def apply_action(graph: EditableGraph, context: str, fields: Mapping[str, str]) 
     name, _, rest = action.partition(":")
     if name == "add_clue":
         graph.clues.append(("", ""))
-    elif name == "remove_clue" and rest.isdigit() and int(rest) < len(graph.clues):
+    elif name == "remove_clue" and is_number(rest) and int(rest) < len(graph.clues):
         graph.clues.pop(int(rest))
     elif name == "add_step":
         graph.steps.append(EditableStep([], ""))
-    elif name == "remove_step" and rest.isdigit() and int(rest) < len(graph.steps):
+    elif name == "remove_step" and is_number(rest) and int(rest) < len(graph.steps):
         graph.steps.pop(int(rest))
     elif name in ("fix", "select"):
         try:

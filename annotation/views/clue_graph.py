@@ -26,6 +26,7 @@ from annotation.models import Item, Stage
 from annotation.selectors.belief import clue_graph_draft
 from annotation.services.belief_sightings import belief_sightings_record
 from annotation.views.common import after_decision, attempt, stage_context
+from foundation.numerals import is_number
 from foundation.roles import annotator_required
 
 
@@ -113,7 +114,7 @@ def clue_graph_view(request, pk: int):
     else:
         graph, base_version = editable_graph(item.evidence, item.reasoning), item.version
     conflict_from = request.GET.get("conflict", "")
-    if conflict_from.isdigit() and int(conflict_from) < item.version:
+    if is_number(conflict_from) and int(conflict_from) < item.version:
         conflict = selectors.item_conflict(item=item, base_version=int(conflict_from))
         base_version = item.version  # saving again, after seeing the diff, starts from the stored version
     context = stage_context(request, item, Stage.CLUE_GRAPH)

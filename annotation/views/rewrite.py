@@ -22,6 +22,7 @@ from annotation.forms import RewriteForm, draft_order
 from annotation.item_checks import option_checks
 from annotation.models import Item, Stage
 from annotation.views.common import after_decision, attempt, stage_context
+from foundation.numerals import is_number
 from foundation.roles import annotator_required
 
 
@@ -97,7 +98,7 @@ def _page(request, item, form: RewriteForm | None, *, status: int = 200):
     if form is None:
         content = _shown_content(item, draft)
         conflict_from = request.GET.get("conflict", "")
-        if conflict_from.isdigit() and int(conflict_from) < item.version:
+        if is_number(conflict_from) and int(conflict_from) < item.version:
             conflict = selectors.item_conflict(item=item, base_version=int(conflict_from))
             base_version = item.version  # saving again, after seeing the other change, starts from the stored version
         else:

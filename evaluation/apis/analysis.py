@@ -25,6 +25,7 @@ from evaluation.services import runs as services
 from evaluation.services.sweeps import launch_check, sweep_estimate
 from foundation.downloads import attach
 from foundation.errors import Invalid, NotFound
+from foundation.numerals import is_number
 from foundation.roles import IsResearcher
 
 MAX_SWEEP_METHODS = 20
@@ -152,7 +153,7 @@ class FigureQuerySerializer(ExclusionQuerySerializer):
 
     def validate_runs(self, value: str) -> list[int]:
         parts = [p.strip() for p in value.split(",") if p.strip()]
-        if not all(p.isdigit() and len(p) < 10 for p in parts):
+        if not all(is_number(p, most_digits=9) for p in parts):
             raise serializers.ValidationError(gettext("Run ids are numbers, separated by commas."))
         return [int(p) for p in parts]
 

@@ -15,6 +15,7 @@ from evaluation.selectors import judge as selectors
 from evaluation.selectors import judge_quality as quality_selectors
 from evaluation.services import judge as services
 from foundation.errors import NotFound
+from foundation.numerals import number_or_none
 from foundation.roles import IsResearcher
 
 MAX_INT = 2_147_483_647
@@ -105,7 +106,7 @@ class JudgeRunListApi(generics.ListCreateAPIView):
         params = self.request.query_params
         run = params.get("run", "")
         return selectors.judge_run_list(config=params.get("config", ""), task=params.get("task", ""),
-                                        target_run=int(run) if run.isdigit() else None)
+                                        target_run=number_or_none(run, most_digits=18))
 
     def create(self, request, *args, **kwargs):
         given = JudgeRunLaunchSerializer(data=request.data)

@@ -8,6 +8,7 @@ from evaluation.forms.analysis import FlagExclusionForm
 from evaluation.models import ModelEndpoint, OptionOrder
 from evaluation.prompting.methods import method_choices
 from evaluation.statistics.paired import CORRECTIONS
+from foundation.numerals import is_number
 
 
 class EndpointForm(forms.ModelForm):
@@ -63,7 +64,7 @@ def parse_item_ids(raw: str) -> list[int]:
     for part in raw.replace(" ", "").split(","):
         if not part:
             continue
-        if not part.isdigit() or not 1 <= int(part) <= MAX_INT:
+        if not is_number(part, most_digits=10) or not 1 <= int(part) <= MAX_INT:
             raise forms.ValidationError(_("Item ids must be positive whole numbers separated by commas."))
         ids.append(int(part))
     if len(ids) > MAX_IDS:

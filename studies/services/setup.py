@@ -8,6 +8,7 @@ from typing import Any
 from django.db import transaction
 
 from annotation.models import Item, ItemStatus
+from foundation.numerals import is_number
 from foundation.words import gettext
 from studies.errors import (
     EmptyPool,
@@ -64,7 +65,7 @@ def pool_items_resolve(*, split: str, tokens: Sequence[str], include_rejected: b
 
 
 def _is_id(token: str) -> bool:
-    return token.isascii() and token.isdigit() and len(token) <= 18
+    return is_number(token, most_digits=18)
 
 
 def _pool_of(study: Study, pool_items: Sequence[str] | None) -> list[int]:

@@ -19,6 +19,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from foundation.numerals import is_number
 from foundation.roles import researcher_required
 from studies import services
 from studies.content import (
@@ -97,7 +98,7 @@ class Walk:
 def _passes(request, study: Study) -> bool:
     """The preview's screening answer: one that does not pass (or none) ends the walk on the screen-out page."""
     answer = request.POST.get("screening_answer", "")
-    return answer.isdigit() and study.screening_passes(int(answer))
+    return is_number(answer, most_digits=9) and study.screening_passes(int(answer))
 
 
 def _urls(study: Study) -> dict:

@@ -56,21 +56,37 @@ def _reads_get(node: ast.AST) -> bool:
     return "request.GET" in ast.unparse(node) or "query_params" in ast.unparse(node)
 
 
-@cache
-def module_parameters(module_name: str) -> frozenset[str]:
-    """The query parameters a view module reads: `request.GET.get("x")`, `request.GET["x"]`,
-    `.query_params.get("x")`, and the fields of the forms it builds from request.GET."""
-    module = importlib.import_module(module_name)
+def read_names(tree: ast.AST, reads) -> set[str]:
+    """The names read from what `reads(node)` recognises, directly or through a variable holding it
+    (`params = self.request.query_params; params.get("run")`)."""
+    aliases = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and reads(node.value)
+               for target in node.targets if isinstance(target, ast.Name)}
+
+    def source(node: ast.AST) -> bool:
+        return reads(node) or isinstance(node, ast.Name) and node.id in aliases
+
     names: set[str] = set()
-    for node in ast.walk(ast.parse(inspect.getsource(module))):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
             first = node.args[0]
             if (node.func.attr in ("get", "getlist") and isinstance(first, ast.Constant)
-                    and isinstance(first.value, str) and _reads_get(node.func.value)):
+                    and isinstance(first.value, str) and source(node.func.value)):
                 names.add(first.value)
-        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and _reads_get(node.value) \
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and source(node.value) \
                 and isinstance(node.slice.value, str):
             names.add(node.slice.value)
+    return names
+
+
+@cache
+def module_parameters(module_name: str) -> frozenset[str]:
+    """The query parameters a view module reads: `request.GET.get("x")`, `request.GET["x"]`,
+    `.query_params.get("x")` (also through a variable holding them), and the fields of the forms it builds from
+    request.GET."""
+    module = importlib.import_module(module_name)
+    tree = ast.parse(inspect.getsource(module))
+    names = read_names(tree, _reads_get)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args and _reads_get(node.args[0]):
             names |= _form_fields(module, node)
     return frozenset(names)

@@ -12,6 +12,7 @@ from evaluation.models import OptionOrder
 from evaluation.selectors import analysis
 from evaluation.statistics.quality_checks import FLAG_KINDS
 from foundation.error_mapping import REFUSED, error_text
+from foundation.numerals import is_number
 
 
 class Command(BaseCommand):
@@ -53,6 +54,6 @@ class Command(BaseCommand):
 
 def _run_ids(text: str) -> list[int]:
     parts = [p.strip().lstrip("#") for p in text.split(",") if p.strip()]
-    if not all(p.isdigit() for p in parts):
+    if not all(is_number(p, most_digits=18) for p in parts):
         raise CommandError(f"--runs takes run ids separated by commas, not {text!r}")
     return [int(p) for p in parts]

@@ -6,7 +6,14 @@ import json
 import pytest
 
 from annotation import clue_graph
-from annotation.clue_graph.editing import apply_action, editable_graph, editor_view, snap_span
+from annotation.clue_graph.editing import (
+    EditableGraph,
+    EditableStep,
+    apply_action,
+    editable_graph,
+    editor_view,
+    snap_span,
+)
 
 
 def test_editable_graph_round_trip_keeps_clues_and_steps(detectbench_dir):
@@ -121,3 +128,10 @@ def test_step_inputs_name_what_they_refer_to_like_the_checks():
                         answer_index=0, answer_text="the gardener")
     assert [i.subject for i in shown.issues if i.kind == "dangling_reference"] == ["a ladder"]
     assert shown.step_rows[0].inputs == first
+
+
+@pytest.mark.parametrize("action", ["remove_clue:²", "remove_step:①", "remove_clue:٣", "remove_clue:-1", "remove_step:"])
+def test_a_row_number_that_is_not_ascii_digits_removes_nothing(action):
+    graph = EditableGraph([("a clue", "a fact")], [EditableStep(["a fact"], "the answer")])
+    changed, _ = apply_action(graph, "the context", {"action": action})
+    assert changed.clues == [("a clue", "a fact")] and len(changed.steps) == 1
