@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from annotation.translations import is_out_of_date
 from foundation.words import gettext
 from studies.errors import AnswerInvalid, DraftStale
 
@@ -31,10 +32,11 @@ class ShownItem:
 
 
 def translation_of(translations: Mapping | None, language: str, n_options: int) -> Mapping | None:
-    """An item's complete translation into `language` (context, question and every option), else None."""
+    """An item's complete translation into `language` (context, question and every option), else None; None too when
+    the original changed under it (annotation.translations: never shown, scored against a reordered original)."""
     translated = (translations or {}).get(language) if language and isinstance(translations, Mapping) else None
     if (
-        isinstance(translated, Mapping)
+        isinstance(translated, Mapping) and not is_out_of_date(translated)
         and translated.get("context") and translated.get("question")
         and isinstance(translated.get("options"), list) and len(translated["options"]) == n_options
         and all(isinstance(o, str) and o.strip() for o in translated["options"])

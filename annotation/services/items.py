@@ -17,6 +17,7 @@ from annotation.errors import CuratedConflicts, ImportRejected, ItemNotFound, St
 from annotation.item_facts import question_type, token_count, word_count
 from annotation.models import CONTENT_FIELDS, Item, ItemRevision
 from annotation.services.content_versions import assign_content_versions
+from annotation.translations import marked_out_of_date
 from foundation import csv_safety
 from foundation.error_mapping import as_service_error
 from foundation.errors import Invalid
@@ -231,6 +232,9 @@ def item_import(
             report.overwrote_curated += 1
         for name, value in content.items():
             setattr(item, name, value)
+        if "translations" not in changed and (marked := marked_out_of_date(item.translations, changed)) is not None:
+            item.translations = marked  # the file changed the original, not its translations
+            changed.append("translations")
         for name, value in facts.items():
             setattr(item, name, value)
         item.split = split
@@ -307,6 +311,9 @@ def item_update(
             return item
         for name in changed:
             setattr(item, name, changes[name])
+        if "translations" not in changed and (marked := marked_out_of_date(item.translations, changed)) is not None:
+            item.translations = marked  # the original changed under them (annotation.translations)
+            changed.append("translations")
         try:
             item.full_clean(exclude=["question_type"])
         except ValidationError as exc:

@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass, field
 
 from annotation.clue_graph import ANCHOR_MIN_SCORE, anchor_clues, parse_evidence
 from annotation.item_checks import same_options
-from foundation.words import gettext_noop
+from annotation.translations import OUT_OF_DATE, is_out_of_date
+from foundation.words import gettext, gettext_noop
 
 FLAG_KINDS: dict[str, str] = {
     "duplicate_options": gettext_noop("two options are the same"),
@@ -72,6 +73,9 @@ def translation_gaps(translations: Mapping, languages: Iterable[str], option_cou
         entry = translations.get(language) if isinstance(translations, Mapping) else None
         if not isinstance(entry, Mapping) or not all(entry.get(f) for f in TRANSLATED_FIELDS):
             gaps.append(language)
+        elif is_out_of_date(entry):  # the original changed since (annotation.translations)
+            gaps.append(gettext("%(language)s (out of date: %(fields)s changed)", language=language,
+                                fields=entry[OUT_OF_DATE]))
         elif not isinstance(entry["options"], list) or len(entry["options"]) != option_count:
             gaps.append(language)
     return gaps

@@ -317,3 +317,53 @@ def test_a_value_a_json_content_field_cannot_hold_is_refused_by_every_edit_servi
     saved = item_update(item_id=item.pk, base_version=item.version, user=annotator,
                         changes={"translations": {}, "extra": {"notes": [1.5, None, {"x": -2}]}})
     assert saved.extra == {"notes": [1.5, None, {"x": -2}]} and saved.version == item.version + 1
+
+
+def test_an_edit_of_the_original_takes_its_translations_out_of_what_participants_see_until_brought_up_to_date():
+    """The audit's case: a rewrite swaps two options and moves the answer; the Chinese options stay in the old order.
+    The translation is marked out of date in the same revision, so a Chinese page shows the original (scored
+    right) and Data quality lists it; a revert brings it back; an import that changes the original marks it too."""
+    from annotation.services import item_create, item_revert, item_update
+    from evaluation.statistics.quality_checks import translation_gaps
+    from studies.content import is_translated, shown_item
+
+    zh = {"context": "管家的靴子上有泥。", "question": "谁去过花园？", "options": ["管家", "厨师", "园丁"]}
+    item = item_create(source="tr", external_id="1", split="dev", content={
+        "context": "The butler had mud on his boots.", "question": "Who was in the garden?",
+        "options": ["The butler", "The cook", "The gardener"], "answer_index": 0, "translations": {"zh-hans": zh}})
+    assert shown_item(context=item.context, question=item.question, options=item.options,
+                      translations=item.translations, language="zh-hans").options == tuple(zh["options"])
+    edited = item_update(item_id=item.pk, base_version=item.version, note="reordered",
+                         changes={"options": ["The gardener", "The cook", "The butler"], "answer_index": 2})
+    assert edited.translations["zh-hans"]["out_of_date"] == "options"
+    assert edited.revisions.get(number=edited.version).changed_fields == ["options", "answer_index", "translations"]
+    shown = shown_item(context=edited.context, question=edited.question, options=edited.options,
+                       translations=edited.translations, language="zh-hans")
+    assert shown.language == "" and shown.options[edited.answer_index] == "The butler"
+    assert not is_translated(edited.translations, "zh-hans", 3)
+    assert translation_gaps(edited.translations, ["zh-hans"], 3) == ["zh-hans (out of date: options changed)"]
+    # An edit that touches the clue graph only leaves a current translation as it is.
+    reverted = item_revert(item_id=item.pk, revision_number=1, base_version=edited.version)
+    assert reverted.translations == {"zh-hans": zh} and is_translated(reverted.translations, "zh-hans", 3)
+    clue = item_update(item_id=item.pk, base_version=reverted.version, changes={"evidence": "mud -> outside"})
+    assert clue.translations == {"zh-hans": zh}
+    # A translation brought up to date (in the admin: the corrected text, without the mark) is shown again.
+    fixed = item_update(item_id=item.pk, base_version=clue.version, changes={
+        "options": ["The gardener", "The cook", "The butler"], "answer_index": 2,
+        "translations": {"zh-hans": {**zh, "options": ["园丁", "厨师", "管家"]}}})
+    assert is_translated(fixed.translations, "zh-hans", 3)
+
+
+def test_an_import_that_changes_the_original_marks_the_translations_it_does_not_carry():
+    from annotation.services import item_update
+
+    import_text(json.dumps(GOOD) + "\n", source="tri")
+    item = Item.objects.get(source="tri")
+    zh = {"context": "管家", "question": "谁？", "options": ["管家", "厨师"]}
+    item = item_update(item_id=item.pk, base_version=item.version, changes={"translations": {"zh-hans": zh}})
+    report = import_text(json.dumps(dict(GOOD, options=["The cook", "The butler"], answer=1)) + "\n", source="tri",
+                         curated="overwrite")
+    assert report.updated == 1
+    item.refresh_from_db()
+    assert item.translations == {"zh-hans": {**zh, "out_of_date": "options"}}
+    assert item.revisions.order_by("number").last().changed_fields == ["options", "answer_index", "translations"]
