@@ -44,8 +44,10 @@ def _built_the_clue_graph(item, user) -> tuple:
     lease or no lease. A builder does not review it."""
     finished = AnnotatorLease.objects.filter(
         item=item, stage=Stage.CLUE_GRAPH, annotator=user, status=AnnotatorLeaseStatus.SUBMITTED)
-    wrote = ItemRevision.objects.filter(item=item, stage=Stage.CLUE_GRAPH, author=user).filter(
-        Q(changed_fields__contains=["evidence"]) | Q(changed_fields__contains=["reasoning"]))
+    # Any revision of theirs in the stage but a move of its status (finishing it) is an edit of the clue graph. An
+    # exact JSON match, not containment (`changed_fields__contains`), which make run's SQLite does not have.
+    wrote = ItemRevision.objects.filter(item=item, stage=Stage.CLUE_GRAPH, author=user).exclude(
+        changed_fields=["status"])
     return finished, wrote
 
 
