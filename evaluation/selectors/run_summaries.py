@@ -44,14 +44,19 @@ class RunSummary:
     #: Circular order: (items right in every rotation of their first sample, items with every rotation scored),
     #: fresh rows, as the leaderboard's cell of the run counts them; None for the other orders.
     circular: tuple[int, int] | None = None
-    #: With stale rows: the metrics of the fresh rows only (the items' current content, as the leaderboard's cells
-    #: count them); None when no row is stale (then ``metrics`` are those).
+    #: With stale rows or rows of a rejected (deleted) item: the metrics of the fresh rows of the items kept (the
+    #: items' current content, as the leaderboard's cells count them); None otherwise (then ``metrics`` are those).
     fresh: RunMetrics | None = None
 
     @property
     def current(self) -> RunMetrics:
         """The metrics on the items' current content: the fresh rows'."""
         return self.metrics if self.fresh is None else self.fresh
+
+    @property
+    def rows_left_out(self) -> int:
+        """Scored rows the metrics on the current content leave out (stale, or of a rejected item)."""
+        return self.metrics.n - self.current.n
 
     @property
     def current_pct(self) -> float | None:
@@ -103,8 +108,8 @@ class RunSummary:
             "wall_s": self.wall_s, "latest_wall_s": self.run.latest_wall_s, "option_order": self.run.option_order, "seed": self.run.seed,
             "prompt_version": self.run.prompt_version, "stale_rows": self.stale,
             "circular_accuracy": self.circular_accuracy, "circular_n": self.circular[1] if self.circular else None,
-            # On the items' current content (stale rows left out, as the leaderboard counts): equal to the above
-            # when no row is stale.
+            # On the items' current content (stale rows and rejected items left out, as the leaderboard counts):
+            # equal to the above when there are none.
             "n_fresh": self.current.n, "accuracy_fresh": self.current.accuracy,
             "accuracy_fresh_ci95": [self.current.ci_low, self.current.ci_high]
             if self.current.ci_low is not None else None,
@@ -122,4 +127,4 @@ def priced(run: Run, metrics: RunMetrics, *, stale: int = 0, why: str = "",
     price = cost(tokens_in=metrics.tokens_in, tokens_out=metrics.tokens_out,  # at the prices of its launch
                  price_in_per_mtok=run.price_in_per_mtok, price_out_per_mtok=run.price_out_per_mtok)
     return RunSummary(run=run, metrics=metrics, cost=price, wall_s=run.wall_s, stale=stale, why=why,
-                      circular=circular, fresh=fresh if stale else None)
+                      circular=circular, fresh=fresh)

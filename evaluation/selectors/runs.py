@@ -23,6 +23,7 @@ from evaluation.models import JudgeRun, ModelEndpoint, Result, Run, RunStatus, S
 from evaluation.models.item_versions import current_content, items_at_versions
 from evaluation.prompting.answer_reading import OK, option_labels
 from evaluation.selectors.aggregates import JSONLength, metrics_many
+from evaluation.selectors.leaderboard import without_rejected
 from evaluation.selectors.outcomes import circular_verdicts
 from evaluation.selectors.run_summaries import FREE_TEXT_METHODS, RunSummary, accuracy_gap, circular_of, priced
 from evaluation.statistics.metrics import RowScore, RunMetrics, by_question_type, summarize
@@ -101,10 +102,7 @@ def run_list(*, limit: int | None = 200) -> list[Run]:
     judged = set(JudgeRun.objects.filter(target_run_id__in=free_text).values_list("target_run_id", flat=True)
                  ) if free_text else set()
     circular = circular_verdicts(runs)  # no query without a circular run
-    # The runs with stale rows also get their metrics on the items' current content (fresh rows), as the
-    # leaderboard's cells count them: one more query (cached for finished runs) for those runs only.
-    with_stale = [r for r in runs if metrics[r.pk][1].stale]
-    fresh = metrics_many(runs=with_stale, fresh_only=True) if with_stale else {}
+    fresh = _current_metrics(runs, stale={r.pk for r in runs if metrics[r.pk][1].stale})
     for run in runs:
         m, counts = metrics[run.pk]
         run.progress = Progress(
@@ -117,6 +115,25 @@ def run_list(*, limit: int | None = 200) -> list[Run]:
         run.summary = priced(run, m, stale=counts.stale, why=why, circular=circular_of(run, circular),
                               fresh=fresh.get(run.pk, (None,))[0])
     return runs
+
+
+def _current_metrics(runs: list[Run], *, stale: set[int]) -> dict[int, tuple[RunMetrics, object]]:
+    """The metrics on the items' current content, as the leaderboard's cells count them (fresh rows, no row of a
+    rejected item), of the runs whose plain metrics differ: those with stale rows or rows of a rejected item. One
+    query finds the latter; then one (cached for finished runs) for the stale ones without such rows, one per split
+    for the others (restricted to the split's items that are not rejected, `leaderboard.without_rejected`)."""
+    rejected = set(Result.objects.filter(run_id__in=[r.pk for r in runs], item__status=ItemStatus.REJECTED)
+                   .order_by().values_list("run_id", flat=True).distinct()) if runs else set()
+    plain = [r for r in runs if r.pk in stale and r.pk not in rejected]
+    current = metrics_many(runs=plain, fresh_only=True) if plain else {}
+    by_split: dict[str, list[Run]] = {}
+    for run in runs:
+        if run.pk in rejected:
+            by_split.setdefault(run.split, []).append(run)
+    for split, split_runs in by_split.items():
+        kept, _ = without_rejected(split, None)
+        current.update(metrics_many(runs=split_runs, fresh_only=True, item_ids=kept))
+    return current
 
 
 def _recent_rows(run_ids: list[int]) -> dict[int, int]:
@@ -178,18 +195,19 @@ def _row_scores(run_ids: list[int]) -> dict[int, list[RowScore]]:
     rows: dict[int, list[RowScore]] = {pk: [] for pk in run_ids}
     for r in Result.objects.filter(run_id__in=run_ids).values_list(
         "run_id", "item_id", "is_correct", "parse_status", "keyinfo", "answer_first", "error", "tokens_in",
-        "tokens_out", "item__question_type", "item_version", "item__content_version",
+        "tokens_out", "item__question_type", "item_version", "item__content_version", "item__status",
     ).iterator(chunk_size=5000):
         rows[r[0]].append(RowScore(item_id=r[1], correct=r[2], parse_status=r[3], keyinfo=r[4], answer_first=r[5],
                                    error=bool(r[6]), tokens_in=r[7], tokens_out=r[8], question_type=r[9],
-                                   stale=r[10] != r[11]))
+                                   stale=r[10] != r[11], rejected=r[12] == ItemStatus.REJECTED))
     return rows
 
 
 def _summary(run: Run, rows: list[RowScore]) -> RunSummary:
     stale = sum(1 for r in rows if r.stale)
+    current = [r for r in rows if not r.stale and not r.rejected]
     return priced(run, summarize(rows), stale=stale, circular=circular_of(run, circular_verdicts([run])),
-                   fresh=summarize([r for r in rows if not r.stale]) if stale else None)
+                  fresh=summarize(current) if len(current) < len(rows) else None)
 
 
 def run_summary(*, run: Run) -> RunSummary:

@@ -32,6 +32,7 @@ class RowScore:
     tokens_out: int = 0
     question_type: str = ""
     stale: bool = False  # the item changed since this row was asked
+    rejected: bool = False  # the item was rejected (deleted): the leaderboard leaves its rows out
 
 
 @dataclass(frozen=True)

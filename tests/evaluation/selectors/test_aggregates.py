@@ -105,12 +105,17 @@ def test_curation_without_content_changes_makes_nothing_stale_and_a_content_chan
     assert "context" in page and "content version 2" in page
 
 
-@pytest.mark.parametrize("samples", [1, 2])
+def _reject(item: Item) -> Item:
+    return item_update(item_id=item.pk, base_version=item.version, changes={}, status="rejected", note="deleted")
+
+
+@pytest.mark.parametrize(("samples", "curation"), [(1, "stale"), (2, "stale"), (1, "rejected"), (2, "both")])
 def test_a_run_with_stale_rows_shows_its_accuracy_on_the_current_content_alike_everywhere(
-        items, compute, researcher_client, samples):
+        items, compute, researcher_client, samples, curation):
     """The plain accuracy counts every row of the run; beside it, wherever a run's accuracy is shown (the run page,
     the run list and its CSV/JSON, the run API, `evaluate`'s line), the accuracy on the items' current content:
-    the fresh rows', as the leaderboard's cell counts them, with the same interval."""
+    the fresh rows of the items kept (a rejected item's rows left out too), as the leaderboard's cell counts them,
+    with the same interval."""
     import csv
     import io
     import json
@@ -121,14 +126,16 @@ def test_a_run_with_stale_rows_shows_its_accuracy_on_the_current_content_alike_e
                                       split="test", enqueue=False, samples=samples))
     clean = selectors.run_summary(run=run)
     assert clean.fresh is None and clean.as_json()["accuracy_fresh"] == clean.metrics.accuracy
-    changed = {_rewrite(items[i]).pk for i in (0, 4, 7)}
+    changed = {_rewrite(items[i]).pk for i in (0, 4, 7)} if curation in ("stale", "both") else set()
+    if curation in ("rejected", "both"):
+        changed |= {_reject(Item.objects.get(pk=items[i].pk)).pk for i in (1, 4, 9)}
     summary = selectors.run_summary(run=run)
-    assert summary.stale == 3 * samples and summary.metrics.n == ITEMS * samples
+    assert summary.stale == (3 if curation != "rejected" else 0) * samples and summary.metrics.n == ITEMS * samples
     rows = selectors._row_scores([run.pk])[run.pk]
     expected = summarize([r for r in rows if r.item_id not in changed])
     assert summary.fresh.as_dict() == pytest.approx(expected.as_dict())
     detail = summary.as_json()
-    assert detail["n_fresh"] == (ITEMS - 3) * samples and detail["accuracy_fresh"] == expected.accuracy
+    assert detail["n_fresh"] == (ITEMS - len(changed)) * samples and detail["accuracy_fresh"] == expected.accuracy
     assert detail["accuracy_fresh_ci95"] == pytest.approx([expected.ci_low, expected.ci_high])
 
     table = leaderboard(split="test", reference=f"naive@{run.endpoint.name}")
@@ -151,6 +158,7 @@ def test_a_run_with_stale_rows_shows_its_accuracy_on_the_current_content_alike_e
 
     page = researcher_client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
     fresh_cell = page.split('id="accuracy-fresh"', 1)[1].split("</div>", 1)[0]
-    assert f"{expected.correct}/{expected.n}" in fresh_cell and f"the {3 * samples} stale rows left out" in fresh_cell
+    assert f"{expected.correct}/{expected.n}" in fresh_cell
+    assert f"{len(changed) * samples} rows left out (stale, or of deleted items)" in fresh_cell
     listing = researcher_client.get(reverse("evaluation:run_list")).content.decode()
     assert f"on the current content {100 * expected.accuracy:.1f}%" in listing
