@@ -9,6 +9,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
@@ -114,17 +115,19 @@ class ModelEndpoint(models.Model):
     )
     temperature = models.FloatField(null=True, blank=True)
     top_p = models.FloatField(null=True, blank=True)
-    max_tokens = models.PositiveIntegerField(null=True, blank=True)
+    max_tokens = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
     seed = models.IntegerField(null=True, blank=True)
     extra_params = models.JSONField(default=dict, blank=True, help_text=_('Sent as extra body, e.g. {"top_k": 5}.'))
     max_concurrency = models.PositiveIntegerField(default=8, help_text=_("Requests in flight at once, over all workers."))
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     timeout_s = models.FloatField(default=120.0)
-    max_attempts = models.PositiveSmallIntegerField(default=6)
+    max_attempts = models.PositiveSmallIntegerField(default=6, validators=[MinValueValidator(1)])
     retry_budget_s = models.FloatField(default=600.0, help_text=_("Give a request up after this many seconds of retries."))
     price_in_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
+                                            validators=[MinValueValidator(0)],
                                             help_text=_("Price per million input tokens."))
     price_out_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True,
+                                             validators=[MinValueValidator(0)],
                                              help_text=_("Price per million output tokens."))
     use_cache = models.BooleanField(default=True, help_text=_("Reuse stored responses to identical requests."))
     created_at = models.DateTimeField(auto_now_add=True)
