@@ -4,7 +4,7 @@ Labels and their reviews are annotation's API (the review side)."""
 from __future__ import annotations
 
 from django.utils.translation import gettext
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 
@@ -80,6 +80,7 @@ class JudgeRunLaunchSerializer(serializers.Serializer):
     note = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
 
 
+@extend_schema_view(post=extend_schema(request=JudgeConfigCreateSerializer, responses={201: JudgeConfigSerializer}))
 class JudgeConfigListApi(generics.ListCreateAPIView):
     """GET: the judge configurations with their review policy; POST: create one (and its review queue)."""
 
@@ -96,6 +97,11 @@ class JudgeConfigListApi(generics.ListCreateAPIView):
         return Response(JudgeConfigSerializer(config).data, status=status.HTTP_201_CREATED)
 
 
+@extend_schema_view(
+    get=extend_schema(parameters=[OpenApiParameter("config", str, description="A judge configuration's name"),
+                                  OpenApiParameter("task", str, description="The judge's task"),
+                                  OpenApiParameter("run", int, description="The model run judged")]),
+    post=extend_schema(request=JudgeRunLaunchSerializer, responses={201: JudgeRunSerializer}))
 class JudgeRunListApi(generics.ListCreateAPIView):
     """GET: judge runs newest first (?config=, ?task=, ?run=); POST: launch one on Celery."""
 
@@ -133,6 +139,7 @@ class JudgeRunDetailApi(_OneJudgeRun, generics.RetrieveAPIView):
 
 
 class JudgeRunCancelApi(_OneJudgeRun):
+    @extend_schema(request=None, responses={200: JudgeRunSerializer})
     def post(self, request, pk: int):
         return self.respond(services.judge_run_cancel(judge_run=self.get_object()))
 
@@ -140,6 +147,7 @@ class JudgeRunCancelApi(_OneJudgeRun):
 class JudgeRunResumeApi(_OneJudgeRun):
     """Queue the judge run again: only targets without a label are computed."""
 
+    @extend_schema(request=None, responses={200: JudgeRunSerializer})
     def post(self, request, pk: int):
         return self.respond(services.judge_run_resume(judge_run=self.get_object()))
 

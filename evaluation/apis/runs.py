@@ -249,11 +249,13 @@ class RunDetailApi(_OneRun):
 
 
 class RunCancelApi(_OneRun):
+    @extend_schema(request=None, responses={200: RunSerializer})
     def post(self, request, pk: int):
         return self.respond(services.run_cancel(run=self.get_object()))
 
 
 class RunResumeApi(_OneRun):
+    @extend_schema(request=None, responses={200: RunSerializer})
     def post(self, request, pk: int):
         return self.respond(services.run_resume(run=self.get_object()))
 
