@@ -56,3 +56,34 @@ def content_diff(old: dict, new: dict, fields=None) -> list[FieldDiff]:
 
 _ORDER = {name: i for i, name in enumerate(
     ("context", "question", "options", "answer_index", "evidence", "reasoning", "translations", "extra"))}
+
+
+@dataclass(frozen=True)
+class Merge:
+    content: dict  # the fields merged
+    taken: tuple[str, ...]  # fields (or "options N") only the others changed: their text now
+    clashes: tuple[str, ...]  # fields (or "options N") both changed, differently: yours kept, to compare
+
+
+def merge_three(base: dict, theirs: dict, mine: dict, fields: tuple[str, ...]) -> Merge:
+    """A three-way merge of `mine` (an edit made from `base`) with `theirs` (the stored content, saved by others from
+    `base` meanwhile): a field only they changed takes their value, one only I changed keeps mine, one we both
+    changed differently keeps mine and is named a clash. Options of one length are merged option by option."""
+    merged, taken, clashes = {}, [], []
+
+    def pick(name: str, b, t, m):
+        if m == b or m == t:
+            if t != b and m != t:
+                taken.append(name)
+            return t
+        if t != b:
+            clashes.append(name)
+        return m
+
+    for name in fields:
+        b, t, m = base.get(name), theirs.get(name), mine.get(name)
+        if name == "options" and all(isinstance(x, list) for x in (b, t, m)) and len(b) == len(t) == len(m):
+            merged[name] = [pick(f"options {i + 1}", *triple) for i, triple in enumerate(zip(b, t, m))]
+        else:
+            merged[name] = pick(name, b, t, m)
+    return Merge(merged, tuple(taken), tuple(clashes))

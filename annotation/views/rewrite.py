@@ -16,7 +16,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from annotation import selectors, services
-from annotation.diffing import content_diff
+from annotation.diffing import content_diff, merge_three
 from annotation.errors import StaleVersion
 from annotation.forms import RewriteForm, draft_order
 from annotation.item_checks import option_checks
@@ -24,6 +24,8 @@ from annotation.models import Item, Stage
 from annotation.views.common import after_decision, attempt, stage_context
 from foundation.numerals import is_number
 from foundation.roles import annotator_required
+
+MERGED_FIELDS = ("context", "question", "options", "answer_index")
 
 
 def text_checks(content: dict) -> list:
@@ -101,6 +103,13 @@ def _page(request, item, form: RewriteForm | None, *, status: int = 200):
         if is_number(conflict_from) and int(conflict_from) < item.version:
             conflict = selectors.item_conflict(item=item, base_version=int(conflict_from))
             base_version = item.version  # saving again, after seeing the other change, starts from the stored version
+            # Saving again must not undo their change where the text kept here was only the old one: merged three
+            # ways against the version started from (the fields both changed keep this text and are named).
+            base = selectors.revision_snapshot(item=item, number=int(conflict_from)) or {}
+            merge = merge_three(base, item.content(), content, MERGED_FIELDS) if base else None
+            if merge is not None:
+                content = {**content, **merge.content}
+                conflict.update(taken=merge.taken, clashes=merge.clashes)
         else:
             base_version = (draft.data.get("base_version") or draft.base_version) if draft else item.version
         form = _form_for(content, base_version)

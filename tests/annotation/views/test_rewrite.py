@@ -241,3 +241,59 @@ def test_a_refused_save_from_an_older_tab_keeps_its_text(annotator):
     conflict = older.get(refused["Location"]).content.decode()
     assert "Typed in the older tab?" in conflict and "someone else changed this item" in conflict
     assert Draft.objects.get(user=annotator, item=item).data["question"] == "Typed in the older tab?"
+
+
+def _form_values(page: str) -> dict:
+    """The rewrite form's fields as the browser would send them (inputs, textareas, the checked answer)."""
+    import html
+    from html.parser import HTMLParser
+
+    values: dict = {}
+
+    class Reader(HTMLParser):
+        textarea = None
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if tag == "input" and a.get("name") and (a.get("type") != "radio" or "checked" in a):
+                values[a["name"]] = html.unescape(a.get("value") or "")
+            if tag == "textarea":
+                self.textarea, values[a["name"]] = a["name"], ""
+
+        def handle_endtag(self, tag):
+            if tag == "textarea" and self.textarea:  # a browser drops the one line break after <textarea>
+                values[self.textarea] = values[self.textarea].removeprefix("\n")
+            self.textarea = None if tag == "textarea" else self.textarea
+
+        def handle_data(self, data):
+            if self.textarea:
+                values[self.textarea] += data
+
+    Reader(convert_charrefs=True).feed(page.split('id="rewrite-form"', 1)[-1] if 'id="rewrite-form"' in page else page)
+    return values
+
+
+def test_saving_again_after_a_conflict_keeps_what_only_the_other_person_changed(annotator, annotator2):
+    """The audit's case: A saves a new question; B, from the same version, changes only option 4 and is refused.
+    The page B gets back shows A's question and B's option (a three-way merge against the version B started from),
+    so that Save again keeps both; a field both changed keeps B's text and is named."""
+    set_k(Stage.REWRITE, 2)
+    (item,) = make_items(1, status=ItemStatus.REWRITE)
+    a, b = client_for(annotator), client_for(annotator2)
+    url = reverse("annotation:rewrite", args=[item.pk])
+    base, last = item.version, f"option_{len(item.options) - 1}"
+    assert a.post(url, rewrite_post(item, base, question="Who really entered the study?")).status_code == 302
+    refused = b.post(url, rewrite_post(item, base, **{last: "The night porter"}))
+    page = b.get(refused["Location"]).content.decode()
+    form = _form_values(page)
+    assert form["question"] == "Who really entered the study?" and form[last] == "The night porter", form
+    item.refresh_from_db()
+    assert b.post(url, {**form, "base_version": item.version}).status_code == 302
+    item.refresh_from_db()
+    assert item.question == "Who really entered the study?" and item.options[-1] == "The night porter"
+    # Both change the question: B's text is kept in the form and the clash is named.
+    assert a.post(url, rewrite_post(item, item.version, question="Who was it?")).status_code == 302
+    clash = b.post(url, rewrite_post(item, item.version, question="Who came in?"))
+    text = visible_text(b.get(clash["Location"]))
+    assert "You both changed: question" in text
+    assert _form_values(b.get(clash["Location"]).content.decode())["question"] == "Who came in?"
