@@ -177,6 +177,11 @@ def item_import(
     """
     if curated not in CURATED_POLICIES:
         raise Invalid(gettext("“curated” is one of %(policies)s.", policies=", ".join(CURATED_POLICIES)), field="curated")
+    for name, value in (("source", source), ("split", split)):  # refused on its field, not by the column (DataError)
+        limit = Item._meta.get_field(name).max_length
+        if len(value) > limit:
+            raise Invalid(errors={name: [gettext("%(n)s characters: at most %(limit)s", n=f"{len(value):,}",
+                                                 limit=f"{limit:,}")]}, field=name)
     parsed = parse_jsonl(stream, file=file_name, limits=import_limits())
     report = ImportReport(file=file_name, errors=parsed.errors, dry_run=dry_run)
     bad_lines = {e.line for e in parsed.errors}

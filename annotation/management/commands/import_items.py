@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.errors import CuratedConflicts, ImportRejected
 from annotation.services import item_import
 from annotation.services.items import CURATED_KEEP, CURATED_OVERWRITE, CURATED_REFUSE
+from foundation.errors import Invalid
 
 
 class Command(BaseCommand):
@@ -34,6 +35,9 @@ class Command(BaseCommand):
                                      dry_run=dry_run, skip_invalid=skip_invalid, curated=curated)
         except (ImportRejected, CuratedConflicts) as exc:
             raise CommandError(str(exc)) from exc
+        except Invalid as exc:  # an option the items cannot hold, e.g. a --source longer than its column
+            why = " ".join(exc.errors.get(exc.field, [])) or exc.message
+            raise CommandError(f"--{exc.field}: {why}" if exc.field else why) from exc
         for error in report.errors:
             self.stderr.write(f"skipped {error}")
         self.stdout.write(f"{file}: {report.summary()}")
