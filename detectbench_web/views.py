@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.templatetags.static import static
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
 
 from detectbench_web.dashboard import home_dashboard
 from foundation.database_faults import transient_fault_response
@@ -23,6 +24,7 @@ PLAIN_500 = ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><ti
 
 
 @login_required
+@never_cache  # the user's own queue and counts: Back fetches them again (as every page behind a role, foundation.roles)
 def home(request):
     """The dashboard: per role, what is waiting and where to go (links come from the navigation context)."""
     return render(request, "home.html", {"board": home_dashboard(user=request.user)})

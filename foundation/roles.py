@@ -10,6 +10,7 @@ from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
+from django.utils.cache import add_never_cache_headers
 from django.utils.translation import gettext, gettext_lazy, gettext_noop
 from rest_framework.permissions import BasePermission
 
@@ -45,7 +46,9 @@ ROLE_REFUSALS = {ANNOTATORS: gettext_noop("This page is for annotators."),
 
 
 def role_required(role: str):
-    """View decorator: anonymous users go to login, users without the role get 403."""
+    """View decorator: anonymous users go to login, users without the role get 403. What the view answers is never
+    cached (unless it says otherwise): a page behind a role shows the user's own state (a lease, a queue, a draft),
+    and Back after Skip showed a lease no longer held."""
     check = ROLE_CHECKS[role]
 
     def decorator(view):
@@ -55,7 +58,10 @@ def role_required(role: str):
                 return redirect_to_login(request.get_full_path())
             if not check(request.user):
                 raise PermissionDenied(gettext(ROLE_REFUSALS[role]))
-            return view(request, *args, **kwargs)
+            response = view(request, *args, **kwargs)
+            if not response.has_header("Cache-Control"):
+                add_never_cache_headers(response)
+            return response
 
         return wrapper
 

@@ -73,3 +73,33 @@ def test_annotators_cannot_reach_researcher_urls(annotator_client):
             if status not in (403, 405):
                 failures.append(f"annotator GET {url} ({namespace}:{name}) -> {status}")
     assert not failures, "\n".join(failures)
+
+
+def test_every_page_behind_a_role_is_never_cached(client, django_user_model):
+    """Back after Skip showed a lease no longer held (the verification page was cacheable): every page a role
+    opens (each route from the URL configuration that sends an anonymous visitor to log in, filled from stored
+    objects) answers `Cache-Control: no-store` to the researcher it opens for."""
+    from django.contrib.auth.models import Group
+
+    from tests.support import hostile_world, routes
+
+    values = hostile_world.build()
+    researcher = django_user_model.objects.create_user("cache-researcher", password="pw", is_staff=True)
+    researcher.groups.add(Group.objects.get_or_create(name="researchers")[0])
+    anonymous, signed_in = client.__class__(), client
+    signed_in.force_login(researcher)
+    wrong, checked = [], 0
+    for route in routes.all_routes(admin=False):
+        for url in routes.urls(route, values):
+            if url.startswith("/api/"):
+                continue  # DRF's views: not pages a browser goes Back to
+            gate = anonymous.get(url)
+            if gate.status_code not in (301, 302) or "/accounts/login/" not in gate.get("Location", ""):
+                continue  # public (participants' pages, the login)
+            response = signed_in.get(url)
+            if response.status_code == 200:
+                checked += 1
+                if "no-store" not in response.get("Cache-Control", ""):
+                    wrong.append(f"{url} ({route.name}): Cache-Control {response.get('Cache-Control')!r}")
+    assert checked >= 40, checked
+    assert not wrong, "\n".join(wrong)
