@@ -44,6 +44,7 @@ from annotation.services.leases import (
     lease_release,
     leases_expire,
     leases_release,
+    slot_refusal,
     stage_config_set,
 )
 from annotation.services.review import review_submit
@@ -54,7 +55,7 @@ __all__ = [
     "ImportRejected", "ItemNotFound", "NoSlot", "StaleVersion", "WorkflowError",
     "ImportReport", "derived_facts", "item_create", "item_import",
     "item_revert", "item_update", "items_export",
-    "items_enter_workflow", "lease_next", "lease_release", "leases_expire", "leases_release", "stage_config_set",
+    "items_enter_workflow", "lease_next", "slot_refusal", "lease_release", "leases_expire", "leases_release", "stage_config_set",
     "adjudication_resolve", "verification_submit",
     "EXPLICIT_SAVE", "clue_graph_replace", "clue_graph_save", "draft_discard", "draft_save", "item_edit", "page_stamp",
     "stage_submit",

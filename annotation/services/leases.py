@@ -67,6 +67,20 @@ def take_slot(*, item: Item, stage: str, user, now, config: StageConfig) -> Anno
             mine.expires_at = now + timedelta(minutes=config.lease_minutes)
             mine.save(update_fields=["expires_at"])
         return mine
+    _refuse_a_new_slot(item=item, stage=stage, user=user, now=now, config=config)
+    _release_stale(user=user, stage=stage, now=now)
+    held = _open_lease(user=user, stage=stage, now=now)
+    if held is not None:
+        # The database holds one open lease per user and stage (annotator_lease_one_open_per_stage).
+        raise NoSlot(gettext("You hold %(item)s in %(stage)s: submit it or skip it first.", item=held.item,
+                              stage=Stage(stage).label))
+    return AnnotatorLease.objects.create(item=item, stage=stage, annotator=user, leased_at=now,
+                                         expires_at=now + timedelta(minutes=config.lease_minutes))
+
+
+def _refuse_a_new_slot(*, item: Item, stage: str, user, now, config: StageConfig) -> None:
+    """NoSlot when the stage has no slot for `user` on `item` now (the item elsewhere, a reviewer who built the clue
+    graph, an open adjudication, every slot held)."""
     if item.status != stage:
         raise NoSlot(gettext("%(item)s is in %(status)s, not in %(stage)s.", item=item,
                               status=str(item.get_status_display()).lower(), stage=str(Stage(stage).label).lower()))
@@ -78,14 +92,20 @@ def take_slot(*, item: Item, stage: str, user, now, config: StageConfig) -> Anno
         raise NoSlot(ngettext("%(item)s already has %(n)s annotator in %(stage)s.",
                               "%(item)s already has %(n)s annotators in %(stage)s.", config.annotators_required,
                               item=item, n=config.annotators_required, stage=Stage(stage).label))
-    _release_stale(user=user, stage=stage, now=now)
-    held = _open_lease(user=user, stage=stage, now=now)
-    if held is not None:
-        # The database holds one open lease per user and stage (annotator_lease_one_open_per_stage).
-        raise NoSlot(gettext("You hold %(item)s in %(stage)s: submit it or skip it first.", item=held.item,
-                              stage=Stage(stage).label))
-    return AnnotatorLease.objects.create(item=item, stage=stage, annotator=user, leased_at=now,
-                                         expires_at=now + timedelta(minutes=config.lease_minutes))
+
+
+def slot_refusal(*, item: Item, stage: str, user, now=None) -> str:
+    """Why `user` could not work on `item` in `stage` now ('' when they hold one of its slots or one is free): what
+    an edit or a decision would be refused with, read without taking anything, so that a page says it before any
+    typing (an annotator without a slot could type and autosave for nothing)."""
+    now = now or timezone.now()
+    if live_leases(item.pk, stage, now).filter(annotator=user).exists():
+        return ""
+    try:
+        _refuse_a_new_slot(item=item, stage=stage, user=user, now=now, config=stage_config(stage))
+    except NoSlot as refusal:
+        return refusal.message
+    return ""
 
 
 def _open_lease(*, user, stage: str, now) -> AnnotatorLease | None:

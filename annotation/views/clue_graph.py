@@ -136,10 +136,12 @@ def _graph_draft_response(request, item, *, partial: str, apply_action: bool):
     the annotator's text.
     """
     form = ClueGraphForm(request.POST)
-    if not form.is_valid():
+    refusal = services.slot_refusal(item=item, stage=Stage.CLUE_GRAPH, user=request.user) if (
+        item.status == Stage.CLUE_GRAPH) else ""
+    if refusal or not form.is_valid():  # no draft is kept for someone who may not change the item now
         return retarget(reswap(render(request, "annotation/clue_graph.html#preview_error",
-                                      {"error": "; ".join(form.named_errors())}, status=422), "innerHTML"),
-                        "#cg-preview")
+                                      {"error": refusal or "; ".join(form.named_errors())},
+                                      status=409 if refusal else 422), "innerHTML"), "#cg-preview")
     graph, error = editing.apply_action(form.graph, item.context, request.POST) if apply_action else (form.graph, None)
     base_version = form.cleaned_data["base_version"]
     kept = _save_graph_draft(request, item, graph, base_version)

@@ -136,6 +136,10 @@ def rewrite_draft_view(request, pk: int):
     only oversized input or a version no item has is refused (422, the message names the field).
     """
     item = get_object_or_404(Item, pk=pk)
+    if item.status == Stage.REWRITE and (refusal := services.slot_refusal(item=item, stage=Stage.REWRITE,
+                                                                          user=request.user)):
+        # No draft is kept for someone who may not change the item now (the page says so before any typing).
+        return render(request, "annotation/rewrite.html#draft_status", {"draft_errors": [refusal]}, status=409)
     form = RewriteForm(request.POST)
     form.is_valid()
     # A version sent that no item has (not a whole number, past the largest) is refused too: the draft would carry it.
