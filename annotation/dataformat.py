@@ -222,17 +222,23 @@ def unstorable_json(obj) -> str | None:
     found = unstorable_value(obj)
     if found is not None:
         return f"{found[0]}: {found[1]}" if found[0] else found[1]
-    stack: list[tuple[str, object]] = [("", obj)]
-    while stack:
-        path, value = stack.pop()
+    for path, value in _places(obj):
         if isinstance(value, float) and not math.isfinite(value):
             why = gettext("%(name)s is not a JSON number",
                           name="NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity"))
             return f"{path}: {why}" if path else why
+    return None
+
+
+def _places(obj) -> Iterator[tuple[str, object]]:
+    """(path, value) of a decoded value and of every value in it, in the order of its text (no recursion)."""
+    stack: list[tuple[str, object]] = [("", obj)]
+    while stack:
+        path, value = stack.pop()
+        yield path, value
         if isinstance(value, (dict, list)):
             items = value.items() if isinstance(value, dict) else enumerate(value)
             stack.extend((_child(path, key), child) for key, child in reversed(list(items)))
-    return None
 
 
 def _json_type(value) -> str:
@@ -277,7 +283,29 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_bounded_int)
+class _Duplicated(dict):
+    """A decoded object that held a key more than once (`duplicate`, its first such key; the last value kept)."""
+
+    duplicate: str
+
+
+def _object(pairs: list[tuple[str, object]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        seen: set[str] = set()
+        obj = _Duplicated(obj)
+        obj.duplicate = next(key for key, _ in pairs if key in seen or seen.add(key))
+    return obj
+
+
+def duplicate_key(obj) -> str | None:
+    """The place of the first key that an object of a decoded value holds twice (``clue_graph.evidence``), else
+    None: JSON keeps the last silently, which is never what a record meant."""
+    return next((_child(path, value.duplicate) for path, value in _places(obj) if isinstance(value, _Duplicated)), None)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_bounded_int,
+                            object_pairs_hook=_object)
 
 
 def decode_json(text: str):
@@ -346,6 +374,10 @@ def parse_jsonl(stream: BinaryIO, *, file: str, limits: Limits = DEFAULT_LIMITS)
         unstorable = unstorable_value(obj, check_text="\\u" in text)
         if unstorable is not None:
             errors.append(RecordError(file, number, *unstorable))
+            continue
+        duplicate = duplicate_key(obj)
+        if duplicate is not None:
+            errors.append(RecordError(file, number, duplicate, "duplicate key"))  # keys checked printable above
             continue
         record, record_errors = validate_record(obj, file=file, line=number, limits=limits)
         if record_errors:
