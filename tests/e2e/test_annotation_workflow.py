@@ -177,3 +177,85 @@ def test_autosaves_carry_their_page_and_their_order_and_a_saved_rewrite_stays_sa
         page.click("#rewrite-form button.primary")
     assert "Restored your unsaved draft" not in page.content()
     assert page.locator("#id_question").input_value() == item.question + " Who came in?"
+
+
+def _until(page, expression: str, timeout_s: float = 10.0) -> None:
+    """Wait until a JavaScript expression is true (evaluated, not compiled from a string: the pages' CSP has no
+    'unsafe-eval', which wait_for_function needs for a string)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(expression):
+        assert time.monotonic() < deadline, f"not true within {timeout_s} s: {expression}"
+        time.sleep(0.05)
+
+
+def test_the_clue_graph_editor_keeps_the_keyboard_where_the_change_is(live_server, browser_page, annotator):
+    """+ clue, + step and remove redraw the whole editor: the focus goes to the new row's first field, or to the
+    row that took the removed one's place, never back to the top of the page; each remove button names its row."""
+    page = browser_page
+    (item,) = make_items(1, status=ItemStatus.CLUE_GRAPH, start=20)
+    _login(page, live_server, "ann1")
+    page.goto(f"{live_server.url}/annotation/items/{item.pk}/clue-graph/")
+    clues = page.locator("#clue-rows > li").count()
+    assert page.get_attribute("#clue-rows > li:first-child .row-head button", "aria-label") == "Remove clue 1"
+    page.focus("#add-clue")
+    with page.expect_response(lambda r: r.url.endswith("/clue-graph/edit/")):
+        page.keyboard.press("Enter")
+    _until(page, f"document.querySelectorAll('#clue-rows > li').length === {clues + 1}")
+    _until(page, "document.activeElement && document.activeElement.name === 'clue_text'")
+    assert page.evaluate("document.activeElement.id") == f"clue-{clues}-text"
+    page.focus("#clue-rows > li:first-child .row-head button")
+    with page.expect_response(lambda r: r.url.endswith("/clue-graph/edit/")):
+        page.keyboard.press("Enter")
+    _until(page, f"document.querySelectorAll('#clue-rows > li').length === {clues}")
+    _until(page, "document.activeElement && document.activeElement.id === 'clue-0-text'")
+    steps = page.locator("#step-rows > li").count()
+    page.focus("#add-step")
+    with page.expect_response(lambda r: r.url.endswith("/clue-graph/edit/")):
+        page.keyboard.press("Enter")
+    _until(page, f"document.querySelectorAll('#step-rows > li').length === {steps + 1}")
+    _until(page, "document.activeElement && document.activeElement.closest('#step-rows > li:last-child')")
+
+
+def test_text_typed_just_before_a_reload_comes_back_as_the_draft(live_server, browser_page, annotator):
+    """The autosave waits for a pause in typing; text typed within it and a reload at once was lost. On leaving
+    the page the form sends what it has (sendBeacon), and the reloaded page restores it."""
+    import time
+
+    from annotation.models import Draft
+
+    page = browser_page
+    (item,) = make_items(1, status=ItemStatus.REWRITE, start=30)
+    _login(page, live_server, "ann1")
+    url = f"{live_server.url}/annotation/items/{item.pk}/rewrite/"
+    page.goto(url)
+    page.fill("#id_question", item.question + " QUICK-TYPED.")  # an input event, no pause, no change event
+    page.reload()
+    deadline = time.monotonic() + 10
+    while not Draft.objects.filter(item=item, data__question__endswith="QUICK-TYPED.").exists():
+        assert time.monotonic() < deadline, "the text typed before the reload was not kept as a draft"
+        time.sleep(0.1)
+    page.goto(url)
+    assert page.input_value("#id_question").endswith("QUICK-TYPED.")
+    assert "Restored your unsaved draft" in page.inner_text("main")
+
+
+def test_a_phone_wide_screen_keeps_long_words_and_wide_tables_inside_the_page(live_server, browser_page, annotator,
+                                                                             researcher):
+    from annotation.services import item_update
+
+    page = browser_page
+    page.set_viewport_size({"width": 375, "height": 800})
+    (item,) = make_items(1, status=ItemStatus.REWRITE, start=40)
+    item_update(item_id=item.pk, base_version=item.version, changes={"context": item.context + " " + "x" * 300})
+    _login(page, live_server, "ann1")
+    fits = "document.documentElement.scrollWidth <= window.innerWidth + 1"
+    for path in (f"/annotation/items/{item.pk}/", f"/annotation/items/{item.pk}/history/"):
+        page.goto(live_server.url + path)
+        assert page.evaluate(fits), (path, page.evaluate("document.documentElement.scrollWidth"))
+    page.context.clear_cookies()
+    _login(page, live_server, "res1")
+    for path in ("/evaluation/runs/", "/evaluation/leaderboard/?split=test", "/annotation/progress/"):
+        page.goto(live_server.url + path)
+        assert page.evaluate(fits), (path, page.evaluate("document.documentElement.scrollWidth"))

@@ -27,6 +27,51 @@
     parameters.draft_seq = String(draftSeq);
   });
 
+  /* Text typed within the autosave's delay is not lost when the page is left or reloaded: on pagehide a form with
+     unsent changes sends its draft once more (sendBeacon, the same address and fields as the autosave). A submit
+     (Save) sends the text itself. */
+  var unsent = null;
+  document.addEventListener("input", function (event) {
+    var form = event.target.closest && event.target.closest("form[hx-post][id$='-form']");
+    if (form && form.querySelector("[name=draft_page]")) { unsent = form; }
+  });
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    if (unsent && event.detail.elt === unsent) { unsent = null; }
+  });
+  document.addEventListener("submit", function () { unsent = null; });
+  window.addEventListener("pagehide", function () {
+    if (!unsent || !navigator.sendBeacon) { return; }
+    var data = new FormData(unsent);
+    draftSeq += 1;
+    data.set("draft_seq", String(draftSeq));
+    navigator.sendBeacon(unsent.getAttribute("hx-post"), data);
+    unsent = null;
+  });
+
+  /* Clue-graph editor: its row buttons redraw the whole editor; the keyboard focus goes where the change is (the new
+     row's first field, the row after a removed one, else the add button), not back to the top of the page. */
+  var editAction = null;
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var elt = event.detail.elt;
+    editAction = elt && elt.closest && elt.closest("#cg-editor") && elt.name === "action" ? elt.value : null;
+  });
+  document.addEventListener("htmx:afterSettle", function (event) {
+    if (!editAction || !document.getElementById("cg-editor")) { return; }
+    var parts = editAction.split(":"), kind = parts[0], index = Number(parts[1] || 0), target = null;
+    var rows = function (id) { return document.querySelectorAll("#" + id + " > li"); };
+    if (kind === "add_clue" || kind === "add_step") {
+      var added = rows(kind === "add_clue" ? "clue-rows" : "step-rows");
+      target = added.length ? added[added.length - 1].querySelector("input:not([type=hidden])") : null;
+    } else if (kind === "remove_clue" || kind === "remove_step") {
+      var left = rows(kind === "remove_clue" ? "clue-rows" : "step-rows");
+      var row = left[Math.min(index, left.length - 1)];
+      target = row ? row.querySelector("input:not([type=hidden])")
+                   : document.getElementById(kind === "remove_clue" ? "add-clue" : "add-step");
+    }
+    editAction = null;
+    if (target) { target.focus(); }
+  });
+
   /* Clue-graph screen: "Pick in context" arms a clue; selecting text in the context replaces it. */
   var armed = null;
 
