@@ -364,8 +364,9 @@ def parse_jsonl(stream: BinaryIO, *, file: str, limits: Limits = DEFAULT_LIMITS)
         try:
             obj = decode_json(text)
         except json.JSONDecodeError as exc:
+            why = exc.msg.removesuffix(" at")  # "Invalid control character at", "Unterminated string starting at"
             errors.append(RecordError(file, number, None, gettext("invalid JSON: %(why)s at column %(n)s",
-                                                                      why=exc.msg, n=exc.colno)))
+                                                                      why=why, n=exc.colno)))
             continue
         except ValueError as exc:
             errors.append(RecordError(file, number, None, gettext("invalid JSON: %(why)s", why=exc)))

@@ -65,6 +65,7 @@ HOSTILE_LINES = {
     "nan_in_extra": (_line(id=2).replace('"answer": 0', '"answer": 0, "score": NaN'), None, "NaN"),
     "overflowing_float": (_line(id=2).replace('"answer": 0', '"answer": 0, "score": 1e999'), None, "finite"),
     "huge_integer": (_line(id=2).replace('"answer": 0', '"answer": 0, "n": ' + "9" * 5000), None, "digits"),
+    "raw_nul_character": (_line(id=2, context="a\x00b").replace("\\u0000", "\x00"), None, "character at column 24"),
     "duplicate_key": ('{"id": 900042, ' + _line(id=900043)[1:], "id", "duplicate key"),
     "duplicate_key_in_clue_graph": (_line(id=2).replace('"evidence"', '"evidence": "", "evidence"'),
                                     "clue_graph.evidence", "duplicate key"),
