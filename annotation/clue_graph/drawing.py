@@ -8,7 +8,9 @@ layer right of its deepest input. The last step's conclusion is marked as final.
 """
 from __future__ import annotations
 
+import re
 import textwrap
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from html import escape
@@ -105,11 +107,45 @@ def draw_graph(graph: ClueGraph, *, unanchored: Iterable[int] = (), fuzzy: Itera
 
 
 def _lines(node: Node) -> list[str]:
-    wrapped = textwrap.wrap(node.label, CHARS_PER_LINE) or [""]
+    """The node's label in lines of at most CHARS_PER_LINE columns: a Chinese (wide) character takes two, as it
+    does in the box (wrapped by characters, 32 of them ran out of their box)."""
+    wide = any(unicodedata.east_asian_width(c) in "WF" for c in node.label)
+    wrapped = (_wrap_wide(node.label, CHARS_PER_LINE) if wide else textwrap.wrap(node.label, CHARS_PER_LINE)) or [""]
     if len(wrapped) > MAX_LINES:
         wrapped = wrapped[:MAX_LINES]
-        wrapped[-1] = wrapped[-1][: CHARS_PER_LINE - 1] + "…"
+        wrapped[-1] = _cut(wrapped[-1], CHARS_PER_LINE - 1) + "…"
     return wrapped
+
+
+def _columns(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _cut(text: str, columns: int) -> str:
+    """The longest start of `text` within `columns`."""
+    used = 0
+    for i, c in enumerate(text):
+        used += _columns(c)
+        if used > columns:
+            return text[:i]
+    return text
+
+
+def _wrap_wide(text: str, columns: int) -> list[str]:
+    """Greedy lines of at most `columns` columns, broken at spaces where there are any, else between characters."""
+    lines, line = [], ""
+    for word in re.findall(r"\S+\s*", text):
+        if line and _columns((line + word).rstrip()) > columns:
+            lines.append(line.rstrip())
+            line = ""
+        while _columns((line + word).rstrip()) > columns:  # a run wider than a line (Chinese has no spaces)
+            head = _cut(line + word, columns)
+            lines.append(head.rstrip())
+            word, line = (line + word)[len(head):], ""
+        line += word
+    if line.strip():
+        lines.append(line.rstrip())
+    return lines
 
 
 def _place(nodes: list[Node], edges: list[Edge]) -> DrawnGraph:

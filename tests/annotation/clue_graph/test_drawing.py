@@ -74,3 +74,16 @@ def test_clue_graph_page_escapes_clue_text_in_the_svg_and_the_editor(annotator_c
     svg = page[page.index("<svg"):page.index("</svg>") + 6]
     ET.fromstring(svg)
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &quot;quoted&quot;" in svg
+
+
+@pytest.mark.parametrize("label", ["管家的靴子上有泥，说明他去过花园，而花园门昨晚是锁着的，钥匙只在园丁那里。",
+                                   "The butler's boots 管家的靴子上有泥 had mud on them after the rain stopped",
+                                   "x" * 80, "short"])
+def test_a_node_s_lines_fit_its_box_in_columns_a_chinese_character_taking_two(label):
+    from annotation.clue_graph.drawing import CHARS_PER_LINE, MAX_LINES, Node, _columns, _lines
+
+    lines = _lines(Node(id="c1", label=label, kind="clue"))
+    assert 1 <= len(lines) <= MAX_LINES
+    assert all(_columns(line) <= CHARS_PER_LINE for line in lines), [(_columns(x), x) for x in lines]
+    shown = "".join(line.rstrip("…") for line in lines).replace(" ", "")
+    assert label.replace(" ", "").startswith(shown)  # in order, nothing but the tail dropped
