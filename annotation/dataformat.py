@@ -378,7 +378,7 @@ def parse_jsonl(stream: BinaryIO, *, file: str, limits: Limits = DEFAULT_LIMITS)
             continue
         duplicate = duplicate_key(obj)
         if duplicate is not None:
-            errors.append(RecordError(file, number, duplicate, "duplicate key"))  # keys checked printable above
+            errors.append(RecordError(file, number, duplicate, gettext("duplicate key")))  # keys checked printable above
             continue
         record, record_errors = validate_record(obj, file=file, line=number, limits=limits)
         if record_errors:

@@ -77,9 +77,8 @@ def leaderboard_csv(table: Leaderboard) -> str:
 
 
 def leaderboard_json(table: Leaderboard) -> str:
-    """The command's JSON: a list of cells (method, endpoint, run, n, accuracy, accuracy_ci95, keyinfo,
-    first_option_baseline, discordant, p_value, p_holm, ...)."""
-    return json.dumps([c.as_json() for c in table.cells], indent=2)
+    """The command's JSON: the API's document (`Leaderboard.as_json`: scope, cells, baselines, rejected_items, ...)."""
+    return json.dumps(table.as_json(), indent=2)
 
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",

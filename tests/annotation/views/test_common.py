@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from annotation.models import AnnotatorLease, Draft, ItemStatus, Stage
+from annotation.models import AnnotatorLease, Draft, Stage
 from annotation.services import lease_next
 
 from ..workflow_support import client_for, graph_post, make_items, rewrite_post, set_k

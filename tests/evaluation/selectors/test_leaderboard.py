@@ -184,7 +184,7 @@ def test_the_leaderboard_command_prints_what_evaluate_printed(detectbench_dir, t
     with redirect_stderr(io.StringIO()):
         call_command("leaderboard", "--split", "test", "--reference", "naive@builtin:lexical", "--format", "json",
                      "--out", str(out))
-    cells = {c["run"]: c for c in json.loads(out.read_text())}
+    cells = {c["run"]: c for c in json.loads(out.read_text())["cells"]}
     assert set(cells) == {line["run"] for line in lines}
     for line in lines:
         cell = cells[line["run"]]
