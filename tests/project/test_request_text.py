@@ -92,21 +92,28 @@ def module_parameters(module_name: str) -> frozenset[str]:
     return frozenset(names)
 
 
+def view_module(url: str) -> str | None:
+    """The name of the apps' module whose view answers `url` (None for another package's view, or no route)."""
+    try:
+        match = resolve(url)
+    except Resolver404:
+        return None
+    view = getattr(match.func, "view_class", None) or getattr(match.func, "cls", None) or match.func
+    module = inspect.getmodule(view)
+    if module is None or module.__name__.split(".")[0] not in ("annotation", "studies", "evaluation",
+                                                               "detectbench_web"):
+        return None
+    return module.__name__
+
+
 def parameters_of(url: str) -> set[str]:
     """The query parameters the route of `url` reads (at least `x`, which nothing reads)."""
     names = {"x"}
     for pattern, schema_names in schema_parameters():
         if pattern.match(url):
             names |= schema_names
-    try:
-        match = resolve(url)
-    except Resolver404:
-        return names
-    view = getattr(match.func, "view_class", None) or getattr(match.func, "cls", None) or match.func
-    module = inspect.getmodule(view)
-    if module is not None and module.__name__.split(".")[0] in ("annotation", "studies", "evaluation",
-                                                                "detectbench_web"):
-        names |= module_parameters(module.__name__)
+    if (module := view_module(url)) is not None:
+        names |= module_parameters(module)
     return names
 
 

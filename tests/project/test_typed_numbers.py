@@ -17,10 +17,14 @@ from functools import cache
 from urllib.parse import quote
 
 import pytest
-from django.urls import Resolver404, resolve
 from drf_spectacular.generators import SchemaGenerator
 
-from tests.project.test_request_text import parameters_of, read_names, researcher_world  # noqa: F401 - a fixture
+from tests.project.test_request_text import (  # noqa: F401 - researcher_world: a fixture
+    parameters_of,
+    read_names,
+    researcher_world,
+    view_module,
+)
 from tests.support import routes
 
 pytestmark = pytest.mark.django_db
@@ -72,14 +76,8 @@ def _schema_bodies() -> list[tuple[str, frozenset[str]]]:
 
 def body_parameters_of(url: str) -> set[str]:
     names = {name for pattern, fields in _schema_bodies() if pattern.match(url) for name in fields}
-    try:
-        match = resolve(url)
-    except Resolver404:
-        return names
-    view = getattr(match.func, "view_class", None) or getattr(match.func, "cls", None) or match.func
-    module = inspect.getmodule(view)
-    if module is not None and module.__name__.split(".")[0] in APPS:
-        names |= body_parameters_of_module(module.__name__)
+    if (module := view_module(url)) is not None:
+        names |= body_parameters_of_module(module)
     return names
 
 
