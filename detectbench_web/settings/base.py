@@ -352,7 +352,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"StudyStatusEnum": "studies.models.StudyStatus",
                             "RunStatusEnum": "evaluation.models.RunStatus",
                             "QuestionTypeEnum": "annotation.item_facts.QUESTION_TYPES",
-                            "MethodEnum": "evaluation.prompting.methods.METHOD_CHOICES"},
+                            "MethodEnum": "evaluation.prompting.methods.METHOD_CHOICES",
+                            "ReviewOrderEnum": "annotation.models.belief.ReviewOrder"},
 }
 
 # Logging: one handler, on the root logger. Django's own "django" logger had a console handler of

@@ -2,8 +2,8 @@
 lookup, `changed_fields__contains`, which SQLite does not have), so nothing could be published in the demo, while
 every test passed on PostgreSQL.
 
-The annotation pages' tests (every stage's page, from verification to publishing, and the rule of who reviews a
-clue graph) are run again, in a child pytest, on an SQLite database. (The tests of concurrent hand-outs are left to
+The stage pages' tests (verification, the slot check and skip of every stage, review and publishing, and with them
+the rule of who reviews a clue graph) are run again, in a child pytest, on an SQLite database. (The tests of concurrent hand-outs are left to
 PostgreSQL: the test database of SQLite is one shared in-memory cache, locked table by table, unlike make run's file
 in WAL mode.)"""
 from __future__ import annotations
@@ -18,8 +18,9 @@ from tests.conftest import REPO_DIR
 
 pytestmark = pytest.mark.django_db  # not used by the child; marks it as a database test of this suite
 
-ON_SQLITE = ("tests/annotation/views", "tests/annotation/services/test_editing.py",
-             "tests/annotation/services/test_verification.py")
+#: The stages' pages from the hand-out to publishing (verification, every stage page's slot check and skip, review).
+ON_SQLITE = ("tests/annotation/views/test_verification.py", "tests/annotation/views/test_common.py",
+             "tests/annotation/views/test_review.py")
 
 
 def test_the_annotation_pages_and_the_review_rule_hold_on_sqlite(tmp_path):
