@@ -237,9 +237,7 @@ def item_import(
             report.overwrote_curated += 1
         for name, value in content.items():
             setattr(item, name, value)
-        if "translations" not in changed and (marked := marked_out_of_date(item.translations, changed)) is not None:
-            item.translations = marked  # the file changed the original, not its translations
-            changed.append("translations")
+        _mark_translations(item, changed)  # the file changed the original, not its translations
         for name, value in facts.items():
             setattr(item, name, value)
         item.split = split
@@ -279,6 +277,14 @@ def item_import(
     return report
 
 
+def _mark_translations(item: Item, changed: list[str]) -> None:
+    """An edit of the original that brings no translations marks them out of date (annotation.translations), in the
+    same write: `changed` then names them too."""
+    if "translations" not in changed and (marked := marked_out_of_date(item.translations, changed)) is not None:
+        item.translations = marked
+        changed.append("translations")
+
+
 def _replaced_note(revision: ItemRevision | None) -> str:
     if revision is None:
         return ""
@@ -316,9 +322,7 @@ def item_update(
             return item
         for name in changed:
             setattr(item, name, changes[name])
-        if "translations" not in changed and (marked := marked_out_of_date(item.translations, changed)) is not None:
-            item.translations = marked  # the original changed under them (annotation.translations)
-            changed.append("translations")
+        _mark_translations(item, changed)
         try:
             item.full_clean(exclude=["question_type"])
         except ValidationError as exc:

@@ -97,9 +97,10 @@ def _refuse_a_new_slot(*, item: Item, stage: str, user, now, config: StageConfig
 def slot_refusal(*, item: Item, stage: str, user, now=None) -> str:
     """Why `user` could not work on `item` in `stage` now ('' when they hold one of its slots or one is free): what
     an edit or a decision would be refused with, read without taking anything, so that a page says it before any
-    typing (an annotator without a slot could type and autosave for nothing)."""
+    typing (an annotator without a slot could type and autosave for nothing). '' too for an item not in the stage
+    (its pages say that themselves)."""
     now = now or timezone.now()
-    if live_leases(item.pk, stage, now).filter(annotator=user).exists():
+    if item.status != stage or live_leases(item.pk, stage, now).filter(annotator=user).exists():
         return ""
     try:
         _refuse_a_new_slot(item=item, stage=stage, user=user, now=now, config=stage_config(stage))

@@ -10,7 +10,6 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 from django_htmx.http import reswap, retarget
 
@@ -74,7 +73,6 @@ def _save_graph_draft(request, item, graph: EditableGraph, base_version: int, *,
 
 
 @annotator_required
-@never_cache  # Back must not show a cached page whose stamp the drafts have passed
 def clue_graph_view(request, pk: int):
     """The editor. A refused save keeps the graph as a draft and redirects (post/redirect/get); input that the
     page itself never sends (oversized, a damaged hidden state) is answered at once with 400."""
@@ -136,8 +134,7 @@ def _graph_draft_response(request, item, *, partial: str, apply_action: bool):
     the annotator's text.
     """
     form = ClueGraphForm(request.POST)
-    refusal = services.slot_refusal(item=item, stage=Stage.CLUE_GRAPH, user=request.user) if (
-        item.status == Stage.CLUE_GRAPH) else ""
+    refusal = services.slot_refusal(item=item, stage=Stage.CLUE_GRAPH, user=request.user)
     if refusal or not form.is_valid():  # no draft is kept for someone who may not change the item now
         return retarget(reswap(render(request, "annotation/clue_graph.html#preview_error",
                                       {"error": refusal or "; ".join(form.named_errors())},

@@ -72,8 +72,7 @@ def after_decision(request, stage: str, *, message: str, stay: str) -> HttpRespo
 def stage_context(request, item, stage: str) -> dict:
     return {"item": item, "stage": stage, "stage_label": Stage(stage).label, "options": item_options(item),
             "lease": selectors.lease_for(user=request.user, item=item, stage=stage),
-            "slot_refusal": services.slot_refusal(item=item, stage=stage, user=request.user) if item.status == stage
-            else "",
+            "slot_refusal": services.slot_refusal(item=item, stage=stage, user=request.user),
             "in_stage": item.status == stage, "auto_advance": auto_advance(request),
             "sent_back": selectors.open_send_back(item=item),
             "rules": stage_rules(stage), "rule_range": rule_range(stage)}

@@ -12,7 +12,6 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from annotation import selectors, services
@@ -66,7 +65,6 @@ def _refused(request, item, form: RewriteForm, messages_: list[str], *, conflict
 
 
 @annotator_required
-@never_cache  # Back must not show a cached page whose stamp the drafts have passed
 def rewrite_view(request, pk: int):
     item = get_object_or_404(Item, pk=pk)
     if request.method == "POST":
@@ -136,8 +134,7 @@ def rewrite_draft_view(request, pk: int):
     only oversized input or a version no item has is refused (422, the message names the field).
     """
     item = get_object_or_404(Item, pk=pk)
-    if item.status == Stage.REWRITE and (refusal := services.slot_refusal(item=item, stage=Stage.REWRITE,
-                                                                          user=request.user)):
+    if refusal := services.slot_refusal(item=item, stage=Stage.REWRITE, user=request.user):
         # No draft is kept for someone who may not change the item now (the page says so before any typing).
         return render(request, "annotation/rewrite.html#draft_status", {"draft_errors": [refusal]}, status=409)
     form = RewriteForm(request.POST)
