@@ -7,6 +7,8 @@ queryset once per database alias with markers in place of the values that change
 then runs that SQL with the values, turning the rows into model instances the way the ORM's own iterable does
 (the compiler's converters, `only()`'s deferred fields, `select_related` populators). The SQL is the ORM's, so
 the result is the same as evaluating the queryset; tests/foundation/test_prepared_queries.py compares them.
+On PostgreSQL that SQL is also prepared on each connection that runs it (foundation.server_statements): planned
+once per connection instead of at every request.
 
 Only for querysets of model instances whose values are plain filter values (each marker must appear once among
 the compiled parameters); a `select_for_update` one must run inside a transaction, as the ORM requires.
@@ -22,6 +24,8 @@ from django.db.models import Model, QuerySet
 from django.db.models.query import ModelIterable, get_related_populators
 from django.db.transaction import TransactionManagementError
 
+from foundation.server_statements import ServerStatement
+
 
 @dataclass
 class _Compiled:
@@ -36,6 +40,7 @@ class _Compiled:
     for_update: bool
     converters: dict                # the compiler's value converters of the selected columns
     populators: list                # select_related: how each related object is built from a row
+    statement: ServerStatement      # the SQL, prepared on each PostgreSQL connection that runs it
 
 
 class PreparedQuery:
@@ -68,7 +73,7 @@ class PreparedQuery:
         for slot, value in zip(compiled.slots, values):
             params[slot] = value
         with connection.cursor() as cursor:
-            cursor.execute(compiled.sql, params)
+            compiled.statement.execute(connection, cursor, params)
             return cursor.fetchall()
 
     def instances(self, rows: list[tuple]) -> list[Model]:
@@ -109,7 +114,8 @@ class PreparedQuery:
                              init_list=[column[0].target.attname for column in select[start:end]], start=start,
                              end=end, for_update=for_update,
                              converters=compiler.get_converters([column[0] for column in select[:compiler.col_count]]),
-                             populators=get_related_populators(klass_info, select, alias))
+                             populators=get_related_populators(klass_info, select, alias),
+                             statement=ServerStatement(sql, f"q_{queryset.model._meta.db_table}"))
         self._compiled = compiled
         return compiled
 
@@ -138,14 +144,14 @@ class PreparedUpdate:
 
     def __init__(self, build: Callable[..., tuple[QuerySet, dict[str, Any]]], *markers: Any):
         self.build, self.markers = build, markers
-        self._compiled: tuple[str, str, list, list[tuple[int, Any]]] | None = None
+        self._compiled: tuple[str, ServerStatement, list, list[tuple[int, Any]]] | None = None
 
     def orm_update(self, *values: Any) -> int:
         """What `run` is equal to: the ORM's own update."""
         queryset, new_values = self.build(*values)
         return queryset.update(**new_values)
 
-    def _compile(self) -> tuple[str, str, list, list[tuple[int, Any]]]:
+    def _compile(self) -> tuple[str, ServerStatement, list, list[tuple[int, Any]]]:
         from django.db.models.sql import UpdateQuery
 
         queryset, new_values = self.build(*self.markers)
@@ -164,19 +170,19 @@ class PreparedUpdate:
             if len(found) != 1:
                 raise ValueError(f"the marker {marker!r} appears {len(found)} times among the parameters of {sql}")
             slots.append((found[0], field))
-        self._compiled = (alias, sql, list(params), slots)
+        self._compiled = (alias, ServerStatement(sql, f"u_{meta.db_table}"), list(params), slots)
         return self._compiled
 
     def run(self, *values: Any) -> int:
         if len(values) != len(self.markers):
             raise TypeError(f"{len(self.markers)} values expected, {len(values)} given")
-        alias, sql, params, slots = self._compiled or self._compile()
+        alias, statement, params, slots = self._compiled or self._compile()
         connection = connections[alias]
         params = list(params)
         for (slot, field), value in zip(slots, values):
             params[slot] = field.get_db_prep_save(value, connection) if field is not None else value
         with transaction.mark_for_rollback_on_error(alias), connection.cursor() as cursor:
-            cursor.execute(sql, params)
+            statement.execute(connection, cursor, params)
             return cursor.rowcount
 
 
@@ -188,9 +194,9 @@ class PreparedInsert:
 
     def __init__(self, model: type[Model], using: str = "default"):
         self.model, self.using = model, using
-        self._compiled: tuple[str, list, Any] | None = None
+        self._compiled: tuple[ServerStatement, list, Any] | None = None
 
-    def _compile(self, instance: Model) -> tuple[str, list, Any]:
+    def _compile(self, instance: Model) -> tuple[ServerStatement, list, Any]:
         from django.db.models.sql import InsertQuery
 
         meta = self.model._meta
@@ -200,17 +206,17 @@ class PreparedInsert:
         compiler = query.get_compiler(using=self.using)
         compiler.returning_fields = [meta.pk]
         ((sql, _params),) = compiler.as_sql()
-        self._compiled = (sql, fields, compiler)
+        self._compiled = (ServerStatement(sql, f"i_{meta.db_table}"), fields, compiler)
         return self._compiled
 
     def save(self, instance: Model) -> Model:
         if instance.pk is not None or not instance._state.adding:
             raise ValueError("only a new instance without a primary key can be inserted")
-        sql, fields, compiler = self._compiled or self._compile(instance)
+        statement, fields, compiler = self._compiled or self._compile(instance)
         params = [compiler.prepare_value(field, compiler.pre_save_val(field, instance)) for field in fields]
         connection = connections[self.using]
         with connection.cursor() as cursor:
-            cursor.execute(sql, params)
+            statement.execute(connection, cursor, params)
             if connection.features.can_return_columns_from_insert:
                 instance.pk = cursor.fetchone()[0]
             else:  # a database without INSERT ... RETURNING (an old SQLite): the id it just gave

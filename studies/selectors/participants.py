@@ -11,6 +11,7 @@ from django.db.models import Count, F, Q, QuerySet
 
 from annotation.models import ItemStatus
 from foundation.prepared_queries import PreparedQuery
+from foundation.server_statements import ServerStatement
 from studies.errors import ParticipantIdTaken
 from studies.models import Attempt, AttemptStatus, ParticipantLeaseStatus, Study, StudyItem, StudyStatus
 
@@ -47,18 +48,20 @@ def _spare_items(study_id: int) -> QuerySet:
 
 
 _ROOM_MARKER = -730_103
-_room_sql: dict[str, tuple[str, list, int]] = {}  # per database vendor: the SQL, its parameters, the marker's slot
+#: Per database vendor: the statement, its parameters, the marker's slot.
+_room_sql: dict[str, tuple[ServerStatement, list, int]] = {}
 
 
-def _room_statement() -> tuple[str, list, int]:
+def _room_statement() -> tuple[ServerStatement, list, int]:
     """`_spare_items` compiled once per process (every participant opening the link reads it): its SQL counted up to
-    a limit given as a parameter."""
+    a limit given as a parameter, prepared on each PostgreSQL connection (planning it cost five times running it)."""
     vendor = connection.vendor
     if vendor not in _room_sql:
         sql, params = _spare_items(_ROOM_MARKER).query.sql_with_params()
         slots = [i for i, param in enumerate(params) if param == _ROOM_MARKER]
         assert len(slots) == 1, (sql, params)
-        _room_sql[vendor] = (f"SELECT COUNT(*) FROM ({sql} LIMIT %s) spare", list(params), slots[0])
+        _room_sql[vendor] = (ServerStatement(f"SELECT COUNT(*) FROM ({sql} LIMIT %s) spare", "room"), list(params),
+                             slots[0])
     return _room_sql[vendor]
 
 
@@ -68,11 +71,11 @@ def study_has_room(study: Study) -> bool:
     made it do for each participant. The same rows as `len(_spare_items(study.pk)[:needed])`, without compiling
     that queryset at every request (tests/studies/selectors/test_participants.py compares them)."""
     needed = study.per_participant
-    sql, params, slot = _room_statement()
+    statement, params, slot = _room_statement()
     params = [*params, needed]
     params[slot] = study.pk
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        statement.execute(connection, cursor, params)
         return cursor.fetchone()[0] >= needed
 
 

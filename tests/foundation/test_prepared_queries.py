@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from annotation.models import Item
 from foundation.prepared_queries import PreparedInsert, PreparedQuery, PreparedUpdate
+from foundation.server_statements import plain_statements
 from studies.models import Attempt, ParticipantLease, Response, StudyStatus
 from studies.services import attempt_start, study_create, study_join
 from tests.support.items import import_items
@@ -39,6 +40,14 @@ def _module_level(kind: type) -> dict:
 
 def _prepared_queries() -> dict[str, PreparedQuery]:
     return _module_level(PreparedQuery)
+
+
+@pytest.fixture(autouse=True)
+def _plain_sql():
+    """The statements as their plain SQL, to compare with the ORM's (tests/foundation/test_server_statements.py
+    checks that the same statements prepared on the server give the same rows)."""
+    with plain_statements():
+        yield
 
 
 def _same(a: Model, b: Model) -> None:
@@ -203,3 +212,72 @@ def test_every_prepared_update_equals_the_orms_update(name, attempt):
         assert outcomes[0] == outcomes[1], (name, values)  # rows changed, the statement, every row afterwards
         changed.append(outcomes[0][0])
     assert any(changed) and changed[-1] == 0, changed  # it changed a row, and none of no row (-1)
+
+
+def _held(name: str) -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE name = %s", [name])
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _executed(ran, statement) -> None:
+    """What ran was the statement's EXECUTE alone, its PREPARE (if any, in a savepoint) before it, the ORM's SQL."""
+    sent = [q["sql"] for q in ran if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))]
+    assert sent[-1].startswith(f"EXECUTE {statement.name}") and len(sent) <= 2, sent
+    assert _held(statement.name) == statement.prepare_sql
+
+
+@pytest.mark.parametrize("name", sorted(_prepared_queries()))
+def test_every_prepared_query_run_prepared_on_the_server_gives_its_querysets_instances(name, attempt):
+    prepared = _prepared_queries()[name]
+    for values in _values_for(name, attempt):
+        with transaction.atomic():
+            expected = list(prepared.queryset(*values))
+            with plain_statements(False):
+                prepared.run(*values)  # prepared on this connection (if not yet)
+                with CaptureQueriesContext(connection) as ran:
+                    got = prepared.run(*values)
+        assert len(got) == len(expected)
+        for a, b in zip(got, expected):
+            _same(a, b)
+        statement = prepared._compiled.statement
+        assert len(ran) == 1 and ran[0]["sql"].startswith(f"EXECUTE {statement.name}(")
+        assert statement.sql == prepared.queryset(*prepared.markers).query.sql_with_params()[0]  # the ORM's SQL
+        _executed(ran, statement)
+
+
+@pytest.mark.parametrize("name", sorted(_prepared_updates()))
+def test_every_prepared_update_run_prepared_on_the_server_changes_what_the_orm_changes(name, attempt):
+    prepared = _prepared_updates()[name]
+    model = prepared.build(*prepared.markers)[0].model
+    rows = list(model.objects.order_by("pk").values_list("pk", flat=True))
+    now = timezone.now()
+    by_type = {"int": [rows[0], rows[-1], -1], "datetime": [now, now.replace(microsecond=1)], "str": ["x", "y"]}
+    changed = []
+    for i in range(3):
+        values = tuple(by_type[type(m).__name__][min(i, len(by_type[type(m).__name__]) - 1)] for m in prepared.markers)
+        outcomes = []
+        for plain in (True, False):
+            try:
+                with transaction.atomic(), plain_statements(plain), CaptureQueriesContext(connection) as ran:
+                    count = prepared.run(*values)
+                    outcomes.append((count, list(model.objects.order_by("pk").values())))
+                    raise _Rollback
+            except _Rollback:
+                pass
+        assert outcomes[0] == outcomes[1], (name, values)
+        _executed(ran[:-1], prepared._compiled[1])
+        changed.append(outcomes[0][0])
+    assert any(changed) and changed[-1] == 0, changed
+
+
+def test_an_insert_run_prepared_on_the_server_returns_its_new_key(attempt):
+    insert = PreparedInsert(Attempt)
+    with plain_statements(False):
+        made = [insert.save(Attempt(study=attempt.study, external_participant_id="server-0"))]
+        with CaptureQueriesContext(connection) as ran:
+            made.append(insert.save(Attempt(study=attempt.study, external_participant_id="server-1")))
+    assert [a.pk for a in made] == list(Attempt.objects.filter(external_participant_id__startswith="server-")
+                                        .order_by("pk").values_list("pk", flat=True))
+    _executed(ran, insert._compiled[0])

@@ -27,7 +27,8 @@ def test_whether_a_study_has_room_is_what_the_orm_counts_over_random_loads_and_n
             study.per_participant = needed
             with CaptureQueriesContext(connection) as ran:
                 room = study_has_room(study)
-            assert len(ran) == 1
+            # One statement counts (prepared on this connection the first time: a savepoint around its PREPARE).
+            assert len([q for q in ran if not q["sql"].startswith(("SAVEPOINT", "PREPARE", "RELEASE"))]) == 1
             assert room == (len(_spare_items(study.pk)[:needed]) >= needed) == (spare >= needed), (spare, needed)
             edges += needed in (spare, spare + 1)
     assert edges >= 40  # the edges were met, not only the easy cases

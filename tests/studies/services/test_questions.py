@@ -8,6 +8,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from foundation.server_statements import plain_statements
 from studies.models import Attempt, ParticipantLease, ParticipantLeaseStatus
 from studies.services import attempt_question, attempt_start, question_open, response_submit, study_join
 from studies.services.attempts import _HANDED_OUT_FIELDS
@@ -63,7 +64,7 @@ def test_the_shown_at_update_is_the_orms_statement_with_the_orms_effect(make_stu
     # The second question of each (the first counts as shown from the start).
     ours, orm = (ParticipantLease.objects.get(attempt=started_attempt(study), position=1) for _ in range(2))
     now = timezone.now()
-    with CaptureQueriesContext(connection) as ran_ours:
+    with plain_statements(), CaptureQueriesContext(connection) as ran_ours:  # prepared: tests/foundation
         counts_ours = [_SHOWN_AT_UPDATE.run(ours.pk, now, 3, "zh-hans"),
                        _SHOWN_AT_UPDATE.run(ours.pk, now + timedelta(seconds=1), 4, "")]
     with CaptureQueriesContext(connection) as ran_orm:

@@ -1,0 +1,82 @@
+"""Statements prepared on the server: numbered placeholders, prepared once per connection, run again after the
+connection lost them, and run as plain SQL when PostgreSQL refuses to prepare them (the transaction stays usable)."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+from django.db import ProgrammingError, connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from foundation.server_statements import ServerStatement, numbered
+
+pytestmark = pytest.mark.django_db
+
+
+def test_placeholders_are_numbered_and_a_literal_percent_kept():
+    assert numbered("a = %s AND b LIKE 'x%%' AND c = %s") == ("a = $1 AND b LIKE 'x%' AND c = $2", 2)
+    assert numbered("SELECT 1") == ("SELECT 1", 0)
+    assert numbered("a = %(name)s") is None and numbered("a %") is None and numbered("a = %d") is None
+
+
+def _sent(ran) -> list[str]:
+    """The statements sent, by their first words, without the transaction's own (BEGIN, SAVEPOINT...)."""
+    kept = [q["sql"] for q in ran if not q["sql"].startswith(("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE"))]
+    return [" ".join(sql.split("(")[0].split()[:2]) for sql in kept]
+
+
+def test_a_statement_is_prepared_once_per_connection_then_executed():
+    statement = ServerStatement("SELECT %s::int + 1, 'a%%b'", "sum")
+    with CaptureQueriesContext(connection) as ran, connection.cursor() as cursor:
+        for value in (1, 41):
+            statement.execute(connection, cursor, [value])
+            assert cursor.fetchone() == (value + 1, "a%b")
+    assert _sent(ran) == [f"PREPARE {statement.name}", f"EXECUTE {statement.name}", f"EXECUTE {statement.name}"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_that_lost_its_statements_prepares_them_again_outside_a_transaction():
+    statement = ServerStatement("SELECT %s::int * 2", "double")
+    with connection.cursor() as cursor:
+        statement.execute(connection, cursor, [2])
+        assert cursor.fetchone() == (4,)
+        cursor.execute("DEALLOCATE ALL")
+        statement.execute(connection, cursor, [3])  # "no such prepared statement": prepared again, then run
+        assert cursor.fetchone() == (6,)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_inside_a_transaction_a_lost_statement_raises_and_the_next_use_prepares_it_again():
+    statement = ServerStatement("SELECT %s::int * 3", "triple")
+    with connection.cursor() as cursor:
+        statement.execute(connection, cursor, [1])
+        cursor.execute("DEALLOCATE ALL")
+    with pytest.raises(ProgrammingError), transaction.atomic(), connection.cursor() as cursor:
+        statement.execute(connection, cursor, [2])
+    with transaction.atomic(), connection.cursor() as cursor:
+        statement.execute(connection, cursor, [2])
+        assert cursor.fetchone() == (6,)
+
+
+def test_a_statement_postgresql_will_not_prepare_runs_as_plain_sql_and_the_transaction_goes_on(caplog):
+    statement = ServerStatement("SELECT %s IS NULL", "untyped")  # PREPARE: could not determine the parameter's type
+    with caplog.at_level(logging.WARNING, logger="foundation.server_statements"):
+        with transaction.atomic(), connection.cursor() as cursor:
+            statement.execute(connection, cursor, ["x"])
+            assert cursor.fetchone() == (False,)
+            cursor.execute("SELECT 1")  # the transaction is still usable
+            assert cursor.fetchone() == (1,)
+    assert statement.unpreparable and "run unprepared" in caplog.text
+    with CaptureQueriesContext(connection) as ran, connection.cursor() as cursor:
+        statement.execute(connection, cursor, [None])
+        assert cursor.fetchone() == (True,)
+    assert [q["sql"] for q in ran] == ["SELECT NULL IS NULL"]
+
+
+def test_values_are_literals_never_sql():
+    statement = ServerStatement("SELECT count(*) FROM studies_study WHERE slug = %s", "by_slug")
+    with connection.cursor() as cursor:
+        statement.execute(connection, cursor, ["x'); DROP TABLE studies_study; --"])
+        assert cursor.fetchone() == (0,)
+        cursor.execute("SELECT count(*) FROM studies_study")
+        assert cursor.fetchone() == (0,)
