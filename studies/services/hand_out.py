@@ -104,7 +104,7 @@ WITH study AS (
     SELECT count(*) = (SELECT per_participant FROM study) AS ok FROM chosen
 ), taken AS (
     UPDATE {item} si SET load = si.load + 1, released_at = NULL
-    FROM chosen WHERE si.id = chosen.id AND (SELECT ok FROM enough)
+    WHERE si.id = ANY(ARRAY(SELECT id FROM chosen)) AND (SELECT ok FROM enough)
     RETURNING si.id, si.item_id
 ), leases AS (
     INSERT INTO {lease} (attempt_id, study_item_id, item_id, position, status, expires_at, created_at, shown_at,
