@@ -6,7 +6,8 @@ it anew each time. For the small fixed reads and writes of a participant's reque
 work: the check that a study still has room ran in 0.06 ms and was planned in 0.32 ms (EXPLAIN ANALYZE, a study of
 1,563 items). The hottest statements (foundation.prepared_queries, which builds their SQL once per process, and a few
 raw ones) are therefore prepared on each connection of the pool, as the start's hand-out is
-(studies.services.hand_out): the pool keeps a connection, and its prepared statements, across requests.
+(studies.services.hand_out): the pool keeps a connection, and its prepared statements, across requests. A connection
+that lives for one request only (no pool, CONN_MAX_AGE 0) gets none: preparing would cost it round trips for nothing.
 
 The values go in as literals (the client-side binding every other query uses), in EXECUTE's argument list; the
 statement's parameter types are the ones PostgreSQL infers from their places (a column compared with, a LIMIT).
@@ -36,15 +37,23 @@ _ALREADY_PREPARED = "42P05"  # duplicate_prepared_statement
 _REFUSED_CLASS = "42"  # syntax error or access rule violation: a parameter without a type, an ambiguous operator...
 
 
-#: False inside `plain_statements()`: every statement is sent as its plain SQL.
-_PREPARING = contextvars.ContextVar("server_statements_preparing", default=True)
+#: None: statements are prepared on connections that outlive a request; False inside `plain_statements()`: every
+#: statement is sent as its plain SQL; True inside `plain_statements(False)`: prepared on any connection.
+_PREPARING: contextvars.ContextVar[bool | None] = contextvars.ContextVar("server_statements_preparing", default=None)
+
+
+def lasting(connection) -> bool:
+    """Whether the connection outlives the request (a pool's, or kept for CONN_MAX_AGE): only then is preparing worth
+    its round trips (a connection opened for one request would prepare each statement for one use)."""
+    return bool(connection.settings_dict.get("CONN_MAX_AGE")) or getattr(connection, "pool", None) is not None
 
 
 @contextlib.contextmanager
-def plain_statements(plain: bool = True):
-    """Send every statement as its plain SQL (no PREPARE, no EXECUTE) inside this block (`plain=False`: prepared
-    again, inside such a block): what a test compares with the ORM's own SQL."""
-    token = _PREPARING.set(not plain)
+def plain_statements(plain: bool | None = True):
+    """Send every statement as its plain SQL (no PREPARE, no EXECUTE) inside this block: what a test compares with
+    the ORM's own SQL. `plain=False`: prepare them on any connection, a lasting one or not (what a test checks);
+    `plain=None`: the rule outside such a block."""
+    token = _PREPARING.set(None if plain is None else not plain)
     try:
         yield
     finally:
@@ -93,8 +102,9 @@ class ServerStatement:
     def execute(self, connection, cursor, params) -> None:
         """Run the statement with `params` on `cursor` (of `connection`, Django's wrapper), prepared first if this
         connection does not hold it yet; its rows are read from the cursor as after `cursor.execute`."""
+        preparing = _PREPARING.get()
         if (self.unpreparable or connection.vendor != "postgresql" or len(params) != self.placeholders
-                or not _PREPARING.get()):
+                or preparing is False or (preparing is None and not lasting(connection))):
             cursor.execute(self.sql, params)
             return
         held = connection.connection

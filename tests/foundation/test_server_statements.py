@@ -8,9 +8,34 @@ import pytest
 from django.db import ProgrammingError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from foundation.server_statements import ServerStatement, numbered
+from foundation.server_statements import ServerStatement, lasting, numbered, plain_statements
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _prepared_on_any_connection():
+    """The suite's connections live for one request (no pool): these tests prepare on them all the same."""
+    with plain_statements(False):
+        yield
+
+
+def test_only_a_connection_that_outlives_its_request_prepares_by_itself():
+    statement = ServerStatement("SELECT %s::int", "lasting")
+    assert not lasting(connection)  # the suite's settings: no pool, CONN_MAX_AGE 0
+    with plain_statements(None), CaptureQueriesContext(connection) as ran, connection.cursor() as cursor:
+        statement.execute(connection, cursor, [5])
+        assert cursor.fetchone() == (5,)
+    assert [q["sql"] for q in ran] == ["SELECT 5::int"]
+    connection.settings_dict["CONN_MAX_AGE"] = 60
+    try:
+        assert lasting(connection)
+        with plain_statements(None), CaptureQueriesContext(connection) as ran, connection.cursor() as cursor:
+            statement.execute(connection, cursor, [6])
+            assert cursor.fetchone() == (6,)
+        assert ran[-1]["sql"] == f"EXECUTE {statement.name}(6)"
+    finally:
+        connection.settings_dict["CONN_MAX_AGE"] = 0
 
 
 def test_placeholders_are_numbered_and_a_literal_percent_kept():
