@@ -199,17 +199,21 @@ def test_every_prepared_update_equals_the_orms_update(name, attempt):
     changed = []
     for i in range(3):
         values = tuple(by_type[kind][min(i, len(by_type[kind]) - 1)] for kind in kinds)
-        outcomes = []
-        for call in (prepared.run, prepared.orm_update):
+        outcomes, sent = [], []
+        # Ours as plain SQL, the ORM's, ours prepared on the server (PREPARE once, then EXECUTE).
+        for call, plain in ((prepared.run, True), (prepared.orm_update, True), (prepared.run, False)):
             try:
-                with transaction.atomic(), CaptureQueriesContext(connection) as ran:
+                with transaction.atomic(), plain_statements(plain), CaptureQueriesContext(connection) as ran:
                     count = call(*values)
                     after = list(model.objects.order_by("pk").values())
                     raise _Rollback
             except _Rollback:
                 pass
-            outcomes.append((count, [q["sql"] for q in ran][:1], after))
-        assert outcomes[0] == outcomes[1], (name, values)  # rows changed, the statement, every row afterwards
+            outcomes.append((count, after))
+            sent.append([q["sql"] for q in ran][:-1])  # the last one is the read of every row
+        assert outcomes[0] == outcomes[1] == outcomes[2], (name, values)  # rows changed, every row afterwards
+        assert sent[0] == sent[1]  # the statement: the ORM's own
+        _executed(ran[:-1], prepared._compiled[1])
         changed.append(outcomes[0][0])
     assert any(changed) and changed[-1] == 0, changed  # it changed a row, and none of no row (-1)
 
@@ -245,31 +249,6 @@ def test_every_prepared_query_run_prepared_on_the_server_gives_its_querysets_ins
         assert len(ran) == 1 and ran[0]["sql"].startswith(f"EXECUTE {statement.name}(")
         assert statement.sql == prepared.queryset(*prepared.markers).query.sql_with_params()[0]  # the ORM's SQL
         _executed(ran, statement)
-
-
-@pytest.mark.parametrize("name", sorted(_prepared_updates()))
-def test_every_prepared_update_run_prepared_on_the_server_changes_what_the_orm_changes(name, attempt):
-    prepared = _prepared_updates()[name]
-    model = prepared.build(*prepared.markers)[0].model
-    rows = list(model.objects.order_by("pk").values_list("pk", flat=True))
-    now = timezone.now()
-    by_type = {"int": [rows[0], rows[-1], -1], "datetime": [now, now.replace(microsecond=1)], "str": ["x", "y"]}
-    changed = []
-    for i in range(3):
-        values = tuple(by_type[type(m).__name__][min(i, len(by_type[type(m).__name__]) - 1)] for m in prepared.markers)
-        outcomes = []
-        for plain in (True, False):
-            try:
-                with transaction.atomic(), plain_statements(plain), CaptureQueriesContext(connection) as ran:
-                    count = prepared.run(*values)
-                    outcomes.append((count, list(model.objects.order_by("pk").values())))
-                    raise _Rollback
-            except _Rollback:
-                pass
-        assert outcomes[0] == outcomes[1], (name, values)
-        _executed(ran[:-1], prepared._compiled[1])
-        changed.append(outcomes[0][0])
-    assert any(changed) and changed[-1] == 0, changed
 
 
 def test_an_insert_run_prepared_on_the_server_returns_its_new_key(attempt):
