@@ -76,6 +76,12 @@ class PreparedQuery:
             compiled.statement.execute(connection, cursor, params)
             return cursor.fetchall()
 
+    def compiled_sql(self) -> tuple[str, tuple, int]:
+        """Its SQL and parameters (the markers in their places), compiled once, for a statement built around it, and
+        how many columns of a row `instances` reads (a row may have more after them)."""
+        compiled = self._compiled or self._compile(self.build(*self.markers))
+        return compiled.sql, compiled.params, compiled.end
+
     def instances(self, rows: list[tuple]) -> list[Model]:
         """The model instances of rows from `rows`, as `run` makes them."""
         return self._instances(self._compiled, rows)

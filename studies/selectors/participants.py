@@ -124,7 +124,39 @@ class StudyEntry:
 
 def study_entry(*, slug: str, participant_id: str = "", session_id: str = "",
                 cookie_token: str = "") -> StudyEntry | None:
-    """Where the public link leads (None: no such study). Reads only: a GET never takes a place."""
+    """Where the public link leads (None: no such study). Reads only: a GET never takes a place.
+
+    On PostgreSQL one statement reads what the three reads of `study_entry_step_by_step` read (the study, which of
+    its attempts the browser's cookie or the participant id names, whether it has room): every participant of a
+    class opening the link at once makes it. A returning participant's attempt is then read whole (the rare case)."""
+    if connection.vendor != "postgresql":
+        return study_entry_step_by_step(slug=slug, participant_id=participant_id, session_id=session_id,
+                                        cookie_token=cookie_token)
+    participant_id, session_id = participant_id.strip()[:100], session_id[:100]
+    statement, params, columns = _entry_statement()
+    with connection.cursor() as cursor:
+        statement.execute(connection, cursor, [cookie_token, *params, slug, participant_id])  # in the SQL's order
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    study = _STUDY_BY_SLUG.instances([row[:columns]])[0]
+    own_id, their_id, their_session, spare = row[columns:]
+    if cookie_token and own_id is not None:
+        return StudyEntry(study, Entry.RESUME, _OWN_ATTEMPT.first(study.pk, cookie_token))
+    if participant_id and their_id is not None:  # the rule of attempt_resumable
+        if session_id and their_session and hmac.compare_digest(session_id.encode(), their_session.encode()):
+            return StudyEntry(study, Entry.RESUME, _ATTEMPT_OF_PARTICIPANT.first(study.pk, participant_id))
+        return StudyEntry(study, Entry.TAKEN)
+    if study.status != StudyStatus.OPEN:
+        return StudyEntry(study, Entry.CLOSED)
+    if spare < study.per_participant:
+        return StudyEntry(study, Entry.FULL)
+    return StudyEntry(study, Entry.CONSENT)
+
+
+def study_entry_step_by_step(*, slug: str, participant_id: str = "", session_id: str = "",
+                             cookie_token: str = "") -> StudyEntry | None:
+    """`study_entry` in three reads (the study, the resumable attempt, the room), on any database."""
     study = study_public(slug)
     if study is None:
         return None
@@ -140,6 +172,38 @@ def study_entry(*, slug: str, participant_id: str = "", session_id: str = "",
     if not study_has_room(study):
         return StudyEntry(study, Entry.FULL)
     return StudyEntry(study, Entry.CONSENT)
+
+
+_entry_sql: list[tuple[ServerStatement, list, int]] = []
+
+
+def _entry_statement() -> tuple[ServerStatement, list, int]:
+    """PostgreSQL's one statement of `study_entry` (built once per process): the study's row as `_STUDY_BY_SLUG`
+    reads it, then the id of its attempt with the cookie's token, the id and session id of its attempt with the
+    participant id, and its spare items counted up to its need (`_spare_items`, as `study_has_room` counts them).
+    Its parameters, in the SQL's order: the token, the spare items' own, the slug, the participant id. Also returns
+    how many columns the study's row has."""
+    if not _entry_sql:
+        study_sql, study_params, columns = _STUDY_BY_SLUG.compiled_sql()
+        assert list(study_params) == list(_STUDY_BY_SLUG.markers), study_params
+        spare_sql, spare_params = _spare_items(_ROOM_MARKER).query.sql_with_params()
+        pieces = spare_sql.split("%s")
+        slot = [i for i, param in enumerate(spare_params) if param == _ROOM_MARKER]
+        assert len(slot) == 1 and len(pieces) == len(spare_params) + 1, (spare_sql, spare_params)
+        # The spare items of this study: its id in the marker's place (a column, no longer a parameter).
+        spare_sql = "".join(piece + ("" if i == len(pieces) - 1 else "study.id" if i == slot[0] else "%s")
+                            for i, piece in enumerate(pieces))
+        params = [param for i, param in enumerate(spare_params) if i != slot[0]]
+        attempts = Attempt._meta.db_table
+        sql = (f"SELECT study.*, "
+               f"(SELECT own.id FROM {attempts} own WHERE own.study_id = study.id AND own.token = %s) AS own_id, "
+               f"their.id, their.external_session_id, "
+               f"(SELECT COUNT(*) FROM ({spare_sql} LIMIT study.per_participant) spare) AS spare "
+               f"FROM ({study_sql}) study "
+               f"LEFT JOIN {attempts} their ON their.study_id = study.id AND their.external_participant_id = %s "
+               f"AND their.external_participant_id <> ''")
+        _entry_sql.append((ServerStatement(sql, "entry"), params, columns))
+    return _entry_sql[0]
 
 
 def attempt_counts(attempt: Attempt) -> dict:
