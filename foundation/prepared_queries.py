@@ -198,8 +198,8 @@ class PreparedInsert:
     by that compiler's methods (`pre_save_val`, `prepare_value`), as `Model.save()` prepares them. No model signals
     are sent: only for models nothing listens to (tests/foundation/test_prepared_queries.py checks)."""
 
-    def __init__(self, model: type[Model], using: str = "default"):
-        self.model, self.using = model, using
+    def __init__(self, model: type[Model], using: str = "default", *, ignore_conflicts: bool = False):
+        self.model, self.using, self.ignore_conflicts = model, using, ignore_conflicts
         self._compiled: tuple[ServerStatement, list, Any] | None = None
 
     def _compile(self, instance: Model) -> tuple[ServerStatement, list, Any]:
@@ -207,7 +207,9 @@ class PreparedInsert:
 
         meta = self.model._meta
         fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field]
-        query = InsertQuery(self.model)
+        from django.db.models.constants import OnConflict
+
+        query = InsertQuery(self.model, on_conflict=OnConflict.IGNORE if self.ignore_conflicts else None)
         query.insert_values(fields, [instance])
         compiler = query.get_compiler(using=self.using)
         compiler.returning_fields = [meta.pk]
@@ -216,6 +218,21 @@ class PreparedInsert:
         return self._compiled
 
     def save(self, instance: Model) -> Model:
+        """INSERT the instance (IntegrityError on a conflict), its new key set; the instance."""
+        if self.ignore_conflicts:
+            raise TypeError("an insert that ignores conflicts is made with insert_or_none()")
+        return self._insert(instance)
+
+    def insert_or_none(self, instance: Model) -> Model | None:
+        """`ignore_conflicts`: INSERT ... ON CONFLICT DO NOTHING; the instance with its new key, or None when a unique
+        constraint already held such a row (nothing written)."""
+        if not self.ignore_conflicts:
+            raise TypeError("only an insert made with ignore_conflicts=True answers None on a conflict")
+        if not connections[self.using].features.can_return_columns_from_insert:
+            raise NotImplementedError("this database cannot say which row an INSERT ... ON CONFLICT wrote")
+        return self._insert(instance)
+
+    def _insert(self, instance: Model) -> Model | None:
         if instance.pk is not None or not instance._state.adding:
             raise ValueError("only a new instance without a primary key can be inserted")
         statement, fields, compiler = self._compiled or self._compile(instance)
@@ -224,7 +241,10 @@ class PreparedInsert:
         with connection.cursor() as cursor:
             statement.execute(connection, cursor, params)
             if connection.features.can_return_columns_from_insert:
-                instance.pk = cursor.fetchone()[0]
+                row = cursor.fetchone()
+                if row is None:  # ON CONFLICT DO NOTHING did nothing
+                    return None
+                instance.pk = row[0]
             else:  # a database without INSERT ... RETURNING (an old SQLite): the id it just gave
                 instance.pk = connection.ops.last_insert_id(cursor, self.model._meta.db_table, self.model._meta.pk.column)
         instance._state.adding, instance._state.db = False, self.using

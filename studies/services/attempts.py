@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 
 #: Joining inserts the attempt with the SQL built once per process (a class joins at once): the row `create` makes.
 _ATTEMPT_INSERT = PreparedInsert(Attempt)
+#: A new browser's join: the same row, written unless the participant id has an attempt (ON CONFLICT DO NOTHING).
+_NEW_ATTEMPT_INSERT = PreparedInsert(Attempt, ignore_conflicts=True)
 
 
 def study_join(*, study: Study, participant_id: str = "", external_study_id: str = "", session_id: str = "",
@@ -62,15 +64,23 @@ def study_join(*, study: Study, participant_id: str = "", external_study_id: str
         if own is not None:
             return own
         raise PlaceholderId(unfilled)
+    def new_attempt() -> Attempt:
+        return Attempt(study=study, external_participant_id=participant_id, external_study_id=external_study_id[:100],
+                       external_session_id=session_id[:100], user_agent=user_agent[:300],
+                       language=study.language_of(language))
+
+    if not cookie_token and study.status == StudyStatus.OPEN and connection.features.can_return_columns_from_insert:
+        # A new browser: the INSERT first (one round trip); a participant id with an attempt writes nothing: the rule below
+        joined = _NEW_ATTEMPT_INSERT.insert_or_none(new_attempt())
+        if joined is not None:
+            return joined
     existing = attempt_resumable(study=study, participant_id=participant_id, session_id=session_id,
                                  cookie_token=cookie_token)
     if existing is not None:
         return existing
     if study.status != StudyStatus.OPEN:
         raise StudyNotOpen()
-    attempt = Attempt(study=study, external_participant_id=participant_id, external_study_id=external_study_id[:100],
-                      external_session_id=session_id[:100], user_agent=user_agent[:300],
-                      language=study.language_of(language))
+    attempt = new_attempt()
     try:
         if not connection.in_atomic_block:  # one INSERT in autocommit: atomic by itself, no BEGIN and COMMIT round trips
             return _ATTEMPT_INSERT.save(attempt)

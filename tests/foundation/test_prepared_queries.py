@@ -260,3 +260,17 @@ def test_an_insert_run_prepared_on_the_server_returns_its_new_key(attempt):
     assert [a.pk for a in made] == list(Attempt.objects.filter(external_participant_id__startswith="server-")
                                         .order_by("pk").values_list("pk", flat=True))
     _executed(ran, insert._compiled[0])
+
+
+def test_an_insert_that_ignores_conflicts_answers_none_and_writes_nothing_on_one(attempt):
+    insert = PreparedInsert(Attempt, ignore_conflicts=True)
+    before = Attempt.objects.count()
+    taken = Attempt(study=attempt.study, external_participant_id=attempt.external_participant_id)  # unique per study
+    assert insert.insert_or_none(taken) is None and taken.pk is None and taken._state.adding
+    new = insert.insert_or_none(Attempt(study=attempt.study, external_participant_id="another"))
+    assert new.pk and Attempt.objects.get(pk=new.pk).external_participant_id == "another"
+    assert Attempt.objects.count() == before + 1
+    with pytest.raises(TypeError):
+        insert.save(Attempt(study=attempt.study, external_participant_id="third"))
+    with pytest.raises(TypeError):
+        PreparedInsert(Attempt).insert_or_none(Attempt(study=attempt.study, external_participant_id="fourth"))

@@ -7,16 +7,27 @@ An attempt that answered nothing, all of whose questions timed out, ends expired
 from __future__ import annotations
 
 import pickle
+import random
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import connection
 from django.db.models.signals import post_init
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotation.models import Item
-from studies.models import Attempt, AttemptStatus, ParticipantLease, ParticipantLeaseStatus, ProlificReport
+from studies.errors import ParticipantIdTaken, StudyNotOpen
+from studies.models import (
+    Attempt,
+    AttemptStatus,
+    ParticipantLease,
+    ParticipantLeaseStatus,
+    ProlificReport,
+    StudyStatus,
+)
 from studies.prolific import services as prolific
 from studies.prolific.models import BonusBatch, BonusPayment
 from studies.services import (
@@ -212,3 +223,44 @@ def test_joining_inserts_the_row_the_orms_create_inserts(make_study):
     assert {f: getattr(stored["prepared-1"], f) for f in fields} == {f: getattr(stored["prepared-2"], f) for f in fields}
     assert abs(stored["prepared-1"].joined_at - made.joined_at).total_seconds() < 5
     assert study_join(study=study, participant_id="prepared-1", session_id="x" * 120).pk == joined.pk  # resumes
+
+
+def test_joining_follows_the_rule_over_random_joins_and_a_new_browser_joins_in_one_statement(make_study):
+    """Random joins (participant ids new and known, session ids matching or not, the browser's cookie or none, the
+    study open or closed): each gives what the rule says (resume, ParticipantIdTaken, StudyNotOpen, a new attempt),
+    and a new browser with a new participant id joins in one statement (the INSERT, nothing read first)."""
+    rng = random.Random(5)
+    study = make_study(n_items=6, per_participant=3, raters=2)
+    cookies = []
+    for _ in range(300):
+        if rng.random() < 0.1:
+            study.status = rng.choice([StudyStatus.OPEN, StudyStatus.CLOSED])
+            study.save(update_fields=["status"])
+        pid, session = rng.choice(["", "", "A", "B", "C", " A ", "D" * 120]), rng.choice(["", "s1", "s2"])
+        cookie = rng.choice(["", "", *cookies[-3:]])
+        known = {a.token: a for a in Attempt.objects.filter(study=study)}
+        by_pid = {a.external_participant_id: a for a in known.values() if a.external_participant_id}
+        theirs = by_pid.get(pid.strip()[:100])
+        if cookie in known:
+            expected = known[cookie].pk
+        elif theirs is not None:
+            expected = theirs.pk if session and theirs.external_session_id == session else ParticipantIdTaken
+        elif study.status != StudyStatus.OPEN:
+            expected = StudyNotOpen
+        else:
+            expected = "new"
+        with CaptureQueriesContext(connection) as ran:
+            try:
+                got = study_join(study=study, participant_id=pid, session_id=session, cookie_token=cookie)
+            except (ParticipantIdTaken, StudyNotOpen) as refused:
+                got = type(refused)
+        if expected == "new":
+            assert got not in known and isinstance(got, Attempt) and got.pk not in {a.pk for a in known.values()}
+            cookies.append(got.token)
+            if not cookie:
+                assert len([q for q in ran if not q["sql"].startswith(("SAVEPOINT", "PREPARE", "RELEASE"))]) == 1
+        else:
+            assert (got.pk if isinstance(got, Attempt) else got) == expected, (pid, session, cookie)
+    assert Attempt.objects.filter(study=study).exclude(external_participant_id="").values(
+        "external_participant_id").distinct().count() == Attempt.objects.filter(study=study).exclude(
+        external_participant_id="").count()  # one attempt per participant id
