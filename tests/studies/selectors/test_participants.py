@@ -72,7 +72,7 @@ def test_the_one_statement_entry_leads_where_the_three_reads_lead_over_random_li
             found = study_entry(**link)
         expected = study_entry_step_by_step(**link)
         assert _entry(found) == _entry(expected), link
-        if found is not None and found.entry != Entry.RESUME:
+        if found is not None and found.entry != Entry.RESUME and connection.vendor == "postgresql":
             assert len([q for q in ran if not q["sql"].startswith(("SAVEPOINT", "PREPARE", "RELEASE"))]) == 1
         kinds[None if found is None else found.entry] += 1
     assert set(kinds) == {None, *Entry}, kinds  # every way a link can lead was met
