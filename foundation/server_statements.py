@@ -64,46 +64,66 @@ def _sqlstate(error: Exception) -> str | None:
     return getattr(error.__cause__, "sqlstate", None) or getattr(error, "sqlstate", None)
 
 
-def numbered(sql: str) -> tuple[str, int] | None:
-    """The SQL with its `%s` placeholders numbered `$1, $2, ...` and `%%` as `%`, and how many placeholders it has;
-    None when it holds any other `%` (named placeholders, a lone one: not a statement of this kind)."""
-    parts, count, i = [], 0, 0
+def numbered(sql: str) -> tuple[str, int | tuple[str, ...]] | None:
+    """The SQL with its placeholders numbered `$1, $2, ...` and `%%` as `%`, with how many `%s` it has, or, for named
+    ones (`%(name)s`, each name one parameter however often it appears), their names in the order of their numbers;
+    None when it mixes the two or holds any other `%`."""
+    parts, count, names, i = [], 0, [], 0
     while (at := sql.find("%", i)) >= 0:
         kind = sql[at + 1:at + 2]
         if kind == "%":
             parts.append(sql[i:at + 1])
+            i = at + 2
         elif kind == "s":
             count += 1
             parts.append(f"{sql[i:at]}${count}")
+            i = at + 2
+        elif kind == "(" and (end := sql.find(")s", at)) > at:
+            name = sql[at + 2:end]
+            if not re.fullmatch(r"\w+", name):
+                return None
+            if name not in names:
+                names.append(name)
+            parts.append(f"{sql[i:at]}${names.index(name) + 1}")
+            i = end + 2
         else:
             return None
-        i = at + 2
+    if count and names:
+        return None
     parts.append(sql[i:])
-    return "".join(parts), count
+    return "".join(parts), tuple(names) if names else count
 
 
 class ServerStatement:
-    """One statement (Django's SQL, `%s` placeholders), prepared on each PostgreSQL connection that runs it."""
+    """One statement (Django's SQL: `%s` placeholders, or named ones), prepared on each PostgreSQL connection that
+    runs it."""
 
     def __init__(self, sql: str, role: str):
         self.sql = sql
         found = numbered(sql)
         self.unpreparable = found is None
-        self.placeholders = found[1] if found else 0
-        body = found[0] if found else ""
+        body, shape = found if found else ("", 0)
+        self.names: tuple[str, ...] = shape if isinstance(shape, tuple) else ()
+        self.placeholders = len(self.names) or shape
         digest = hashlib.md5(body.encode(), usedforsecurity=False).hexdigest()[:12]
         self.name = f"{re.sub(r'[^a-z0-9_]', '_', role.lower())[:40]}_{digest}"
         self.prepare_sql = f"PREPARE {self.name} AS {body}"
-        arguments = ", ".join(["%s"] * self.placeholders)
+        arguments = ", ".join(f"%({name})s" for name in self.names) if self.names else ", ".join(
+            ["%s"] * self.placeholders)
         self.execute_sql = f"EXECUTE {self.name}({arguments})" if self.placeholders else f"EXECUTE {self.name}"
         #: The psycopg connections (kept by the pool across requests) that hold this statement.
         self._prepared_on: weakref.WeakSet = weakref.WeakSet()
+
+    def _fits(self, params) -> bool:
+        if self.names:
+            return isinstance(params, dict) and set(self.names) <= params.keys()
+        return not isinstance(params, dict) and len(params) == self.placeholders
 
     def execute(self, connection, cursor, params) -> None:
         """Run the statement with `params` on `cursor` (of `connection`, Django's wrapper), prepared first if this
         connection does not hold it yet; its rows are read from the cursor as after `cursor.execute`."""
         preparing = _PREPARING.get()
-        if (self.unpreparable or connection.vendor != "postgresql" or len(params) != self.placeholders
+        if (self.unpreparable or connection.vendor != "postgresql" or not self._fits(params)
                 or preparing is False or (preparing is None and not lasting(connection))):
             cursor.execute(self.sql, params)
             return

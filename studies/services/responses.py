@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from annotation.models import Item
 from foundation.prepared_queries import PreparedInsert, PreparedQuery
+from foundation.server_statements import ServerStatement
 from foundation.storable import storable
 from foundation.words import gettext, gettext_noop
 from studies.content import clean_answer, clean_highlights, draft_save_wanted, matching_highlights, shown_item
@@ -62,6 +63,17 @@ _ANSWERED_AND_NEXT_ITEMS = PreparedQuery(
     lambda first, second: Item.objects.only(*SHOWN_ITEM_FIELDS, "answer_index", "content_version")
     .filter(pk__in=[first, second]), -730_002, -730_003)
 _RESPONSE_INSERT = PreparedInsert(Response)
+#: An answer ends its lease and shows the next question: one UPDATE of the two leases, prepared on each connection.
+#: Plain SQL: the ORM's Case/When version of this statement costs more CPU than the rest of the request's queries.
+#: The casts give PostgreSQL the parameters' types where both branches of a CASE are parameters.
+_ANSWERED_AND_NEXT_LEASES = ServerStatement(
+    f"UPDATE {ParticipantLease._meta.db_table} SET"
+    " status = CASE WHEN id = %(answered)s THEN %(status)s ELSE status END,"
+    " ended_at = CASE WHEN id = %(answered)s THEN %(now)s ELSE ended_at END,"
+    " shown_at = CASE WHEN id = %(answered)s THEN %(shown_at)s ELSE COALESCE(shown_at, %(now)s) END,"
+    " shown_content_version = CASE WHEN id = %(answered)s THEN %(seen)s::integer ELSE %(next_version)s::integer END,"
+    " shown_language = CASE WHEN id = %(answered)s THEN %(language)s::text ELSE %(next_language)s::text END"
+    " WHERE id IN (%(answered)s, %(following)s)", "answered_and_next")
 
 
 def response_submit(*, token: str, position: int, chosen_option: Any, confidence: Any = None,
@@ -171,21 +183,12 @@ def _response_submit(*, token, position, chosen_option, confidence, highlights, 
         return Submitted(response=response, attempt=attempt, next_question=None)
     # The answered lease ends and the next question is shown from now on (unless it was shown already), at the
     # content version read above (its page is rendered from that very read) and in the attempt's language.
-    # Plain SQL: the ORM's Case/When version of this statement costs more CPU than the rest of the request's queries.
     next_item, next_language = items[following.item_id], study.language_of(attempt.language)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {ParticipantLease._meta.db_table} SET"
-            " status = CASE WHEN id = %(answered)s THEN %(status)s ELSE status END,"
-            " ended_at = CASE WHEN id = %(answered)s THEN %(now)s ELSE ended_at END,"
-            " shown_at = CASE WHEN id = %(answered)s THEN %(shown_at)s ELSE COALESCE(shown_at, %(now)s) END,"
-            " shown_content_version = CASE WHEN id = %(answered)s THEN %(seen)s ELSE %(next_version)s END,"
-            " shown_language = CASE WHEN id = %(answered)s THEN %(language)s ELSE %(next_language)s END"
-            " WHERE id IN (%(answered)s, %(following)s)",
-            {"answered": lease.pk, "following": following.pk, "status": ParticipantLeaseStatus.ANSWERED.value,
-             "now": now, "shown_at": shown_at, "seen": item.content_version, "language": language,
-             "next_version": next_item.content_version, "next_language": next_language},
-        )
+        _ANSWERED_AND_NEXT_LEASES.execute(connection, cursor, {
+            "answered": lease.pk, "following": following.pk, "status": ParticipantLeaseStatus.ANSWERED.value,
+            "now": now, "shown_at": shown_at, "seen": item.content_version, "language": language,
+            "next_version": next_item.content_version, "next_language": next_language})
     if following.shown_at is None:
         following.shown_at = now
     following.shown_content_version, following.shown_language = next_item.content_version, next_language

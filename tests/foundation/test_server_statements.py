@@ -41,7 +41,9 @@ def test_only_a_connection_that_outlives_its_request_prepares_by_itself():
 def test_placeholders_are_numbered_and_a_literal_percent_kept():
     assert numbered("a = %s AND b LIKE 'x%%' AND c = %s") == ("a = $1 AND b LIKE 'x%' AND c = $2", 2)
     assert numbered("SELECT 1") == ("SELECT 1", 0)
-    assert numbered("a = %(name)s") is None and numbered("a %") is None and numbered("a = %d") is None
+    assert numbered("a = %(x)s OR b = %(y)s OR c = %(x)s") == ("a = $1 OR b = $2 OR c = $1", ("x", "y"))
+    assert numbered("a = %s OR b = %(x)s") is None  # both kinds: not a statement Django sends
+    assert numbered("a %") is None and numbered("a = %d") is None and numbered("a = %(x") is None
 
 
 def _sent(ran) -> list[str]:
@@ -105,3 +107,35 @@ def test_values_are_literals_never_sql():
         assert cursor.fetchone() == (0,)
         cursor.execute("SELECT count(*) FROM studies_study")
         assert cursor.fetchone() == (0,)
+
+
+def test_named_placeholders_are_one_parameter_each_however_often_they_appear():
+    statement = ServerStatement("SELECT %(a)s::int + %(b)s::int + %(a)s::int", "named")
+    with CaptureQueriesContext(connection) as ran, connection.cursor() as cursor:
+        for a, b in ((1, 2), (10, 5)):
+            statement.execute(connection, cursor, {"a": a, "b": b, "unused": 0})
+            assert cursor.fetchone() == (2 * a + b,)
+    assert _sent(ran) == [f"PREPARE {statement.name}", f"EXECUTE {statement.name}", f"EXECUTE {statement.name}"]
+    assert ran[-1]["sql"] == f"EXECUTE {statement.name}(10, 5)"
+
+
+def _project_statements() -> dict[str, ServerStatement]:
+    """Every statement of the apps prepared on the server: module-level ones, those built once per process by a
+    function (the public link's), and those of the prepared queries, inserts and updates."""
+    from studies.selectors import participants
+    from tests.foundation.test_prepared_queries import _module_level
+
+    found = dict(_module_level(ServerStatement))
+    found["studies.selectors.participants._room_statement"] = participants._room_statement()[0]
+    found["studies.selectors.participants._entry_statement"] = participants._entry_statement()[0]
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(_project_statements()))
+def test_postgresql_prepares_every_statement_of_the_project(name):
+    statement = _project_statements()[name]
+    assert not statement.unpreparable, name
+    with transaction.atomic(), connection.cursor() as cursor:
+        assert statement._prepare(connection, cursor), name  # refused: it would run unprepared
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE name = %s", [statement.name])
+        assert cursor.fetchone() == (1,)
