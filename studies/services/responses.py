@@ -65,14 +65,17 @@ _ANSWERED_AND_NEXT_ITEMS = PreparedQuery(
 _RESPONSE_INSERT = PreparedInsert(Response)
 #: An answer ends its lease and shows the next question: one UPDATE of the two leases, prepared on each connection.
 #: Plain SQL: the ORM's Case/When version of this statement costs more CPU than the rest of the request's queries.
-#: The casts give PostgreSQL the parameters' types where both branches of a CASE are parameters.
+#: The casts (SQL's own, SQLite reads them too) give PostgreSQL the parameters' types where both branches of a CASE
+#: are parameters.
 _ANSWERED_AND_NEXT_LEASES = ServerStatement(
     f"UPDATE {ParticipantLease._meta.db_table} SET"
     " status = CASE WHEN id = %(answered)s THEN %(status)s ELSE status END,"
     " ended_at = CASE WHEN id = %(answered)s THEN %(now)s ELSE ended_at END,"
     " shown_at = CASE WHEN id = %(answered)s THEN %(shown_at)s ELSE COALESCE(shown_at, %(now)s) END,"
-    " shown_content_version = CASE WHEN id = %(answered)s THEN %(seen)s::integer ELSE %(next_version)s::integer END,"
-    " shown_language = CASE WHEN id = %(answered)s THEN %(language)s::text ELSE %(next_language)s::text END"
+    " shown_content_version = CASE WHEN id = %(answered)s THEN CAST(%(seen)s AS integer)"
+    " ELSE CAST(%(next_version)s AS integer) END,"
+    " shown_language = CASE WHEN id = %(answered)s THEN CAST(%(language)s AS text)"
+    " ELSE CAST(%(next_language)s AS text) END"
     " WHERE id IN (%(answered)s, %(following)s)", "answered_and_next")
 
 

@@ -150,10 +150,13 @@ def test_concurrent_starts_and_dropouts_still_end_with_every_item_exactly_its_ra
         assert attempt.leases.filter(status=ParticipantLeaseStatus.ACTIVE).values("item_id").distinct().count() == 6
 
 
-def test_one_participant_joining_from_eight_browsers_at_once_gets_one_attempt(detectbench_dir):
+@pytest.mark.parametrize("cookie", ["", "a-stale-cookie"])
+def test_one_participant_joining_from_eight_browsers_at_once_gets_one_attempt(detectbench_dir, cookie):
     """Eight threads (each its own database connection) join with the same participant and session ids at the same
     instant, twenty times: the losers of the insert's race (the unique participant id) get the winner's attempt, no
-    error escapes and each participant has exactly one attempt. The race is seen to happen: PostgreSQL counts the
+    error escapes and each participant has exactly one attempt. New browsers (no cookie) insert first with ON
+    CONFLICT DO NOTHING (a loser in flight waits for the winner's commit, then writes nothing). Browsers with a
+    cookie (one that opens nothing) read first, then insert: the race is seen to happen, PostgreSQL counting the
     failed inserts as rolled back transactions."""
     import threading
     import time
@@ -162,7 +165,8 @@ def test_one_participant_joining_from_eight_browsers_at_once_gets_one_attempt(de
 
     from studies.services import study_join
 
-    study = _study(detectbench_dir, 12, per_participant=3, raters=3, time_limit_seconds=3600, slug="same-id")
+    study = _study(detectbench_dir, 12, per_participant=3, raters=3, time_limit_seconds=3600,
+                   slug=f"same-id{'-cookie' if cookie else ''}")
     rounds, threads = 20, 8
     joined: dict[int, list[int]] = {r: [] for r in range(rounds)}
     errors, lock, go = [], threading.Lock(), threading.Barrier(threads)
@@ -171,7 +175,8 @@ def test_one_participant_joining_from_eight_browsers_at_once_gets_one_attempt(de
         try:
             for r in range(rounds):
                 go.wait(timeout=30)
-                attempt = study_join(study=study, participant_id=f"same-{r}", session_id=f"session-{r}")
+                attempt = study_join(study=study, participant_id=f"same-{r}", session_id=f"session-{r}",
+                                     cookie_token=cookie)
                 with lock:
                     joined[r].append(attempt.pk)
         except Exception as error:  # noqa: BLE001 - reported below
@@ -180,26 +185,32 @@ def test_one_participant_joining_from_eight_browsers_at_once_gets_one_attempt(de
         finally:
             connection.close()
 
-    def rolled_back() -> int:  # statements that failed in autocommit: each insert that lost the race is one
+    def counted() -> tuple[int, int]:  # transactions rolled back (an insert that lost the race), attempts inserted
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_stat_clear_snapshot()")
             cursor.execute("SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()")
-            return cursor.fetchone()[0]
+            rolled_back = cursor.fetchone()[0]
+            cursor.execute("SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = %s", [Attempt._meta.db_table])
+            return rolled_back, cursor.fetchone()[0]
 
-    before = rolled_back()
+    before = counted()
     workers = [threading.Thread(target=worker) for _ in range(threads)]
     for thread in workers:
         thread.start()
     for thread in workers:
         thread.join(timeout=120)
     assert not errors, errors[:3]
-    lost = 0
+    lost = inserted = 0
     for _ in range(100):  # the backends report their statistics as they end
-        lost = rolled_back() - before
-        if lost:
+        after = counted()
+        lost, inserted = after[0] - before[0], after[1] - before[1]
+        if (lost if cookie else inserted >= rounds):
             break
         time.sleep(0.05)
-    assert lost >= 1, "no insert lost the race: the path under test never ran"
+    if cookie:
+        assert lost >= 1, "no insert lost the race: the path under test never ran"
+    else:  # 160 joins, one row kept each participant (an insert killed by the race's winner counts too)
+        assert inserted >= rounds, inserted
     stored = Counter(Attempt.objects.filter(study=study).values_list("external_participant_id", flat=True))
     assert stored == {f"same-{r}": 1 for r in range(rounds)}
     for r in range(rounds):
