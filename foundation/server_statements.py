@@ -148,7 +148,10 @@ class ServerStatement:
         """PREPARE on this connection (in a savepoint inside a transaction, so that a refusal leaves it usable);
         False when PostgreSQL refused it: the statement is run as plain SQL from then on."""
         try:
-            with transaction.atomic(using=connection.alias):
+            if connection.in_atomic_block:
+                with transaction.atomic(using=connection.alias):
+                    cursor.execute(self.prepare_sql)
+            else:  # autocommit: a refused PREPARE leaves nothing to roll back
                 cursor.execute(self.prepare_sql)
         except ProgrammingError as error:  # a lost connection, a cancelled query... are raised as they come
             state = _sqlstate(error) or ""
