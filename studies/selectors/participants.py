@@ -128,7 +128,7 @@ def study_entry(*, slug: str, participant_id: str = "", session_id: str = "",
 
     On PostgreSQL one statement reads what the three reads of `study_entry_step_by_step` read (the study, which of
     its attempts the browser's cookie or the participant id names, whether it has room): every participant of a
-    class opening the link at once makes it. A returning participant's attempt is then read whole (the rare case)."""
+    class opening the link at once makes it. A returning participant goes by the three reads (the rare case)."""
     if connection.vendor != "postgresql":
         return study_entry_step_by_step(slug=slug, participant_id=participant_id, session_id=session_id,
                                         cookie_token=cookie_token)
@@ -141,12 +141,14 @@ def study_entry(*, slug: str, participant_id: str = "", session_id: str = "",
         return None
     study = _STUDY_BY_SLUG.instances([row[:columns]])[0]
     own_id, their_id, their_session, spare = row[columns:]
-    if cookie_token and own_id is not None:
-        return StudyEntry(study, Entry.RESUME, _OWN_ATTEMPT.first(study.pk, cookie_token))
-    if participant_id and their_id is not None:  # the rule of attempt_resumable
-        if session_id and their_session and hmac.compare_digest(session_id.encode(), their_session.encode()):
-            return StudyEntry(study, Entry.RESUME, _ATTEMPT_OF_PARTICIPANT.first(study.pk, participant_id))
-        return StudyEntry(study, Entry.TAKEN)
+    resumes = cookie_token and own_id is not None
+    if not resumes and participant_id and their_id is not None:  # the rule of attempt_resumable
+        if not (session_id and their_session and hmac.compare_digest(session_id.encode(), their_session.encode())):
+            return StudyEntry(study, Entry.TAKEN)
+        resumes = True
+    if resumes:  # their attempt read whole, by the three reads (an attempt deleted meanwhile is no longer found)
+        return study_entry_step_by_step(slug=slug, participant_id=participant_id, session_id=session_id,
+                                        cookie_token=cookie_token)
     if study.status != StudyStatus.OPEN:
         return StudyEntry(study, Entry.CLOSED)
     if spare < study.per_participant:
