@@ -35,6 +35,9 @@ _OPTION_RE = re.compile(r'name="chosen_option" value="(\d+)"')
 _CODE_RE = re.compile(r'id="completion-code">([^<]*)<')
 _SECONDS_RE = re.compile(r'data-seconds-left="(\d+)"')
 _SENTENCE_RE = re.compile(r"[^.!?\n]+[.!?]?")
+_CONSENT_FORM_RE = re.compile(r'<form method="post" action="[^"]*/join/">(.*?)</form>', re.S)
+_HIDDEN_RE = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)">')
+_TOKEN_RE = re.compile(r'<meta name="page-address" content="[^"]*/s/a/([^/"]+)/"')
 
 
 @dataclass
@@ -152,6 +155,12 @@ def parse_question(page: str) -> QuestionPage | None:
                         len(_OPTION_RE.findall(page)), int(seconds.group(1)) if seconds else 0)
 
 
+def consent_fields(page: str) -> dict[str, str]:
+    """The hidden fields of the consent form on a landing page ({} when it has none): what a browser sends."""
+    form = _CONSENT_FORM_RE.search(page)
+    return {name: html.unescape(value) for name, value in _HIDDEN_RE.findall(form.group(1))} if form else {}
+
+
 def pick_highlight(context: str, rng: random.Random) -> list[dict]:
     """One sentence of the story, as a browser selection would give it (offsets + text)."""
     sentences = [(m.start(), m.end()) for m in _SENTENCE_RE.finditer(context) if m.group().strip()]
@@ -171,7 +180,7 @@ class StudyBot:
     def __init__(self, base_url: str, slug: str, participant_id: str, *, accuracy: float | None = None,
                  oracle: Oracle | None = None, stop_after: int | None = None, seed: int = 0,
                  barrier: threading.Barrier | None = None, reload_each_question: bool = True,
-                 think: tuple[float, float] | None = None, timeout: float = 60.0):
+                 think: tuple[float, float] | None = None, timeout: float = 60.0, consent_form: bool = True):
         self.base_url, self.slug, self.participant_id = base_url.rstrip("/"), slug, participant_id
         self.accuracy, self.oracle, self.stop_after = accuracy, oracle, stop_after
         self.rng = random.Random(f"{seed}:{participant_id}")
@@ -181,6 +190,7 @@ class StudyBot:
         self.think, self.think_rng = think, random.Random(f"think:{seed}:{participant_id}")
         self.client = Browser(self.base_url, timeout)
         self.result = BotResult(participant_id)
+        self.consent_form = consent_form  # False: consent sent as a script builds it (only the ids), redirected
 
     # -- HTTP helpers
     def _timed(self, kind: str, method: str, url: str, **kwargs) -> Page:
@@ -224,10 +234,14 @@ class StudyBot:
         page = self._timed("landing", "GET", f"/s/{self.slug}/?{query}")
         if self._ended(page):
             return
+        # The consent form as the page has it (its hidden fields, as a browser sends them) with the box ticked: its
+        # answer is the attempt's page, which names the attempt's address (a POST without the form's fields is
+        # redirected there instead, and the address is the page's URL).
         page = self._post("join", f"/s/{self.slug}/join/", {
-            "consent": "yes", "PROLIFIC_PID": self.participant_id, "STUDY_ID": f"bots-{self.slug}",
-            "SESSION_ID": f"s-{self.participant_id}"})
-        match = re.search(r"/s/a/([^/]+)/", str(page.url))
+            "PROLIFIC_PID": self.participant_id, "STUDY_ID": f"bots-{self.slug}",
+            "SESSION_ID": f"s-{self.participant_id}", **(consent_fields(page.text) if self.consent_form else {}),
+            "consent": "yes"})
+        match = _TOKEN_RE.search(page.text) or re.search(r"/s/a/([^/]+)/", str(page.url))
         r.token = match.group(1) if match else ""
         if self._ended(page):
             return

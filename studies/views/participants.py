@@ -47,6 +47,7 @@ from studies.views.participant_pages import (
 
 COOKIE_PREFIX = "dbstudy_"
 COOKIE_MAX_AGE = 14 * 24 * 3600
+ANSWER_WITH = "answer_with"  # the consent form's field: "page" for the attempt's page in the answer
 
 
 def _shown(item, study: Study, language: str | None) -> ShownItem:
@@ -123,6 +124,11 @@ def study_landing(request, slug: str):
 
 @participant_page
 def study_join_view(request, slug: str):
+    """Consent: joins (or finds the browser's attempt again) and sets the attempt's cookie. The form the page sends
+    asks (`answer_with=page`) for the attempt's page itself in the answer, not a redirect to it: a class joining at
+    once is served three requests per participant instead of four (as Start answers with the first question). The
+    page names the attempt's address for question.js to show; without script a reload sends the consent again, which
+    finds the same attempt. A POST built by hand (no field) is redirected, so scripts reading `Location` still work."""
     if request.method != "POST":
         return redirect("studies_public:landing", slug)
     study = study_public(slug)
@@ -152,7 +158,11 @@ def study_join_view(request, slug: str):
         return _taken_page(request, study, chosen)
     except PlaceholderId as refusal:
         return _placeholder_page(request, study, external, refusal.fields, chosen)
-    response = _to_hub(attempt)
+    if request.POST.get(ANSWER_WITH) == "page":  # the consent form as the page sends it
+        attempt.study = study
+        response = _attempt_page(request, attempt)
+    else:  # a POST built by hand (a script, an integration): redirected to the attempt's address, as always
+        response = _to_hub(attempt)
     response.set_cookie(COOKIE_PREFIX + slug, attempt.token, max_age=COOKIE_MAX_AGE, httponly=True,
                         samesite="Lax", secure=request.is_secure())
     return response

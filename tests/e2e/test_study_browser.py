@@ -55,10 +55,25 @@ def test_participant_completes_study_with_highlights_and_reload_resumes(live_ser
     page.goto(f"{live_server.url}/s/browser/?PROLIFIC_PID=pw-1&STUDY_ID=s&SESSION_ID=x", timeout=60000)
     page.check("input[name=consent]")
     page.click("button[type=submit]")
+    page.wait_for_selector("#start")
+    # The instructions are the answer to the consent itself; the address bar shows the attempt's address, and a
+    # reload asks for that address (one GET: the consent is not sent again).
+    attempt = Attempt.objects.get(external_participant_id="pw-1")
+    assert page.url == f"{live_server.url}/s/a/{attempt.token}/"
+    documents: list[tuple[str, str]] = []
+
+    def document(request) -> None:
+        if request.resource_type == "document":
+            documents.append((request.method, request.url))
+
+    page.on("request", document)
+    page.reload()
+    page.wait_for_selector("#start")
+    page.remove_listener("request", document)
+    assert documents == [("GET", f"{live_server.url}/s/a/{attempt.token}/")], documents
     page.click("#start")
     page.wait_for_selector("#question")
     # The first question is the answer to Start itself; the address bar shows the attempt's address, not Start's.
-    attempt = Attempt.objects.get(external_participant_id="pw-1")
     assert page.url == f"{live_server.url}/s/a/{attempt.token}/"
     sent: list[tuple[str, str]] = []
     page.on("request", lambda request: sent.append((request.method, request.url)))

@@ -4,8 +4,9 @@ templates loaded first, the start-up objects frozen, the young generation collec
 counting only the measured participants' requests, step by step.
 
 Usage: request_instructions_client.py STUDY_SLUG PARTICIPANTS TOGGLE_LIBRARY
-Each step (the link, joining, the attempt's page, Start, the first answer) is counted on its own, over all the
-measured participants: callgrind writes one dump per step, in the order of STEPS.
+Each step (the link, joining as the page's form does, Start, the first answer; joining as a script does and the
+attempt's page it is redirected to) is counted on its own, over all the measured participants: callgrind writes one
+dump per step, in the order of STEPS.
 """
 from __future__ import annotations
 
@@ -53,12 +54,14 @@ def _call(method: str, path: str, cookies: dict, query: str = "", form: dict | N
     return answer["status"], dict(answer["headers"]), content
 
 
-STEPS = ("landing", "join", "page", "start", "answer")
+STEPS = ("landing", "join", "start", "answer", "scripted_join", "scripted_page")
 
 
 class Participant:
-    """One participant's requests, a step at a time: the link, consent (joining), the attempt's page, Start (answered
-    with the first question) and that question's answer, as htmx sends it (the next question's card back)."""
+    """One participant's requests, a step at a time: the link, consent as the page's form sends it (answered with the
+    attempt's page), Start (answered with the first question) and that question's answer, as htmx sends it (the
+    next question's card back). A scripted participant sends the consent without the form's field instead (answered
+    with a redirect) and then gets the attempt's page."""
 
     def __init__(self, slug: str, pid: str):
         self.slug, self.cookies, self.location, self.token = slug, {}, "", ""
@@ -69,15 +72,22 @@ class Participant:
         assert status.startswith("200"), status
 
     def join(self) -> None:
+        status, _, page = _call("POST", f"/s/{self.slug}/join/", self.cookies, form={
+            "consent": "yes", **self.external, "language": "", "answer_with": "page",
+            "csrfmiddlewaretoken": self.cookies["csrftoken"]})
+        assert status.startswith("200") and b'id="start"' in page, status
+        self.token = re.search(rb'<meta name="page-address" content="/s/a/([^/]+)/"', page).group(1).decode()
+
+    def scripted_join(self) -> None:
         status, headers, _ = _call("POST", f"/s/{self.slug}/join/", self.cookies, form={
             "consent": "yes", **self.external, "csrfmiddlewaretoken": self.cookies["csrftoken"]})
         assert status.startswith("302"), status
         self.location = headers["Location"]
         self.token = re.search(r"/s/a/([^/]+)/", self.location).group(1)
 
-    def page(self) -> None:
-        status, _, _ = _call("GET", self.location, self.cookies)
-        assert status.startswith("200"), status
+    def scripted_page(self) -> None:
+        status, _, page = _call("GET", self.location, self.cookies)
+        assert status.startswith("200") and b'id="start"' in page, status
 
     def start(self) -> None:
         status, _, page = _call("POST", f"/s/a/{self.token}/start/", self.cookies,
@@ -98,14 +108,24 @@ def main() -> None:
     freeze_startup_objects()
     collect_young_less_often()
     for i in range(WARM_UP):  # every step of every warm-up participant, one participant after another
-        warm = Participant(slug, f"warm-{i}")
+        warm, scripted = Participant(slug, f"warm-{i}"), Participant(slug, f"warm-scripted-{i}")
         for step in STEPS:
-            getattr(warm, step)()
+            if step.startswith("scripted_"):
+                if step == "scripted_join":
+                    scripted.landing()
+                getattr(scripted, step)()
+            else:
+                getattr(warm, step)()
     callgrind = ctypes.CDLL(library)
     measured = [Participant(slug, f"measured-{i}") for i in range(participants)]
+    scripts = [Participant(slug, f"scripted-{i}") for i in range(participants)]
     for step in STEPS:  # one count (callgrind dump) per step, over all the measured participants
+        if step == "scripted_join":
+            for participant in scripts:  # not counted: the same as a browser's
+                participant.landing()
+        group = scripts if step.startswith("scripted_") else measured
         callgrind.measure_start()
-        for participant in measured:
+        for participant in group:
             getattr(participant, step)()
         callgrind.measure_stop()
 

@@ -8,9 +8,11 @@ answer is the first question) p50/p95/p99/max, starts per second over the burst,
 workers, PostgreSQL and the client (the bots run on the same 2 cores) and the load average (other work shares the
 machine). BENCH_REPEAT (default 2) repeats every measurement on a fresh study.
 
-Then the same class with nothing done before: each participant opens the study's link, consents (joins), gets the
-attempt's page and presses Start, all of them at once or spread over one second; the latency printed is from
-opening the link to the first question, the CPU is per participant (four requests). The goals are the start's.
+Then the same class with nothing done before: each participant opens the study's link, consents (joins) as the
+page's form does (answered with the attempt's page: the instructions and Start) and presses Start, all of them at
+once or spread over one second; the latency printed is from opening the link to the first question, the CPU is per
+participant (three requests). The goals are the start's. Last, 300 within one second again with the consent sent
+as a script builds it (only the ids, without the form's field: redirected to the attempt's page, four requests).
 
 Run: `pytest tests/perf/test_class_start.py -m perf -s` (make bench). Asserts the exact quotas (never timings): every
 participant started with 15 distinct items, loads equal leases, and the loads stay level (water filling: no item
@@ -56,7 +58,8 @@ class SpreadBot(StudyBot):
 
 class JoiningBot(StudyBot):
     """A bot that opens the study's link `delay` seconds after the gate opens and then joins and starts: its `total`
-    is from opening the link to the first question (landing, consent, the attempt's page, Start)."""
+    is from opening the link to the first question (landing, consent answered with the attempt's page, Start; with
+    `consent_form=False` the consent is redirected to the attempt's page, one request more)."""
 
     def __init__(self, *args, gate: threading.Barrier, opened: dict, delay: float, **kwargs):
         super().__init__(*args, **kwargs)
@@ -71,7 +74,8 @@ class JoiningBot(StudyBot):
         return result
 
 
-def _class_start(server, slug: str, n: int, spread: float, item_ids: list[int], joining: bool = False) -> dict:
+def _class_start(server, slug: str, n: int, spread: float, item_ids: list[int], joining: bool = False,
+                 consent_form: bool = True) -> dict:
     study = study_create(slug=slug, item_ids=item_ids, status=StudyStatus.OPEN, per_participant=PER_PARTICIPANT,
                          raters=RATERS, time_limit_seconds=3600, completion_code="CLASS")
     postgres = postgres_pids()
@@ -84,7 +88,7 @@ def _class_start(server, slug: str, n: int, spread: float, item_ids: list[int], 
     barrier = threading.Barrier(n, action=at_barrier)
     if joining:  # each bot waits at the gate for the whole class, then opens the link, joins and starts
         bots = [JoiningBot(server.url, slug, f"{slug}-{i:04d}", gate=barrier, stop_after=0, opened=opened,
-                           delay=spread * i / n) for i in range(n)]
+                           delay=spread * i / n, consent_form=consent_form) for i in range(n)]
     else:  # each bot joins (landing, consent), waits at the barrier for the whole class, then starts
         bots = [SpreadBot(server.url, slug, f"{slug}-{i:04d}", barrier=barrier, stop_after=0, opened=opened,
                           delay=spread * i / n) for i in range(n)]
@@ -96,7 +100,7 @@ def _class_start(server, slug: str, n: int, spread: float, item_ids: list[int], 
     after = CpuMark.take(server, postgres + [p for p in postgres_pids() if p not in postgres])
     used = after.used_since(opened["mark"])
     starts = [bot.total for bot in bots] if joining else [t for bot in bots for t in bot.result.timings["start"]]
-    figures = {"n": n, "spread": spread, "joining": joining, "load_before": opened["mark"].load, "load_after": after.load,
+    figures = {"n": n, "spread": spread, "joining": joining, "consent_form": consent_form, "load_before": opened["mark"].load, "load_after": after.load,
                "burst_s": after.at - opened["at"], **percentiles(starts),
                **{f"cpu_{k}_ms": v / n * 1000 for k, v in used.items()}}
     # Exact quotas: all n started with 15 distinct items, loads equal leases, water filling keeps the loads level.
@@ -118,6 +122,9 @@ def _print(figures: dict) -> None:
     arrival = "at once" if not figures["spread"] else f"within {figures['spread']:g} s"
     goal = GOALS_MS[figures["n"]]
     what, each = ("opening the link, joining and starting", "participant") if figures["joining"] else ("starting", "start")
+    if figures["joining"]:
+        what += " (consent as the page's form sends it)" if figures["consent_form"] else \
+            " (consent as a script builds it, redirected: 4 requests)"
     print(f"  {figures['n']} {what} {arrival}: p50 {figures['p50']:.0f} ms, p95 {figures['p95']:.0f} ms, "
           f"p99 {figures['p99']:.0f} ms, max {figures['max']:.0f} ms; {figures['n'] / figures['burst_s']:.0f} {each}s/s "
           f"(burst {figures['burst_s']:.2f} s); CPU per {each}: gunicorn {figures['cpu_gunicorn_ms']:.1f} ms, "
@@ -139,11 +146,12 @@ def test_a_class_of_100_then_300_starting_at_once(detectbench_dir, tmp_path):
         run_bots(server.url, warm.slug, 40, concurrency=8, stop_after=1, id_prefix="warm")
         print(f"\nA class starting ({len(item_ids)} items, {PER_PARTICIPANT} each, {RATERS} raters) against "
               f"{server.describe()} + PostgreSQL, {os.cpu_count()} cores; start = POST Start, answered with the first question")
-        runs = [(n, spread, joining) for joining in (False, True) for n in (100, 300) for spread in (0.0, 1.0)]
+        runs = [(n, spread, joining, True) for joining in (False, True) for n in (100, 300) for spread in (0.0, 1.0)]
+        runs.append((300, 1.0, True, False))
         for repeat in range(REPEAT):
             print(f" run {repeat + 1} of {REPEAT}:")
-            for n, spread, joining in runs:
-                slug = f"class-{n}-{int(spread * 10)}-{'j' if joining else 's'}-{repeat}"
-                _print(_class_start(server, slug, n, spread, item_ids, joining=joining))
+            for n, spread, joining, consent_form in runs:
+                slug = f"class-{n}-{int(spread * 10)}-{'j' if joining else 's'}{'' if consent_form else 'x'}-{repeat}"
+                _print(_class_start(server, slug, n, spread, item_ids, joining=joining, consent_form=consent_form))
     finally:
         stop(server)

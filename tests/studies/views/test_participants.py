@@ -712,3 +712,67 @@ def test_a_language_switched_in_another_tab_is_not_the_language_of_an_answer_giv
     tab.get(reverse("studies_public:attempt", args=[attempt.token]))  # the other tab shows the question in Chinese
     answer = _submit(client=tab, attempt=attempt, page=page, shown_version="1", shown_language="")
     assert answer.status_code == 200 and Response.objects.get().language == ""
+
+
+
+def _consent_form(page: str) -> dict[str, str]:
+    """The consent form's fields as a browser sends them: its hidden fields (read from the page) and the box."""
+    form = re.search(r'<form method="post" action="[^"]*/join/">(.*?)</form>', page, re.S).group(1)
+    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', form))
+    return {name: value.replace("&amp;", "&") for name, value in fields.items()} | {"consent": "yes"}
+
+
+def _same_page(text: str) -> str:
+    """A participant page without what differs from one rendering to the next (CSRF token, clock) nor the address
+    that a page answering a form names."""
+    text = re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"|"X-CSRFToken": ?"[^"]*"', "", text)
+    text = re.sub(r'<meta name="page-address" content="[^"]*">', "", text)
+    return re.sub(r'data-seconds-left="\d+"|>\d+:\d\d(:\d\d)?<', "", text)
+
+
+def test_the_consent_form_as_the_page_sends_it_is_answered_with_the_attempts_page_naming_its_address(make_study,
+                                                                                                      items):
+    """Consent sent from the page's form (its `answer_with=page` field) is answered with the attempt's page itself,
+    one round trip less than a redirect, in every situation a browser can send it from (a new participant with or
+    without a Prolific id, a study with a practice or a screening question, another language, a browser whose
+    attempt is joined, started or finished, a reload sending the consent again): the page is the one the attempt's
+    address shows (a GET after it), names that address for the address bar, is never cached, sets the attempt's
+    cookie and finds the browser's attempt again. Without the field (a script) the same consent is redirected."""
+    studies = {
+        "plain": make_study(n_items=30),
+        "practice": make_study(n_items=30, practice_item=Item.objects.get(pk=items(40)[-1])),
+        "screening": make_study(n_items=30, screening_question="Do you read English fluently?", screening_options=["Yes", "No"],
+                                screening_pass=[0], screen_out_code="SO"),
+    }
+    statuses = set()
+    for case, (kind, pid, language, before) in enumerate(itertools.product(
+            studies, ("P", ""), ("", "zh-hans"), ("new", "joined", "started", "finished"))):
+        study, browser, situation = studies[kind], Client(), (kind, pid, language, before)
+        params = {"PROLIFIC_PID": f"{pid}{case}" if pid else "", "STUDY_ID": "S", "SESSION_ID": f"X{case}"}
+        form = _consent_form(_landing(browser, study, **params, lang=language).content.decode())
+        assert form["answer_with"] == "page" and form["PROLIFIC_PID"] == params["PROLIFIC_PID"], situation
+        join, cookie = reverse("studies_public:join", args=[study.slug]), f"dbstudy_{study.slug}"
+        token = None
+        if before != "new":
+            assert browser.post(join, form).status_code == 200, situation
+            attempt = Attempt.objects.get(token=(token := browser.cookies[cookie].value))
+            if before == "started":
+                browser.post(reverse("studies_public:start", args=[attempt.token]), {"screening_answer": "0"})
+            elif before == "finished":
+                browser.post(reverse("studies_public:start", args=[attempt.token]), {"screening_answer": "0"})
+                _finish(browser, attempt)
+        answered = browser.post(join, form)
+        attempt = Attempt.objects.get(token=browser.cookies[cookie].value)
+        address, text = reverse("studies_public:attempt", args=[attempt.token]), answered.content.decode()
+        assert answered.status_code == 200, (situation, answered.status_code)
+        assert token in (None, attempt.token), situation  # the browser's own attempt, found again
+        assert f'<meta name="page-address" content="{address}">' in text, situation
+        assert "no-store" in answered["Cache-Control"], situation
+        assert _same_page(text) == _same_page(browser.get(address).content.decode()), situation
+        statuses.add(attempt.status)
+        scripted = Client()
+        _landing(scripted, study, **params)
+        redirected = scripted.post(join, {name: value for name, value in form.items() if name != "answer_with"})
+        assert redirected.status_code == 302 and redirected["Location"].startswith("/s/a/"), situation
+        assert redirected["Location"] == address or not pid, situation  # a Prolific id resumes, by the rule
+    assert statuses == {AttemptStatus.JOINED, AttemptStatus.STARTED, AttemptStatus.FINISHED}, statuses
