@@ -17,7 +17,7 @@ from annotation.errors import CuratedConflicts, ImportRejected, ItemNotFound, St
 from annotation.item_facts import question_type, token_count, word_count
 from annotation.models import CONTENT_FIELDS, Item, ItemRevision
 from annotation.services.content_versions import assign_content_versions
-from annotation.translations import marked_out_of_date
+from annotation.translations import MIRRORED_FIELDS, following_the_original
 from foundation import csv_safety
 from foundation.error_mapping import as_service_error
 from foundation.errors import Invalid
@@ -235,9 +235,10 @@ def item_import(
                 continue
             replaced[item.pk] = revision
             report.overwrote_curated += 1
+        before = {name: getattr(item, name) for name in MIRRORED_FIELDS}
         for name, value in content.items():
             setattr(item, name, value)
-        _mark_translations(item, changed)  # the file changed the original, not its translations
+        _mark_translations(item, changed, before)  # the file changed the original, not its translations
         for name, value in facts.items():
             setattr(item, name, value)
         item.split = split
@@ -277,11 +278,13 @@ def item_import(
     return report
 
 
-def _mark_translations(item: Item, changed: list[str]) -> None:
-    """An edit of the original that brings no translations marks them out of date (annotation.translations), in the
-    same write: `changed` then names them too."""
-    if "translations" not in changed and (marked := marked_out_of_date(item.translations, changed)) is not None:
-        item.translations = marked
+def _mark_translations(item: Item, changed: list[str], before: dict) -> None:
+    """An edit of the original that brings no translations marks them out of date, or up to date again when it
+    restores their original (annotation.translations), in the same write: `changed` then names them too."""
+    after = {name: getattr(item, name) for name in MIRRORED_FIELDS}
+    if "translations" not in changed and (
+            followed := following_the_original(item.translations, before, after)) is not None:
+        item.translations = followed
         changed.append("translations")
 
 
@@ -320,9 +323,10 @@ def item_update(
         changed = [name for name, value in changes.items() if getattr(item, name) != value]
         if not changed and status in (None, item.status):
             return item
+        before = {name: getattr(item, name) for name in MIRRORED_FIELDS}
         for name in changed:
             setattr(item, name, changes[name])
-        _mark_translations(item, changed)
+        _mark_translations(item, changed, before)
         try:
             item.full_clean(exclude=["question_type"])
         except ValidationError as exc:

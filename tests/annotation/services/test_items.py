@@ -365,5 +365,39 @@ def test_an_import_that_changes_the_original_marks_the_translations_it_does_not_
                          curated="overwrite")
     assert report.updated == 1
     item.refresh_from_db()
-    assert item.translations == {"zh-hans": {**zh, "out_of_date": "options"}}
+    assert item.translations["zh-hans"]["out_of_date"] == "options"
+    assert {key: item.translations["zh-hans"][key] for key in zh} == zh
     assert item.revisions.order_by("number").last().changed_fields == ["options", "answer_index", "translations"]
+    # The file restoring the original brings the translation up to date again, in that revision.
+    report = import_text(json.dumps(GOOD) + "\n", source="tri", curated="overwrite")
+    item.refresh_from_db()
+    assert report.updated == 1 and item.translations == {"zh-hans": zh}
+    assert item.revisions.order_by("number").last().changed_fields == ["options", "answer_index", "translations"]
+
+
+def test_an_edit_restoring_the_original_brings_its_translations_back_to_what_participants_see():
+    """Left from the translations' issue: a rewrite reorders the options (the translation is marked out of date),
+    then a second rewrite puts them back by hand, not by a revert: the translation is current again, shown and
+    counted; a translation marked before its source was recorded stays marked."""
+    from annotation.services import item_create, item_update
+    from studies.content import is_translated
+
+    zh = {"context": "管家的靴子上有泥。", "question": "谁去过花园？", "options": ["管家", "厨师", "园丁"]}
+    original = ["The butler", "The cook", "The gardener"]
+    item = item_create(source="tr2", external_id="1", split="dev", content={
+        "context": "The butler had mud on his boots.", "question": "Who was in the garden?",
+        "options": original, "answer_index": 0, "translations": {"zh-hans": zh}})
+    edited = item_update(item_id=item.pk, base_version=item.version, changes={
+        "options": ["The gardener", "The cook", "The butler"], "answer_index": 2})
+    assert not is_translated(edited.translations, "zh-hans", 3)
+    retold = item_update(item_id=item.pk, base_version=edited.version, changes={"question": "Who was outside?"})
+    assert retold.translations["zh-hans"]["out_of_date"] == "question, options"
+    back = item_update(item_id=item.pk, base_version=retold.version, changes={"options": original, "answer_index": 0})
+    assert back.translations["zh-hans"]["out_of_date"] == "question"  # the question still differs
+    restored = item_update(item_id=item.pk, base_version=back.version, changes={"question": "Who was in the garden?"})
+    assert restored.translations == {"zh-hans": zh} and is_translated(restored.translations, "zh-hans", 3)
+    assert restored.revisions.get(number=restored.version).changed_fields == ["question", "translations"]
+    legacy = item_update(item_id=item.pk, base_version=restored.version, changes={
+        "translations": {"zh-hans": {**zh, "out_of_date": "options"}}})
+    again = item_update(item_id=item.pk, base_version=legacy.version, changes={"context": "Mud on his boots."})
+    assert again.translations == {"zh-hans": {**zh, "out_of_date": "options"}}
