@@ -4,7 +4,8 @@ then twice through two Celery worker processes sharing the endpoint's limit of 2
 then their next one).
 
 Prints, beside the ideal (requests x latency / concurrency): wall time and ratio, client CPU per request, the
-stand-in's CPU per request (both on the same 2 CPUs), peak in flight, the load average, and the resident memory
+stand-in's CPU per request (both on the same 2 CPUs), peak in flight, the load average, the timeline (the first
+and last request's arrival at the stand-in, from the launch; the least full wave), and the resident memory
 of each process running the requests before the run and when 25, 50, 75 and 100% of the rows are written.
 Asserts correctness (every (item, sample) resolved once, never more than 256 in flight) and that memory does
 not grow with the rows: at most ``MAX_GROWTH_MB`` from 25% to 100% of the rows (rows are written as they
@@ -34,7 +35,7 @@ from evaluation.execution import queueing
 from evaluation.models import Result, RunStatus
 from evaluation.services import runs as services
 from tests.perf import inspect_bench
-from tests.perf.test_evaluation_throughput import ms_per_request
+from tests.perf.test_evaluation_throughput import ms_per_request, timeline
 from tests.support.items import import_items
 from tests.support.model_server import start_server_process
 
@@ -132,7 +133,7 @@ def _wall_to_finish(run, launched_at: float) -> float:
 
 
 def _report(title: str, requests: int, elapsed: float, client_cpu: float | None, server, server_cpu_started,
-            memory: str, load_before: float) -> None:
+            memory: str, load_before: float, started: float) -> None:
     ideal = requests * LATENCY_S / CONCURRENCY
     server_cpu = server.cpu_seconds()
     server_cpu = None if server_cpu is None or server_cpu_started is None else server_cpu - server_cpu_started
@@ -144,6 +145,7 @@ def _report(title: str, requests: int, elapsed: float, client_cpu: float | None,
     print(f"  CPU per request: client {ms_per_request(client_cpu, requests)}, stand-in server "
           f"{ms_per_request(server_cpu, requests)}; peak in flight {stats['peak_in_flight']}; load average "
           f"{load_before:.2f} before, {os.getloadavg()[0]:.2f} after, on {os.cpu_count()} CPUs\n  memory: {memory}")
+    print(f"  timeline (the stand-in's arrivals, from the launch): {timeline(stats['arrivals'], started, elapsed)}")
     assert stats["peak_in_flight"] <= CONCURRENCY
 
 
@@ -193,7 +195,7 @@ def _in_one_process(detectbench_dir) -> None:
         watcher.join()
         threads_last.update(_threads_cpu_s())
         _report("DetectBench Web, one process", requests, elapsed, cpu, server, server_cpu_started, memory.text(),
-                load_before)
+                load_before, started)
         print(f"  (the run's finished_at; the call returned {returned:.2f} s after its start)")
         OURS["one process"] = (elapsed, cpu)
         by_thread = {}
@@ -263,7 +265,7 @@ def _through_celery(worker, server, endpoint, requests: int, title: str):
     memory.poll()
     workers_cpu = _children_cpu_s(worker.proc.pid) - workers_cpu_started  # both pool processes together
     _report(f"DetectBench Web via Celery (2 worker processes), {title}", requests, elapsed, workers_cpu, server,
-            server_cpu_started, memory.text(), load_before)
+            server_cpu_started, memory.text(), load_before, started)
     print(f"  (the run's finished_at; this benchmark's poll, every 50 ms, saw it {seen:.2f} s after the launch)")
     OURS[f"two Celery workers, {title}"] = (elapsed, workers_cpu)
     return run, memory

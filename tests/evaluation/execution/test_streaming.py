@@ -138,9 +138,11 @@ def test_answers_that_come_fast_are_written_in_spaced_batches():
     _, writes = _stream(delay_s=0.002, jobs=8000, concurrency=32)
     starts = [at for at, _ in writes[:-1]]  # the last write, of what is left at the end, is not held back
     gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
-    # Timed where the writer thread runs each write: one taken up late shortens a gap by that much. Unspaced writes of
-    # answers coming every few milliseconds would be milliseconds apart; half the spacing leaves room for the thread.
-    assert len(gaps) >= 4 and min(gaps) >= streaming.WRITE_SPACING_S / 2, gaps
+    # Timed where the writer thread runs each write: one taken up late (a loaded machine) shortens the next gap by that
+    # much. Unspaced writes of answers coming every few milliseconds would be milliseconds apart: the typical gap is
+    # the spacing, and none is under a quarter of it.
+    assert len(gaps) >= 4 and sorted(gaps)[len(gaps) // 2] >= streaming.WRITE_SPACING_S * 0.8, gaps
+    assert min(gaps) >= streaming.WRITE_SPACING_S / 4, gaps
     assert max(len(batch) for _, batch in writes) > 100  # batched, not a few rows a write
 
 
