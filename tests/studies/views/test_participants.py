@@ -26,6 +26,7 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from annotation.clue_graph import gold_key_information
 from annotation.models import Item
+from studies.management.bots import consent_fields
 from studies.models import (
     Attempt,
     AttemptStatus,
@@ -716,10 +717,11 @@ def test_a_language_switched_in_another_tab_is_not_the_language_of_an_answer_giv
 
 
 def _consent_form(page: str) -> dict[str, str]:
-    """The consent form's fields as a browser sends them: its hidden fields (read from the page) and the box."""
-    form = re.search(r'<form method="post" action="[^"]*/join/">(.*?)</form>', page, re.S).group(1)
-    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', form))
-    return {name: value.replace("&amp;", "&") for name, value in fields.items()} | {"consent": "yes"}
+    """The consent form's fields as a browser sends them: its hidden fields (read from the page, as the study bots
+    read them) and the box."""
+    fields = consent_fields(page)
+    assert fields, "the page has no consent form"
+    return fields | {"consent": "yes"}
 
 
 def _same_page(text: str) -> str:
