@@ -35,7 +35,7 @@ def load_tasks() -> list[str]:
     names = [RUN_CHUNK_TASK, JUDGE_RUN_TASK]
     for name in names:
         _task(name)
-    assert current_app.backend is not None  # resolved: the disabled backend, or the configured one (not connected)
+    _ = current_app.backend  # resolved and kept by the app (not connected): the disabled or the configured backend
     connection = current_app.connection_for_write()
     try:
         connection.get_transport_cls()  # the transport's module imported; nothing connects before a message is sent
